@@ -1,0 +1,55 @@
+// What this machine's TSC can be trusted for: CPUID bits, /proc/cpuinfo flags,
+// the kernel's clocksource, a hypervisor, and the counter's resolution and cost.
+// Cold path; any thread may call these.
+
+#ifndef TICKTRACE_ENVIRONMENT_H_
+#define TICKTRACE_ENVIRONMENT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ticktrace {
+
+// One finding with what it means to a user, e.g.
+//   {"hypervisor", "KVM", "running in a VM: TSC offsets and scaling are the hypervisor's; ..."}
+struct EnvironmentFinding {
+  std::string name;
+  std::string value;
+  std::string meaning;  // one line, plain language
+  bool is_warning = false;
+};
+
+struct TscEnvironment {
+  bool has_tsc = false;            // CPUID.1:EDX[4]
+  bool has_rdtscp = false;         // CPUID.80000001h:EDX[27]
+  bool invariant_tsc = false;      // CPUID.80000007h:EDX[8]
+  bool constant_tsc = false;       // /proc/cpuinfo flag
+  bool nonstop_tsc = false;        // /proc/cpuinfo flag
+  std::string clocksource;         // /sys/.../current_clocksource, "" if unreadable
+  bool hypervisor = false;         // CPUID.1:ECX[31]
+  std::string hypervisor_vendor;   // CPUID 0x40000000 signature, e.g. "KVMKVMKVM"
+  std::vector<EnvironmentFinding> findings;  // every item above, explained
+};
+
+// Probes CPUID, /proc/cpuinfo and sysfs. Never fails: unreadable items are
+// reported as findings.
+TscEnvironment ProbeTscEnvironment();
+
+// The smallest non-zero difference between two consecutive rdtsc reads over
+// `reads` reads, in ticks: differences near it are quantisation, not signal.
+uint64_t MeasureTscStepTicks(int reads = 100000);
+
+// The cost of an empty measurement (two back-to-back reads), in ticks: the
+// minimum and the median over `tries`, for rdtsc and for the fenced pair.
+struct ReadCost {
+  uint64_t rdtsc_min_ticks = 0;
+  uint64_t rdtsc_median_ticks = 0;
+  uint64_t fenced_min_ticks = 0;
+  uint64_t fenced_median_ticks = 0;
+};
+ReadCost MeasureReadCost(int tries = 10000);
+
+}  // namespace ticktrace
+
+#endif  // TICKTRACE_ENVIRONMENT_H_

@@ -1,0 +1,138 @@
+// The consumer side of a segment (layout: ticktrace/abi.h): discovery, validation
+// and draining. Used by the collector and by tests; never by traced processes.
+//
+// Every byte of a segment is untrusted input. Open() copies the geometry once
+// and checks it against the file's real size; later reads use only that copy,
+// so a segment overwritten under the reader cannot steer it out of bounds.
+// Problems come back as absl::Status with the segment's name, never as a crash.
+//
+// A SegmentReader is the segment's single consumer: one thread of one
+// collector may use it at a time. It maps the segment read-write because it
+// writes each slot's read_index (and frees retired slots); it never writes a
+// line the producer writes on its hot path.
+
+#ifndef TICKTRACE_SEGMENT_READER_H_
+#define TICKTRACE_SEGMENT_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ticktrace/abi.h"
+
+namespace ticktrace {
+
+// A segment name split into its parts.
+struct SegmentId {
+  std::string name;     // "ticktrace.<session>.<pid>", the shm object name
+  std::string session;
+  uint32_t pid = 0;
+};
+
+// Parses "ticktrace.<session>.<pid>"; InvalidArgument for anything else.
+absl::StatusOr<SegmentId> ParseSegmentName(std::string_view name);
+
+// Segments of `session` present now (scans /dev/shm). Unparseable names are skipped.
+absl::StatusOr<std::vector<SegmentId>> ListSegments(std::string_view session);
+
+// Removes a segment's shm object. NotFound if it is not there.
+absl::Status RemoveSegment(std::string_view name);
+
+// /proc/<pid>/stat field 22 (start time in clock ticks since boot); NotFound when
+// the process does not exist. With the pid, it identifies a process across pid reuse.
+absl::StatusOr<uint64_t> ReadProcessStartTicks(uint32_t pid);
+
+// True when `pid` is running and started at `start_ticks`.
+bool ProcessAlive(uint32_t pid, uint64_t start_ticks);
+
+// Geometry and identity of a segment, copied and validated at Open().
+struct SegmentInfo {
+  std::string name;
+  uint32_t pid = 0;
+  uint64_t process_start_ticks = 0;
+  std::string process_name;
+  uint64_t anchor_tsc = 0;
+  int64_t anchor_realtime_ns = 0;
+  uint32_t ring_capacity = 0;
+  uint32_t slot_count = 0;
+  uint32_t tag_capacity = 0;
+  uint64_t segment_size = 0;
+};
+
+// The producer-side counters of the header, read at one moment.
+struct SegmentCounters {
+  uint64_t tags_rejected = 0;
+  uint64_t threads_without_slot = 0;
+  uint64_t slotless_dropped = 0;
+};
+
+// One slot's control words, read at one moment.
+struct SlotView {
+  uint32_t state = abi::kSlotFree;  // abi::SlotState
+  uint32_t tid = 0;
+  uint64_t generation = 0;
+  std::string thread_name;
+  uint64_t write_index = 0;
+  uint64_t read_index = 0;
+  uint64_t dropped = 0;
+};
+
+class SegmentReader {
+ public:
+  // Maps and validates the segment `name` ("ticktrace.<session>.<pid>"):
+  // magic, ABI version, record and header sizes, geometry against the file size.
+  static absl::StatusOr<std::unique_ptr<SegmentReader>> Open(std::string_view name);
+  ~SegmentReader();
+  SegmentReader(const SegmentReader&) = delete;
+  SegmentReader& operator=(const SegmentReader&) = delete;
+
+  const SegmentInfo& info() const { return info_; }
+  SegmentCounters counters() const;
+
+  // Tag names by id, as published now (tag_count clamped to the capacity; names
+  // are cut at the first NUL or at abi::kTagNameMax and must be printable,
+  // otherwise the entry reads as "" and the result says DataLoss).
+  absl::StatusOr<std::vector<std::string>> Tags() const;
+
+  // REQUIRES: slot < info().slot_count.
+  SlotView Slot(uint32_t slot) const;
+
+  // Copies up to `max_records` published, unconsumed records of `slot` into
+  // `out` (appended) and returns the index one past the last one copied, which
+  // is what Commit() later takes. DataLoss if the indices are impossible
+  // (write before read, or more published than the ring holds): the slot is
+  // corrupt and should be skipped. Does not change the segment.
+  absl::StatusOr<uint64_t> Peek(uint32_t slot, size_t max_records,
+                                std::vector<abi::Record>* out) const;
+
+  // Marks records below `new_read_index` consumed, so the producer may reuse
+  // their cells. Call only after what Peek() copied is durable.
+  // REQUIRES: read_index <= new_read_index <= the value Peek() returned.
+  void Commit(uint32_t slot, uint64_t new_read_index);
+
+  // A retired slot whose records are all consumed goes back to free, for a
+  // new thread to claim. Returns true if it did.
+  bool FreeIfDrained(uint32_t slot);
+
+  // The raw mapping, for tests that corrupt a segment on purpose.
+  uint8_t* base_for_testing() { return base_; }
+
+ private:
+  SegmentReader() = default;
+  abi::SlotControl* control(uint32_t slot) const;
+  const abi::Record* records(uint32_t slot) const;
+
+  SegmentInfo info_;
+  uint8_t* base_ = nullptr;
+  uint64_t mapped_size_ = 0;
+  uint64_t tag_table_offset_ = 0;
+  uint64_t slots_offset_ = 0;
+  uint64_t slot_stride_ = 0;
+};
+
+}  // namespace ticktrace
+
+#endif  // TICKTRACE_SEGMENT_READER_H_

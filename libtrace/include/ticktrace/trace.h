@@ -1,0 +1,257 @@
+// ticktrace: the instrumentation API linked into traced processes.
+//
+//   ticktrace::Tag md_rx{"md_rx"};                // register a stage name once
+//   ticktrace::stamp(md_rx, order_id);            // this order reached this stage (rdtsc)
+//   ticktrace::stamp_rdtscp(md_rx, order_id);     // same, also records the core (rdtscp aux)
+//   ticktrace::stamp_fenced(md_rx, order_id);     // lfence;rdtsc;lfence, for micro-measurement
+//   {
+//     ticktrace::Span s(decide, order_id);        // rdtscp at begin ...
+//   }                                             // ... and at end (or s.end()); both cores kept
+//   ticktrace::FencedSpan f(parse, order_id);     // rdtscp;lfence at both ends
+//   ticktrace::link(child_order_id, parent_id);   // this order was caused by that one
+//
+// Each call writes one 32-byte record into the calling thread's ring in this
+// process's shared-memory segment (layout: ticktrace/abi.h). The first call on
+// a thread attaches: it creates the segment if needed (see Init) and claims a
+// ring; that call takes locks and system calls. Every later call is the fast
+// path: a TSC read, a 32-byte store and a release store of the write index —
+// inline, noexcept, no lock, no allocation, no system call, and no
+// __tls_get_addr (the per-thread block uses the initial-exec TLS model).
+//
+// Nothing is ever lost silently: a full ring drops the record and counts it in
+// the ring's `dropped`; a thread that finds no free ring, or a process that
+// cannot create its segment, counts its records in the segment header (or,
+// without a segment, in DroppedWithoutSegment()).
+//
+// Any thread may call every function here. A child created by fork() gets its
+// own segment on its first trace call.
+
+#ifndef TICKTRACE_TRACE_H_
+#define TICKTRACE_TRACE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ticktrace/abi.h"
+#include "ticktrace/tsc.h"
+
+namespace ticktrace {
+
+// Settings of this process's segment. Defaults come from the environment:
+// TICKTRACE_SESSION, TICKTRACE_RING_RECORDS, TICKTRACE_RINGS,
+// TICKTRACE_SEGMENT_MODE (octal), TICKTRACE_SEGMENT_GROUP.
+struct Options {
+  std::string session = "default";  // [A-Za-z0-9_-]{1,64}
+  uint32_t ring_records = 1u << 16;  // per thread; rounded up to a power of two
+  uint32_t rings = 64;               // threads that can trace at once
+  uint32_t segment_mode = 0600;      // permission bits of the shm file
+  std::string segment_group;         // empty: the creator's group
+
+  // Defaults overridden by the TICKTRACE_* environment variables. A malformed
+  // variable is an error, so that a typo never silently traces elsewhere.
+  static absl::StatusOr<Options> FromEnvironment();
+  absl::Status Validate() const;
+};
+
+// Creates this process's segment with `options`.
+// REQUIRES: called before the first trace call of this process (after it, the
+// segment exists and this returns FailedPrecondition). Optional: without it the
+// first trace call creates the segment from Options::FromEnvironment().
+absl::Status Init(const Options& options);
+
+// The shared-memory object name of a process's segment: "ticktrace.<session>.<pid>".
+std::string SegmentName(std::string_view session, uint32_t pid);
+
+// This process's segment name, or "" before the segment exists.
+std::string CurrentSegmentName();
+
+// Records this process could not write because it has no segment (creation failed).
+uint64_t DroppedWithoutSegment() noexcept;
+
+// A stage name, registered once per process into the segment's tag table.
+// Construct once (a global or a static) and reuse: construction takes a lock.
+// A name longer than abi::kTagNameMax is truncated; a full table gives the tag
+// abi::kTagInvalid (counted in the segment header as tags_rejected) and its
+// records are counted by the collector instead of being attributed.
+class Tag {
+ public:
+  explicit Tag(std::string_view name);
+  uint16_t id() const noexcept { return id_; }
+
+ private:
+  uint16_t id_;
+};
+
+namespace internal {
+
+// The calling thread's view of its ring. All-zero means "not attached": the
+// first write takes the slow path. Trivially constructible and destructible,
+// so that access compiles to a %fs-relative load with no TLS wrapper call.
+struct ThreadRing {
+  abi::Record* records;                // this thread's ring, in the segment
+  std::atomic<uint64_t>* write_index;  // its shared write index (we are the only writer)
+  uint64_t next_write;                 // our copy of *write_index
+  uint64_t write_limit;                // cached read_index + capacity: below it, there is room
+  uint64_t mask;                       // capacity - 1
+};
+
+extern constinit thread_local ThreadRing tls_ring __attribute__((tls_model("initial-exec")));
+
+// Attaches the thread, or refreshes the cached read index when the ring looks
+// full, then writes `record` or counts it as dropped. Never inline: it keeps
+// the fast path small.
+void WriteSlow(const abi::Record& record) noexcept;
+
+inline void Write(const abi::Record& record) noexcept {
+  ThreadRing& ring = tls_ring;
+  const uint64_t w = ring.next_write;
+  if (__builtin_expect(w < ring.write_limit, 1)) {
+    ring.records[w & ring.mask] = record;
+    ring.next_write = w + 1;
+    // Release: publishes records[w & mask]; pairs with the collector's acquire
+    // load of write_index in SegmentReader::Peek().
+    ring.write_index->store(w + 1, std::memory_order_release);
+    return;
+  }
+  WriteSlow(record);
+}
+
+inline abi::Record MakeRecord(uint64_t tsc, uint64_t order_id, uint64_t payload, uint32_t aux,
+                              uint16_t tag_id, uint8_t kind, uint8_t flags) noexcept {
+  abi::Record r;
+  r.tsc = tsc;
+  r.order_id = order_id;
+  r.payload.raw = payload;
+  r.aux = aux;
+  r.tag_id = tag_id;
+  r.kind = kind;
+  r.flags = flags;
+  return r;
+}
+
+inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_tsc,
+                            uint8_t* flags) noexcept {
+  uint64_t ticks = end_tsc - begin_tsc;
+  if (__builtin_expect(ticks > 0xffffffffull || end_tsc < begin_tsc, 0)) {
+    ticks = 0xffffffffull;
+    *flags |= abi::kRecordSpanSaturated;
+  }
+  abi::RecordPayload p;
+  p.span.end_aux = end_aux;
+  p.span.duration_ticks = static_cast<uint32_t>(ticks);
+  return p.raw;
+}
+
+}  // namespace internal
+
+// The order `order_id` reached the stage `tag` now. Plain rdtsc: no core recorded.
+inline void stamp(const Tag& tag, uint64_t order_id) noexcept {
+  internal::Write(internal::MakeRecord(ReadTsc(), order_id, 0, abi::kAuxUnknown, tag.id(),
+                                       abi::kStamp, 0));
+}
+
+// As stamp(), read with rdtscp so the record says which core it was taken on.
+inline void stamp_rdtscp(const Tag& tag, uint64_t order_id) noexcept {
+  uint32_t aux;
+  const uint64_t tsc = ReadTscp(&aux);
+  internal::Write(internal::MakeRecord(tsc, order_id, 0, aux, tag.id(), abi::kStamp, 0));
+}
+
+// As stamp(), read as lfence; rdtsc; lfence so that no instruction moves across
+// it: for micro-measurements between two stamps a few tens of ns apart.
+inline void stamp_fenced(const Tag& tag, uint64_t order_id) noexcept {
+  internal::Write(internal::MakeRecord(ReadTscFencedBegin(), order_id, 0, abi::kAuxUnknown,
+                                       tag.id(), abi::kStamp, abi::kRecordFenced));
+}
+
+// `child_order_id` was caused by `parent_order_id` (one tick fans out into
+// orders): the collector continues the child's stage chain from its parent's.
+inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
+  internal::Write(internal::MakeRecord(ReadTsc(), child_order_id, parent_order_id,
+                                       abi::kAuxUnknown, abi::kTagInvalid, abi::kLink, 0));
+}
+
+// A stage measured inside one thread: rdtscp at construction and at end() (or
+// destruction, whichever comes first); one kSpan record carries the begin TSC,
+// the duration and both cores, so the collector can flag a migration.
+// Not copyable; the same thread must construct and end it.
+class Span {
+ public:
+  Span(const Tag& tag, uint64_t order_id) noexcept
+      : order_id_(order_id), tag_id_(tag.id()) {
+    begin_tsc_ = ReadTscp(&begin_aux_);
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+  ~Span() { end(); }
+
+  // Ends the span now. Later calls do nothing.
+  void end() noexcept {
+    if (ended_) return;
+    uint32_t end_aux;
+    const uint64_t end_tsc = ReadTscp(&end_aux);
+    ended_ = true;
+    uint8_t flags = 0;
+    const uint64_t payload = internal::SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
+    internal::Write(internal::MakeRecord(begin_tsc_, order_id_, payload, begin_aux_, tag_id_,
+                                         abi::kSpan, flags));
+  }
+
+ private:
+  uint64_t begin_tsc_;
+  uint64_t order_id_;
+  uint32_t begin_aux_;
+  uint16_t tag_id_;
+  bool ended_ = false;
+};
+
+// As Span, but each end is `rdtscp; lfence`, so the measured code can neither
+// start before the begin read nor finish after the end read. For code of tens
+// of ns; the fences cost ~10-20 ns each.
+class FencedSpan {
+ public:
+  FencedSpan(const Tag& tag, uint64_t order_id) noexcept
+      : order_id_(order_id), tag_id_(tag.id()) {
+    begin_tsc_ = ReadTscFencedEnd(&begin_aux_);
+  }
+  FencedSpan(const FencedSpan&) = delete;
+  FencedSpan& operator=(const FencedSpan&) = delete;
+  ~FencedSpan() { end(); }
+
+  void end() noexcept {
+    if (ended_) return;
+    uint32_t end_aux;
+    const uint64_t end_tsc = ReadTscFencedEnd(&end_aux);
+    ended_ = true;
+    uint8_t flags = abi::kRecordFenced;
+    const uint64_t payload = internal::SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
+    internal::Write(internal::MakeRecord(begin_tsc_, order_id_, payload, begin_aux_, tag_id_,
+                                         abi::kSpan, flags));
+  }
+
+ private:
+  uint64_t begin_tsc_;
+  uint64_t order_id_;
+  uint32_t begin_aux_;
+  uint16_t tag_id_;
+  bool ended_ = false;
+};
+
+// Records an interval measured elsewhere (START_MEASURE/END_MEASURE, the
+// interval timer): `tag` took from `begin_tsc` to `end_tsc`. `order_id` may be 0.
+inline void record_interval(const Tag& tag, uint64_t begin_tsc, uint64_t end_tsc,
+                            uint64_t order_id = 0) noexcept {
+  uint8_t flags = 0;
+  const uint64_t payload =
+      internal::SpanPayload(abi::kAuxUnknown, begin_tsc, end_tsc, &flags);
+  internal::Write(internal::MakeRecord(begin_tsc, order_id, payload, abi::kAuxUnknown, tag.id(),
+                                       abi::kMeasure, flags));
+}
+
+}  // namespace ticktrace
+
+#endif  // TICKTRACE_TRACE_H_
