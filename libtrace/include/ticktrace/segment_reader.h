@@ -105,8 +105,11 @@ class SegmentReader {
   // is what Commit() later takes. DataLoss if the indices are impossible
   // (write before read, or more published than the ring holds): the slot is
   // corrupt and should be skipped. Does not change the segment.
-  absl::StatusOr<uint64_t> Peek(uint32_t slot, size_t max_records,
-                                std::vector<abi::Record>* out) const;
+  // If `generation` is given, it receives the slot's generation read after the
+  // records: the claim that wrote every record copied (a slot is reclaimed only
+  // once drained, so one Peek never mixes two owners).
+  absl::StatusOr<uint64_t> Peek(uint32_t slot, size_t max_records, std::vector<abi::Record>* out,
+                                uint64_t* generation = nullptr) const;
 
   // Marks records below `new_read_index` consumed, so the producer may reuse
   // their cells. Call only after what Peek() copied is durable.
@@ -126,6 +129,7 @@ class SegmentReader {
   const abi::Record* records(uint32_t slot) const;
 
   SegmentInfo info_;
+  std::shared_ptr<void> mapping_;  // the mapped region; unmapped with the reader
   uint8_t* base_ = nullptr;
   uint64_t mapped_size_ = 0;
   uint64_t tag_table_offset_ = 0;

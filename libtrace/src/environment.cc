@@ -1,0 +1,268 @@
+// The TSC environment probe: CPUID, /proc/cpuinfo, sysfs, and two small
+// measurements of the counter itself. Everything here is cold: it reads files
+// and may take a few milliseconds. See ticktrace/environment.h.
+
+#include "ticktrace/environment.h"
+
+#include <cpuid.h>
+#include <sched.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "ticktrace/tsc.h"
+
+namespace ticktrace {
+namespace {
+
+struct CpuidRegs {
+  uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+
+// Leaf `leaf` (subleaf 0), or false when the CPU does not implement it.
+bool Cpuid(uint32_t leaf, CpuidRegs* r) {
+  // __get_cpuid_count checks the maximum leaf of the range (basic or extended)
+  // first, so an absent leaf is reported instead of returning garbage.
+  return __get_cpuid_count(leaf, 0, &r->eax, &r->ebx, &r->ecx, &r->edx) != 0;
+}
+
+// Hypervisor leaves (0x40000000+) are outside the ranges __get_cpuid checks;
+// CPUID.1:ECX[31] says whether they mean anything.
+CpuidRegs RawCpuid(uint32_t leaf) {
+  CpuidRegs r;
+  __cpuid_count(leaf, 0, r.eax, r.ebx, r.ecx, r.edx);
+  return r;
+}
+
+std::string HypervisorSignature() {
+  const CpuidRegs r = RawCpuid(0x40000000);
+  char sig[13];
+  std::memcpy(sig + 0, &r.ebx, 4);
+  std::memcpy(sig + 4, &r.ecx, 4);
+  std::memcpy(sig + 8, &r.edx, 4);
+  sig[12] = '\0';
+  std::string out;
+  for (const char c : std::string(sig)) {
+    if (absl::ascii_isprint(static_cast<unsigned char>(c))) out.push_back(c);
+  }
+  return std::string(absl::StripAsciiWhitespace(out));
+}
+
+// A friendlier name for the common signatures.
+std::string HypervisorName(const std::string& sig) {
+  if (sig == "KVMKVMKVM") return "KVM";
+  if (sig == "Microsoft Hv") return "Hyper-V";
+  if (sig == "VMwareVMware") return "VMware";
+  if (sig == "XenVMMXenVMM") return "Xen";
+  if (sig == "TCGTCGTCGTCG") return "QEMU (TCG)";
+  if (sig.rfind("bhyve", 0) == 0) return "bhyve";
+  if (sig == "ACRNACRNACRN") return "ACRN";
+  return sig;
+}
+
+// The words of the first "flags" line of /proc/cpuinfo; empty when unreadable.
+std::vector<std::string> CpuinfoFlags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    return absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
+  }
+  return {};
+}
+
+std::string ReadFirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  return std::string(absl::StripAsciiWhitespace(line));
+}
+
+const char* YesNo(bool b) { return b ? "yes" : "no"; }
+
+}  // namespace
+
+TscEnvironment ProbeTscEnvironment() {
+  TscEnvironment env;
+  CpuidRegs r;
+  bool has_rdpid = false;
+  if (Cpuid(1, &r)) {
+    env.has_tsc = (r.edx >> 4) & 1;
+    env.hypervisor = (r.ecx >> 31) & 1;
+  }
+  if (Cpuid(7, &r)) has_rdpid = (r.ecx >> 22) & 1;
+  if (Cpuid(0x80000001, &r)) env.has_rdtscp = (r.edx >> 27) & 1;
+  if (Cpuid(0x80000007, &r)) env.invariant_tsc = (r.edx >> 8) & 1;
+  if (env.hypervisor) env.hypervisor_vendor = HypervisorSignature();
+
+  const std::vector<std::string> flags = CpuinfoFlags();
+  const auto has_flag = [&flags](const char* f) {
+    return std::find(flags.begin(), flags.end(), f) != flags.end();
+  };
+  env.constant_tsc = has_flag("constant_tsc");
+  env.nonstop_tsc = has_flag("nonstop_tsc");
+  env.clocksource =
+      ReadFirstLine("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+
+  auto add = [&env](std::string name, std::string value, std::string meaning, bool warning) {
+    env.findings.push_back(
+        EnvironmentFinding{std::move(name), std::move(value), std::move(meaning), warning});
+  };
+
+  add("tsc", YesNo(env.has_tsc),
+      env.has_tsc ? "the CPU has a time-stamp counter (CPUID.1:EDX[4])"
+                  : "no time-stamp counter: ticktrace cannot time anything on this CPU",
+      !env.has_tsc);
+
+  add("rdtscp", YesNo(env.has_rdtscp),
+      env.has_rdtscp
+          ? "rdtscp is available: stamp_rdtscp and spans record which core each read ran on"
+          : "CPUID does not report rdtscp: on bare metal stamp_rdtscp/Span would fault; a VM "
+            "may still execute it, but its aux is then not a core number (see tsc_aux)",
+      !env.has_rdtscp);
+
+  // Linux writes IA32_TSC_AUX (node << 12 | cpu) only when the CPU reports
+  // rdtscp or rdpid; otherwise whatever is in the register (the host's value,
+  // in a VM) is returned by rdtscp.
+  const bool kernel_programs_aux = env.has_rdtscp || has_rdpid;
+  std::string aux_value = kernel_programs_aux ? "programmed by the kernel" : "not programmed";
+  std::string aux_meaning =
+      kernel_programs_aux
+          ? "rdtscp's aux is node << 12 | cpu: a span whose two ends differ migrated"
+          : "the kernel does not program TSC_AUX here, so aux is not this machine's core "
+            "number: migration and cross-core flags based on aux are unreliable";
+  bool aux_warning = !kernel_programs_aux;
+  if (kernel_programs_aux && env.has_rdtscp) {
+    // Check the claim once on the core we are on. sched_getcpu() comes from
+    // the vDSO; both reads happen within a few ns, so a mismatch is rare
+    // enough to report.
+    uint32_t aux = 0;
+    const int before = sched_getcpu();
+    ReadTscp(&aux);
+    const int after = sched_getcpu();
+    if (before == after && before >= 0 && DecodeAux(aux).cpu != static_cast<uint32_t>(before)) {
+      aux_value = absl::StrCat("aux cpu ", DecodeAux(aux).cpu, " != sched_getcpu() ", before);
+      aux_meaning =
+          "rdtscp's aux does not match the core the thread runs on: migration flags based on "
+          "aux are unreliable";
+      aux_warning = true;
+    }
+  }
+  add("tsc_aux", aux_value, aux_meaning, aux_warning);
+
+  add("invariant_tsc", YesNo(env.invariant_tsc),
+      env.invariant_tsc
+          ? "the TSC ticks at a fixed rate through frequency changes and sleep states "
+            "(CPUID.80000007h:EDX[8]): ticks measure time"
+          : "the TSC may slow down or stop with the core's clock: tick counts are not time",
+      !env.invariant_tsc);
+
+  const bool flags_known = !flags.empty();
+  add("constant_tsc", flags_known ? YesNo(env.constant_tsc) : "unknown",
+      !flags_known ? "/proc/cpuinfo unreadable"
+      : env.constant_tsc
+          ? "the kernel sees a TSC rate that does not follow frequency scaling"
+          : "the kernel does not trust the TSC's rate to stay fixed under frequency scaling",
+      !env.constant_tsc);
+  add("nonstop_tsc", flags_known ? YesNo(env.nonstop_tsc) : "unknown",
+      !flags_known ? "/proc/cpuinfo unreadable"
+      : env.nonstop_tsc ? "the TSC keeps counting in deep idle states"
+                        : "the TSC may stop in deep idle states: idle gaps would be lost",
+      !env.nonstop_tsc);
+
+  if (env.clocksource.empty()) {
+    add("clocksource", "unknown", "current_clocksource is unreadable; cannot tell whether the "
+        "kernel trusts the TSC", true);
+  } else if (env.clocksource == "tsc") {
+    add("clocksource", env.clocksource,
+        "the kernel trusts the TSC: clock_gettime reads it in user space (~20-30 ns)", false);
+  } else {
+    add("clocksource", env.clocksource,
+        absl::StrCat("the kernel does not use the TSC as its clock (", env.clocksource,
+                     "): it may distrust it, clock reads may be slower, and calibration "
+                     "against the clock pairs less tightly"),
+        true);
+  }
+
+  if (env.hypervisor) {
+    add("hypervisor", HypervisorName(env.hypervisor_vendor),
+        "running in a VM: the hypervisor sets TSC offsets and scaling, so subtracting TSC "
+        "values read on different cores is less trustworthy; prefer same-thread spans",
+        true);
+  } else {
+    add("hypervisor", "none", "bare metal (no hypervisor bit): the TSC is the hardware's own",
+        false);
+  }
+  return env;
+}
+
+uint64_t MeasureTscStepTicks(int reads) {
+  uint64_t best = 0;
+  uint64_t prev = ReadTsc();
+  for (int i = 0; i < reads; ++i) {
+    const uint64_t now = ReadTsc();
+    // A backwards step (the thread moved to a core with a smaller offset) is
+    // not a step of the counter; skip it.
+    if (now > prev) {
+      const uint64_t d = now - prev;
+      if (best == 0 || d < best) best = d;
+    }
+    prev = now;
+  }
+  return best;
+}
+
+namespace {
+
+// Minimum and median of `v` (modified). REQUIRES: !v.empty().
+void MinMedian(std::vector<uint64_t>& v, uint64_t* min, uint64_t* median) {
+  std::sort(v.begin(), v.end());
+  *min = v.front();
+  *median = v[v.size() / 2];
+}
+
+bool CpuHasRdtscp() {
+  CpuidRegs r;
+  return Cpuid(0x80000001, &r) && ((r.edx >> 27) & 1);
+}
+
+}  // namespace
+
+ReadCost MeasureReadCost(int tries) {
+  ReadCost cost;
+  if (tries <= 0) return cost;
+  std::vector<uint64_t> plain;
+  std::vector<uint64_t> fenced;
+  plain.reserve(tries);
+  fenced.reserve(tries);
+  const bool rdtscp = CpuHasRdtscp();
+  for (int i = 0; i < tries; ++i) {
+    const uint64_t a = ReadTsc();
+    const uint64_t b = ReadTsc();
+    if (b >= a) plain.push_back(b - a);
+  }
+  for (int i = 0; i < tries; ++i) {
+    uint32_t aux;
+    const uint64_t a = ReadTscFencedBegin();
+    // The end read as users write it (rdtscp; lfence); without rdtscp, the
+    // fenced rdtsc is the closest equivalent.
+    const uint64_t b = rdtscp ? ReadTscFencedEnd(&aux) : ReadTscFencedBegin();
+    if (b >= a) fenced.push_back(b - a);
+  }
+  if (!plain.empty()) MinMedian(plain, &cost.rdtsc_min_ticks, &cost.rdtsc_median_ticks);
+  if (!fenced.empty()) MinMedian(fenced, &cost.fenced_min_ticks, &cost.fenced_median_ticks);
+  return cost;
+}
+
+}  // namespace ticktrace

@@ -1,0 +1,416 @@
+// The producer side of libtrace: options, the process's segment, tag
+// registration, slot claim and retire, the slow write path, and fork handling.
+// Layout and protocol: ticktrace/abi.h.
+
+#include "ticktrace/trace.h"
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <grp.h>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "src/process_info.h"
+
+namespace ticktrace {
+namespace internal {
+
+constinit thread_local ThreadRing tls_ring __attribute__((tls_model("initial-exec"))) = {};
+
+}  // namespace internal
+
+namespace {
+
+namespace bip = boost::interprocess;
+
+// Tags one process can register. The ABI allows up to abi::kMaxTags.
+constexpr uint32_t kTagCapacity = 1024;
+
+// A process's segment, mapped. Created once per process (and once more in a
+// fork child); never unmapped while the process may still trace, because
+// other threads may be writing into it without a lock.
+struct ProcessSegment {
+  std::string name;
+  bip::mapped_region region;
+  abi::SegmentHeader* header = nullptr;
+  uint8_t* base = nullptr;
+};
+
+// What the calling thread's slow path knows about it. Trivial, like tls_ring.
+enum class ThreadMode : uint8_t {
+  kUnattached = 0,  // no trace call yet (or reset by fork)
+  kAttached,        // owns a slot
+  kSlotless,        // found no free slot: records count in slotless_dropped
+  kNoSegment,       // the segment could not be created: records count locally
+  kExited,          // the slot was retired at thread exit
+};
+
+struct ThreadCold {
+  ThreadMode mode;
+  abi::SlotControl* slot;
+  abi::SegmentHeader* header;
+  uint64_t capacity;
+};
+
+constinit thread_local ThreadCold tls_cold __attribute__((tls_model("initial-exec"))) = {};
+
+// Guards everything below; also held across fork() so the child never sees
+// a half-registered tag or a half-created segment.
+std::mutex g_mu;
+std::vector<std::string>* g_tag_names = nullptr;  // by id; leaked on purpose (used at exit)
+uint64_t g_tags_rejected_before_segment = 0;
+Options* g_options = nullptr;                      // set by Init or the first attach
+std::atomic<ProcessSegment*> g_segment{nullptr};
+std::atomic<uint64_t> g_dropped_without_segment{0};
+pthread_key_t g_exit_key;
+bool g_process_hooks_installed = false;
+
+std::vector<std::string>& TagNames() {
+  if (g_tag_names == nullptr) g_tag_names = new std::vector<std::string>();
+  return *g_tag_names;
+}
+
+void WriteTagEntry(ProcessSegment& seg, uint32_t id, const std::string& name) {
+  auto* table = reinterpret_cast<abi::TagEntry*>(seg.base + seg.header->tag_table_offset);
+  std::memset(&table[id], 0, sizeof(abi::TagEntry));
+  std::memcpy(table[id].name, name.data(), std::min<size_t>(name.size(), abi::kTagNameMax));
+}
+
+// Runs at the exit of a thread that owned a slot.
+void RetireSlotAtThreadExit(void* slot_ptr) {
+  auto* slot = static_cast<abi::SlotControl*>(slot_ptr);
+  // Release: the thread's last write_index store happens-before the collector
+  // sees kSlotRetired; pairs with the acquire load of state in
+  // SegmentReader::FreeIfDrained(), so a retired slot is drained completely.
+  slot->state.store(abi::kSlotRetired, std::memory_order_release);
+  tls_cold.mode = ThreadMode::kExited;
+  internal::tls_ring = {};
+}
+
+void ForkPrepare() { g_mu.lock(); }
+void ForkParent() { g_mu.unlock(); }
+// The child is a new process: it must not write into its parent's segment.
+// Only the forking thread exists here; its thread-locals are reset so that its
+// next trace call creates the child's own segment.
+void ForkChild() {
+  ProcessSegment* parent_segment = g_segment.exchange(nullptr, std::memory_order_relaxed);
+  delete parent_segment;  // unmaps the parent's segment from the child only
+  internal::tls_ring = {};
+  tls_cold = {};
+  pthread_setspecific(g_exit_key, nullptr);
+  g_mu.unlock();
+}
+
+// REQUIRES: g_mu held.
+void InstallProcessHooks() {
+  if (g_process_hooks_installed) return;
+  g_process_hooks_installed = true;
+  pthread_key_create(&g_exit_key, &RetireSlotAtThreadExit);
+  pthread_atfork(&ForkPrepare, &ForkParent, &ForkChild);
+}
+
+uint32_t RoundUpPowerOfTwo(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v && p < abi::kMaxRingCapacity) p <<= 1;
+  return p;
+}
+
+// Creates and maps this process's segment.
+// REQUIRES: g_mu held; no segment yet.
+absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+  const uint32_t capacity = RoundUpPowerOfTwo(options.ring_records);
+  const uint64_t size = abi::SegmentSize(kTagCapacity, options.rings, capacity);
+  auto seg = std::make_unique<ProcessSegment>();
+  seg->name = SegmentName(options.session, pid);
+  try {
+    // A segment with our name belongs to a dead process with our pid: pids
+    // are unique among live processes. It is replaced.
+    bip::shared_memory_object::remove(seg->name.c_str());
+    bip::permissions perms(options.segment_mode);
+    bip::shared_memory_object shm(bip::create_only, seg->name.c_str(), bip::read_write, perms);
+    if (!options.segment_group.empty()) {
+      struct group* gr = getgrnam(options.segment_group.c_str());
+      if (gr == nullptr || fchown(shm.get_mapping_handle().handle, -1, gr->gr_gid) != 0) {
+        bip::shared_memory_object::remove(seg->name.c_str());
+        return absl::FailedPreconditionError(absl::StrCat(
+            "segment ", seg->name, ": cannot give it to group '", options.segment_group, "'"));
+      }
+    }
+    // fchmod: the mode the user asked for, whatever the umask.
+    fchmod(shm.get_mapping_handle().handle, options.segment_mode);
+    shm.truncate(static_cast<bip::offset_t>(size));
+    seg->region = bip::mapped_region(shm, bip::read_write);
+  } catch (const bip::interprocess_exception& e) {
+    bip::shared_memory_object::remove(seg->name.c_str());
+    return absl::UnavailableError(
+        absl::StrCat("segment ", seg->name, " (", size, " bytes): ", e.what()));
+  }
+  seg->base = static_cast<uint8_t*>(seg->region.get_address());
+  auto* h = new (seg->base) abi::SegmentHeader();  // the file is all zero: a valid empty state
+  seg->header = h;
+  h->abi_version = abi::kAbiVersion;
+  h->header_size = sizeof(abi::SegmentHeader);
+  h->record_size = sizeof(abi::Record);
+  h->ring_capacity = capacity;
+  h->slot_count = options.rings;
+  h->tag_capacity = kTagCapacity;
+  h->tag_table_offset = abi::TagTableOffset();
+  h->slots_offset = abi::SlotsOffset(kTagCapacity);
+  h->slot_stride = abi::SlotStride(capacity);
+  h->segment_size = size;
+  h->pid = pid;
+  h->process_start_ticks = internal::ProcessStartTicks(pid).value_or(0);
+  const std::string process_name = internal::ProcessName(pid);
+  std::memcpy(h->process_name, process_name.data(),
+              std::min<size_t>(process_name.size(), abi::kProcessNameMax));
+  internal::ReadAnchor(&h->anchor_tsc, &h->anchor_realtime_ns);
+  const std::vector<std::string>& names = TagNames();
+  for (uint32_t id = 0; id < names.size(); ++id) WriteTagEntry(*seg, id, names[id]);
+  h->tag_count.store(static_cast<uint32_t>(names.size()), std::memory_order_relaxed);
+  h->tags_rejected.store(g_tags_rejected_before_segment, std::memory_order_relaxed);
+  // Release: every field above is visible to a reader that sees the magic;
+  // pairs with the acquire load of magic in SegmentReader::Open().
+  h->magic.store(abi::kMagic, std::memory_order_release);
+  ProcessSegment* raw = seg.release();
+  g_segment.store(raw, std::memory_order_release);
+  return raw;
+}
+
+// REQUIRES: g_mu held.
+absl::StatusOr<ProcessSegment*> SegmentLocked() {
+  if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) return seg;
+  InstallProcessHooks();
+  if (g_options == nullptr) {
+    absl::StatusOr<Options> env = Options::FromEnvironment();
+    if (!env.ok()) return env.status();
+    g_options = new Options(*std::move(env));
+  }
+  return CreateSegment(*g_options);
+}
+
+// Claims a slot for the calling thread: CAS free -> owned, or retired -> owned
+// when the retired slot is already drained.
+abi::SlotControl* ClaimSlot(ProcessSegment& seg) {
+  const abi::SegmentHeader& h = *seg.header;
+  for (uint32_t i = 0; i < h.slot_count; ++i) {
+    auto* slot = reinterpret_cast<abi::SlotControl*>(seg.base + h.slots_offset + i * h.slot_stride);
+    uint32_t state = slot->state.load(std::memory_order_acquire);
+    if (state == abi::kSlotRetired &&
+        slot->write_index.load(std::memory_order_relaxed) !=
+            slot->read_index.load(std::memory_order_acquire)) {
+      continue;  // the collector has not drained the previous owner yet
+    }
+    if (state != abi::kSlotFree && state != abi::kSlotRetired) continue;
+    // Acquire: sees the previous owner's last write_index (released with its
+    // retire) and the collector's last read_index (released with retired -> free).
+    if (slot->state.compare_exchange_strong(state, abi::kSlotOwned, std::memory_order_acq_rel)) {
+      return slot;
+    }
+  }
+  return nullptr;
+}
+
+void Attach() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  absl::StatusOr<ProcessSegment*> seg = SegmentLocked();
+  if (!seg.ok()) {
+    tls_cold.mode = ThreadMode::kNoSegment;
+    return;
+  }
+  abi::SlotControl* slot = ClaimSlot(**seg);
+  tls_cold.header = (*seg)->header;
+  if (slot == nullptr) {
+    (*seg)->header->threads_without_slot.fetch_add(1, std::memory_order_relaxed);
+    tls_cold.mode = ThreadMode::kSlotless;
+    return;
+  }
+  slot->tid = static_cast<uint32_t>(gettid());
+  std::memset(slot->thread_name, 0, sizeof(slot->thread_name));
+  pthread_getname_np(pthread_self(), slot->thread_name, sizeof(slot->thread_name));
+  // Release: tid and name are visible to a reader that sees the new generation.
+  slot->generation.fetch_add(1, std::memory_order_release);
+  pthread_setspecific(g_exit_key, slot);
+
+  const uint64_t capacity = (*seg)->header->ring_capacity;
+  // Relaxed: this thread is now write_index's only writer; the previous
+  // owner's value came with the acquire CAS in ClaimSlot().
+  const uint64_t w = slot->write_index.load(std::memory_order_relaxed);
+  const uint64_t r = slot->read_index.load(std::memory_order_acquire);
+  tls_cold = ThreadCold{ThreadMode::kAttached, slot, (*seg)->header, capacity};
+  internal::tls_ring.records = reinterpret_cast<abi::Record*>(
+      reinterpret_cast<uint8_t*>(slot) + sizeof(abi::SlotControl));
+  internal::tls_ring.write_index = &slot->write_index;
+  internal::tls_ring.next_write = w;
+  internal::tls_ring.write_limit = r + capacity;
+  internal::tls_ring.mask = capacity - 1;
+}
+
+bool ValidSession(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+absl::Status ParseU32Env(const char* var, uint32_t* out, int base = 10) {
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long parsed = std::strtoul(v, &end, base);
+  if (errno != 0 || *end != '\0' || parsed > 0xffffffffu || v[0] == '-') {
+    return absl::InvalidArgumentError(absl::StrCat(var, "='", v, "' is not a number"));
+  }
+  *out = static_cast<uint32_t>(parsed);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Options> Options::FromEnvironment() {
+  Options o;
+  if (const char* s = std::getenv("TICKTRACE_SESSION"); s != nullptr && *s != '\0') o.session = s;
+  if (absl::Status st = ParseU32Env("TICKTRACE_RING_RECORDS", &o.ring_records); !st.ok()) return st;
+  if (absl::Status st = ParseU32Env("TICKTRACE_RINGS", &o.rings); !st.ok()) return st;
+  if (absl::Status st = ParseU32Env("TICKTRACE_SEGMENT_MODE", &o.segment_mode, 8); !st.ok()) {
+    return st;
+  }
+  if (const char* g = std::getenv("TICKTRACE_SEGMENT_GROUP"); g != nullptr) o.segment_group = g;
+  if (absl::Status st = o.Validate(); !st.ok()) return st;
+  return o;
+}
+
+absl::Status Options::Validate() const {
+  if (!ValidSession(session)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session '", session, "': use 1-64 of [A-Za-z0-9_-]"));
+  }
+  if (ring_records < abi::kMinRingCapacity || ring_records > abi::kMaxRingCapacity) {
+    return absl::InvalidArgumentError(absl::StrCat("ring_records ", ring_records, ": must be in [",
+                                                   abi::kMinRingCapacity, ", ",
+                                                   abi::kMaxRingCapacity, "]"));
+  }
+  if (rings < 1 || rings > abi::kMaxSlots) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rings ", rings, ": must be in [1, ", abi::kMaxSlots, "]"));
+  }
+  if (segment_mode > 0777 || (segment_mode & 0600) != 0600) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "segment_mode 0%o: must be within 0777 and give the owner read and write", segment_mode));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Init(const Options& options) {
+  if (absl::Status st = options.Validate(); !st.ok()) return st;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("ticktrace::Init: segment ", seg->name, " already exists"));
+  }
+  InstallProcessHooks();
+  delete g_options;
+  g_options = new Options(options);
+  return CreateSegment(options).status();
+}
+
+std::string SegmentName(std::string_view session, uint32_t pid) {
+  return absl::StrCat("ticktrace.", std::string(session), ".", pid);
+}
+
+std::string CurrentSegmentName() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  ProcessSegment* seg = g_segment.load(std::memory_order_acquire);
+  return seg == nullptr ? std::string() : seg->name;
+}
+
+uint64_t DroppedWithoutSegment() noexcept {
+  return g_dropped_without_segment.load(std::memory_order_relaxed);
+}
+
+Tag::Tag(std::string_view name) {
+  const std::string clipped(name.substr(0, abi::kTagNameMax));
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::vector<std::string>& names = TagNames();
+  for (uint32_t id = 0; id < names.size(); ++id) {
+    if (names[id] == clipped) {
+      id_ = static_cast<uint16_t>(id);
+      return;
+    }
+  }
+  ProcessSegment* seg = g_segment.load(std::memory_order_acquire);
+  if (names.size() >= kTagCapacity) {
+    id_ = abi::kTagInvalid;
+    if (seg != nullptr) {
+      seg->header->tags_rejected.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ++g_tags_rejected_before_segment;
+    }
+    return;
+  }
+  id_ = static_cast<uint16_t>(names.size());
+  names.push_back(clipped);
+  if (seg != nullptr) {
+    WriteTagEntry(*seg, id_, clipped);
+    // Release: the name is written before the collector can see the entry;
+    // pairs with the acquire load of tag_count in SegmentReader::Tags().
+    seg->header->tag_count.store(static_cast<uint32_t>(names.size()), std::memory_order_release);
+  }
+}
+
+namespace internal {
+
+void WriteSlow(const abi::Record& record) noexcept {
+  if (tls_cold.mode == ThreadMode::kUnattached) Attach();
+  switch (tls_cold.mode) {
+    case ThreadMode::kAttached: {
+      ThreadRing& ring = tls_ring;
+      abi::SlotControl* slot = tls_cold.slot;
+      const uint64_t w = ring.next_write;
+      // Acquire: the collector finished copying the cells below read_index;
+      // pairs with its release store in SegmentReader::Commit().
+      ring.write_limit = slot->read_index.load(std::memory_order_acquire) + tls_cold.capacity;
+      if (w < ring.write_limit) {
+        ring.records[w & ring.mask] = record;
+        ring.next_write = w + 1;
+        // Release: publishes the record; pairs with the acquire in SegmentReader::Peek().
+        ring.write_index->store(w + 1, std::memory_order_release);
+        return;
+      }
+      // Relaxed load + store: this thread is dropped's only writer; the
+      // collector reads it with a relaxed load and needs no ordering with records.
+      slot->dropped.store(slot->dropped.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+      return;
+    }
+    case ThreadMode::kSlotless:
+    case ThreadMode::kExited:
+      tls_cold.header->slotless_dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    case ThreadMode::kNoSegment:
+    case ThreadMode::kUnattached:
+      g_dropped_without_segment.fetch_add(1, std::memory_order_relaxed);
+      return;
+  }
+}
+
+}  // namespace internal
+}  // namespace ticktrace
