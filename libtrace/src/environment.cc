@@ -6,13 +6,11 @@
 
 #include <cpuid.h>
 #include <sched.h>
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
