@@ -85,6 +85,30 @@ bool ProcessAlive(uint32_t pid, uint64_t start_ticks) {
   return now.ok() && *now == start_ticks;
 }
 
+absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {
+  constexpr uint8_t kKnownFlags = abi::kRecordFenced | abi::kRecordSpanSaturated;
+  if ((record.flags & ~kKnownFlags) != 0) {
+    return absl::DataLossError(absl::StrCat("record: unknown flags 0x", absl::Hex(record.flags)));
+  }
+  switch (record.kind) {
+    case abi::kLink:
+      return absl::OkStatus();
+    case abi::kStamp:
+    case abi::kSpan:
+    case abi::kMeasure:
+      if (record.tag_id == abi::kTagInvalid) {
+        return absl::OutOfRangeError("record: its tag found the tag table full");
+      }
+      if (record.tag_id >= tag_count) {
+        return absl::DataLossError(absl::StrCat("record: tag id ", record.tag_id,
+                                                " is not in the table (", tag_count, " tags)"));
+      }
+      return absl::OkStatus();
+    default:
+      return absl::DataLossError(absl::StrCat("record: unknown kind ", record.kind));
+  }
+}
+
 absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_view name) {
   absl::StatusOr<SegmentId> id = ParseSegmentName(name);
   if (!id.ok()) return id.status();

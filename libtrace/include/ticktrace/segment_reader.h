@@ -48,6 +48,11 @@ absl::StatusOr<uint64_t> ReadProcessStartTicks(uint32_t pid);
 // True when `pid` is running and started at `start_ticks`.
 bool ProcessAlive(uint32_t pid, uint64_t start_ticks);
 
+// Checks one drained record: a known kind, known flag bits, and a tag id below
+// `tag_count` (for kinds that carry a tag). kTagInvalid is reported as
+// OutOfRange "tag table was full" so it can be counted apart from corruption.
+absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count);
+
 // Geometry and identity of a segment, copied and validated at Open().
 struct SegmentInfo {
   std::string name;

@@ -1,0 +1,53 @@
+// Helpers shared by the libtrace tests: unique session names and draining a
+// slot through the public reader. Test-only.
+
+#ifndef TICKTRACE_TESTS_LIBTRACE_SEGMENT_TEST_UTIL_H_
+#define TICKTRACE_TESTS_LIBTRACE_SEGMENT_TEST_UTIL_H_
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ticktrace/segment_reader.h"
+#include "ticktrace/trace.h"
+
+namespace ticktrace::testing {
+
+// "t_<what>_<pid>": no two test processes share a session.
+inline std::string UniqueSession(const std::string& what) {
+  return "t_" + what + "_" + std::to_string(getpid());
+}
+
+// The slot whose owner has kernel thread id `tid`, or -1.
+inline int FindSlotByTid(const SegmentReader& reader, uint32_t tid) {
+  for (uint32_t i = 0; i < reader.info().slot_count; ++i) {
+    if (reader.Slot(i).tid == tid && reader.Slot(i).generation > 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// Peeks and commits everything published in `slot`, appending to `out`.
+inline void DrainSlot(SegmentReader& reader, uint32_t slot, std::vector<abi::Record>* out) {
+  for (;;) {
+    absl::StatusOr<uint64_t> end = reader.Peek(slot, 4096, out);
+    ASSERT_TRUE(end.ok()) << end.status();
+    if (*end == reader.Slot(slot).read_index) return;
+    reader.Commit(slot, *end);
+  }
+}
+
+// Removes this process's segment when the test binary ends.
+class RemoveSegmentAtExit : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const std::string name = CurrentSegmentName();
+    if (!name.empty()) (void)RemoveSegment(name);
+  }
+};
+
+}  // namespace ticktrace::testing
+
+#endif  // TICKTRACE_TESTS_LIBTRACE_SEGMENT_TEST_UTIL_H_
