@@ -1,0 +1,39 @@
+// ticktrace-example-feed: the pipeline's market-data feed handler (see feed.cc).
+
+#include <cstdio>
+#include <string>
+
+#include "flag_parser.h"
+#include "stage_flags.h"
+#include "stage_runtime.h"
+#include "stages.h"
+
+int main(int argc, char** argv) {
+  using namespace ticktrace::examples;
+  FeedOptions options;
+  options.stage.session = DefaultSession();
+  options.stage.work_ns = 500;
+  FlagParser parser("ticktrace-example-feed",
+                    "Generates market-data ticks, stamps md_rx and md_decoded, and queues them "
+                    "to ticktrace-example-strategy.");
+  AddStageFlags(&parser, &options.stage);
+  parser.AddUint64("ticks", &options.ticks, "ticks to send (ids 1..N)");
+  parser.AddDouble("rate", &options.rate_per_s, "ticks per second; 0: as fast as possible");
+  parser.ParseOrExit(argc, argv);
+  if (options.rate_per_s < 0) {
+    std::fprintf(stderr, "ticktrace-example-feed: --rate: must be >= 0 (see --help)\n");
+    return kExitBadFlags;
+  }
+  InstallStopHandlers();
+  const absl::StatusOr<FeedResult> result = RunFeed(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "ticktrace-example-feed: %s\n", result.status().ToString().c_str());
+    return kExitError;
+  }
+  std::printf("feed: sent %llu ticks in %.2f s (%.0f ticks/s), queue full %llu times%s\n",
+              static_cast<unsigned long long>(result->ticks_sent), result->elapsed_s,
+              result->elapsed_s > 0 ? result->ticks_sent / result->elapsed_s : 0.0,
+              static_cast<unsigned long long>(result->queue_full_waits),
+              result->stopped ? " (stopped by a signal)" : "");
+  return result->stopped ? kExitStopped : kExitOk;
+}

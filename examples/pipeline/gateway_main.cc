@@ -1,0 +1,31 @@
+// ticktrace-example-gateway: the pipeline's order gateway (see gateway.cc).
+
+#include <cstdio>
+
+#include "flag_parser.h"
+#include "stage_flags.h"
+#include "stage_runtime.h"
+#include "stages.h"
+
+int main(int argc, char** argv) {
+  using namespace ticktrace::examples;
+  StageOptions options;
+  options.session = DefaultSession();
+  options.work_ns = 1000;
+  FlagParser parser("ticktrace-example-gateway",
+                    "Receives orders from ticktrace-example-strategy, stamps gw_in, works, "
+                    "stamps gw_sent.");
+  AddStageFlags(&parser, &options);
+  parser.ParseOrExit(argc, argv);
+  InstallStopHandlers();
+  const absl::StatusOr<GatewayResult> result = RunGateway(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "ticktrace-example-gateway: %s\n", result.status().ToString().c_str());
+    return kExitError;
+  }
+  std::printf("gateway: received %llu orders, sent %llu%s\n",
+              static_cast<unsigned long long>(result->orders_received),
+              static_cast<unsigned long long>(result->orders_sent),
+              result->stopped ? " (stopped by a signal)" : "");
+  return result->stopped ? kExitStopped : kExitOk;
+}

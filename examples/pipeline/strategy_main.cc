@@ -1,0 +1,35 @@
+// ticktrace-example-strategy: the pipeline's strategy (see strategy.cc).
+
+#include <cstdio>
+
+#include "flag_parser.h"
+#include "stage_flags.h"
+#include "stage_runtime.h"
+#include "stages.h"
+
+int main(int argc, char** argv) {
+  using namespace ticktrace::examples;
+  StageOptions options;
+  options.session = DefaultSession();
+  options.work_ns = 2000;
+  FlagParser parser("ticktrace-example-strategy",
+                    "Reads ticks from ticktrace-example-feed, decides (a Span), and queues 0-2 "
+                    "orders per tick to ticktrace-example-gateway.");
+  AddStageFlags(&parser, &options);
+  parser.ParseOrExit(argc, argv);
+  InstallStopHandlers();
+  const absl::StatusOr<StrategyResult> result = RunStrategy(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "ticktrace-example-strategy: %s\n", result.status().ToString().c_str());
+    return kExitError;
+  }
+  std::printf(
+      "strategy: received %llu ticks, sent %llu orders (ticks with 0/1/2 orders: %llu/%llu/%llu)%s\n",
+      static_cast<unsigned long long>(result->ticks_received),
+      static_cast<unsigned long long>(result->orders_sent),
+      static_cast<unsigned long long>(result->ticks_by_fan_out[0]),
+      static_cast<unsigned long long>(result->ticks_by_fan_out[1]),
+      static_cast<unsigned long long>(result->ticks_by_fan_out[2]),
+      result->stopped ? " (stopped by a signal)" : "");
+  return result->stopped ? kExitStopped : kExitOk;
+}
