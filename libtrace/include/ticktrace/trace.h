@@ -45,7 +45,7 @@ namespace ticktrace {
 // TICKTRACE_SESSION, TICKTRACE_RING_RECORDS, TICKTRACE_RINGS,
 // TICKTRACE_SEGMENT_MODE (octal), TICKTRACE_SEGMENT_GROUP.
 struct Options {
-  std::string session = "default";  // [A-Za-z0-9_-]{1,64}
+  std::string session = "default";   // [A-Za-z0-9_-]{1,64}
   uint32_t ring_records = 1u << 16;  // per thread; rounded up to a power of two
   uint32_t rings = 64;               // threads that can trace at once
   uint32_t segment_mode = 0600;      // permission bits of the shm file
@@ -106,20 +106,6 @@ extern constinit thread_local ThreadRing tls_ring __attribute__((tls_model("init
 // the fast path small.
 void WriteSlow(const abi::Record& record) noexcept;
 
-inline void Write(const abi::Record& record) noexcept {
-  ThreadRing& ring = tls_ring;
-  const uint64_t w = ring.next_write;
-  if (__builtin_expect(w < ring.write_limit, 1)) {
-    ring.records[w & ring.mask] = record;
-    ring.next_write = w + 1;
-    // Release: publishes records[w & mask]; pairs with the collector's acquire
-    // load of write_index in SegmentReader::Peek().
-    ring.write_index->store(w + 1, std::memory_order_release);
-    return;
-  }
-  WriteSlow(record);
-}
-
 inline abi::Record MakeRecord(uint64_t tsc, uint64_t order_id, uint64_t payload, uint32_t aux,
                               uint16_t tag_id, uint8_t kind, uint8_t flags) noexcept {
   abi::Record r;
@@ -131,6 +117,30 @@ inline abi::Record MakeRecord(uint64_t tsc, uint64_t order_id, uint64_t payload,
   r.kind = kind;
   r.flags = flags;
   return r;
+}
+
+// Writes one record into the calling thread's ring. The fields are stored
+// straight into the ring cell (no temporary), then published.
+inline void Write(uint64_t tsc, uint64_t order_id, uint64_t payload, uint32_t aux, uint16_t tag_id,
+                  uint8_t kind, uint8_t flags) noexcept {
+  ThreadRing& ring = tls_ring;
+  const uint64_t w = ring.next_write;
+  if (__builtin_expect(w < ring.write_limit, 1)) {
+    abi::Record* cell = &ring.records[w & ring.mask];
+    cell->tsc = tsc;
+    cell->order_id = order_id;
+    cell->payload.raw = payload;
+    cell->aux = aux;
+    cell->tag_id = tag_id;
+    cell->kind = kind;
+    cell->flags = flags;
+    ring.next_write = w + 1;
+    // Release: publishes the cell; pairs with the collector's acquire load of
+    // write_index in SegmentReader::Peek().
+    ring.write_index->store(w + 1, std::memory_order_release);
+    return;
+  }
+  WriteSlow(MakeRecord(tsc, order_id, payload, aux, tag_id, kind, flags));
 }
 
 inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_tsc,
@@ -150,29 +160,28 @@ inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_t
 
 // The order `order_id` reached the stage `tag` now. Plain rdtsc: no core recorded.
 inline void stamp(const Tag& tag, uint64_t order_id) noexcept {
-  internal::Write(internal::MakeRecord(ReadTsc(), order_id, 0, abi::kAuxUnknown, tag.id(),
-                                       abi::kStamp, 0));
+  internal::Write(ReadTsc(), order_id, 0, abi::kAuxUnknown, tag.id(), abi::kStamp, 0);
 }
 
 // As stamp(), read with rdtscp so the record says which core it was taken on.
 inline void stamp_rdtscp(const Tag& tag, uint64_t order_id) noexcept {
   uint32_t aux;
   const uint64_t tsc = ReadTscp(&aux);
-  internal::Write(internal::MakeRecord(tsc, order_id, 0, aux, tag.id(), abi::kStamp, 0));
+  internal::Write(tsc, order_id, 0, aux, tag.id(), abi::kStamp, 0);
 }
 
 // As stamp(), read as lfence; rdtsc; lfence so that no instruction moves across
 // it: for micro-measurements between two stamps a few tens of ns apart.
 inline void stamp_fenced(const Tag& tag, uint64_t order_id) noexcept {
-  internal::Write(internal::MakeRecord(ReadTscFencedBegin(), order_id, 0, abi::kAuxUnknown,
-                                       tag.id(), abi::kStamp, abi::kRecordFenced));
+  internal::Write(ReadTscFencedBegin(), order_id, 0, abi::kAuxUnknown, tag.id(), abi::kStamp,
+                  abi::kRecordFenced);
 }
 
 // `child_order_id` was caused by `parent_order_id` (one tick fans out into
 // orders): the collector continues the child's stage chain from its parent's.
 inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
-  internal::Write(internal::MakeRecord(ReadTsc(), child_order_id, parent_order_id,
-                                       abi::kAuxUnknown, abi::kTagInvalid, abi::kLink, 0));
+  internal::Write(ReadTsc(), child_order_id, parent_order_id, abi::kAuxUnknown, abi::kTagInvalid,
+                  abi::kLink, 0);
 }
 
 // A stage measured inside one thread: rdtscp at construction and at end() (or
@@ -181,8 +190,7 @@ inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
 // Not copyable; the same thread must construct and end it.
 class Span {
  public:
-  Span(const Tag& tag, uint64_t order_id) noexcept
-      : order_id_(order_id), tag_id_(tag.id()) {
+  Span(const Tag& tag, uint64_t order_id) noexcept : order_id_(order_id), tag_id_(tag.id()) {
     begin_tsc_ = ReadTscp(&begin_aux_);
   }
   Span(const Span&) = delete;
@@ -197,8 +205,7 @@ class Span {
     ended_ = true;
     uint8_t flags = 0;
     const uint64_t payload = internal::SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
-    internal::Write(internal::MakeRecord(begin_tsc_, order_id_, payload, begin_aux_, tag_id_,
-                                         abi::kSpan, flags));
+    internal::Write(begin_tsc_, order_id_, payload, begin_aux_, tag_id_, abi::kSpan, flags);
   }
 
  private:
@@ -214,8 +221,7 @@ class Span {
 // of ns; the fences cost ~10-20 ns each.
 class FencedSpan {
  public:
-  FencedSpan(const Tag& tag, uint64_t order_id) noexcept
-      : order_id_(order_id), tag_id_(tag.id()) {
+  FencedSpan(const Tag& tag, uint64_t order_id) noexcept : order_id_(order_id), tag_id_(tag.id()) {
     begin_tsc_ = ReadTscFencedEnd(&begin_aux_);
   }
   FencedSpan(const FencedSpan&) = delete;
@@ -229,8 +235,7 @@ class FencedSpan {
     ended_ = true;
     uint8_t flags = abi::kRecordFenced;
     const uint64_t payload = internal::SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
-    internal::Write(internal::MakeRecord(begin_tsc_, order_id_, payload, begin_aux_, tag_id_,
-                                         abi::kSpan, flags));
+    internal::Write(begin_tsc_, order_id_, payload, begin_aux_, tag_id_, abi::kSpan, flags);
   }
 
  private:
@@ -246,10 +251,8 @@ class FencedSpan {
 inline void record_interval(const Tag& tag, uint64_t begin_tsc, uint64_t end_tsc,
                             uint64_t order_id = 0) noexcept {
   uint8_t flags = 0;
-  const uint64_t payload =
-      internal::SpanPayload(abi::kAuxUnknown, begin_tsc, end_tsc, &flags);
-  internal::Write(internal::MakeRecord(begin_tsc, order_id, payload, abi::kAuxUnknown, tag.id(),
-                                       abi::kMeasure, flags));
+  const uint64_t payload = internal::SpanPayload(abi::kAuxUnknown, begin_tsc, end_tsc, &flags);
+  internal::Write(begin_tsc, order_id, payload, abi::kAuxUnknown, tag.id(), abi::kMeasure, flags);
 }
 
 }  // namespace ticktrace
