@@ -45,9 +45,11 @@ class ReaderTest : public ::testing::Test {
   // `damage`, `size` bytes long (0: full size).
   static void MakeCopy(const std::function<void(uint8_t*)>& damage, uint64_t size = 0) {
     absl::StatusOr<std::unique_ptr<SegmentReader>> self = SegmentReader::Open(CurrentSegmentName());
-    ASSERT_TRUE(self.ok() && *self != nullptr) << self.status();
-    const uint64_t full = (*self)->info().segment_size;
-    std::vector<uint8_t> bytes((*self)->base_for_testing(), (*self)->base_for_testing() + full);
+    ASSERT_TRUE(self.ok()) << self.status();
+    SegmentReader* reader = self->get();
+    ASSERT_NE(reader, nullptr);
+    const uint64_t full = reader->info().segment_size;
+    std::vector<uint8_t> bytes(reader->base_for_testing(), reader->base_for_testing() + full);
     auto* h = reinterpret_cast<abi::SegmentHeader*>(bytes.data());
     h->pid = kFakePid;
     damage(bytes.data());
