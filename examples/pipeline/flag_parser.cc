@@ -14,7 +14,8 @@ FlagParser::FlagParser(std::string program, std::string summary)
     : program_(std::move(program)), summary_(std::move(summary)) {}
 
 void FlagParser::AddString(std::string name, std::string* out, std::string help) {
-  flags_.push_back({std::move(name), "TEXT", absl::StrCat("\"", *out, "\""), std::move(help),
+  flags_.push_back({std::move(name), "TEXT", out->empty() ? "" : absl::StrCat("\"", *out, "\""),
+                    std::move(help),
                     [out](absl::string_view v) {
                       *out = std::string(v);
                       return absl::OkStatus();

@@ -1,0 +1,107 @@
+#include "demo_report.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "demo_options.h"
+
+namespace ticktrace::examples {
+
+std::string FormatDuration(double ns) {
+  const double a = ns < 0 ? -ns : ns;
+  if (a < 1e3) return absl::StrFormat("%.0f ns", ns);
+  if (a < 1e6) return absl::StrFormat("%.2f us", ns / 1e3);
+  if (a < 1e9) return absl::StrFormat("%.2f ms", ns / 1e6);
+  return absl::StrFormat("%.2f s", ns / 1e9);
+}
+
+std::optional<uint64_t> ConfiguredWorkNs(const std::string& stage,
+                                         const std::array<uint64_t, 3>& work_ns) {
+  const std::string feed_stage = absl::StrCat(kTagMdRx, "->", kTagMdDecoded);
+  const std::string strategy_stage = absl::StrCat(kTagStratIn, "->", kTagStratOut);
+  const std::string gateway_stage = absl::StrCat(kTagGwIn, "->", kTagGwSent);
+  if (stage == feed_stage) return work_ns[kFeed];
+  if (stage == kTagDecide || stage == strategy_stage) return work_ns[kStrategy];
+  if (stage == gateway_stage) return work_ns[kGateway];
+  if (stage == "total") return work_ns[kFeed] + work_ns[kStrategy] + work_ns[kGateway];
+  return std::nullopt;
+}
+
+std::string FormatCalibration(const RunInfo& run) {
+  std::string out = absl::StrFormat("  TSC %.6f GHz, source: %s", run.tsc_hz / 1e9,
+                                    run.calibration_source);
+  if (run.spread_ppm) absl::StrAppendFormat(&out, ", spread %.1f ppm", *run.spread_ppm);
+  absl::StrAppend(&out, "\n");
+  if (run.kernel_tsc_hz) {
+    absl::StrAppendFormat(&out, "  kernel's value %.6f GHz (%+.1f ppm from ours)\n",
+                          *run.kernel_tsc_hz / 1e9,
+                          (run.tsc_hz - *run.kernel_tsc_hz) / *run.kernel_tsc_hz * 1e6);
+  }
+  if (run.tsc_step_ns) {
+    absl::StrAppendFormat(&out,
+                          "  TSC step %.1f ns: differences near it are quantisation, not signal\n",
+                          *run.tsc_step_ns);
+  }
+  const nlohmann::json env = nlohmann::json::parse(run.environment_json, nullptr, false);
+  if (env.is_array()) {
+    for (const nlohmann::json& f : env) {
+      if (!f.is_object() || !f.value("warning", false)) continue;
+      absl::StrAppend(&out, "  warning: ", f.value("name", std::string("?")), " = ",
+                      f.value("value", std::string("?")), ": ",
+                      f.value("meaning", std::string("")), "\n");
+    }
+  }
+  return out;
+}
+
+std::string FormatStageTable(const RunSummary& summary, const std::array<uint64_t, 3>& work_ns) {
+  std::string out = absl::StrFormat("  %-22s %8s %10s %10s %9s %10s %10s %10s  %s\n", "stage",
+                                    "count", "work", "p50", "p50-work", "p90", "p99", "max",
+                                    "migrated/negative/cross_core");
+  for (const StageStats& s : summary.stages) {
+    const std::optional<uint64_t> work = ConfiguredWorkNs(s.stage, work_ns);
+    const std::string work_text =
+        work ? FormatDuration(static_cast<double>(*work)) : std::string("queue hop");
+    const std::string excess_text =
+        work ? FormatDuration(s.p50_ns - static_cast<double>(*work)) : std::string("-");
+    absl::StrAppendFormat(&out, "  %-22s %8d %10s %10s %9s %10s %10s %10s  %d/%d/%d\n", s.stage,
+                          s.count, work_text, FormatDuration(s.p50_ns), excess_text,
+                          FormatDuration(s.p90_ns), FormatDuration(s.p99_ns),
+                          FormatDuration(s.max_ns), s.migrated, s.negative, s.cross_core);
+  }
+  if (summary.stages.empty()) absl::StrAppend(&out, "  (no stage statistics in the store)\n");
+  return out;
+}
+
+std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expected) {
+  auto counter = [&](const char* name) -> std::string {
+    auto it = summary.counters.find(name);
+    return it == summary.counters.end() ? std::string("?") : absl::StrCat(it->second);
+  };
+  std::string out = absl::StrFormat(
+      "  pipeline: %d ticks -> %d orders (ticks with no order %d, one %d, two %d)\n",
+      expected.ticks, expected.orders, expected.ticks_without_order, expected.ticks_with_one_order,
+      expected.ticks_with_two_orders);
+  absl::StrAppend(&out, "  store:    drained ", counter("drained"), " records, dropped ",
+                  counter("dropped"), ", malformed ", counter("malformed"),
+                  "; orders complete ", counter("orders_complete"), ", incomplete ",
+                  counter("orders_incomplete"), "\n");
+  return out;
+}
+
+std::string FormatNextSteps(const std::string& view_command, const std::string& db_path,
+                            int64_t run_id) {
+  std::string out;
+  absl::StrAppend(&out, "  ", view_command, " summary --db ", db_path, "\n");
+  absl::StrAppend(&out, "  ", view_command, " orders --db ", db_path, " --slowest 5\n");
+  absl::StrAppend(&out, "  ", view_command, " export --db ", db_path,
+                  " --format chrome --out ticktrace-demo.json   # open in https://ui.perfetto.dev\n");
+  absl::StrAppend(&out, "  sqlite3 ", db_path,
+                  " \"SELECT stage, count, round(p50_ns), round(p99_ns) FROM stage_stats WHERE "
+                  "run_id = ",
+                  run_id, " ORDER BY position\"\n");
+  return out;
+}
+
+}  // namespace ticktrace::examples

@@ -1,0 +1,456 @@
+#include "demo_runner.h"
+
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "child_process.h"
+#include "demo_report.h"
+#include "demo_store.h"
+#include "messages.h"
+#include "shared_queue.h"
+
+namespace ticktrace::examples {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::atomic<int> g_stop_signals{0};
+static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+
+void OnStopSignal(int /*signo*/) {
+  // Relaxed: a counter polled by the main loop; nothing is published with it.
+  g_stop_signals.fetch_add(1, std::memory_order_relaxed);
+}
+
+int StopSignals() { return g_stop_signals.load(std::memory_order_relaxed); }
+
+void Say(const std::string& text) {
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void Complain(const std::string& text) {
+  std::fprintf(stderr, "ticktrace-demo: %s\n", text.c_str());
+  std::fflush(stderr);
+}
+
+std::string ExecutableDir() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : self.parent_path().string();
+}
+
+std::string ResolveBinDir(const DemoOptions& options) {
+  if (!options.bin_dir.empty()) return options.bin_dir;
+  if (const char* env = std::getenv("TICKTRACE_BIN_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  return ExecutableDir();
+}
+
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// A path as short as it can be said from the current directory.
+std::string Shorten(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path rel = std::filesystem::relative(path, ec);
+  if (ec || rel.empty() || absl::StartsWith(rel.string(), "../..")) return path;
+  return absl::StartsWith(rel.string(), "..") ? rel.string() : (std::filesystem::path(".") / rel).string();
+}
+
+bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// The lines a pipeline program printed on exit (its one-line result).
+std::string LastLine(const std::string& log) { return TailLines(log, 1, ""); }
+
+class DemoRun {
+ public:
+  DemoRun(const DemoOptions& options, std::string bin_dir, std::string session,
+          std::string log_dir)
+      : options_(options),
+        bin_dir_(std::move(bin_dir)),
+        session_(std::move(session)),
+        log_dir_(std::move(log_dir)) {}
+
+  ~DemoRun() {
+    StopPipeline();
+    StopCollector(/*grace=*/milliseconds(0));
+    RemoveLeftovers(/*report=*/true);
+    std::error_code ec;
+    std::filesystem::remove_all(log_dir_, ec);
+  }
+
+  int Run();
+
+ private:
+  enum class Outcome { kDone, kFailed, kInterrupted };
+
+  std::string Bin(const char* name) const { return (std::filesystem::path(bin_dir_) / name).string(); }
+  std::string LogPath(const std::string& name) const {
+    return (std::filesystem::path(log_dir_) / (name + ".log")).string();
+  }
+  absl::Status StartCollector();
+  Outcome WaitForCollectorRun(std::optional<RunInfo>* run);
+  absl::Status StartPipeline(double tsc_hz);
+  Outcome WaitForPipeline();
+  void StopPipeline();
+  bool StopCollector(milliseconds grace);
+  void RemoveLeftovers(bool report);
+  void ReportChildFailure(const Child& child);
+
+  const DemoOptions& options_;
+  const std::string bin_dir_;
+  const std::string session_;
+  const std::string log_dir_;
+  std::optional<Child> collector_;
+  std::vector<Child> pipeline_;  // gateway, strategy, feed: start order
+  std::array<int, 3> cpus_ = {-1, -1, -1};
+};
+
+absl::Status DemoRun::StartCollector() {
+  ChildSpec spec;
+  spec.name = "collector";
+  spec.path = Bin("ticktrace-collector");
+  spec.args = {"--session", session_, "--db", options_.db_path, "--pipeline", kPipeline,
+               "--order-timeout-ms", absl::StrCat(options_.order_timeout_ms)};
+  if (options_.tsc_hz > 0) {
+    spec.args.push_back("--tsc-hz");
+    spec.args.push_back(absl::StrCat(options_.tsc_hz));
+  }
+  spec.log_path = LogPath("collector");
+  spec.env = {{"TICKTRACE_SESSION", session_}};
+  absl::StatusOr<Child> child = Child::Spawn(spec);
+  if (!child.ok()) return child.status();
+  collector_.emplace(std::move(*child));
+  return absl::OkStatus();
+}
+
+// Waits until the collector has calibrated and written its run row: the
+// pipeline then uses the run's TSC frequency for its busy-waits.
+DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (true) {
+    if (StopSignals() > 0) return Outcome::kInterrupted;
+    absl::StatusOr<std::optional<RunInfo>> found = FindRun(options_.db_path, session_);
+    if (!found.ok()) {
+      Complain(std::string(found.status().message()));
+      return Outcome::kFailed;
+    }
+    if (found->has_value()) {
+      *run = std::move(*found);
+      return Outcome::kDone;
+    }
+    if (collector_->Poll()) {
+      Complain(absl::StrCat("ticktrace-collector ", collector_->ExitDescription(),
+                            " before it started a run; its output:"));
+      ReportChildFailure(*collector_);
+      return Outcome::kFailed;
+    }
+    if (Clock::now() > deadline) {
+      Complain(absl::StrCat("ticktrace-collector wrote no run for session ", session_, " to ",
+                            options_.db_path, " within 60 s; its output so far:"));
+      ReportChildFailure(*collector_);
+      return Outcome::kFailed;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+absl::Status DemoRun::StartPipeline(double tsc_hz) {
+  // Consumers first: each creates its input queue, so its producer finds it.
+  const StageIndex order[3] = {kGateway, kStrategy, kFeed};
+  pid_t group = 0;
+  for (StageIndex stage : order) {
+    ChildSpec spec;
+    spec.name = kStageNames[stage];
+    spec.path = Bin(absl::StrCat("ticktrace-example-", kStageNames[stage]).c_str());
+    spec.args = {"--session", session_,
+                 "--work-ns", absl::StrCat(options_.work_ns[stage]),
+                 "--pin", absl::StrCat(cpus_[stage]),
+                 "--tsc-hz", absl::StrFormat("%.3f", tsc_hz)};
+    if (stage == kFeed) {
+      spec.args.insert(spec.args.end(), {"--ticks", absl::StrCat(options_.ticks), "--rate",
+                                         absl::StrCat(options_.rate_per_s)});
+    }
+    spec.log_path = LogPath(spec.name);
+    spec.process_group = group;
+    spec.env = {{"TICKTRACE_SESSION", session_}};
+    absl::StatusOr<Child> child = Child::Spawn(spec);
+    if (!child.ok()) return child.status();
+    if (group == 0) group = child->pid();  // the others join the gateway's group
+    pipeline_.push_back(std::move(*child));
+  }
+  return absl::OkStatus();
+}
+
+DemoRun::Outcome DemoRun::WaitForPipeline() {
+  double expected_s = options_.rate_per_s > 0 ? options_.ticks / options_.rate_per_s : 1.0;
+  const auto limit = options_.timeout_s > 0
+                         ? std::chrono::seconds(options_.timeout_s)
+                         : std::chrono::seconds(static_cast<int64_t>(2 * expected_s) + 60);
+  const auto deadline = Clock::now() + limit;
+  while (true) {
+    if (StopSignals() > 0) return Outcome::kInterrupted;
+    bool all_done = true;
+    for (Child& child : pipeline_) {
+      if (!child.Poll()) {
+        all_done = false;
+      } else if (child.exit_code() != 0) {
+        Complain(absl::StrCat("ticktrace-example-", child.name(), " ", child.ExitDescription(),
+                              "; stopping the others. Its output:"));
+        ReportChildFailure(child);
+        return Outcome::kFailed;
+      }
+    }
+    if (all_done) return Outcome::kDone;
+    if (collector_->Poll()) {
+      Complain(absl::StrCat("ticktrace-collector ", collector_->ExitDescription(),
+                            " while the pipeline ran; its output:"));
+      ReportChildFailure(*collector_);
+      return Outcome::kFailed;
+    }
+    if (Clock::now() > deadline) {
+      Complain(absl::StrCat("the pipeline did not finish within ",
+                            std::chrono::duration_cast<std::chrono::seconds>(limit).count(),
+                            " s (--timeout-s); stopping it"));
+      return Outcome::kFailed;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+void DemoRun::StopPipeline() {
+  bool any_running = false;
+  for (Child& child : pipeline_) any_running |= !child.Poll();
+  if (!any_running) return;
+  if (!pipeline_.empty()) kill(-pipeline_.front().pid(), SIGTERM);  // the whole group
+  for (Child& child : pipeline_) child.Signal(SIGTERM);  // and any that is not in it
+  const auto deadline = Clock::now() + std::chrono::seconds(3);
+  for (Child& child : pipeline_) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (!child.WaitFor(std::max(left, milliseconds(0)))) {
+      Complain(absl::StrCat(child.name(), " (pid ", child.pid(),
+                            ") ignored SIGTERM for 3 s; killing it"));
+      child.Signal(SIGKILL);
+      child.WaitFor(std::chrono::seconds(5));
+    }
+  }
+}
+
+bool DemoRun::StopCollector(milliseconds grace) {
+  if (!collector_ || collector_->Poll()) return collector_ && collector_->exit_code() == 0;
+  // Let open orders reach their last stage or time out before the final drain.
+  const int signals_before = StopSignals();
+  const auto grace_end = Clock::now() + grace;
+  while (Clock::now() < grace_end && StopSignals() == signals_before && !collector_->Poll()) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  collector_->Signal(SIGINT);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  const int signals_at_stop = StopSignals();
+  while (!collector_->Poll()) {
+    if (StopSignals() > signals_at_stop) {
+      Complain("second interrupt: killing the collector without waiting for its flush");
+      collector_->Signal(SIGKILL);
+      collector_->WaitFor(std::chrono::seconds(5));
+      break;
+    }
+    if (Clock::now() > deadline) {
+      Complain("the collector did not stop within 60 s of SIGINT; killing it");
+      collector_->Signal(SIGKILL);
+      collector_->WaitFor(std::chrono::seconds(5));
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return collector_->exit_code() == 0;
+}
+
+void DemoRun::RemoveLeftovers(bool report) {
+  for (const std::string& name : SessionShmEntries(session_)) {
+    if (shm_unlink(name.c_str()) == 0 && report) {
+      Complain(absl::StrCat("removed leftover /dev/shm/", name));
+    }
+  }
+}
+
+void DemoRun::ReportChildFailure(const Child& child) {
+  std::string log = ReadFileOrEmpty(child.log_path());
+  if (log.empty()) log = "(no output)\n";
+  std::fputs(TailLines(log, options_.verbose ? 1000 : 20, "  | ").c_str(), stderr);
+}
+
+int DemoRun::Run() {
+  const ExpectedCounts expected = CountsForTicks(options_.ticks);
+  if (options_.pin) {
+    cpus_ = options_.cpus[0] >= 0 ? options_.cpus : PinLayout(AllowedCpus());
+  }
+  Say(absl::StrCat("ticktrace-demo: session ", session_, ", store ", options_.db_path, "\n"));
+  Say("starting ticktrace-collector (it calibrates the TSC first, about a second)...\n");
+  if (absl::Status s = StartCollector(); !s.ok()) {
+    Complain(std::string(s.message()));
+    return kDemoFailed;
+  }
+  std::optional<RunInfo> run;
+  switch (WaitForCollectorRun(&run)) {
+    case Outcome::kDone:
+      break;
+    case Outcome::kInterrupted:
+      Complain("interrupted before the pipeline started");
+      return kDemoInterrupted;
+    case Outcome::kFailed:
+      return kDemoFailed;
+  }
+  Say(absl::StrCat("\n== calibration (run ", run->run_id, ") ==\n", FormatCalibration(*run)));
+
+  const double expected_s = options_.rate_per_s > 0 ? options_.ticks / options_.rate_per_s : 0;
+  std::string pin_text = "not pinned (add --pin)";
+  if (options_.pin) {
+    pin_text = absl::StrFormat("pinned: feed cpu%d, strategy cpu%d, gateway cpu%d", cpus_[kFeed],
+                               cpus_[kStrategy], cpus_[kGateway]);
+  }
+  Say(absl::StrFormat(
+      "\n== running the pipeline: %d ticks at %s ticks/s%s ==\n"
+      "  work per message: feed %s, strategy %s, gateway %s; %s\n",
+      options_.ticks, options_.rate_per_s > 0 ? absl::StrCat(options_.rate_per_s) : "max",
+      expected_s > 0 ? absl::StrFormat(" (~%.0f s)", expected_s) : "",
+      FormatDuration(static_cast<double>(options_.work_ns[kFeed])),
+      FormatDuration(static_cast<double>(options_.work_ns[kStrategy])),
+      FormatDuration(static_cast<double>(options_.work_ns[kGateway])), pin_text));
+  if (absl::Status s = StartPipeline(run->tsc_hz); !s.ok()) {
+    Complain(std::string(s.message()));
+    return kDemoFailed;
+  }
+  const Outcome outcome = WaitForPipeline();
+  StopPipeline();
+  if (outcome == Outcome::kDone) {
+    for (const Child& child : pipeline_) Say(absl::StrCat("  ", LastLine(ReadFileOrEmpty(child.log_path()))));
+  }
+  Say("stopping the collector (it drains every ring and flushes the store)...\n");
+  const bool collector_ok = StopCollector(
+      outcome == Outcome::kDone ? milliseconds(options_.order_timeout_ms + 300) : milliseconds(0));
+  if (options_.verbose) {
+    Say(absl::StrCat("\n== ticktrace-collector output ==\n",
+                     TailLines(ReadFileOrEmpty(collector_->log_path()), 1000, "  | ")));
+  }
+  if (!collector_ok) {
+    Complain(absl::StrCat("ticktrace-collector ", collector_->ExitDescription(), "; its output:"));
+    ReportChildFailure(*collector_);
+  }
+  RemoveLeftovers(/*report=*/true);
+  if (outcome == Outcome::kInterrupted) {
+    Complain(absl::StrCat("interrupted; the store holds a partial run ", run->run_id));
+    return kDemoInterrupted;
+  }
+  if (outcome == Outcome::kFailed || !collector_ok) return kDemoFailed;
+
+  absl::StatusOr<RunSummary> summary = ReadRunSummary(options_.db_path, run->run_id);
+  if (!summary.ok()) {
+    Complain(std::string(summary.status().message()));
+    return kDemoFailed;
+  }
+  Say(absl::StrCat("\n== where the time went (run ", run->run_id, ", p50 against the work each stage was given) ==\n",
+                   FormatStageTable(*summary, options_.work_ns), "\n",
+                   FormatCounts(*summary, expected)));
+  const std::string view = Bin("ticktrace-view");
+  Say(absl::StrCat("\n== try next ==\n",
+                   FormatNextSteps(Shorten(view), options_.db_path, run->run_id)));
+  if (!Executable(view)) {
+    Say(absl::StrCat("  (", view, " is not built yet: cmake --build <build> --target ticktrace-view)\n"));
+  }
+  return kDemoOk;
+}
+
+}  // namespace
+
+void InstallDemoSignalHandlers() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
+}
+
+std::vector<std::string> SessionShmEntries(const std::string& session) {
+  std::vector<std::string> found;
+  const std::string trace_prefix = absl::StrCat("ticktrace.", session, ".");
+  const std::string queue_prefix = absl::StrCat("ticktrace-example.", session, ".");
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return found;
+  while (const dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (absl::StartsWith(name, trace_prefix) || absl::StartsWith(name, queue_prefix)) {
+      found.push_back(name);
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+int RunDemo(const DemoOptions& options) {
+  const std::string bin_dir = ResolveBinDir(options);
+  for (const char* program : {"ticktrace-collector", "ticktrace-example-feed",
+                              "ticktrace-example-strategy", "ticktrace-example-gateway"}) {
+    const std::string path = (std::filesystem::path(bin_dir) / program).string();
+    if (!Executable(path)) {
+      Complain(absl::StrCat(path, " not found or not executable; build it (cmake --build <build> "
+                            "--target ", program, ") or point --bin-dir / $TICKTRACE_BIN_DIR at it"));
+      return kDemoFailed;
+    }
+  }
+  std::string why;
+  switch (ClassifyStoreFile(options.db_path, &why)) {
+    case StoreFileKind::kAbsent:
+      break;
+    case StoreFileKind::kTicktraceStore:
+      Say(absl::StrCat("ticktrace-demo: ", options.db_path,
+                       " is a ticktrace store: this run is appended to it\n"));
+      break;
+    case StoreFileKind::kOther:
+      Complain(absl::StrCat("--db ", options.db_path, ": refusing to use an existing file (", why,
+                            "); it is left untouched. Pass another --db path."));
+      return kDemoBadInput;
+  }
+  const std::string session =
+      options.session.empty()
+          ? absl::StrFormat("demo-%d-%d", static_cast<int64_t>(std::time(nullptr)), getpid())
+          : options.session;
+  for (const std::string& name : SessionShmEntries(session)) {
+    Complain(absl::StrCat("session ", session, " is in use (/dev/shm/", name,
+                          " exists); choose another --session"));
+    return kDemoBadInput;
+  }
+  char log_dir_template[] = "/tmp/ticktrace-demo.XXXXXX";
+  if (mkdtemp(log_dir_template) == nullptr) {
+    Complain(absl::StrCat("cannot create a directory for the programs' logs in /tmp"));
+    return kDemoFailed;
+  }
+  DemoRun run(options, bin_dir, session, log_dir_template);
+  return run.Run();
+}
+
+}  // namespace ticktrace::examples

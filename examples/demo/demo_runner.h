@@ -1,0 +1,44 @@
+// ticktrace-demo's orchestration: collector first, then gateway, strategy and
+// feed; wait; stop everything in order; clean up; print the breakdown.
+//
+// Stopping, in every case (success, a failed child, a timeout, Ctrl-C):
+//   1. the pipeline programs get SIGTERM (they close their queues and exit),
+//      then SIGKILL after 3 s;
+//   2. the collector gets SIGINT (it drains, flushes and exits 0), then
+//      SIGKILL after 60 s or on a second Ctrl-C;
+//   3. the session's example queues and any trace segment still in /dev/shm
+//      are removed (each removal is reported).
+// The children run in their own process group with a parent-death signal, so
+// they also stop if the demo itself is killed.
+
+#ifndef TICKTRACE_EXAMPLES_DEMO_DEMO_RUNNER_H_
+#define TICKTRACE_EXAMPLES_DEMO_DEMO_RUNNER_H_
+
+#include <string>
+#include <vector>
+
+#include "demo_options.h"
+
+namespace ticktrace::examples {
+
+// Exit codes of ticktrace-demo.
+inline constexpr int kDemoOk = 0;
+inline constexpr int kDemoFailed = 1;
+inline constexpr int kDemoBadInput = 2;  // bad flag, or a --db file that is not a ticktrace store
+inline constexpr int kDemoInterrupted = 130;
+
+// Makes SIGINT, SIGTERM and SIGHUP request a clean stop of the demo (a second
+// one stops the collector without waiting). Call once from main().
+void InstallDemoSignalHandlers();
+
+// Runs the demo with `options`, printing to stdout (errors to stderr).
+// Returns the exit code. Main thread only.
+int RunDemo(const DemoOptions& options);
+
+// The /dev/shm entries of `session`: trace segments ("ticktrace.<session>.*")
+// and the example's queues ("ticktrace-example.<session>.*").
+std::vector<std::string> SessionShmEntries(const std::string& session);
+
+}  // namespace ticktrace::examples
+
+#endif  // TICKTRACE_EXAMPLES_DEMO_DEMO_RUNNER_H_

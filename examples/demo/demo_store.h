@@ -1,0 +1,67 @@
+// What the demo reads from the ticktrace store (schema: docs/store.md), with
+// the SQLite C API, read-only. Cold path; main thread.
+
+#ifndef TICKTRACE_EXAMPLES_DEMO_DEMO_STORE_H_
+#define TICKTRACE_EXAMPLES_DEMO_DEMO_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace ticktrace::examples {
+
+enum class StoreFileKind {
+  kAbsent,          // no file: the collector creates a store
+  kTicktraceStore,  // meta.app = 'ticktrace': the collector appends a run
+  kOther,           // anything else: refused, left untouched
+};
+
+// Says what `path` is, without writing to it. `why` explains kOther.
+StoreFileKind ClassifyStoreFile(const std::string& path, std::string* why);
+
+// One row of `runs`.
+struct RunInfo {
+  int64_t run_id = 0;
+  std::string session;
+  double tsc_hz = 0;
+  std::string calibration_source;
+  std::optional<double> spread_ppm;
+  std::optional<double> kernel_tsc_hz;
+  std::optional<double> tsc_step_ns;
+  std::string environment_json;  // JSON array of {"name","value","meaning","warning"}
+  std::string pipeline;
+  bool ended = false;
+};
+
+// One row of `stage_stats`.
+struct StageStats {
+  std::string stage;
+  int64_t position = 0;
+  int64_t count = 0;
+  double min_ns = 0, max_ns = 0, mean_ns = 0;
+  double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
+  int64_t migrated = 0, negative = 0, cross_core = 0;
+};
+
+struct RunSummary {
+  RunInfo run;
+  std::vector<StageStats> stages;          // pipeline order, 'total' last
+  std::map<std::string, int64_t> counters;  // name -> value
+};
+
+// The latest run of `session` in the store at `path`, or nullopt when there is
+// none yet (also when the file or its tables do not exist yet: the collector
+// may still be creating them).
+absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
+                                               const std::string& session);
+
+// Everything the demo prints about run `run_id`.
+absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_id);
+
+}  // namespace ticktrace::examples
+
+#endif  // TICKTRACE_EXAMPLES_DEMO_DEMO_STORE_H_
