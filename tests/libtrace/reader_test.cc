@@ -50,8 +50,8 @@ class ReaderTest : public ::testing::Test {
     ASSERT_NE(reader, nullptr);
     const uint64_t full = reader->info().segment_size;
     std::vector<uint8_t> bytes(reader->base_for_testing(), reader->base_for_testing() + full);
-    auto* h = reinterpret_cast<abi::SegmentHeader*>(bytes.data());
-    h->pid = kFakePid;
+    const uint32_t fake_pid = kFakePid;
+    std::memcpy(bytes.data() + offsetof(abi::SegmentHeader, pid), &fake_pid, sizeof(fake_pid));
     damage(bytes.data());
     bip::shared_memory_object::remove(FakeName().c_str());
     bip::shared_memory_object shm(bip::create_only, FakeName().c_str(), bip::read_write);
