@@ -1,0 +1,168 @@
+// export --format chrome|csv on the known store.
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "store_fixture.h"
+#include "ticktrace/view/chrome_export.h"
+#include "ticktrace/view/csv_export.h"
+#include "ticktrace/view/store.h"
+
+namespace ticktrace::view {
+namespace {
+
+class ExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteKnownStore(dir_.File("known.db"));
+    auto store = Store::Open(dir_.File("known.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+// Stamps of run 2 per order, from the fixture's own story: orders 1..100
+// have md, strategy, risk (span), gateway; 101 has md; 102 strategy, gateway.
+int64_t StampsOfOrder(int64_t order) { return order <= 100 ? 4 : (order == 101 ? 1 : 2); }
+
+TEST_F(ExportTest, ChromeParsesAndHoldsEveryStampOfEveryOrder) {
+  std::stringstream out;
+  auto result = ExportChrome(*store_, ExportOptions(), out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->orders, 102);
+  EXPECT_EQ(result->stamps, 100 * 4 + 1 + 2);
+
+  const nlohmann::json j = nlohmann::json::parse(out.str());  // throws if not JSON
+  ASSERT_TRUE(j.at("traceEvents").is_array());
+  std::map<int64_t, int64_t> stamp_events;  // order -> events
+  std::map<std::string, int64_t> phases;
+  std::set<std::pair<int64_t, int64_t>> named_threads;
+  std::set<int64_t> named_processes;
+  std::map<int64_t, std::vector<std::string>> flows;  // id -> phases in file order
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e.at("ph");
+    ++phases[ph];
+    if (ph == "X") {
+      ASSERT_TRUE(e.at("ts").is_number());
+      ASSERT_TRUE(e.at("dur").is_number());
+      ++stamp_events[e.at("args").at("order_id").get<int64_t>()];
+      if (e["cat"] == "span") EXPECT_GT(e["dur"].get<double>(), 0.1);
+    } else if (ph == "M") {
+      if (e["name"] == "process_name") named_processes.insert(e["pid"].get<int64_t>());
+      if (e["name"] == "thread_name") {
+        named_threads.insert({e["pid"].get<int64_t>(), e["tid"].get<int64_t>()});
+      }
+    } else if (ph == "s" || ph == "t" || ph == "f") {
+      flows[e.at("id").get<int64_t>()].push_back(ph);
+    }
+  }
+  ASSERT_EQ(stamp_events.size(), 102u);
+  for (const auto& [order, n] : stamp_events) EXPECT_EQ(n, StampsOfOrder(order)) << order;
+  EXPECT_EQ(named_processes, (std::set<int64_t>{1001, 1002, 1003}));
+  EXPECT_EQ(named_threads.size(), 3u);
+  EXPECT_TRUE(named_threads.count({1002, 2002}));
+  // Every order with two stamps or more is one flow: s, t..., f.
+  EXPECT_EQ(flows.size(), 101u);  // 101 has a single stamp
+  for (const auto& [id, ph] : flows) {
+    ASSERT_EQ(static_cast<int64_t>(ph.size()), StampsOfOrder(id)) << id;
+    EXPECT_EQ(ph.front(), "s");
+    EXPECT_EQ(ph.back(), "f");
+  }
+  EXPECT_EQ(j.at("otherData").at("run").get<int64_t>(), 2);
+}
+
+TEST_F(ExportTest, ChromeTimestampsKeepNanoseconds) {
+  ExportOptions options;
+  options.limit = 1;  // order 1: md at +1 ms, strategy 10 ns later
+  std::stringstream out;
+  auto result = ExportChrome(*store_, options, out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->orders, 1);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  std::map<std::string, double> ts;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") ts[e["name"]] = e["ts"].get<double>();
+  }
+  ASSERT_EQ(ts.size(), 4u);
+  EXPECT_NEAR(ts["strategy"] - ts["md"], 0.010, 1e-9);  // µs
+  EXPECT_NEAR(ts["gateway"] - ts["strategy"], 1.001, 1e-9);
+}
+
+TEST_F(ExportTest, ChromeLimitTakesFirstOrdersByTime) {
+  ExportOptions options;
+  options.limit = 10;
+  std::stringstream out;
+  auto result = ExportChrome(*store_, options, out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->orders, 10);
+  EXPECT_EQ(result->stamps, 40);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  std::set<int64_t> orders;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") orders.insert(e["args"]["order_id"].get<int64_t>());
+  }
+  EXPECT_EQ(orders.size(), 10u);
+  EXPECT_EQ(*orders.begin(), 1);
+  EXPECT_EQ(*orders.rbegin(), 10);
+}
+
+TEST_F(ExportTest, CsvHasHeaderAndOneRowPerSample) {
+  std::stringstream out;
+  auto result = ExportCsv(*store_, ExportOptions(), out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const std::vector<std::string> lines =
+      absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
+  const size_t samples = testing::KnownSamples().size();
+  ASSERT_EQ(lines.size(), samples + 1);
+  EXPECT_EQ(lines[0], kCsvHeader);
+  EXPECT_EQ(result->rows, static_cast<int64_t>(samples));
+  const size_t columns = std::vector<std::string>(absl::StrSplit(lines[0], ',')).size();
+  std::map<std::string, int> per_stage;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
+    ASSERT_EQ(cells.size(), columns) << lines[i];
+    EXPECT_EQ(cells[0], "2");
+    ++per_stage[cells[2]];
+  }
+  EXPECT_EQ(per_stage["md->strategy"], 100);
+  EXPECT_EQ(per_stage["strategy->gateway"], 101);
+  EXPECT_EQ(per_stage["total"], 101);
+  // Order 13's negative sample keeps its value and flags.
+  EXPECT_NE(out.str().find("\n2,13,md->strategy,"), std::string::npos);
+  EXPECT_NE(out.str().find(",-5,1,2,1,2,6\n"), std::string::npos) << out.str().substr(0, 400);
+}
+
+TEST_F(ExportTest, CsvLimitAndOlderRun) {
+  ExportOptions options;
+  options.limit = 2;
+  std::stringstream out;
+  auto result = ExportCsv(*store_, options, out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->orders, 2);
+  EXPECT_EQ(result->rows, 8);
+
+  options = ExportOptions();
+  options.run_id = 1;
+  std::stringstream old;
+  result = ExportCsv(*store_, options, old);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->rows, 2);
+  options.run_id = 3;
+  EXPECT_TRUE(absl::IsNotFound(ExportCsv(*store_, options, old).status()));
+}
+
+TEST(CsvFieldTest, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(CsvField("a->b"), "a->b");
+  EXPECT_EQ(CsvField("a,b"), "\"a,b\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+}
+
+}  // namespace
+}  // namespace ticktrace::view

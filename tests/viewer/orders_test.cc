@@ -1,0 +1,165 @@
+// orders --slowest (ranking and waterfall) and order ID (timeline of a
+// linked order) on the known store.
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "store_fixture.h"
+#include "ticktrace/view/store.h"
+#include "ticktrace/view/timeline.h"
+#include "ticktrace/view/waterfall.h"
+
+namespace ticktrace::view {
+namespace {
+
+using testing::KnownStore;
+
+class OrdersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteKnownStore(dir_.File("known.db"));
+    auto store = Store::Open(dir_.File("known.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(OrdersTest, SlowestByTotal) {
+  auto report = FindSlowestOrders(*store_, std::nullopt, std::nullopt, 3);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->stage, "total");
+  ASSERT_EQ(report->orders.size(), 3u);
+  EXPECT_EQ(report->orders[0].order.order_id, 102);  // linked: 301.2 µs from 50's first stamp
+  EXPECT_EQ(report->orders[0].latency_ns, 301200.0);
+  EXPECT_EQ(report->orders[1].order.order_id, 100);  // 1000 + 11*100
+  EXPECT_EQ(report->orders[1].latency_ns, 2100.0);
+  EXPECT_EQ(report->orders[2].order.order_id, 99);
+  EXPECT_EQ(report->orders[2].latency_ns, 2089.0);
+}
+
+TEST_F(OrdersTest, SlowestByStageAndStagesInPipelineOrder) {
+  auto report = FindSlowestOrders(*store_, std::nullopt, std::string("md->strategy"), 4);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->orders.size(), 4u);
+  const int64_t expected[] = {100, 99, 98, 97};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(report->orders[i].order.order_id, expected[i]);
+    EXPECT_EQ(report->orders[i].latency_ns, 10.0 * expected[i]);
+  }
+  const auto& samples = report->orders[0].samples;
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples[0].stage, "md->strategy");
+  EXPECT_EQ(samples[1].stage, "risk");
+  EXPECT_EQ(samples[2].stage, "strategy->gateway");
+  EXPECT_EQ(samples[3].stage, "total");
+}
+
+TEST_F(OrdersTest, SlowestNMoreThanOrdersReturnsAll) {
+  auto report = FindSlowestOrders(*store_, 1, std::nullopt, 50);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->orders.size(), 1u);
+}
+
+TEST_F(OrdersTest, UnknownStageIsNotFound) {
+  EXPECT_TRUE(absl::IsNotFound(
+      FindSlowestOrders(*store_, std::nullopt, std::string("x->y"), 3).status()));
+}
+
+TEST_F(OrdersTest, WaterfallDrawsEveryStageWithFlags) {
+  auto report = FindSlowestOrders(*store_, std::nullopt, std::string("strategy->gateway"), 200);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const std::string text = RenderWaterfall(*report, 40);
+  EXPECT_NE(text.find("#1  order 102"), std::string::npos) << text;
+  EXPECT_NE(text.find("linked to 50"), std::string::npos) << text;
+  // Order 7's strategy->gateway is cross-core; order 13's md->strategy
+  // negative and cross-core, drawn as a marker.
+  EXPECT_NE(text.find("order 7 "), std::string::npos);
+  EXPECT_NE(text.find(" NX "), std::string::npos) << text;
+  EXPECT_NE(text.find("|<"), std::string::npos) << text;
+  // Each order's total spans the whole bar.
+  EXPECT_NE(text.find("|" + std::string(40, '#') + "|"), std::string::npos) << text;
+}
+
+TEST_F(OrdersTest, TimelineOfLinkedOrderHoldsTheChain) {
+  auto timeline = BuildTimeline(*store_, 102, std::nullopt);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  EXPECT_EQ(timeline->run.run_id, 2);
+  ASSERT_EQ(timeline->chain.size(), 2u);
+  EXPECT_EQ(timeline->chain[0].order_id, 50);
+  EXPECT_EQ(timeline->chain[1].order_id, 102);
+  ASSERT_EQ(timeline->entries.size(), 6u);
+  const char* tags[] = {"md", "strategy", "risk", "gateway", "strategy", "gateway"};
+  const int64_t orders[] = {50, 50, 50, 50, 102, 102};
+  // md->strategy 500 ns, risk 10 ns later, gateway 1050 after strategy,
+  // 102's strategy 300 µs after 50's first stamp, its gateway 1.2 µs later.
+  const double deltas[] = {0, 500, 10, 1040, 298450, 1200};
+  const int64_t first = KnownStore::FirstUtcNs(50);
+  for (size_t i = 0; i < 6; ++i) {
+    const TimelineEntry& e = timeline->entries[i];
+    EXPECT_EQ(e.stamp.tag, tags[i]) << i;
+    EXPECT_EQ(e.stamp.order_id, orders[i]) << i;
+    if (i == 0) {
+      EXPECT_FALSE(e.delta_ns.has_value());
+      EXPECT_EQ(e.stamp.utc_ns, first);
+    } else {
+      ASSERT_TRUE(e.delta_ns.has_value());
+      EXPECT_DOUBLE_EQ(*e.delta_ns, deltas[i]) << i;
+    }
+  }
+  EXPECT_EQ(timeline->entries[0].process, "md[1001]");
+  EXPECT_EQ(timeline->entries[0].thread, "2001 md-rx");
+  EXPECT_EQ(timeline->entries[5].process, "gateway[1003]");
+
+  const std::string text = RenderTimeline(*timeline);
+  EXPECT_NE(text.find("linked: 50 -> 102"), std::string::npos) << text;
+  EXPECT_NE(text.find("2026-11-30T08:00:00.050000000Z"), std::string::npos) << text;
+  EXPECT_NE(text.find("+298 µs"), std::string::npos) << text;
+  EXPECT_NE(text.find("span"), std::string::npos) << text;
+}
+
+TEST_F(OrdersTest, TimelineMarksFlagsCoresAndChildren) {
+  auto t13 = BuildTimeline(*store_, 13, std::nullopt);
+  ASSERT_TRUE(t13.ok()) << t13.status();
+  const std::string text13 = RenderTimeline(*t13);
+  EXPECT_NE(text13.find("negative,cross_core"), std::string::npos) << text13;
+  // By TSC, order 13's strategy stamp came 5 ns before its md stamp.
+  ASSERT_EQ(t13->entries.size(), 4u);
+  EXPECT_EQ(t13->entries[0].stamp.tag, "strategy");
+  EXPECT_EQ(t13->entries[1].stamp.tag, "md");
+  EXPECT_DOUBLE_EQ(*t13->entries[1].delta_ns, 5.0);
+
+  auto t21 = BuildTimeline(*store_, 21, std::nullopt);
+  ASSERT_TRUE(t21.ok()) << t21.status();
+  const std::string text21 = RenderTimeline(*t21);
+  EXPECT_NE(text21.find("2->3"), std::string::npos) << text21;
+  EXPECT_NE(text21.find("migrated"), std::string::npos) << text21;
+
+  auto t50 = BuildTimeline(*store_, 50, std::nullopt);
+  ASSERT_TRUE(t50.ok()) << t50.status();
+  EXPECT_EQ(t50->children, std::vector<int64_t>{102});
+
+  auto t101 = BuildTimeline(*store_, 101, std::nullopt);  // incomplete, no core
+  ASSERT_TRUE(t101.ok()) << t101.status();
+  const std::string text101 = RenderTimeline(*t101);
+  EXPECT_NE(text101.find("incomplete (missing strategy,gateway)"), std::string::npos) << text101;
+}
+
+TEST_F(OrdersTest, TimelineRunSelection) {
+  auto latest = BuildTimeline(*store_, 1, std::nullopt);  // order 1 is in runs 1 and 2
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->run.run_id, 2);
+  EXPECT_EQ(latest->entries.size(), 4u);
+  auto older = BuildTimeline(*store_, 1, 1);
+  ASSERT_TRUE(older.ok()) << older.status();
+  EXPECT_EQ(older->run.run_id, 1);
+  ASSERT_EQ(older->entries.size(), 2u);
+  EXPECT_DOUBLE_EQ(*older->entries[1].delta_ns, 5000.0);  // 10000 ticks at 2 GHz
+
+  EXPECT_TRUE(absl::IsNotFound(BuildTimeline(*store_, 4242, std::nullopt).status()));
+  EXPECT_TRUE(absl::IsNotFound(BuildTimeline(*store_, 50, 1).status()));
+  EXPECT_TRUE(absl::IsNotFound(BuildTimeline(*store_, 1, 7).status()));
+}
+
+}  // namespace
+}  // namespace ticktrace::view

@@ -1,0 +1,144 @@
+// Store::Open: read-only, never creates files, refuses what is not a
+// ticktrace store of a known schema.
+#include "ticktrace/view/store.h"
+
+#include <sqlite3.h>
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+#include "store_fixture.h"
+
+namespace ticktrace::view {
+namespace {
+
+bool Contains(const absl::Status& s, const std::string& text) {
+  return std::string(s.message()).find(text) != std::string::npos;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+TEST(StoreOpenTest, MissingFileIsNotFoundAndNotCreated) {
+  testing::TempDir dir;
+  const std::string path = dir.File("missing.db");
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(absl::IsNotFound(store.status())) << store.status();
+  EXPECT_TRUE(Contains(store.status(), "missing.db: no such file")) << store.status();
+  EXPECT_TRUE(dir.List().empty());
+}
+
+TEST(StoreOpenTest, NotSqlite) {
+  testing::TempDir dir;
+  WriteText(dir.File("text.db"), std::string(4096, 'x'));
+  auto store = Store::Open(dir.File("text.db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(Contains(store.status(), "not an SQLite database")) << store.status();
+  WriteText(dir.File("short.db"), "hello");
+  EXPECT_TRUE(Contains(Store::Open(dir.File("short.db")).status(), "not an SQLite database"));
+  WriteText(dir.File("empty.db"), "");
+  EXPECT_TRUE(Contains(Store::Open(dir.File("empty.db")).status(), "not a ticktrace store"));
+  EXPECT_TRUE(Contains(Store::Open(dir.path()).status(), "is a directory"));
+}
+
+TEST(StoreOpenTest, SqliteButNotTicktrace) {
+  testing::TempDir dir;
+  const std::string path = dir.File("other.db");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(Contains(store.status(), "not a ticktrace store (no meta table)")) << store.status();
+
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE meta(key TEXT, value TEXT);"
+                               "INSERT INTO meta VALUES('app','other');",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_TRUE(Contains(Store::Open(path).status(), "meta.app is 'other'"));
+}
+
+TEST(StoreOpenTest, NewerSchemaIsRefused) {
+  testing::TempDir dir;
+  const std::string path = dir.File("future.db");
+  { testing::StoreWriter w(path, /*schema_version=*/2); }
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(store.status()));
+  EXPECT_TRUE(Contains(store.status(), "schema version 2 is newer than this viewer reads (1)"))
+      << store.status();
+}
+
+TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
+  testing::TempDir dir;
+  const std::string path = dir.File("known.db");
+  testing::WriteKnownStore(path);
+  const std::vector<std::string> before = dir.List();
+  EXPECT_EQ(before, std::vector<std::string>{"known.db"});
+  const testing::FileSnapshot snap = testing::Snapshot(path);
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->schema_version(), 1);
+    auto runs = (*store)->ListRuns();
+    ASSERT_TRUE(runs.ok());
+    ASSERT_EQ(runs->size(), 2u);
+    EXPECT_EQ((*runs)[1].pipeline, "md,strategy,gateway");
+    EXPECT_EQ((*runs)[1].spread_ppm, 1.5);
+    auto latest = (*store)->GetRun(std::nullopt);
+    ASSERT_TRUE(latest.ok());
+    EXPECT_EQ(latest->run_id, 2);
+    EXPECT_TRUE(absl::IsNotFound((*store)->GetRun(5).status()));
+  }
+  EXPECT_EQ(dir.List(), before);
+  EXPECT_TRUE(testing::Snapshot(path) == snap);
+}
+
+TEST(StoreOpenTest, LiveModeReadsWhileAWriterHoldsTheStore) {
+  testing::TempDir dir;
+  const std::string path = dir.File("live.db");
+  testing::StoreWriter writer(path);
+  RunInfo run;
+  run.run_id = 1;
+  run.session = "live";
+  run.host = "h";
+  run.tsc_hz = 1e9;
+  run.calibration_source = "given";
+  run.environment = "[]";
+  run.settings = "{}";
+  writer.AddRun(run);
+  writer.Exec("COMMIT");
+  writer.Exec("BEGIN");
+  for (OpenMode mode : {OpenMode::kLive, OpenMode::kSnapshot}) {
+    auto store = Store::Open(path, mode);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto got = (*store)->GetRun(std::nullopt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->session, "live");
+    EXPECT_FALSE(got->ended_utc_ns.has_value());
+  }
+}
+
+TEST(StoreOpenTest, PathsWithUriCharacters) {
+  testing::TempDir dir;
+  const std::string path = dir.File("odd ?name#%.db");
+  testing::WriteKnownStore(path);
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->path(), path);
+}
+
+}  // namespace
+}  // namespace ticktrace::view

@@ -1,0 +1,283 @@
+// summary: counts, percentiles, stage order, filters and the --json contract
+// on the known store (store_fixture.h).
+#include "ticktrace/view/summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "store_fixture.h"
+#include "ticktrace/view/store.h"
+
+namespace ticktrace::view {
+namespace {
+
+using testing::KnownStore;
+
+class SummaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("known.db");
+    testing::WriteKnownStore(path_);
+    auto store = Store::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+
+  const StageSummary* Find(const Summary& s, const std::string& stage) {
+    for (const StageSummary& row : s.stages) {
+      if (row.stage == stage) return &row;
+    }
+    ADD_FAILURE() << "no stage " << stage;
+    return nullptr;
+  }
+
+  testing::TempDir dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(SummaryTest, UnfilteredUsesStageStatsOfLatestRunInPipelineOrder) {
+  auto summary = BuildSummary(*store_, QueryOptions());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->run.run_id, KnownStore::kLatestRun);
+  EXPECT_TRUE(summary->from_stage_stats);
+  ASSERT_EQ(summary->stages.size(), 4u);
+  EXPECT_EQ(summary->stages[0].stage, "md->strategy");
+  EXPECT_EQ(summary->stages[1].stage, "risk");
+  EXPECT_EQ(summary->stages[2].stage, "strategy->gateway");
+  EXPECT_EQ(summary->stages[3].stage, "total");
+  EXPECT_EQ(CounterValue(*summary, "drained"), 405);
+  EXPECT_EQ(CounterValue(*summary, "dropped"), 3);
+  EXPECT_EQ(CounterValue(*summary, "orders_incomplete"), 1);
+}
+
+TEST_F(SummaryTest, StageStatsAreReportedAsStored) {
+  testing::TempDir dir;
+  const std::string marked = dir.File("marked.db");
+  testing::WriteKnownStore(marked, /*stats_marker=*/12345.0);
+  auto store = Store::Open(marked);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto summary = BuildSummary(**store, QueryOptions());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  for (const StageSummary& s : summary->stages) {
+    EXPECT_EQ(s.stats.p50_ns, 12345.0) << s.stage;
+    EXPECT_EQ(s.stats.p999_ns, 12345.0) << s.stage;
+  }
+  // A time filter makes the viewer compute from samples instead.
+  QueryOptions q;
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
+  auto filtered = BuildSummary(**store, q);
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  EXPECT_FALSE(filtered->from_stage_stats);
+  EXPECT_EQ(Find(*filtered, "total")->stats.p50_ns, 1561.0);
+}
+
+TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
+  QueryOptions q;
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};  // everything, but forces samples
+  auto summary = BuildSummary(*store_, q);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_FALSE(summary->from_stage_stats);
+
+  // md->strategy: 10*i ns for i = 1..100; order 13 is negative+cross-core,
+  // so out of the percentiles: 99 values.
+  const StageSummary* md = Find(*summary, "md->strategy");
+  ASSERT_NE(md, nullptr);
+  EXPECT_EQ(md->stats.count, 99);
+  EXPECT_EQ(md->stats.min_ns, 10.0);
+  EXPECT_EQ(md->stats.max_ns, 1000.0);
+  EXPECT_EQ(md->stats.p50_ns, 510.0);  // rank 50 of 99, skipping 130
+  EXPECT_EQ(md->stats.p90_ns, 910.0);
+  EXPECT_EQ(md->stats.p99_ns, 1000.0);
+  EXPECT_NEAR(*md->stats.mean_ns, 50370.0 / 99.0, 1e-9);
+  EXPECT_EQ(md->negative, 1);
+  EXPECT_EQ(md->cross_core, 1);
+  EXPECT_EQ(md->migrated, 0);
+
+  // total: 1000 + 11*i, order 13 is 1008, linked order 102 is 301.2 µs.
+  const StageSummary* total = Find(*summary, "total");
+  ASSERT_NE(total, nullptr);
+  EXPECT_EQ(total->stats.count, 101);
+  EXPECT_EQ(total->stats.min_ns, 1008.0);
+  EXPECT_EQ(total->stats.p50_ns, 1561.0);
+  EXPECT_EQ(total->stats.p99_ns, 2100.0);
+  EXPECT_EQ(total->stats.p999_ns, 301200.0);
+  EXPECT_EQ(total->stats.max_ns, 301200.0);
+
+  const StageSummary* risk = Find(*summary, "risk");
+  ASSERT_NE(risk, nullptr);
+  EXPECT_EQ(risk->stats.count, 99);
+  EXPECT_EQ(risk->migrated, 1);
+
+  const StageSummary* gw = Find(*summary, "strategy->gateway");
+  ASSERT_NE(gw, nullptr);
+  EXPECT_EQ(gw->stats.count, 100);  // 101 samples, order 7 cross-core
+  EXPECT_EQ(gw->cross_core, 1);
+  EXPECT_EQ(gw->stats.max_ns, 1200.0);
+}
+
+TEST_F(SummaryTest, StageStatsAndSamplesAgreeOnTheKnownStore) {
+  auto from_stats = BuildSummary(*store_, QueryOptions());
+  QueryOptions q;
+  q.until = TimeArg{TimeArg::Anchor::kRunEnd, 0};
+  auto from_samples = BuildSummary(*store_, q);
+  ASSERT_TRUE(from_stats.ok() && from_samples.ok());
+  ASSERT_EQ(from_stats->stages.size(), from_samples->stages.size());
+  for (size_t i = 0; i < from_stats->stages.size(); ++i) {
+    const StageSummary& a = from_stats->stages[i];
+    const StageSummary& b = from_samples->stages[i];
+    EXPECT_EQ(a.stage, b.stage);
+    EXPECT_EQ(a.stats.count, b.stats.count) << a.stage;
+    EXPECT_EQ(a.stats.p50_ns, b.stats.p50_ns) << a.stage;
+    EXPECT_EQ(a.stats.p999_ns, b.stats.p999_ns) << a.stage;
+    EXPECT_EQ(a.cross_core, b.cross_core) << a.stage;
+  }
+}
+
+TEST_F(SummaryTest, IncludeFlaggedCountsFlaggedSamples) {
+  QueryOptions q;
+  q.include_flagged = true;  // the stage_stats were written without: computed
+  auto summary = BuildSummary(*store_, q);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_FALSE(summary->from_stage_stats);
+  EXPECT_EQ(Find(*summary, "md->strategy")->stats.count, 100);
+  EXPECT_EQ(Find(*summary, "md->strategy")->stats.min_ns, -5.0);
+}
+
+TEST_F(SummaryTest, StageFilterKeepsOneRow) {
+  QueryOptions q;
+  q.stage = "risk";
+  auto summary = BuildSummary(*store_, q);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->stages.size(), 1u);
+  EXPECT_EQ(summary->stages[0].stage, "risk");
+}
+
+TEST_F(SummaryTest, ProcessFilterByNameOrPid) {
+  QueryOptions q;
+  q.process = "gateway";
+  auto by_name = BuildSummary(*store_, q);
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  q.process = "1003";
+  auto by_pid = BuildSummary(*store_, q);
+  ASSERT_TRUE(by_pid.ok()) << by_pid.status();
+  for (const auto* s : {&*by_name, &*by_pid}) {
+    EXPECT_EQ(Find(*s, "md->strategy")->stats.count, 0);  // md -> strategy: no gateway end
+    EXPECT_EQ(Find(*s, "strategy->gateway")->stats.count, 100);
+    EXPECT_EQ(Find(*s, "total")->stats.count, 101);
+  }
+}
+
+TEST_F(SummaryTest, TimeWindowAbsoluteAndRelative) {
+  QueryOptions q;
+  q.since = TimeArg{TimeArg::Anchor::kAbsolute, KnownStore::FirstUtcNs(51)};
+  auto absolute = BuildSummary(*store_, q);
+  ASSERT_TRUE(absolute.ok()) << absolute.status();
+  EXPECT_EQ(Find(*absolute, "md->strategy")->stats.count, 50);  // orders 51..100
+  EXPECT_EQ(Find(*absolute, "md->strategy")->stats.p50_ns, 750.0);
+
+  q.since = TimeArg{TimeArg::Anchor::kRunEnd, -150'000'000};  // "-150ms": from order 50 on
+  auto relative = BuildSummary(*store_, q);
+  ASSERT_TRUE(relative.ok()) << relative.status();
+  EXPECT_EQ(Find(*relative, "md->strategy")->stats.count, 51);
+
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 10'000'000};   // "+10ms"
+  q.until = TimeArg{TimeArg::Anchor::kRunStart, 19'000'000};   // "+19ms", inclusive
+  auto window = BuildSummary(*store_, q);
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_EQ(Find(*window, "total")->stats.count, 10);  // orders 10..19
+}
+
+TEST_F(SummaryTest, UnknownRunStageProcessAndReversedWindowAreErrors) {
+  QueryOptions q;
+  q.run_id = 9;
+  EXPECT_TRUE(absl::IsNotFound(BuildSummary(*store_, q).status()));
+  q = QueryOptions();
+  q.stage = "nope";
+  EXPECT_TRUE(absl::IsNotFound(BuildSummary(*store_, q).status()));
+  q = QueryOptions();
+  q.process = "nope";
+  EXPECT_TRUE(absl::IsNotFound(BuildSummary(*store_, q).status()));
+  q = QueryOptions();
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 10};
+  q.until = TimeArg{TimeArg::Anchor::kRunStart, 5};
+  EXPECT_TRUE(absl::IsInvalidArgument(BuildSummary(*store_, q).status()));
+}
+
+TEST_F(SummaryTest, OlderRunByNumber) {
+  QueryOptions q;
+  q.run_id = 1;
+  auto summary = BuildSummary(*store_, q);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->run.run_id, 1);
+  ASSERT_EQ(summary->stages.size(), 2u);
+  EXPECT_EQ(summary->stages.back().stage, "total");
+  EXPECT_EQ(summary->stages.back().stats.p50_ns, 5000.0);
+}
+
+// The --json contract of docs/viewer.md: exactly these fields, these types.
+TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
+  auto summary = BuildSummary(*store_, QueryOptions());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const nlohmann::json j = nlohmann::json::parse(RenderSummaryJson(*summary));
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j.size(), 4u);
+  ASSERT_TRUE(j.at("run").is_number_integer());
+  EXPECT_EQ(j["run"].get<int64_t>(), 2);
+
+  const auto& cal = j.at("calibration");
+  EXPECT_EQ(cal.size(), 4u);
+  EXPECT_TRUE(cal.at("tsc_hz").is_number());
+  EXPECT_EQ(cal["tsc_hz"].get<double>(), 2e9);
+  EXPECT_TRUE(cal.at("source").is_string());
+  EXPECT_EQ(cal["source"], "cpuid-0x15");
+  EXPECT_TRUE(cal.at("spread_ppm").is_number());
+  EXPECT_TRUE(cal.at("step_ns").is_number());
+
+  const auto& counters = j.at("counters");
+  EXPECT_EQ(counters.size(), 5u);
+  for (const char* name :
+       {"drained", "dropped", "malformed", "orders_complete", "orders_incomplete"}) {
+    ASSERT_TRUE(counters.at(name).is_number_integer()) << name;
+  }
+  EXPECT_EQ(counters["drained"].get<int64_t>(), 405);
+  EXPECT_EQ(counters["orders_complete"].get<int64_t>(), 101);
+
+  const auto& stages = j.at("stages");
+  ASSERT_TRUE(stages.is_array());
+  ASSERT_EQ(stages.size(), 4u);
+  for (const auto& s : stages) {
+    EXPECT_EQ(s.size(), 12u);
+    EXPECT_TRUE(s.at("stage").is_string());
+    for (const char* name : {"count", "migrated", "negative", "cross_core"}) {
+      EXPECT_TRUE(s.at(name).is_number_integer()) << name;
+    }
+    for (const char* name :
+         {"min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "mean_ns"}) {
+      EXPECT_TRUE(s.at(name).is_number()) << name;
+    }
+  }
+  EXPECT_EQ(stages[0]["stage"], "md->strategy");
+  EXPECT_EQ(stages[3]["stage"], "total");
+  EXPECT_EQ(stages[3]["count"].get<int64_t>(), 101);
+  EXPECT_EQ(stages[3]["p50_ns"].get<double>(), 1561.0);
+}
+
+TEST_F(SummaryTest, TextTableHasHeaderAndUnits) {
+  auto summary = BuildSummary(*store_, QueryOptions());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const std::string text = RenderSummaryText(*summary);
+  EXPECT_NE(text.find("calibration: 2.0000 GHz (cpuid-0x15), spread 1.50 ppm"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("drained 405, dropped 3, malformed 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("missing_stage:gateway 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("301 µs"), std::string::npos) << text;  // total max, in µs
+  EXPECT_NE(text.find("10.0 ns"), std::string::npos) << text;  // md->strategy min, in ns
+  EXPECT_LT(text.find("md->strategy"), text.find("strategy->gateway"));
+  EXPECT_LT(text.find("strategy->gateway"), text.find("\ntotal"));
+}
+
+}  // namespace
+}  // namespace ticktrace::view

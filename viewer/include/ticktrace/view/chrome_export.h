@@ -1,0 +1,29 @@
+// `ticktrace-view export --format chrome`: a run's orders as Chrome Trace
+// Event JSON, which Perfetto's UI and chrome://tracing open.
+//
+// Layout: one process track per traced process (metadata "process_name")
+// and one thread track per thread ("thread_name"); every stamp is a complete
+// event ("ph":"X") of zero duration and every span a complete event with its
+// duration, on the thread that recorded it; the stamps of one order are
+// joined by flow events ("ph":"s" at the first, "t" between, "f" at the
+// last, "id" = the order ID). Timestamps are microseconds since
+// otherData.base_utc (the earliest exported stamp), so that a double keeps
+// nanoseconds.
+#ifndef TICKTRACE_VIEW_CHROME_EXPORT_H_
+#define TICKTRACE_VIEW_CHROME_EXPORT_H_
+
+#include <ostream>
+
+#include "absl/status/statusor.h"
+#include "ticktrace/view/export_common.h"
+#include "ticktrace/view/store.h"
+
+namespace ticktrace::view {
+
+// Writes the trace of the orders `options` selects to `out`.
+absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& options,
+                                          std::ostream& out);
+
+}  // namespace ticktrace::view
+
+#endif  // TICKTRACE_VIEW_CHROME_EXPORT_H_

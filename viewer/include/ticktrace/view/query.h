@@ -1,0 +1,61 @@
+// The filters that summary, percentiles and top share (--run, --stage,
+// --process, --since, --until, --include-flagged), resolved against a store.
+#ifndef TICKTRACE_VIEW_QUERY_H_
+#define TICKTRACE_VIEW_QUERY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ticktrace/view/records.h"
+#include "ticktrace/view/store.h"
+#include "ticktrace/view/time_arg.h"
+
+namespace ticktrace::view {
+
+// The flags that keep a sample out of the percentiles unless
+// --include-flagged is given (DESIGN.md §5: flagged samples are counted per
+// stage and kept out of the percentiles by default).
+inline constexpr uint32_t kExcludedFlags = kFlagMigrated | kFlagNegative | kFlagCrossCore;
+
+// What the user asked for, before it is checked against the store.
+struct QueryOptions {
+  std::optional<int64_t> run_id;       // unset: the latest run
+  std::optional<std::string> stage;    // one stage name, e.g. "md->strategy" or "total"
+  std::optional<std::string> process;  // an OS pid or a process name
+  std::optional<TimeArg> since;
+  std::optional<TimeArg> until;
+  bool include_flagged = false;
+};
+
+// QueryOptions checked against one run of a store.
+struct ResolvedQuery {
+  RunInfo run;
+  SampleFilter filter;
+  // True when --process, --since or --until narrow the samples (so the
+  // whole-run stage_stats cannot answer).
+  bool narrows_samples = false;
+  bool include_flagged = false;
+  // The filters in words for report headers, e.g. "process md, since ...".
+  std::string description;
+};
+
+// Resolves `options` on `store`. NotFound for an unknown run, stage or
+// process; InvalidArgument when --since is after --until.
+absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& options);
+
+// The run's stage names in pipeline order, `total` last: stage_stats.position
+// where the collector wrote it, otherwise consecutive pairs of runs.pipeline,
+// then any other stage (spans) by name.
+absl::StatusOr<std::vector<std::string>> OrderedStages(Store& store, const RunInfo& run);
+
+// True when a sample with `flags` counts in the percentiles.
+inline bool InPercentiles(uint32_t flags, bool include_flagged) {
+  return include_flagged || (flags & kExcludedFlags) == 0;
+}
+
+}  // namespace ticktrace::view
+
+#endif  // TICKTRACE_VIEW_QUERY_H_

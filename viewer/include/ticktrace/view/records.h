@@ -1,0 +1,122 @@
+// Plain rows read from a ticktrace store (docs/store.md, schema v1).
+//
+// These mirror the store's tables one to one; nullable columns are
+// std::optional. They carry no behaviour: the reports that use them live in
+// their own files (summary.h, waterfall.h, timeline.h, ...).
+#ifndef TICKTRACE_VIEW_RECORDS_H_
+#define TICKTRACE_VIEW_RECORDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ticktrace::view {
+
+// Bits of samples.flags and stamps.flags (docs/store.md, "Flags").
+inline constexpr uint32_t kFlagMigrated = 1;   // a span's two ends on different cores
+inline constexpr uint32_t kFlagNegative = 2;   // a cross-core difference below zero
+inline constexpr uint32_t kFlagCrossCore = 4;  // the two ends read on different cores
+
+// The name of the stage that spans an order from its first stamp to its last.
+inline constexpr char kTotalStage[] = "total";
+
+// One row of `runs`.
+struct RunInfo {
+  int64_t run_id = 0;
+  std::string session;
+  std::string host;
+  int64_t started_utc_ns = 0;
+  std::optional<int64_t> ended_utc_ns;  // unset while the collector runs
+  double tsc_hz = 0;
+  std::string calibration_source;
+  std::optional<double> spread_ppm;
+  std::optional<double> kernel_tsc_hz;
+  std::optional<double> tsc_step_ns;
+  int64_t anchor_tsc = 0;
+  int64_t anchor_utc_ns = 0;
+  std::string environment;  // JSON array, as stored
+  std::string settings;     // JSON object, as stored
+  std::string pipeline;     // comma-separated stage tags
+  bool pipeline_learned = false;
+};
+
+// One row of `processes`.
+struct ProcessInfo {
+  int64_t process_id = 0;  // per-run number, not the OS pid
+  int64_t pid = 0;
+  std::string name;
+  std::string segment;
+  std::optional<int64_t> first_seen_utc_ns;
+  std::optional<int64_t> exited_utc_ns;
+};
+
+// One row of `threads`.
+struct ThreadInfo {
+  int64_t process_id = 0;
+  int64_t slot = 0;
+  int64_t generation = 0;
+  int64_t tid = 0;
+  std::string name;
+  int64_t drained = 0;
+  int64_t dropped = 0;
+};
+
+// One row of `stage_stats`.
+struct StageStatsRow {
+  std::string stage;
+  int64_t position = 0;
+  int64_t count = 0;
+  std::optional<double> min_ns;
+  std::optional<double> max_ns;
+  std::optional<double> mean_ns;
+  std::optional<double> p50_ns;
+  std::optional<double> p90_ns;
+  std::optional<double> p99_ns;
+  std::optional<double> p999_ns;
+  int64_t migrated = 0;
+  int64_t negative = 0;
+  int64_t cross_core = 0;
+  bool include_flagged = false;
+};
+
+// One row of `samples`: one stage of one order.
+struct SampleRow {
+  int64_t order_id = 0;
+  std::string stage;
+  int64_t start_utc_ns = 0;
+  double latency_ns = 0;
+  std::optional<int64_t> process_begin;
+  std::optional<int64_t> process_end;
+  std::optional<int64_t> cpu_begin;
+  std::optional<int64_t> cpu_end;
+  uint32_t flags = 0;
+};
+
+// One row of `orders`.
+struct OrderRow {
+  int64_t order_id = 0;
+  std::optional<int64_t> parent_order_id;
+  int64_t first_utc_ns = 0;
+  std::optional<double> total_ns;
+  bool complete = false;
+  std::string missing;  // comma-separated; empty when complete
+};
+
+// One row of `stamps`: a stamp or a span of one order.
+struct StampRow {
+  int64_t order_id = 0;
+  std::string tag;
+  std::string kind;  // "stamp" or "span"
+  int64_t process_id = 0;
+  int64_t tid = 0;
+  std::optional<int64_t> cpu;      // unset when read with plain rdtsc
+  std::optional<int64_t> cpu_end;  // spans: the end's core
+  int64_t tsc = 0;
+  int64_t utc_ns = 0;
+  std::optional<double> duration_ns;  // spans only
+  uint32_t flags = 0;
+};
+
+}  // namespace ticktrace::view
+
+#endif  // TICKTRACE_VIEW_RECORDS_H_

@@ -1,0 +1,45 @@
+// `ticktrace-view orders --slowest N`: the slowest orders of a run, each
+// with its stages drawn as a text waterfall on the order's own time axis.
+#ifndef TICKTRACE_VIEW_WATERFALL_H_
+#define TICKTRACE_VIEW_WATERFALL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ticktrace/view/records.h"
+#include "ticktrace/view/store.h"
+
+namespace ticktrace::view {
+
+// One ranked order with its samples in pipeline order.
+struct SlowOrder {
+  OrderRow order;
+  double latency_ns = 0;  // in the ranking stage
+  uint32_t flags = 0;     // of the ranking sample
+  std::vector<SampleRow> samples;
+};
+
+// The slowest orders of one run by one stage.
+struct SlowestReport {
+  RunInfo run;
+  std::string stage;  // the ranking stage ("total" unless --stage)
+  std::vector<SlowOrder> orders;  // slowest first; ties by order_id
+};
+
+// Finds the `n` slowest orders of run `run_id` (latest when unset) by
+// `stage` (default "total"). Every sample counts, flagged or not: flags are
+// shown, not filtered. NotFound for an unknown run or stage.
+// REQUIRES: n >= 1.
+absl::StatusOr<SlowestReport> FindSlowestOrders(Store& store, std::optional<int64_t> run_id,
+                                                std::optional<std::string> stage, int64_t n);
+
+// The report as text: per order a header line, then one line per stage with
+// its latency, flags and a bar `bar_width` characters wide.
+std::string RenderWaterfall(const SlowestReport& report, int bar_width = 50);
+
+}  // namespace ticktrace::view
+
+#endif  // TICKTRACE_VIEW_WATERFALL_H_

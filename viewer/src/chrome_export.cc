@@ -1,0 +1,144 @@
+#include "ticktrace/view/chrome_export.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ticktrace/view/format_units.h"
+#include "status_macros.h"
+
+namespace ticktrace::view {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Chrome's pid for a process: its OS pid, unless two processes of the run
+// share one (a reused pid), in which case the later ones get a number above
+// any OS pid.
+std::map<int64_t, int64_t> ChromePids(const std::vector<ProcessInfo>& processes) {
+  constexpr int64_t kFirstSyntheticPid = int64_t{1} << 32;
+  std::map<int64_t, int64_t> out;
+  std::set<int64_t> used;
+  int64_t next_synthetic = kFirstSyntheticPid;
+  for (const ProcessInfo& p : processes) {
+    out[p.process_id] = used.insert(p.pid).second ? p.pid : next_synthetic++;
+  }
+  return out;
+}
+
+// Streams the traceEvents array: one comma-separated event per call.
+class EventWriter {
+ public:
+  explicit EventWriter(std::ostream& out) : out_(out) {}
+  void Add(const Json& event) {
+    out_ << (first_ ? "\n" : ",\n") << event.dump();
+    first_ = false;
+  }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& options,
+                                          std::ostream& out) {
+  TICKTRACE_ASSIGN_OR_RETURN(RunInfo run, store.GetRun(options.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> orders,
+                             store.OrdersByTime(run.run_id, options.limit));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<ProcessInfo> processes, store.Processes(run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<ThreadInfo> threads, store.Threads(run.run_id));
+  const std::map<int64_t, int64_t> chrome_pid = ChromePids(processes);
+  const auto pid_of = [&](int64_t process_id) {
+    const auto it = chrome_pid.find(process_id);
+    // A stamp of a process the store does not list: a track of its own.
+    return it != chrome_pid.end() ? it->second : -process_id - 1;
+  };
+
+  // Read every exported order's stamps first: the base time is the earliest.
+  std::vector<std::vector<StampRow>> stamps_by_order;
+  stamps_by_order.reserve(orders.size());
+  int64_t base_utc_ns = run.started_utc_ns;
+  for (const OrderRow& order : orders) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StampRow> stamps,
+                               store.Stamps(run.run_id, order.order_id));
+    for (const StampRow& s : stamps) base_utc_ns = std::min(base_utc_ns, s.utc_ns);
+    stamps_by_order.push_back(std::move(stamps));
+  }
+  const auto ts_us = [&](int64_t utc_ns) {
+    return static_cast<double>(utc_ns - base_utc_ns) / 1e3;
+  };
+
+  ExportResult result;
+  result.run_id = run.run_id;
+  out << "{\"traceEvents\":[";
+  EventWriter events(out);
+  for (const ProcessInfo& p : processes) {
+    events.Add({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_of(p.process_id)},
+                {"args", {{"name", absl::StrCat(p.name, " [", p.pid, "]")}}}});
+  }
+  for (const ThreadInfo& t : threads) {
+    if (t.name.empty()) continue;
+    events.Add({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid_of(t.process_id)},
+                {"tid", t.tid}, {"args", {{"name", t.name}}}});
+  }
+  for (size_t i = 0; i < orders.size(); ++i) {
+    const OrderRow& order = orders[i];
+    const std::vector<StampRow>& stamps = stamps_by_order[i];
+    for (const StampRow& s : stamps) {
+      Json args = {{"order_id", s.order_id}, {"utc", FormatUtcNs(s.utc_ns)}, {"tsc", s.tsc}};
+      if (s.cpu.has_value()) args["core"] = *s.cpu;
+      if (s.cpu_end.has_value()) args["core_end"] = *s.cpu_end;
+      if (s.flags != 0) args["flags"] = FlagWords(s.flags);
+      if (order.parent_order_id.has_value()) args["parent_order_id"] = *order.parent_order_id;
+      const bool span = s.kind == "span";
+      events.Add({{"name", s.tag},
+                  {"cat", span ? "span" : "stamp"},
+                  {"ph", "X"},
+                  {"ts", ts_us(s.utc_ns)},
+                  {"dur", span ? s.duration_ns.value_or(0) / 1e3 : 0.0},
+                  {"pid", pid_of(s.process_id)},
+                  {"tid", s.tid},
+                  {"args", std::move(args)}});
+      ++result.stamps;
+    }
+    // Flow events join the order's stamps in time order; each binds to the
+    // event at its timestamp on its thread.
+    if (stamps.size() >= 2) {
+      std::vector<const StampRow*> by_time;
+      for (const StampRow& s : stamps) by_time.push_back(&s);
+      std::stable_sort(by_time.begin(), by_time.end(), [](const StampRow* a, const StampRow* b) {
+        return a->utc_ns < b->utc_ns;
+      });
+      for (size_t k = 0; k < by_time.size(); ++k) {
+        const StampRow& s = *by_time[k];
+        const char* phase = k == 0 ? "s" : (k + 1 == by_time.size() ? "f" : "t");
+        Json flow = {{"name", "order"}, {"cat", "order"}, {"ph", phase},
+                     {"id", order.order_id}, {"ts", ts_us(s.utc_ns)},
+                     {"pid", pid_of(s.process_id)}, {"tid", s.tid}};
+        if (k > 0) flow["bp"] = "e";
+        events.Add(flow);
+      }
+    }
+    ++result.orders;
+  }
+  Json other = {{"tool", "ticktrace-view"},
+                {"run", run.run_id},
+                {"session", run.session},
+                {"host", run.host},
+                {"tsc_hz", run.tsc_hz},
+                {"base_utc", FormatUtcNs(base_utc_ns)},
+                {"base_utc_ns", base_utc_ns},
+                {"orders", result.orders}};
+  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << "}\n";
+  return result;
+}
+
+}  // namespace ticktrace::view

@@ -1,0 +1,312 @@
+#include "ticktrace/view/commands.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "ticktrace/view/args.h"
+#include "ticktrace/view/chrome_export.h"
+#include "ticktrace/view/csv_export.h"
+#include "ticktrace/view/percentile_report.h"
+#include "ticktrace/view/runs_report.h"
+#include "ticktrace/view/store.h"
+#include "ticktrace/view/summary.h"
+#include "ticktrace/view/time_arg.h"
+#include "ticktrace/view/timeline.h"
+#include "ticktrace/view/top.h"
+#include "ticktrace/view/waterfall.h"
+#include "status_macros.h"
+
+namespace ticktrace::view {
+namespace {
+
+constexpr char kProgram[] = "ticktrace-view";
+
+const FlagSpec kDbFlag = {"db", "PATH", "the store (an SQLite file written by ticktrace-collector)",
+                          /*required=*/true};
+const FlagSpec kRunFlag = {"run", "N", "the run (default: the latest)"};
+const FlagSpec kProcessFlag = {"process", "P",
+                               "only samples with an end in process P (an OS pid or a name)"};
+const FlagSpec kSinceFlag = {"since", "T",
+                             "only samples starting at or after T (RFC 3339 like "
+                             "2026-11-30T08:00:00Z; -5m before the run's end; +30s after its "
+                             "start)"};
+const FlagSpec kUntilFlag = {"until", "T", "only samples starting at or before T (as --since)"};
+const FlagSpec kIncludeFlaggedFlag = {
+    "include-flagged", "",
+    "count migrated, negative and cross-core samples in the percentiles too"};
+
+constexpr char kFilterText[] =
+    "Without --process/--since/--until the numbers are the collector's stage_stats\n"
+    "(percentiles from its log-linear histogram). With them, or with an\n"
+    "--include-flagged the collector did not use, they are computed here from the\n"
+    "samples: exact nearest-rank percentiles of the sorted values.";
+
+struct Command {
+  CommandSpec spec;
+  std::function<absl::Status(const ParsedArgs&, std::ostream&, bool)> run;
+};
+
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const ParsedArgs& args) {
+  return Store::Open(*args.Value("db"));
+}
+
+// The filters shared by summary, percentiles and top.
+absl::StatusOr<QueryOptions> QueryFromArgs(const ParsedArgs& args) {
+  QueryOptions q;
+  TICKTRACE_ASSIGN_OR_RETURN(q.run_id, args.IntValue("run", 0));
+  q.stage = args.Value("stage");
+  q.process = args.Value("process");
+  if (auto text = args.Value("since")) {
+    TICKTRACE_ASSIGN_OR_RETURN(q.since, ParseTimeArg("--since", *text));
+  }
+  if (auto text = args.Value("until")) {
+    TICKTRACE_ASSIGN_OR_RETURN(q.until, ParseTimeArg("--until", *text));
+  }
+  q.include_flagged = args.Has("include-flagged");
+  return q;
+}
+
+absl::Status Summary(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(view::Summary summary, BuildSummary(*store, query));
+  out << (args.Has("json") ? RenderSummaryJson(summary) : RenderSummaryText(summary));
+  return absl::OkStatus();
+}
+
+absl::Status Orders(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> n, args.IntValue("slowest", 1));
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(SlowestReport report,
+                             FindSlowestOrders(*store, run, args.Value("stage"), *n));
+  out << RenderWaterfall(report);
+  return absl::OkStatus();
+}
+
+absl::Status Order(const ParsedArgs& args, std::ostream& out, bool) {
+  const std::string& text = args.positionals().front();
+  const std::optional<int64_t> id = ParseOrderId(text);
+  if (!id.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat("order ID: expected an integer, got '", text,
+                                                    "'"));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(Timeline timeline, BuildTimeline(*store, *id, run));
+  out << RenderTimeline(timeline);
+  return absl::OkStatus();
+}
+
+absl::Status Percentiles(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
+  ValueUnit unit = ValueUnit::kMicroseconds;
+  const std::string unit_text = args.Value("unit").value_or("us");
+  if (unit_text == "ns") {
+    unit = ValueUnit::kNanoseconds;
+  } else if (unit_text == "ms") {
+    unit = ValueUnit::kMilliseconds;
+  } else if (unit_text != "us") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--unit: expected ns, us or ms, got '", unit_text, "'"));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  int64_t excluded = 0;
+  RunInfo run;
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<double> values,
+                             CollectStageValues(*store, query, &excluded, &run));
+  const std::string label =
+      absl::StrCat("run ", run.run_id, ", stage ", *query.stage, ", ", excluded,
+                   query.include_flagged ? " flagged samples" : " flagged samples excluded");
+  out << RenderPercentileDistribution(values, unit, label);
+  return absl::OkStatus();
+}
+
+absl::Status Runs(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::string text, RenderRuns(*store));
+  out << text;
+  return absl::OkStatus();
+}
+
+absl::Status Export(const ParsedArgs& args, std::ostream& out, bool) {
+  const std::string format = *args.Value("format");
+  if (format != "chrome" && format != "csv") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format: expected chrome or csv, got '", format, "'"));
+  }
+  ExportOptions options;
+  TICKTRACE_ASSIGN_OR_RETURN(options.run_id, args.IntValue("run", 0));
+  TICKTRACE_ASSIGN_OR_RETURN(options.limit, args.IntValue("limit", 1));
+  const std::string out_path = *args.Value("out");
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  // Check the run before creating the output file.
+  TICKTRACE_RETURN_IF_ERROR(store->GetRun(options.run_id).status());
+  ExportResult result;
+  TICKTRACE_RETURN_IF_ERROR(
+      WriteOutput(out_path, store->path(), [&](std::ostream& file) -> absl::Status {
+        absl::StatusOr<ExportResult> r = format == "chrome" ? ExportChrome(*store, options, file)
+                                                            : ExportCsv(*store, options, file);
+        if (!r.ok()) return r.status();
+        result = *r;
+        return absl::OkStatus();
+      }));
+  if (out_path != "-") {
+    out << "run " << result.run_id << ": " << result.orders << " orders, "
+        << (format == "chrome" ? absl::StrCat(result.stamps, " stamps")
+                               : absl::StrCat(result.rows, " samples"))
+        << " -> " << out_path << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Top(const ParsedArgs& args, std::ostream& out, bool stdout_is_tty) {
+  TopOptions options;
+  TICKTRACE_ASSIGN_OR_RETURN(options.query, QueryFromArgs(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> iterations, args.IntValue("iterations", 1));
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> interval, args.IntValue("interval-ms", 1));
+  options.iterations = iterations.value_or(0);
+  options.interval_ms = interval.value_or(1000);
+  options.clear_screen = stdout_is_tty;
+  return RunTop(*args.Value("db"), options, out);
+}
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command>* commands = new std::vector<Command>{
+      {{"summary",
+        "Per-stage latency breakdown of one run: count, min, p50, p90, p99, p99.9, max,\n"
+        "mean and flag counts, stages in pipeline order with total last, under a header\n"
+        "with the calibration and the loss counters.",
+        kFilterText,
+        {kDbFlag, kRunFlag,
+         {"stage", "S", "only stage S"},
+         kProcessFlag, kSinceFlag, kUntilFlag, kIncludeFlaggedFlag,
+         {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
+        "",
+        "ticktrace-view summary --db trace.db --since -5m --json"},
+       Summary},
+      {{"orders",
+        "The N slowest orders (by total, or by one stage) with a per-stage waterfall.",
+        "Every sample ranks, flagged or not; flags are marked M (migrated), N (negative),\n"
+        "X (cross-core).",
+        {kDbFlag, {"slowest", "N", "how many orders", /*required=*/true},
+         {"stage", "S", "rank by stage S instead of total"}, kRunFlag},
+        "",
+        "ticktrace-view orders --db trace.db --slowest 10 --stage 'strategy->gateway'"},
+       Orders},
+      {{"order",
+        "One order's timeline: every stamp of the order and of the orders it is linked\n"
+        "to, with process, thread, core, UTC time, the delta from the previous stamp\n"
+        "and flags.",
+        "ID is the order ID as given to the trace API (decimal). Default run: the latest\n"
+        "run that holds the order.",
+        {kDbFlag, kRunFlag},
+        "ID",
+        "ticktrace-view order --db trace.db 1042"},
+       Order},
+      {{"percentiles",
+        "One stage's latency distribution in HdrHistogram's percentile format (Value,\n"
+        "Percentile, TotalCount, 1/(1-Percentile)), computed exactly from the samples.",
+        "",
+        {kDbFlag, {"stage", "S", "the stage", /*required=*/true}, kRunFlag, kProcessFlag,
+         kSinceFlag, kUntilFlag, kIncludeFlaggedFlag,
+         {"unit", "U", "unit of the Value column: ns, us (default) or ms"}},
+        "",
+        "ticktrace-view percentiles --db trace.db --stage total > total.hgrm"},
+       Percentiles},
+      {{"runs",
+        "The runs in the store with their time span, host, calibration, pipeline,\n"
+        "processes and counters.",
+        "",
+        {kDbFlag},
+        "",
+        "ticktrace-view runs --db trace.db"},
+       Runs},
+      {{"export",
+        "Export a run's orders: Chrome Trace Event JSON (open in ui.perfetto.dev or\n"
+        "chrome://tracing) or CSV of the stage samples.",
+        "chrome: a track per process and thread, each stamp an event, spans with their\n"
+        "duration, an order's stamps joined by flow arrows. csv: one row per sample\n"
+        "after a header row. --limit N takes the run's first N orders by time.\n"
+        "--out - writes to stdout.",
+        {kDbFlag, {"format", "F", "chrome or csv", /*required=*/true},
+         {"out", "FILE", "the output file", /*required=*/true},
+         {"limit", "N", "only the first N orders"}, kRunFlag},
+        "",
+        "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000"},
+       Export},
+      {{"top",
+        "The summary, redrawn every second while a collector writes the store, until\n"
+        "Ctrl-C. Follows the latest run unless --run is given.",
+        kFilterText,
+        {kDbFlag, kRunFlag, {"stage", "S", "only stage S"}, kProcessFlag, kSinceFlag, kUntilFlag,
+         kIncludeFlaggedFlag,
+         {"iterations", "N", "stop after N frames (tests)", false, /*hidden=*/true},
+         {"interval-ms", "MS", "time between frames (tests)", false, /*hidden=*/true}},
+        "",
+        "ticktrace-view top --db trace.db"},
+       Top},
+  };
+  return *commands;
+}
+
+std::string GeneralHelp() {
+  std::string out = absl::StrCat("usage: ", kProgram,
+                                 " <subcommand> --db PATH [flags]\n\n"
+                                 "Reads a ticktrace store (never writes it). Subcommands:\n");
+  for (const Command& c : Commands()) {
+    const std::string first_line = c.spec.synopsis.substr(0, c.spec.synopsis.find('\n'));
+    absl::StrAppend(&out, "  ", c.spec.name, std::string(13 - c.spec.name.size(), ' '),
+                    first_line, "\n");
+  }
+  absl::StrAppend(&out, "\n", kProgram,
+                  " <subcommand> --help shows a subcommand's flags.\n"
+                  "Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n");
+  return out;
+}
+
+}  // namespace
+
+int ExitStatusFor(const absl::Status& status) {
+  if (status.ok()) return kExitOk;
+  return absl::IsInvalidArgument(status) ? kExitUsageError : kExitRuntimeError;
+}
+
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+              bool stdout_is_tty) {
+  const auto fail = [&](const absl::Status& status, absl::string_view command) {
+    std::string message = absl::StrReplaceAll(status.message(), {{"\n", " "}});
+    err << kProgram << ": " << message;
+    if (absl::IsInvalidArgument(status)) {
+      err << " (see " << kProgram << (command.empty() ? "" : " ") << command << " --help)";
+    }
+    err << "\n";
+    return ExitStatusFor(status);
+  };
+  if (args.empty()) return fail(absl::InvalidArgumentError("missing subcommand"), "");
+  const std::string& name = args.front();
+  if (name == "--help" || name == "-h" || name == "help") {
+    out << GeneralHelp();
+    return kExitOk;
+  }
+  for (const Command& c : Commands()) {
+    if (c.spec.name != name) continue;
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (WantsHelp(rest)) {
+      out << CommandHelp(kProgram, c.spec);
+      return kExitOk;
+    }
+    absl::StatusOr<ParsedArgs> parsed = ParseArgs(c.spec, rest);
+    if (!parsed.ok()) return fail(parsed.status(), name);
+    const absl::Status status = c.run(*parsed, out, stdout_is_tty);
+    if (!status.ok()) return fail(status, name);
+    out.flush();
+    return kExitOk;
+  }
+  return fail(absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", name, "'")), "");
+}
+
+}  // namespace ticktrace::view

@@ -1,0 +1,62 @@
+#include "ticktrace/view/csv_export.h"
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "status_macros.h"
+
+namespace ticktrace::view {
+namespace {
+
+std::string Cell(const std::optional<int64_t>& v) {
+  return v.has_value() ? absl::StrCat(*v) : std::string();
+}
+
+void WriteRow(int64_t run_id, const SampleRow& s, std::ostream& out) {
+  // %.17g round-trips every double.
+  out << run_id << ',' << s.order_id << ',' << CsvField(s.stage) << ',' << s.start_utc_ns << ','
+      << absl::StrFormat("%.17g", s.latency_ns) << ',' << Cell(s.process_begin) << ','
+      << Cell(s.process_end) << ',' << Cell(s.cpu_begin) << ',' << Cell(s.cpu_end) << ','
+      << s.flags << '\n';
+}
+
+}  // namespace
+
+std::string CsvField(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  return absl::StrCat("\"", absl::StrReplaceAll(field, {{"\"", "\"\""}}), "\"");
+}
+
+absl::StatusOr<ExportResult> ExportCsv(Store& store, const ExportOptions& options,
+                                       std::ostream& out) {
+  TICKTRACE_ASSIGN_OR_RETURN(RunInfo run, store.GetRun(options.run_id));
+  ExportResult result;
+  result.run_id = run.run_id;
+  out << kCsvHeader << '\n';
+  if (options.limit.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> orders,
+                               store.OrdersByTime(run.run_id, options.limit));
+    for (const OrderRow& order : orders) {
+      TICKTRACE_ASSIGN_OR_RETURN(std::vector<SampleRow> samples,
+                                 store.SamplesOfOrder(run.run_id, order.order_id));
+      for (const SampleRow& s : samples) WriteRow(run.run_id, s, out);
+      result.rows += static_cast<int64_t>(samples.size());
+      ++result.orders;
+    }
+    return result;
+  }
+  std::optional<int64_t> last_order;
+  TICKTRACE_RETURN_IF_ERROR(store.ForEachSample(
+      run.run_id, SampleFilter(), /*ordered=*/true, [&](const SampleRow& s) {
+        WriteRow(run.run_id, s, out);
+        ++result.rows;
+        if (last_order != s.order_id) ++result.orders;
+        last_order = s.order_id;
+      }));
+  return result;
+}
+
+}  // namespace ticktrace::view

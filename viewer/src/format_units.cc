@@ -1,0 +1,65 @@
+#include "ticktrace/view/format_units.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "ticktrace/view/records.h"
+
+namespace ticktrace::view {
+namespace {
+
+// `value` with three significant digits (value >= 0).
+std::string ThreeDigits(double value) {
+  if (value < 9.995) return absl::StrFormat("%.2f", value);
+  if (value < 99.95) return absl::StrFormat("%.1f", value);
+  return absl::StrFormat("%.0f", value);
+}
+
+}  // namespace
+
+std::string FormatDurationNs(double ns) {
+  if (std::isnan(ns)) return "nan";
+  const char* sign = ns < 0 ? "-" : "";
+  const double a = std::fabs(ns);
+  // Thresholds sit where ThreeDigits would round up to 1000 of the unit.
+  if (a < 999.5) return absl::StrCat(sign, ThreeDigits(a), " ns");
+  if (a < 999.5e3) return absl::StrCat(sign, ThreeDigits(a / 1e3), " µs");
+  if (a < 999.5e6) return absl::StrCat(sign, ThreeDigits(a / 1e6), " ms");
+  return absl::StrCat(sign, ThreeDigits(a / 1e9), " s");
+}
+
+std::string FormatDurationNs(std::optional<double> ns) {
+  return ns.has_value() ? FormatDurationNs(*ns) : "-";
+}
+
+std::string FormatHz(double hz) {
+  if (hz >= 1e9) return absl::StrFormat("%.4f GHz", hz / 1e9);
+  if (hz >= 1e6) return absl::StrFormat("%.3f MHz", hz / 1e6);
+  return absl::StrFormat("%.0f Hz", hz);
+}
+
+std::string FormatUtcNs(int64_t utc_ns) {
+  const absl::Time t = absl::FromUnixNanos(utc_ns);
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", t, absl::UTCTimeZone());
+}
+
+std::string FlagLetters(uint32_t flags) {
+  std::string out;
+  if (flags & kFlagMigrated) out += 'M';
+  if (flags & kFlagNegative) out += 'N';
+  if (flags & kFlagCrossCore) out += 'X';
+  return out;
+}
+
+std::string FlagWords(uint32_t flags) {
+  std::vector<const char*> words;
+  if (flags & kFlagMigrated) words.push_back("migrated");
+  if (flags & kFlagNegative) words.push_back("negative");
+  if (flags & kFlagCrossCore) words.push_back("cross_core");
+  return absl::StrJoin(words, ",");
+}
+
+}  // namespace ticktrace::view

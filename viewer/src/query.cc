@@ -1,0 +1,99 @@
+#include "ticktrace/view/query.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "ticktrace/view/format_units.h"
+#include "status_macros.h"
+
+namespace ticktrace::view {
+
+absl::StatusOr<std::vector<std::string>> OrderedStages(Store& store, const RunInfo& run) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<std::string> names, store.StageNames(run.run_id));
+  std::set<std::string> remaining(names.begin(), names.end());
+  std::vector<std::string> ordered;
+  const auto take = [&](const std::string& stage) {
+    if (stage != kTotalStage && remaining.erase(stage) > 0) ordered.push_back(stage);
+  };
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> stats, store.StageStats(run.run_id));
+  for (const StageStatsRow& row : stats) take(row.stage);
+  const std::vector<std::string> tags =
+      absl::StrSplit(run.pipeline, ',', absl::SkipWhitespace());
+  for (size_t i = 0; i + 1 < tags.size(); ++i) take(absl::StrCat(tags[i], "->", tags[i + 1]));
+  std::vector<std::string> rest(remaining.begin(), remaining.end());  // sorted by name
+  for (const std::string& stage : rest) take(stage);
+  if (remaining.count(kTotalStage) > 0) ordered.push_back(kTotalStage);
+  return ordered;
+}
+
+absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& options) {
+  ResolvedQuery q;
+  TICKTRACE_ASSIGN_OR_RETURN(q.run, store.GetRun(options.run_id));
+  q.include_flagged = options.include_flagged;
+  std::vector<std::string> words;
+
+  if (options.stage.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<std::string> stages, OrderedStages(store, q.run));
+    if (std::find(stages.begin(), stages.end(), *options.stage) == stages.end()) {
+      return absl::NotFoundError(absl::StrCat(
+          "stage '", *options.stage, "' not found in run ", q.run.run_id, " (stages: ",
+          stages.empty() ? "none" : absl::StrJoin(stages, ", "), ")"));
+    }
+    q.filter.stage = *options.stage;
+    words.push_back(absl::StrCat("stage ", *options.stage));
+  }
+
+  if (options.process.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<ProcessInfo> processes, store.Processes(q.run.run_id));
+    int64_t pid = 0;
+    const bool numeric = absl::SimpleAtoi(*options.process, &pid);
+    std::vector<std::string> known;
+    for (const ProcessInfo& p : processes) {
+      if ((numeric && p.pid == pid) || p.name == *options.process) {
+        q.filter.process_ids.push_back(p.process_id);
+      }
+      known.push_back(absl::StrCat(p.name, "[", p.pid, "]"));
+    }
+    if (q.filter.process_ids.empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          "process '", *options.process, "' not found in run ", q.run.run_id, " (processes: ",
+          known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+    }
+    q.narrows_samples = true;
+    words.push_back(absl::StrCat("process ", *options.process));
+  }
+
+  if (options.since.has_value() || options.until.has_value()) {
+    int64_t end_utc_ns = q.run.started_utc_ns;
+    if (q.run.ended_utc_ns.has_value()) {
+      end_utc_ns = *q.run.ended_utc_ns;
+    } else {
+      TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> last, store.LastSampleUtcNs(q.run.run_id));
+      end_utc_ns = std::max(end_utc_ns, last.value_or(end_utc_ns));
+    }
+    if (options.since.has_value()) {
+      q.filter.since_utc_ns = ResolveTimeArg(*options.since, q.run.started_utc_ns, end_utc_ns);
+      words.push_back(absl::StrCat("since ", FormatUtcNs(*q.filter.since_utc_ns)));
+    }
+    if (options.until.has_value()) {
+      q.filter.until_utc_ns = ResolveTimeArg(*options.until, q.run.started_utc_ns, end_utc_ns);
+      words.push_back(absl::StrCat("until ", FormatUtcNs(*q.filter.until_utc_ns)));
+    }
+    if (q.filter.since_utc_ns.has_value() && q.filter.until_utc_ns.has_value() &&
+        *q.filter.since_utc_ns > *q.filter.until_utc_ns) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--since ", FormatUtcNs(*q.filter.since_utc_ns), " is after --until ",
+                       FormatUtcNs(*q.filter.until_utc_ns)));
+    }
+    q.narrows_samples = true;
+  }
+  if (options.include_flagged) words.push_back("flagged samples included");
+  q.description = absl::StrJoin(words, ", ");
+  return q;
+}
+
+}  // namespace ticktrace::view

@@ -1,0 +1,34 @@
+#include "ticktrace/view/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ticktrace::view {
+
+double NearestRankPercentile(const std::vector<double>& sorted_ns, double percentile) {
+  const size_t n = sorted_ns.size();
+  // rank = ceil(p/100 * n), at least 1. The small epsilon keeps 99.9% of
+  // 1000 values at rank 999 despite 0.999 * 1000 = 999.0000000000001.
+  double rank = std::ceil(percentile / 100.0 * static_cast<double>(n) - 1e-9);
+  rank = std::clamp(rank, 1.0, static_cast<double>(n));
+  return sorted_ns[static_cast<size_t>(rank) - 1];
+}
+
+LatencyStats ComputeLatencyStats(std::vector<double>& values_ns) {
+  LatencyStats stats;
+  stats.count = static_cast<int64_t>(values_ns.size());
+  if (values_ns.empty()) return stats;
+  std::sort(values_ns.begin(), values_ns.end());
+  double sum = 0;
+  for (double v : values_ns) sum += v;
+  stats.min_ns = values_ns.front();
+  stats.max_ns = values_ns.back();
+  stats.mean_ns = sum / static_cast<double>(values_ns.size());
+  stats.p50_ns = NearestRankPercentile(values_ns, 50);
+  stats.p90_ns = NearestRankPercentile(values_ns, 90);
+  stats.p99_ns = NearestRankPercentile(values_ns, 99);
+  stats.p999_ns = NearestRankPercentile(values_ns, 99.9);
+  return stats;
+}
+
+}  // namespace ticktrace::view

@@ -1,0 +1,193 @@
+#include "ticktrace/view/summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ticktrace/view/format_units.h"
+#include "text_table.h"
+#include "status_macros.h"
+
+namespace ticktrace::view {
+namespace {
+
+// The counters the header names; every other non-zero counter is listed
+// after them, so that nothing is lost silently.
+constexpr const char* kHeaderCounters[] = {"drained", "dropped", "malformed", "orders_complete",
+                                           "orders_incomplete"};
+
+StageSummary FromStatsRow(const StageStatsRow& row) {
+  StageSummary s;
+  s.stage = row.stage;
+  s.stats.count = row.count;
+  s.stats.min_ns = row.min_ns;
+  s.stats.max_ns = row.max_ns;
+  s.stats.mean_ns = row.mean_ns;
+  s.stats.p50_ns = row.p50_ns;
+  s.stats.p90_ns = row.p90_ns;
+  s.stats.p99_ns = row.p99_ns;
+  s.stats.p999_ns = row.p999_ns;
+  s.migrated = row.migrated;
+  s.negative = row.negative;
+  s.cross_core = row.cross_core;
+  return s;
+}
+
+nlohmann::ordered_json OptionalNumber(const std::optional<double>& v) {
+  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+int64_t CounterValue(const Summary& summary, const std::string& name) {
+  const auto it = summary.counters.find(name);
+  return it == summary.counters.end() ? 0 : it->second;
+}
+
+absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) {
+  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
+  Summary summary;
+  summary.run = q.run;
+  summary.include_flagged = q.include_flagged;
+  summary.filters = q.description;
+  TICKTRACE_ASSIGN_OR_RETURN(summary.counters, store.Counters(q.run.run_id));
+
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> stats, store.StageStats(q.run.run_id));
+  const bool stats_match =
+      !stats.empty() && std::all_of(stats.begin(), stats.end(), [&](const StageStatsRow& r) {
+        return r.include_flagged == q.include_flagged;
+      });
+  if (!q.narrows_samples && stats_match) {
+    summary.from_stage_stats = true;
+    std::vector<StageSummary> rest;
+    for (const StageStatsRow& row : stats) {
+      if (q.filter.stage.has_value() && row.stage != *q.filter.stage) continue;
+      // stage_stats.position puts total last; keep it last even if not.
+      (row.stage == kTotalStage ? rest : summary.stages).push_back(FromStatsRow(row));
+    }
+    for (StageSummary& s : rest) summary.stages.push_back(std::move(s));
+    return summary;
+  }
+
+  // Computed from samples: exact percentiles of the sorted values.
+  struct Accumulator {
+    std::vector<double> values_ns;
+    StageSummary summary;
+  };
+  std::unordered_map<std::string, Accumulator> by_stage;
+  int64_t read = 0;
+  TICKTRACE_RETURN_IF_ERROR(store.ForEachSample(
+      q.run.run_id, q.filter, /*ordered=*/false, [&](const SampleRow& sample) {
+        ++read;
+        Accumulator& acc = by_stage[sample.stage];
+        if (sample.flags & kFlagMigrated) ++acc.summary.migrated;
+        if (sample.flags & kFlagNegative) ++acc.summary.negative;
+        if (sample.flags & kFlagCrossCore) ++acc.summary.cross_core;
+        if (InPercentiles(sample.flags, q.include_flagged)) {
+          acc.values_ns.push_back(sample.latency_ns);
+        }
+      }));
+  summary.samples_read = read;
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<std::string> order, OrderedStages(store, q.run));
+  for (const std::string& stage : order) {
+    if (q.filter.stage.has_value() && stage != *q.filter.stage) continue;
+    auto it = by_stage.find(stage);
+    StageSummary row;
+    if (it != by_stage.end()) {
+      row = std::move(it->second.summary);
+      row.stats = ComputeLatencyStats(it->second.values_ns);
+    }
+    row.stage = stage;
+    summary.stages.push_back(std::move(row));
+  }
+  return summary;
+}
+
+std::string RenderSummaryText(const Summary& summary) {
+  const RunInfo& run = summary.run;
+  std::string out = absl::StrCat("run ", run.run_id, "  session ", run.session, "  host ",
+                                 run.host, "  ", FormatUtcNs(run.started_utc_ns), " .. ");
+  if (run.ended_utc_ns.has_value()) {
+    absl::StrAppend(&out, FormatUtcNs(*run.ended_utc_ns), " (",
+                    FormatDurationNs(static_cast<double>(*run.ended_utc_ns - run.started_utc_ns)),
+                    ")\n");
+  } else {
+    absl::StrAppend(&out, "running\n");
+  }
+  absl::StrAppend(&out, "calibration: ", FormatHz(run.tsc_hz), " (", run.calibration_source, ")",
+                  ", spread ",
+                  run.spread_ppm.has_value() ? absl::StrFormat("%.2f ppm", *run.spread_ppm) : "-",
+                  ", TSC step ", FormatDurationNs(run.tsc_step_ns), "\n");
+  absl::StrAppend(&out, "counters: drained ", CounterValue(summary, "drained"), ", dropped ",
+                  CounterValue(summary, "dropped"), ", malformed ",
+                  CounterValue(summary, "malformed"), ", orders complete ",
+                  CounterValue(summary, "orders_complete"), ", incomplete ",
+                  CounterValue(summary, "orders_incomplete"), "\n");
+  std::vector<std::string> others;
+  for (const auto& [name, value] : summary.counters) {
+    if (value == 0 || std::find(std::begin(kHeaderCounters), std::end(kHeaderCounters), name) !=
+                          std::end(kHeaderCounters)) {
+      continue;
+    }
+    others.push_back(absl::StrCat(name, " ", value));
+  }
+  if (!others.empty()) absl::StrAppend(&out, "other counters: ", absl::StrJoin(others, ", "), "\n");
+  const char* flagged = summary.include_flagged ? "flagged samples included"
+                                                : "flagged samples excluded";
+  if (summary.from_stage_stats) {
+    absl::StrAppend(&out, "statistics: the collector's stage_stats (", flagged, ")\n");
+  } else {
+    absl::StrAppend(&out, "statistics: exact, from ", summary.samples_read, " samples",
+                    summary.filters.empty() ? "" : absl::StrCat(" (", summary.filters, ")"),
+                    "; ", flagged, "\n");
+  }
+  out += "\n";
+
+  internal::TextTable table({"stage", "count", "min", "p50", "p90", "p99", "p99.9", "max", "mean",
+                             "migrated", "negative", "cross_core"});
+  for (const StageSummary& s : summary.stages) {
+    table.AddRow({s.stage, absl::StrCat(s.stats.count), FormatDurationNs(s.stats.min_ns),
+                  FormatDurationNs(s.stats.p50_ns), FormatDurationNs(s.stats.p90_ns),
+                  FormatDurationNs(s.stats.p99_ns), FormatDurationNs(s.stats.p999_ns),
+                  FormatDurationNs(s.stats.max_ns), FormatDurationNs(s.stats.mean_ns),
+                  absl::StrCat(s.migrated), absl::StrCat(s.negative), absl::StrCat(s.cross_core)});
+  }
+  out += table.Render();
+  if (summary.stages.empty()) out += "(no samples)\n";
+  return out;
+}
+
+std::string RenderSummaryJson(const Summary& summary) {
+  nlohmann::ordered_json j;
+  j["run"] = summary.run.run_id;
+  j["calibration"] = {{"tsc_hz", summary.run.tsc_hz},
+                      {"source", summary.run.calibration_source},
+                      {"spread_ppm", OptionalNumber(summary.run.spread_ppm)},
+                      {"step_ns", OptionalNumber(summary.run.tsc_step_ns)}};
+  nlohmann::ordered_json counters = nlohmann::ordered_json::object();
+  for (const char* name : kHeaderCounters) counters[name] = CounterValue(summary, name);
+  j["counters"] = std::move(counters);
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const StageSummary& s : summary.stages) {
+    stages.push_back({{"stage", s.stage},
+                      {"count", s.stats.count},
+                      {"min_ns", OptionalNumber(s.stats.min_ns)},
+                      {"p50_ns", OptionalNumber(s.stats.p50_ns)},
+                      {"p90_ns", OptionalNumber(s.stats.p90_ns)},
+                      {"p99_ns", OptionalNumber(s.stats.p99_ns)},
+                      {"p999_ns", OptionalNumber(s.stats.p999_ns)},
+                      {"max_ns", OptionalNumber(s.stats.max_ns)},
+                      {"mean_ns", OptionalNumber(s.stats.mean_ns)},
+                      {"migrated", s.migrated},
+                      {"negative", s.negative},
+                      {"cross_core", s.cross_core}});
+  }
+  j["stages"] = std::move(stages);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ticktrace::view
