@@ -26,6 +26,10 @@ struct DemoOptions {
   std::string session;              // "" = a fresh "demo-<time>-<pid>"
   double tsc_hz = 0;                // > 0: given to the collector instead of calibrating
   uint64_t order_timeout_ms = 500;  // the collector's --order-timeout-ms
+  // The collector's --include-flagged: the queue hops between pinned processes
+  // are cross-core by construction, and flagged samples are otherwise kept out
+  // of the percentiles (their counts are reported either way).
+  bool include_flagged = true;
   uint64_t timeout_s = 0;           // 0 = expected duration x 2 + 60 s
   bool verbose = false;             // print every child's full output
 };

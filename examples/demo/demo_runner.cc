@@ -138,6 +138,7 @@ absl::Status DemoRun::StartCollector() {
   spec.path = Bin("ticktrace-collector");
   spec.args = {"--session", session_, "--db", options_.db_path, "--pipeline", kPipeline,
                "--order-timeout-ms", absl::StrCat(options_.order_timeout_ms)};
+  if (options_.include_flagged) spec.args.push_back("--include-flagged");
   if (options_.tsc_hz > 0) {
     spec.args.push_back("--tsc-hz");
     spec.args.push_back(absl::StrCat(options_.tsc_hz));
@@ -412,16 +413,6 @@ std::vector<std::string> SessionShmEntries(const std::string& session) {
 }
 
 int RunDemo(const DemoOptions& options) {
-  const std::string bin_dir = ResolveBinDir(options);
-  for (const char* program : {"ticktrace-collector", "ticktrace-example-feed",
-                              "ticktrace-example-strategy", "ticktrace-example-gateway"}) {
-    const std::string path = (std::filesystem::path(bin_dir) / program).string();
-    if (!Executable(path)) {
-      Complain(absl::StrCat(path, " not found or not executable; build it (cmake --build <build> "
-                            "--target ", program, ") or point --bin-dir / $TICKTRACE_BIN_DIR at it"));
-      return kDemoFailed;
-    }
-  }
   std::string why;
   switch (ClassifyStoreFile(options.db_path, &why)) {
     case StoreFileKind::kAbsent:
@@ -434,6 +425,16 @@ int RunDemo(const DemoOptions& options) {
       Complain(absl::StrCat("--db ", options.db_path, ": refusing to use an existing file (", why,
                             "); it is left untouched. Pass another --db path."));
       return kDemoBadInput;
+  }
+  const std::string bin_dir = ResolveBinDir(options);
+  for (const char* program : {"ticktrace-collector", "ticktrace-example-feed",
+                              "ticktrace-example-strategy", "ticktrace-example-gateway"}) {
+    const std::string path = (std::filesystem::path(bin_dir) / program).string();
+    if (!Executable(path)) {
+      Complain(absl::StrCat(path, " not found or not executable; build it (cmake --build <build> "
+                            "--target ", program, ") or point --bin-dir / $TICKTRACE_BIN_DIR at it"));
+      return kDemoFailed;
+    }
   }
   const std::string session =
       options.session.empty()

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -108,13 +109,17 @@ class SharedQueue {
       try {
         bip::shared_memory_object shm(bip::open_only, name.c_str(), bip::read_write);
         bip::offset_t size = 0;
-        if (shm.get_size(size) && size >= static_cast<bip::offset_t>(sizeof(Layout))) {
-          bip::mapped_region region(shm, bip::read_write, 0, sizeof(Layout));
+        if (shm.get_size(size) && size >= static_cast<bip::offset_t>(kQueueCacheLineSize)) {
+          // Map what is there (at least the identity line) and check it first,
+          // so that a queue of another shape is reported rather than waited for.
+          const size_t mapped_size = std::min(static_cast<size_t>(size), sizeof(Layout));
+          bip::mapped_region region(shm, bip::read_write, 0, mapped_size);
           auto* layout = static_cast<Layout*>(region.get_address());
           // Acquire: pairs with the creator's release store of magic; the
           // identity fields are complete after it.
           if (layout->magic.load(std::memory_order_acquire) == kQueueMagic) {
-            if (layout->capacity != kCapacity || layout->element_size != sizeof(T)) {
+            if (layout->capacity != kCapacity || layout->element_size != sizeof(T) ||
+                mapped_size != sizeof(Layout)) {
               return absl::FailedPreconditionError(absl::StrCat(
                   "queue ", name, ": capacity ", layout->capacity, " x ", layout->element_size,
                   " bytes, expected ", kCapacity, " x ", sizeof(T),
@@ -126,7 +131,7 @@ class SharedQueue {
           }
           last_problem = "it is not initialised yet";
         } else {
-          last_problem = "it is smaller than the queue";
+          last_problem = "it is not sized yet";
         }
       } catch (const bip::interprocess_exception& e) {
         last_problem = e.what();
