@@ -1,0 +1,630 @@
+#include "collector/collector.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "collector/analyzer.h"
+#include "collector/archive.h"
+#include "collector/drainer.h"
+#include "collector/journal.h"
+#include "collector/report.h"
+#include "collector/run_info.h"
+#include "collector/store.h"
+#include "collector/store_writer.h"
+#include "collector/stream.h"
+#include "ticktrace/calibration.h"
+#include "ticktrace/environment.h"
+#include "ticktrace/tsc.h"
+
+namespace ticktrace::collect {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_signal_stop{false};
+
+extern "C" void OnStopSignal(int) { g_signal_stop.store(true, std::memory_order_relaxed); }
+
+// Installs SIGINT/SIGTERM handlers for its lifetime.
+class SignalScope {
+ public:
+  explicit SignalScope(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    g_signal_stop.store(false, std::memory_order_relaxed);
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalScope() {
+    if (!enabled_) return;
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  bool enabled_;
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+int64_t RealtimeNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Reads the first chunk of an archive if it is a kRunInfo chunk.
+absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  std::string head(kArchiveHeaderBytes + kChunkHeaderBytes, '\0');
+  const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+  std::optional<RunInfo> result;
+  absl::Status status;
+  if (n < static_cast<ssize_t>(kArchiveHeaderBytes)) {
+    status = absl::InvalidArgumentError(absl::StrCat(path, ": too short for a ticktrace archive"));
+  } else if (absl::StatusOr<ArchiveHeader> h = DecodeArchiveHeader(head); !h.ok()) {
+    status = absl::InvalidArgumentError(absl::StrCat(path, ": ", h.status().message()));
+  } else if (n == static_cast<ssize_t>(head.size())) {
+    uint32_t type, size;
+    std::memcpy(&type, head.data() + kArchiveHeaderBytes, 4);
+    std::memcpy(&size, head.data() + kArchiveHeaderBytes + 4, 4);
+    if (type == static_cast<uint32_t>(ChunkType::kRunInfo) && size <= (1u << 20)) {
+      std::string chunk(kChunkHeaderBytes + size, '\0');
+      if (::pread(fd, chunk.data(), chunk.size(), kArchiveHeaderBytes) ==
+          static_cast<ssize_t>(chunk.size())) {
+        absl::StatusOr<ChunkFrame> f =
+            ParseChunkFrame(reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size());
+        if (f.ok()) {
+          absl::StatusOr<RunInfo> info = RunInfo::FromJson(std::string_view(
+              reinterpret_cast<const char*>(f->payload), f->payload_bytes));
+          if (info.ok()) {
+            result = *std::move(info);
+          } else {
+            status = absl::InvalidArgumentError(absl::StrCat(path, ": ", info.status().message()));
+          }
+        }
+      }
+    }
+  }
+  ::close(fd);
+  if (!status.ok()) return status;
+  return result;
+}
+
+RunRow ToRunRow(const RunInfo& r) {
+  RunRow row;
+  row.session = r.session;
+  row.host = r.host;
+  row.started_utc_ns = r.started_utc_ns;
+  row.tsc_hz = r.tsc_hz;
+  row.calibration_source = r.calibration_source;
+  row.spread_ppm = r.spread_ppm;
+  row.kernel_tsc_hz = r.kernel_tsc_hz;
+  row.tsc_step_ns = r.tsc_step_ns;
+  row.anchor_tsc = r.anchor_tsc;
+  row.anchor_utc_ns = r.anchor_utc_ns;
+  row.environment_json = r.EnvironmentJson();
+  row.settings_json = r.SettingsJson();
+  row.pipeline = absl::StrJoin(r.pipeline, ",");
+  row.pipeline_learned = false;
+  return row;
+}
+
+AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
+  AnalyzerSettings s;
+  s.stitch.pipeline = r.pipeline;
+  s.stitch.timeout_ticks = tb.MsToTicks(static_cast<double>(r.order_timeout_ms));
+  s.stitch.learn_orders = std::max<uint64_t>(1, r.learn_orders);
+  s.include_flagged = r.include_flagged;
+  return s;
+}
+
+// Calibrates (or takes --tsc-hz) and probes the environment.
+absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
+  RunInfo r;
+  r.session = o.session;
+  r.host = HostName();
+  r.started_utc_ns = RealtimeNowNs();
+  r.pipeline = o.pipeline;
+  r.order_timeout_ms = o.order_timeout_ms;
+  r.include_flagged = o.include_flagged;
+  r.learn_orders = o.learn_orders;
+  r.mode = "live";
+  Calibration cal;
+  if (o.tsc_hz > 0) {
+    cal = CalibrationFromHz(o.tsc_hz);
+  } else {
+    absl::StatusOr<Calibration> c = Calibrate();
+    if (!c.ok()) {
+      return absl::Status(c.status().code(),
+                          absl::StrCat("calibration failed: ", c.status().message()));
+    }
+    cal = *c;
+  }
+  r.tsc_hz = cal.tsc_hz;
+  r.calibration_source = cal.source;
+  if (cal.rounds_used > 0) r.spread_ppm = cal.spread_ppm;
+  r.rounds_used = cal.rounds_used;
+  r.rounds_discarded = cal.rounds_discarded;
+  if (cal.kernel_tsc_hz > 0) {
+    r.kernel_tsc_hz = cal.kernel_tsc_hz;
+    r.kernel_source = cal.kernel_source;
+  } else {
+    std::string where;
+    if (absl::StatusOr<double> k = ReadKernelTscHz(&where); k.ok() && *k > 0) {
+      r.kernel_tsc_hz = *k;
+      r.kernel_source = where;
+    }
+  }
+  r.anchor_tsc = cal.anchor_tsc;
+  r.anchor_utc_ns = cal.anchor_realtime_ns;
+  if (r.anchor_tsc == 0) ReadTscRealtimeAnchor(&r.anchor_tsc, &r.anchor_utc_ns);
+  const uint64_t step_ticks = MeasureTscStepTicks();
+  if (step_ticks > 0) r.tsc_step_ns = static_cast<double>(step_ticks) * 1e9 / r.tsc_hz;
+  const TscEnvironment env = ProbeTscEnvironment();
+  for (const EnvironmentFinding& f : env.findings) {
+    r.environment.push_back(EnvironmentNote{f.name, f.value, f.meaning, f.is_warning});
+  }
+  return r;
+}
+
+// The parts of a run shared by live and replay mode.
+class Session {
+ public:
+  Session(const CollectorOptions& o, std::ostream& out) : o_(o), out_(out) {}
+
+  absl::Status OpenStore() {
+    if (o_.db_path.empty()) return absl::OkStatus();
+    absl::StatusOr<std::unique_ptr<Store>> s = Store::OpenOrCreate(o_.db_path);
+    if (!s.ok()) return s.status();
+    store_ = *std::move(s);
+    return absl::OkStatus();
+  }
+
+  // Starts the analysis (and the store writer) for `info`; `run_id` 0 begins a new run.
+  absl::Status Start(const RunInfo& info, int64_t run_id, bool block_when_full) {
+    info_ = info;
+    time_ = info.time_base();
+    if (store_ != nullptr) {
+      if (run_id == 0) {
+        absl::StatusOr<int64_t> id = store_->BeginRun(ToRunRow(info));
+        if (!id.ok()) return id.status();
+        run_id = *id;
+      }
+      run_id_ = run_id;
+      StoreWriterOptions wo = o_.store;
+      wo.block_when_full = block_when_full;
+      writer_ = std::make_unique<StoreWriter>(store_.get(), run_id_, wo);
+      writer_->Start();
+    }
+    analyzer_ = std::make_unique<Analyzer>(ToAnalyzerSettings(info, time_), time_, writer_.get());
+    analyzer_->mutable_stitcher().on_learned = [this](const std::vector<std::string>& p,
+                                                      size_t orders) {
+      if (!o_.quiet) out_ << LearnedPipelineLine(p, orders) << std::flush;
+      pipeline_dirty_ = true;
+    };
+    if (!o_.quiet) out_ << CalibrationReport(info) << std::flush;
+    return absl::OkStatus();
+  }
+
+  Analyzer& analyzer() { return *analyzer_; }
+  StoreWriter* writer() { return writer_.get(); }
+  Store* store() { return store_.get(); }
+  int64_t run_id() const { return run_id_; }
+
+  std::vector<std::pair<std::string, int64_t>> Counters(const DrainerCounters* d,
+                                                        const Journal* j) const {
+    auto c = analyzer_->CounterValues();
+    auto v = [](uint64_t x) { return static_cast<int64_t>(x); };
+    if (writer_ != nullptr) {
+      const StoreWriterCounters w = writer_->counters();
+      c.emplace_back("samples_not_stored", v(w.samples_not_stored));
+      c.emplace_back("stamps_not_stored", v(w.stamps_not_stored));
+      c.emplace_back("orders_not_stored", v(w.orders_not_stored));
+      c.emplace_back("orders_already_stored", v(w.orders_already_stored));
+    } else {
+      c.emplace_back("samples_not_stored", 0);
+    }
+    c.emplace_back("segments_corrupt", d ? v(d->segments_corrupt) : 0);
+    if (d != nullptr) {
+      c.emplace_back("slots_corrupt", v(d->slots_corrupt));
+      c.emplace_back("segments_removed", v(d->segments_removed));
+    }
+    if (j != nullptr) c.emplace_back("journal_syncs", v(j->syncs()));
+    c.emplace_back("restarts", restarts_);
+    std::sort(c.begin(), c.end());
+    return c;
+  }
+
+  void Snapshot(const DrainerCounters* d, const Journal* j) {
+    if (writer_ == nullptr) return;
+    writer_->Submit();
+    StoreSnapshot s;
+    s.processes = analyzer_->Processes();
+    s.threads = analyzer_->Threads();
+    s.tags = analyzer_->Tags();
+    s.counters = Counters(d, j);
+    s.stages = analyzer_->stats().Summaries();
+    s.include_flagged = info_.include_flagged;
+    const Stitcher& st = analyzer_->stitcher();
+    if (pipeline_dirty_ && st.pipeline_known()) {
+      s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
+      pipeline_dirty_ = false;
+    }
+    writer_->SetSnapshot(std::move(s));
+  }
+
+  // Finishes the analysis, writes everything, ends the run.
+  absl::Status Finish(const DrainerCounters* d, const Journal* j, RunSummary* summary) {
+    analyzer_->Finish();
+    absl::Status status;
+    if (writer_ != nullptr) {
+      writer_->Flush();
+      Snapshot(d, j);  // with the writer's final counters
+      writer_->Flush();
+      Snapshot(d, j);
+      status = writer_->Stop();
+      if (status.ok()) status = store_->EndRun(run_id_, RealtimeNowNs());
+    }
+    const auto counters = Counters(d, j);
+    const auto stages = analyzer_->stats().Summaries();
+    const Stitcher& st = analyzer_->stitcher();
+    if (!o_.quiet) {
+      out_ << ExitReport(counters, stages, st.pipeline(), st.pipeline_learned(),
+                         info_.include_flagged)
+           << std::flush;
+    }
+    if (summary != nullptr) {
+      summary->run_id = run_id_;
+      summary->counters = counters;
+      summary->stages = stages;
+      summary->pipeline = st.pipeline();
+      summary->pipeline_learned = st.pipeline_learned();
+      summary->records = analyzer_->counters().drained;
+    }
+    return status;
+  }
+
+  void set_restarts(int64_t n) { restarts_ = n; }
+
+ private:
+  const CollectorOptions& o_;
+  std::ostream& out_;
+  RunInfo info_;
+  TimeBase time_;
+  std::unique_ptr<Store> store_;
+  int64_t run_id_ = 0;
+  std::unique_ptr<StoreWriter> writer_;
+  std::unique_ptr<Analyzer> analyzer_;
+  bool pipeline_dirty_ = true;
+  int64_t restarts_ = 0;
+};
+
+absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
+  // Validate the input before anything is created.
+  absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(o.replay_path);
+  if (!reader.ok()) return reader.status();
+  absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(o.replay_path);
+  if (!lead.ok()) return lead.status();
+  RunInfo info;
+  if (lead->has_value()) {
+    info = **lead;
+    info.calibration_source = "replay";
+  } else if (o.tsc_hz <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.replay_path, ": the archive does not say its TSC frequency; pass --tsc-hz"));
+  } else {
+    info.session = o.session;
+    info.host = HostName();
+    info.anchor_tsc = 0;
+    info.anchor_utc_ns = 0;
+  }
+  if (o.tsc_hz > 0) {
+    info.tsc_hz = o.tsc_hz;
+    info.calibration_source = "given";
+  }
+  info.started_utc_ns = RealtimeNowNs();
+  info.pipeline = o.pipeline;
+  info.order_timeout_ms = o.order_timeout_ms;
+  info.include_flagged = o.include_flagged;
+  info.learn_orders = o.learn_orders;
+  info.mode = "replay";
+
+  Session session(o, out);
+  if (absl::Status s = session.OpenStore(); !s.ok()) return s;
+  if (absl::Status s = session.Start(info, 0, /*block_when_full=*/true); !s.ok()) return s;
+  const auto t0 = Clock::now();
+  absl::Status read = reader->ReadAll(&session.analyzer());
+  session.analyzer().mutable_counters().malformed_chunks += reader->malformed_chunks();
+  const auto t1 = Clock::now();
+  if (!read.ok()) {
+    out << "replay: " << read.message() << "; analysing what came before\n";
+  } else if (reader->torn_tail()) {
+    out << "replay: " << o.replay_path << " ends with a torn chunk; analysing what came before\n";
+  }
+  absl::Status s = session.Finish(nullptr, nullptr, summary);
+  if (summary != nullptr) summary->elapsed_s = std::chrono::duration<double>(t1 - t0).count();
+  return s;
+}
+
+absl::Status CopyJournalInto(const std::string& journal_path, uint64_t valid_bytes,
+                             ArchiveWriter* raw) {
+  const int fd = ::open(journal_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat(journal_path, ": cannot reopen"));
+  std::string buf(1 << 20, '\0');
+  uint64_t off = kArchiveHeaderBytes;
+  absl::Status s;
+  while (off < valid_bytes && s.ok()) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), valid_bytes - off));
+    const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
+    if (n <= 0) {
+      s = absl::InternalError(absl::StrCat(journal_path, ": read failed"));
+      break;
+    }
+    s = raw->Append(std::string_view(buf.data(), static_cast<size_t>(n)));
+    off += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return s;
+}
+
+absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
+  // 1. Everything that can refuse the run, before anything is created.
+  if (!o.db_path.empty()) {
+    absl::Status s = Store::CheckExisting(o.db_path);
+    if (!s.ok() && !absl::IsNotFound(s)) return s;
+  }
+  if (!o.raw_path.empty() && PathExists(o.raw_path)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("--raw ", o.raw_path, ": exists; refusing to overwrite it"));
+  }
+  const bool journaled = !o.db_path.empty() && o.use_journal;
+  const std::string journal_path = journaled ? JournalPath(o.db_path) : "";
+  std::optional<RunInfo> resume_info;
+  int64_t resume_run = 0;
+  if (journaled && PathExists(journal_path)) {
+    absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(journal_path);
+    absl::StatusOr<ArchiveReader> jr = ArchiveReader::Open(journal_path);
+    if (!lead.ok() || !jr.ok() || !lead->has_value() ||
+        jr->header().kind != ArchiveKind::kJournal) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          journal_path, ": unreadable journal (",
+          !lead.ok() ? lead.status().message() : !jr.ok() ? jr.status().message() : "no run info",
+          "); move it away to start a new run"));
+    }
+    if ((*lead)->session != o.session) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          journal_path, " holds an unfinished run of session '", (*lead)->session,
+          "'; run with --session ", (*lead)->session, " to finish it first"));
+    }
+    resume_info = **lead;
+    resume_run = static_cast<int64_t>(jr->header().run_id);
+  }
+
+  // 2. Calibrate (new run) or take the journal's calibration (resumed run).
+  Session session(o, out);
+  if (absl::Status s = session.OpenStore(); !s.ok()) return s;
+  std::optional<Journal> journal;
+  Journal::Recovered recovered;
+  if (resume_info.has_value() && session.store() != nullptr) {
+    absl::StatusOr<RunState> state = session.store()->LookupRun(resume_run);
+    if (!state.ok()) return state.status();
+    if (state->exists && state->ended) {
+      // The run ended cleanly but its journal was not removed yet: stale.
+      ::unlink(journal_path.c_str());
+      resume_info.reset();
+    } else if (!state->exists) {
+      const std::string aside = absl::StrCat(journal_path, ".orphaned.", RealtimeNowNs());
+      if (::rename(journal_path.c_str(), aside.c_str()) != 0) {
+        return absl::InternalError(absl::StrCat(journal_path, ": cannot move aside"));
+      }
+      out << "warning: " << journal_path << " belongs to run " << resume_run
+          << ", which the store does not have; moved to " << aside << "\n";
+      resume_info.reset();
+    }
+  }
+  RunInfo info;
+  bool resumed = false;
+  if (resume_info.has_value()) {
+    info = *resume_info;
+    resumed = true;
+  } else {
+    absl::StatusOr<RunInfo> live = LiveRunInfo(o);
+    if (!live.ok()) return live.status();
+    info = *std::move(live);
+  }
+  absl::Status started = session.Start(info, resumed ? resume_run : 0, /*block_when_full=*/false);
+  if (!started.ok()) return started;
+
+  if (resumed) {
+    out << "resuming run " << resume_run << " from " << journal_path << "\n" << std::flush;
+    absl::StatusOr<Journal::Recovered> r = Journal::Recover(journal_path, &session.analyzer());
+    if (!r.ok()) return r.status();
+    recovered = *r;
+    session.analyzer().mutable_counters().malformed_chunks += recovered.malformed_chunks;
+    absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);
+    if (!j.ok()) return j.status();
+    journal.emplace(*std::move(j));
+    session.set_restarts(1);
+    if (session.writer() != nullptr) session.writer()->Submit();
+  } else if (journaled) {
+    absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id());
+    if (!j.ok()) return j.status();
+    journal.emplace(*std::move(j));
+    std::string chunk;
+    ChunkEncoder::RunInfo(info.ToJson(), &chunk);
+    if (absl::Status s = journal->AppendDurable(chunk); !s.ok()) return s;
+  }
+
+  std::optional<ArchiveWriter> raw;
+  if (!o.raw_path.empty()) {
+    ArchiveHeader h;
+    h.kind = ArchiveKind::kRaw;
+    absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(o.raw_path, h, /*durable=*/false);
+    if (!w.ok()) return w.status();
+    raw.emplace(*std::move(w));
+    absl::Status s;
+    if (resumed) {
+      s = CopyJournalInto(journal_path, recovered.valid_bytes, &*raw);
+    } else {
+      std::string chunk;
+      ChunkEncoder::RunInfo(info.ToJson(), &chunk);
+      s = raw->Append(chunk);
+    }
+    if (!s.ok()) return s;
+  }
+
+  // 3. Drain until told to stop, then drain what is left.
+  DrainerOptions dopt;
+  dopt.session = info.session;
+  Drainer drainer(dopt, &session.analyzer());
+  SignalScope signals(o.handle_signals);
+  const auto t0 = Clock::now();
+  const auto deadline = o.duration_s > 0
+                            ? t0 + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(o.duration_s))
+                            : Clock::time_point::max();
+  auto last_snapshot = t0;
+  std::chrono::microseconds idle_sleep{0};
+  bool stopping = false;
+  int final_passes = 0;
+  uint64_t passes = 0;
+  std::string buf;
+  absl::Status status;
+  while (true) {
+    const auto pass_start = Clock::now();
+    bool discover = false;
+    if (!stopping && (g_signal_stop.load(std::memory_order_relaxed) ||
+                      (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) ||
+                      pass_start >= deadline)) {
+      stopping = true;
+      discover = true;  // catch segments that appeared since the last look
+    }
+    buf.clear();
+    const uint64_t now_tsc = ReadTsc();
+    ChunkEncoder::Clock(now_tsc, &buf);
+    const size_t clock_bytes = buf.size();
+    const size_t records = drainer.Pass(discover, &buf);
+    const bool has_chunks = buf.size() > clock_bytes;
+    if (!has_chunks && !session.analyzer().NeedsClock(now_tsc)) {
+      if (stopping) break;  // everything published is drained
+      // Idle: back off, up to max_idle_sleep, so idle rings are polled rarely.
+      idle_sleep = std::min<std::chrono::microseconds>(
+          o.max_idle_sleep, std::max<std::chrono::microseconds>(std::chrono::microseconds(10),
+                                                                idle_sleep * 2));
+      std::this_thread::sleep_for(idle_sleep);
+      continue;
+    }
+    ++passes;
+    // Durable first (journal), then the rings may reuse the cells, then analyse.
+    if (journal.has_value()) {
+      status = journal->AppendDurable(buf);
+      if (!status.ok()) break;
+    }
+    if (raw.has_value()) {
+      status = raw->Append(buf);
+      if (!status.ok()) break;
+    }
+    drainer.CommitPass();
+    status = DispatchAll(buf, &session.analyzer());
+    if (!status.ok()) break;
+    if (session.writer() != nullptr) session.writer()->Submit();
+    if (Clock::now() - last_snapshot >= o.snapshot_interval) {
+      session.Snapshot(&drainer.counters(), journal ? &*journal : nullptr);
+      last_snapshot = Clock::now();
+    }
+    if (stopping) {
+      if (records == 0 || ++final_passes > 1000) break;
+      continue;
+    }
+    if (records > 0) {
+      idle_sleep = std::chrono::microseconds(0);
+      // Busy: still read each ring's index no more often than min_pass_interval.
+      const auto next = pass_start + o.min_pass_interval;
+      if (Clock::now() < next) std::this_thread::sleep_until(next);
+    } else {
+      idle_sleep = std::min<std::chrono::microseconds>(
+          o.max_idle_sleep, std::max<std::chrono::microseconds>(std::chrono::microseconds(10),
+                                                                idle_sleep * 2));
+      std::this_thread::sleep_for(idle_sleep);
+    }
+  }
+  const auto t1 = Clock::now();
+
+  // 4. Close open orders, flush, end the run, retire the journal.
+  absl::Status finish = session.Finish(&drainer.counters(), journal ? &*journal : nullptr, summary);
+  if (status.ok()) status = finish;
+  if (raw.has_value()) {
+    absl::Status s = raw->Close();
+    if (status.ok()) status = s;
+  }
+  if (summary != nullptr) {
+    summary->resumed = resumed;
+    summary->elapsed_s = std::chrono::duration<double>(t1 - t0).count();
+    summary->passes = passes;
+    if (journal.has_value()) {
+      summary->journal_syncs = journal->syncs();
+      summary->journal_sync_mean_us =
+          journal->syncs() ? static_cast<double>(journal->sync_ns_total()) /
+                                 static_cast<double>(journal->syncs()) / 1e3
+                           : 0;
+      summary->journal_sync_max_us = static_cast<double>(journal->sync_ns_max()) / 1e3;
+    }
+  }
+  if (status.ok() && journal.has_value()) status = journal->Remove();
+  return status;
+}
+
+}  // namespace
+
+int64_t RunSummary::counter(std::string_view name) const {
+  for (const auto& [n, v] : counters) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+const StageSummary* RunSummary::stage(std::string_view name) const {
+  for (const StageSummary& s : stages) {
+    if (s.stage == name) return &s;
+  }
+  return nullptr;
+}
+
+absl::Status RunCollector(const CollectorOptions& options, RunSummary* summary) {
+  std::ostream& out = options.out != nullptr ? *options.out : std::cout;
+  if (!options.replay_path.empty()) return RunReplay(options, out, summary);
+  return RunLive(options, out, summary);
+}
+
+}  // namespace ticktrace::collect

@@ -1,0 +1,261 @@
+#include "collector/drainer.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <span>
+
+namespace ticktrace::collect {
+namespace {
+
+int64_t RealtimeNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+Drainer::Drainer(const DrainerOptions& options, const Analyzer* analyzer)
+    : options_(options), analyzer_(analyzer) {}
+
+Drainer::~Drainer() = default;
+
+void Drainer::Attach(const SegmentId& id, std::string* out) {
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader = SegmentReader::Open(id.name);
+  const auto now = std::chrono::steady_clock::now();
+  if (!reader.ok()) {
+    // A segment may be caught mid-creation (magic not yet published): retry
+    // for a grace period before calling it corrupt.
+    auto [it, inserted] = failing_.try_emplace(id.name, now);
+    if (now - it->second >= options_.open_grace) {
+      ++counters_.segments_corrupt;
+      refused_.insert(id.name);
+      failing_.erase(it);
+    }
+    return;
+  }
+  failing_.erase(id.name);
+  auto seg = std::make_unique<Segment>();
+  seg->reader = *std::move(reader);
+  const SegmentInfo& info = seg->reader->info();
+  seg->slots.resize(info.slot_count);
+  next_process_id_ = std::max(next_process_id_, analyzer_->NextProcessId());
+  if (std::optional<uint32_t> known = analyzer_->FindProcess(info.name, info.process_start_ticks)) {
+    // Known from the journal (a restart): continue where it left off.
+    seg->process_id = *known;
+    seg->tags_announced = analyzer_->KnownTagCount(*known);
+    seg->exited_announced = analyzer_->Exited(*known);
+    seg->counters_announced = analyzer_->KnownProcessCounters(*known);
+    for (uint32_t i = 0; i < info.slot_count; ++i) {
+      if (std::optional<uint64_t> g = analyzer_->KnownGeneration(*known, i)) {
+        seg->slots[i].generation = *g;
+        seg->slots[i].generation_announced = true;
+      }
+      seg->slots[i].dropped_announced = analyzer_->KnownDropped(*known, i);
+    }
+  } else {
+    seg->process_id = next_process_id_++;
+    ProcessChunk c;
+    c.process_id = seg->process_id;
+    c.pid = info.pid;
+    c.start_ticks = info.process_start_ticks;
+    c.anchor_tsc = info.anchor_tsc;
+    c.anchor_realtime_ns = info.anchor_realtime_ns;
+    c.first_seen_utc_ns = RealtimeNowNs();
+    c.segment = info.name;
+    c.name = info.process_name;
+    ChunkEncoder::Process(c, out);
+  }
+  ++counters_.segments_attached;
+  AnnounceTags(*seg, out);
+  segments_.emplace(id.name, std::move(seg));
+}
+
+void Drainer::AnnounceTags(Segment& s, std::string* out) {
+  absl::StatusOr<std::vector<std::string>> tags = s.reader->Tags();
+  if (!tags.ok()) return;  // unreadable entries: their records count as malformed
+  if (tags->size() <= s.tags_announced) return;
+  TagsChunk c;
+  c.process_id = s.process_id;
+  for (size_t id = s.tags_announced; id < tags->size(); ++id) {
+    if ((*tags)[id].empty()) break;  // not published yet, or unreadable
+    c.tags.emplace_back(static_cast<uint16_t>(id), (*tags)[id]);
+  }
+  if (c.tags.empty()) return;
+  s.tags_announced += static_cast<uint32_t>(c.tags.size());
+  ChunkEncoder::Tags(c, out);
+}
+
+void Drainer::RefreshCounters(Segment& s, std::string* out) {
+  const SegmentCounters now = s.reader->counters();
+  ProcessCountersChunk c;
+  c.process_id = s.process_id;
+  c.tags_rejected = now.tags_rejected;
+  c.threads_without_slot = now.threads_without_slot;
+  c.slotless_dropped = now.slotless_dropped;
+  if (c.tags_rejected != s.counters_announced.tags_rejected ||
+      c.threads_without_slot != s.counters_announced.threads_without_slot ||
+      c.slotless_dropped != s.counters_announced.slotless_dropped) {
+    ChunkEncoder::ProcessCounters(c, out);
+    s.counters_announced = c;
+  }
+  for (uint32_t i = 0; i < s.slots.size(); ++i) {
+    SlotTrack& t = s.slots[i];
+    if (t.corrupt) continue;
+    // Reads line 1 (write_index, dropped): only at the discovery rate.
+    const SlotView v = s.reader->Slot(i);
+    if (v.dropped > t.dropped_announced) {
+      SlotDroppedChunk d;
+      d.process_id = s.process_id;
+      d.slot = i;
+      d.generation = v.generation;
+      d.dropped_total = v.dropped;
+      ChunkEncoder::SlotDropped(d, out);
+      t.dropped_announced = v.dropped;
+    }
+  }
+}
+
+void Drainer::Discover(std::string* out) {
+  absl::StatusOr<std::vector<SegmentId>> ids = ListSegments(options_.session);
+  if (ids.ok()) {
+    for (const SegmentId& id : *ids) {
+      if (segments_.contains(id.name) || refused_.contains(id.name)) continue;
+      Attach(id, out);
+    }
+    // Forget refusals of segments that are gone, so a new one of that name is tried.
+    absl::flat_hash_set<std::string> present;
+    for (const SegmentId& id : *ids) present.insert(id.name);
+    for (auto it = refused_.begin(); it != refused_.end();) {
+      if (present.contains(*it)) {
+        ++it;
+      } else {
+        refused_.erase(it++);
+      }
+    }
+    for (auto it = failing_.begin(); it != failing_.end();) {
+      if (present.contains(it->first)) {
+        ++it;
+      } else {
+        failing_.erase(it++);
+      }
+    }
+  }
+  for (auto& [name, seg] : segments_) {
+    const SegmentInfo& info = seg->reader->info();
+    if (!seg->dying && !ProcessAlive(info.pid, info.process_start_ticks)) seg->dying = true;
+    AnnounceTags(*seg, out);
+    RefreshCounters(*seg, out);
+  }
+}
+
+size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
+  SlotTrack& t = s.slots[slot];
+  if (t.corrupt) return 0;
+  const std::optional<uint64_t> high_water = analyzer_->HighWater(s.process_id, slot);
+  {
+    buffer_.clear();
+    absl::StatusOr<uint64_t> end = s.reader->Peek(slot, options_.max_records_per_ring, &buffer_);
+    if (!end.ok()) {
+      t.corrupt = true;
+      ++counters_.slots_corrupt;
+      return 0;
+    }
+    const size_t n = buffer_.size();
+    if (n == 0) return 0;
+    const uint64_t first = *end - n;
+    // Records at or below the journal's mark were made durable by an earlier
+    // collector that died before committing them: skip, but commit past them.
+    size_t skip = 0;
+    if (high_water.has_value() && *high_water > first) {
+      skip = static_cast<size_t>(std::min<uint64_t>(*high_water - first, n));
+    }
+    if (skip < n) {
+      // The generation is read after the copy: unconsumed records keep the
+      // slot from being re-claimed, so they all belong to this generation.
+      const SlotView v = s.reader->Slot(slot);
+      if (!t.generation_announced || v.generation != t.generation) {
+        ThreadChunk c;
+        c.process_id = s.process_id;
+        c.slot = slot;
+        c.generation = v.generation;
+        c.tid = v.tid;
+        c.name = v.thread_name;
+        ChunkEncoder::Thread(c, out);
+        t.generation = v.generation;
+        t.generation_announced = true;
+      }
+      // Tags used before we saw them: refresh the table first.
+      for (size_t i = skip; i < n; ++i) {
+        const uint16_t tag = buffer_[i].tag_id;
+        if (tag != abi::kTagInvalid && tag >= s.tags_announced) {
+          AnnounceTags(s, out);
+          break;
+        }
+      }
+      std::span<const abi::Record> records(buffer_.data() + skip, n - skip);
+      ChunkEncoder::Records(s.process_id, slot, t.generation, first + skip, records, out);
+    }
+    // The read index moves only in CommitPass(), after the chunks are
+    // durable; a dying segment with more than one batch per ring left is
+    // finished over the next passes.
+    pending_.push_back(PendingCommit{&s, slot, *end});
+    return n - skip;
+  }
+}
+
+size_t Drainer::Pass(bool discover, std::string* out) {
+  const auto now = std::chrono::steady_clock::now();
+  if (discover || now - last_discovery_ >= options_.discovery_interval) {
+    last_discovery_ = now;
+    Discover(out);
+  }
+  size_t records = 0;
+  for (auto& [name, seg] : segments_) {
+    for (uint32_t i = 0; i < seg->slots.size(); ++i) {
+      records += DrainSlot(*seg, i, out);
+    }
+    if (seg->dying && !seg->exited_announced) {
+      // Is everything out? Only when no ring had anything left this pass.
+      bool drained = true;
+      for (const PendingCommit& p : pending_) {
+        if (p.segment == seg.get()) drained = false;
+      }
+      if (drained) {
+        RefreshCounters(*seg, out);
+        ProcessExitedChunk c;
+        c.process_id = seg->process_id;
+        c.utc_ns = RealtimeNowNs();
+        ChunkEncoder::ProcessExited(c, out);
+        seg->exited_announced = true;
+      }
+    }
+    if (seg->dying && seg->exited_announced) to_remove_.push_back(name);
+  }
+  return records;
+}
+
+void Drainer::CommitPass() {
+  for (const PendingCommit& p : pending_) {
+    // Release inside Commit(): pairs with the producer's acquire of read_index.
+    p.segment->reader->Commit(p.slot, p.end);
+  }
+  pending_.clear();
+  for (auto& [name, seg] : segments_) {
+    if (seg->dying) continue;
+    for (uint32_t i = 0; i < seg->slots.size(); ++i) {
+      if (!seg->slots[i].corrupt) seg->reader->FreeIfDrained(i);
+    }
+  }
+  for (const std::string& name : to_remove_) {
+    auto it = segments_.find(name);
+    if (it == segments_.end()) continue;
+    absl::Status s = RemoveSegment(name);
+    if (s.ok()) ++counters_.segments_removed;
+    segments_.erase(it);
+  }
+  to_remove_.clear();
+}
+
+}  // namespace ticktrace::collect

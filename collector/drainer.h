@@ -1,0 +1,113 @@
+// The live side: finds the session's segments as they appear and go, copies
+// published records out of every ring in batches, and encodes them as chunks
+// (collector/stream.h). It never writes a line the producer writes on its hot
+// path: it reads write_index (line 1) once per ring per pass, and writes only
+// read_index (line 2) and the retired->free state transition (line 0).
+//
+// One pass:  Pass() peeks every ring and appends chunks; the caller makes the
+// chunks durable (journal); CommitPass() then advances each ring's read_index
+// to what was peeked, removes segments of processes that exited and were
+// drained completely, and frees drained retired slots.
+//
+// A process is dead when its pid is gone or its start time changed (pid
+// reuse). Its segment is drained to the end in that pass, its counters and a
+// kProcessExited chunk follow, and after the commit its segment is removed.
+// Stale segments of dead processes found at start go the same way.
+//
+// Not thread-safe: the collector's drain thread owns a Drainer.
+
+#ifndef TICKTRACE_COLLECTOR_DRAINER_H_
+#define TICKTRACE_COLLECTOR_DRAINER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "collector/analyzer.h"
+#include "collector/stream.h"
+#include "ticktrace/segment_reader.h"
+
+namespace ticktrace::collect {
+
+struct DrainerOptions {
+  std::string session;
+  size_t max_records_per_ring = 1u << 16;  // per pass; a dying segment is drained fully
+  std::chrono::milliseconds discovery_interval{100};
+  std::chrono::milliseconds open_grace{1000};  // a segment may be mid-creation this long
+};
+
+struct DrainerCounters {
+  uint64_t segments_corrupt = 0;  // segments that could not be opened/validated
+  uint64_t slots_corrupt = 0;     // rings with impossible indices (skipped)
+  uint64_t segments_removed = 0;  // segments of exited processes removed
+  uint64_t segments_attached = 0;
+};
+
+class Drainer {
+ public:
+  // `analyzer` answers what the stream already holds (after a journal
+  // recovery): known processes, tags, generations and high-water marks.
+  Drainer(const DrainerOptions& options, const Analyzer* analyzer);
+  ~Drainer();
+
+  // One pass over every ring. Appends chunks to `out` and returns the number
+  // of records copied. `discover`: also look for new/dead segments and refresh
+  // counters now (otherwise at most every discovery_interval).
+  size_t Pass(bool discover, std::string* out);
+
+  // REQUIRES: the chunks of the last Pass() are durable (or no durability is wanted).
+  void CommitPass();
+
+  size_t attached_segments() const { return segments_.size(); }
+  const DrainerCounters& counters() const { return counters_; }
+
+ private:
+  struct SlotTrack {
+    uint64_t generation = 0;
+    bool generation_announced = false;
+    uint64_t dropped_announced = 0;
+    bool corrupt = false;
+  };
+  struct Segment {
+    std::unique_ptr<SegmentReader> reader;
+    uint32_t process_id = 0;
+    uint32_t tags_announced = 0;
+    bool dying = false;
+    bool exited_announced = false;
+    ProcessCountersChunk counters_announced;
+    std::vector<SlotTrack> slots;
+  };
+  struct PendingCommit {
+    Segment* segment;
+    uint32_t slot;
+    uint64_t end;
+  };
+
+  void Discover(std::string* out);
+  void Attach(const SegmentId& id, std::string* out);
+  void AnnounceTags(Segment& s, std::string* out);
+  void RefreshCounters(Segment& s, std::string* out);
+  size_t DrainSlot(Segment& s, uint32_t slot, std::string* out);
+
+  DrainerOptions options_;
+  const Analyzer* analyzer_;
+  std::map<std::string, std::unique_ptr<Segment>> segments_;  // by shm name
+  absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> failing_;
+  absl::flat_hash_set<std::string> refused_;
+  uint32_t next_process_id_ = 1;
+  std::chrono::steady_clock::time_point last_discovery_{};
+  std::vector<PendingCommit> pending_;
+  std::vector<std::string> to_remove_;
+  std::vector<abi::Record> buffer_;
+  DrainerCounters counters_;
+};
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_DRAINER_H_

@@ -1,0 +1,73 @@
+#include "collector/journal.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace ticktrace::collect {
+
+std::string JournalPath(const std::string& db_path) { return db_path + ".ttjournal"; }
+
+absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path,
+                                                    ChunkVisitor* visitor) {
+  absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  if (reader->header().kind != ArchiveKind::kJournal) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a ticktrace journal"));
+  }
+  absl::Status s = reader->ReadAll(visitor);
+  Recovered r;
+  r.run_id = static_cast<int64_t>(reader->header().run_id);
+  r.valid_bytes = reader->valid_bytes();
+  r.torn_tail = reader->torn_tail();
+  r.malformed_chunks = reader->malformed_chunks();
+  if (!s.ok()) {
+    // A corrupt chunk ends what can be trusted; what came before stands.
+    r.torn_tail = true;
+  }
+  return r;
+}
+
+absl::StatusOr<Journal> Journal::Create(const std::string& path, int64_t run_id) {
+  ArchiveHeader h;
+  h.kind = ArchiveKind::kJournal;
+  h.run_id = static_cast<uint64_t>(run_id);
+  absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(path, h, /*durable=*/true);
+  if (!w.ok()) return w.status();
+  return Journal(std::move(*w));
+}
+
+absl::StatusOr<Journal> Journal::Continue(const std::string& path, const Recovered& recovered) {
+  absl::StatusOr<ArchiveWriter> w =
+      ArchiveWriter::OpenForAppend(path, recovered.valid_bytes, /*durable=*/true);
+  if (!w.ok()) return w.status();
+  return Journal(std::move(*w));
+}
+
+absl::Status Journal::AppendDurable(std::string_view chunks) {
+  absl::Status s = writer_.Append(chunks);
+  if (!s.ok()) return s;
+  const auto t0 = std::chrono::steady_clock::now();
+  s = writer_.Sync();
+  const uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now() - t0)
+                                                .count());
+  ++syncs_;
+  sync_ns_total_ += ns;
+  sync_ns_max_ = std::max(sync_ns_max_, ns);
+  return s;
+}
+
+absl::Status Journal::Remove() {
+  const std::string path = writer_.path();
+  absl::Status s = writer_.Close();
+  if (::unlink(path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat(path, ": cannot remove journal"));
+  }
+  return s;
+}
+
+}  // namespace ticktrace::collect

@@ -1,0 +1,74 @@
+// The collector's journal: an append-only file of chunks (archive format,
+// kind kJournal) beside the store, `<db>.ttjournal`. It is what makes draining
+// exactly-once across a SIGKILL (DESIGN.md §7):
+//
+//   1. a drain pass copies records out of the rings and encodes them, with
+//      their ring index ranges, as chunks;
+//   2. Append() + Sync() make the chunks durable (one fdatasync per pass);
+//   3. only then is each ring's read_index advanced (SegmentReader::Commit);
+//   4. only then are the chunks analysed and stored.
+// A restarted collector replays the journal through the same Analyzer, which
+// rebuilds open orders, statistics and per-ring high-water marks; the store
+// ignores orders it already holds; records at or below a mark are skipped when
+// the rings are read again. The store may lag the journal; the rings never
+// wait for the store. The journal is removed when a run ends cleanly.
+//
+// Single owner thread (the collector's drain/analysis thread).
+
+#ifndef TICKTRACE_COLLECTOR_JOURNAL_H_
+#define TICKTRACE_COLLECTOR_JOURNAL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/archive.h"
+#include "collector/stream.h"
+
+namespace ticktrace::collect {
+
+// The journal that belongs to the store at `db_path`.
+std::string JournalPath(const std::string& db_path);
+
+class Journal {
+ public:
+  // What Recover found.
+  struct Recovered {
+    int64_t run_id = 0;
+    uint64_t valid_bytes = 0;
+    bool torn_tail = false;
+    uint64_t malformed_chunks = 0;
+  };
+
+  // Reads an existing journal and dispatches every whole chunk to `visitor`.
+  // NotFound when there is none; InvalidArgument when the file is not a journal.
+  static absl::StatusOr<Recovered> Recover(const std::string& path, ChunkVisitor* visitor);
+
+  // Starts a new journal for `run_id`. The file must not exist.
+  static absl::StatusOr<Journal> Create(const std::string& path, int64_t run_id);
+  // Continues a recovered journal (cuts a torn tail).
+  static absl::StatusOr<Journal> Continue(const std::string& path, const Recovered& recovered);
+
+  // Appends whole chunks and makes them durable (fdatasync) before returning.
+  absl::Status AppendDurable(std::string_view chunks);
+  // Closes and deletes the journal (the run ended cleanly and is in the store).
+  absl::Status Remove();
+
+  uint64_t syncs() const { return syncs_; }
+  uint64_t sync_ns_total() const { return sync_ns_total_; }
+  uint64_t sync_ns_max() const { return sync_ns_max_; }
+  uint64_t bytes() const { return writer_.bytes_written(); }
+
+ private:
+  explicit Journal(ArchiveWriter writer) : writer_(std::move(writer)) {}
+  ArchiveWriter writer_;
+  uint64_t syncs_ = 0;
+  uint64_t sync_ns_total_ = 0;
+  uint64_t sync_ns_max_ = 0;
+};
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_JOURNAL_H_

@@ -1,0 +1,156 @@
+// ticktrace-collector: parses flags, then runs the collector (collector/collector.h).
+// Exit codes: 0 done; 1 runtime error (bad file, store not ours, calibration);
+// 2 usage error (unknown flag, bad value). Errors are one line on stderr.
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "collector/collector.h"
+#include "collector/options.h"
+
+// Values are strings so that every bad value gets our one-line message and exit 2.
+ABSL_FLAG(std::string, session, "",
+          "session to collect (default: $TICKTRACE_SESSION, else 'default')");
+ABSL_FLAG(std::string, db, "ticktrace.db",
+          "SQLite store; an existing ticktrace store gets a new run appended, any other "
+          "existing file is refused. Empty: no store");
+ABSL_FLAG(std::string, pipeline, "",
+          "ordered stage tags, e.g. md_rx,decide,order_sent; empty: learn the order");
+ABSL_FLAG(std::string, order_timeout_ms, "1000",
+          "an order with no new record for this long is finished");
+ABSL_FLAG(std::string, duration_s, "0", "stop after this many seconds (0: until SIGINT/SIGTERM)");
+ABSL_FLAG(std::string, raw, "", "write a raw archive of every drained record to this new file");
+ABSL_FLAG(std::string, replay, "", "run from this raw archive instead of shared memory, then exit");
+ABSL_FLAG(std::string, tsc_hz, "", "TSC frequency in Hz: skip calibration");
+ABSL_FLAG(bool, include_flagged, false,
+          "percentiles include flagged (migrated, negative, cross-core) samples");
+
+namespace {
+
+constexpr const char* kProgram = "ticktrace-collector";
+const std::vector<std::string> kValueFlags = {"session", "db",  "pipeline", "order_timeout_ms",
+                                              "duration_s", "raw", "replay", "tsc_hz"};
+const std::vector<std::string> kOtherFlags = {
+    "include_flagged", "noinclude_flagged", "help", "helpfull", "helpshort", "helppackage",
+    "version", "only_check_args", "helpon", "helpmatch", "flagfile", "fromenv", "tryfromenv",
+    "undefok"};
+
+[[noreturn]] void UsageError(absl::string_view message) {
+  std::cerr << kProgram << ": " << message << " (see --help)\n";
+  std::exit(2);
+}
+
+bool Contains(const std::vector<std::string>& v, std::string_view s) {
+  for (const std::string& x : v) {
+    if (x == s) return true;
+  }
+  return false;
+}
+
+// Accepts --order-timeout-ms as well as --order_timeout_ms, and turns unknown
+// flags and missing values into usage errors (exit 2) before Abseil sees them.
+std::vector<std::string> NormalizeArgs(int argc, char** argv) {
+  std::vector<std::string> args = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      for (; i < argc; ++i) args.emplace_back(argv[i]);
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') UsageError(absl::StrCat("unexpected argument '", a, "'"));
+    const size_t dashes = a[1] == '-' ? 2 : 1;
+    const size_t eq = a.find('=');
+    std::string name = a.substr(dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
+    for (char& c : name) {
+      if (c == '-') c = '_';
+    }
+    if (!Contains(kValueFlags, name) && !Contains(kOtherFlags, name)) {
+      UsageError(absl::StrCat("unknown flag --", a.substr(dashes, eq == std::string::npos
+                                                                      ? std::string::npos
+                                                                      : eq - dashes)));
+    }
+    std::string rebuilt = "--" + name + (eq == std::string::npos ? "" : a.substr(eq));
+    args.push_back(rebuilt);
+    if (eq == std::string::npos && Contains(kValueFlags, name)) {
+      if (i + 1 >= argc) UsageError(absl::StrCat("--", name, " needs a value"));
+      args.emplace_back(argv[++i]);
+    }
+  }
+  return args;
+}
+
+template <typename T>
+T ParseNumber(absl::string_view flag, const std::string& text) {
+  T v{};
+  bool ok;
+  if constexpr (std::is_floating_point_v<T>) {
+    ok = absl::SimpleAtod(text, &v);
+  } else {
+    ok = absl::SimpleAtoi(text, &v);
+  }
+  if (!ok) UsageError(absl::StrCat("--", flag, " '", text, "': not a number"));
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "collects ticktrace records from shared memory, stitches orders across processes, "
+      "and stores per-stage latencies in SQLite.\n"
+      "  ticktrace-collector [--session NAME] [--db PATH] [--pipeline a,b,c]\n"
+      "      [--order-timeout-ms N] [--duration-s N] [--raw PATH] [--tsc-hz HZ]\n"
+      "      [--include-flagged]\n"
+      "  ticktrace-collector --replay ARCHIVE [--db PATH] [--pipeline ...] [--tsc-hz HZ]\n"
+      "Flag names take '-' or '_'. Exit: 0 ok, 1 runtime error, 2 usage error.");
+  absl::FlagsUsageConfig usage;
+  // --help lists the flags of this file (Abseil matches the program name by default).
+  usage.contains_help_flags = [](absl::string_view path) {
+    return path.size() >= 16 && path.substr(path.size() - 16) == "collector/main.cc";
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
+  std::vector<std::string> args = NormalizeArgs(argc, argv);
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
+  if (rest.size() > 1) UsageError(absl::StrCat("unexpected argument '", rest[1], "'"));
+
+  ticktrace::collect::CollectorOptions o;
+  o.session = absl::GetFlag(FLAGS_session);
+  if (o.session.empty()) {
+    const char* env = std::getenv("TICKTRACE_SESSION");
+    o.session = env != nullptr && *env != '\0' ? env : "default";
+  }
+  o.db_path = absl::GetFlag(FLAGS_db);
+  absl::StatusOr<std::vector<std::string>> pipeline =
+      ticktrace::collect::ParsePipeline(absl::GetFlag(FLAGS_pipeline));
+  if (!pipeline.ok()) UsageError(pipeline.status().message());
+  o.pipeline = *pipeline;
+  o.order_timeout_ms = ParseNumber<int64_t>("order-timeout-ms", absl::GetFlag(FLAGS_order_timeout_ms));
+  o.duration_s = ParseNumber<double>("duration-s", absl::GetFlag(FLAGS_duration_s));
+  o.raw_path = absl::GetFlag(FLAGS_raw);
+  o.replay_path = absl::GetFlag(FLAGS_replay);
+  const std::string hz = absl::GetFlag(FLAGS_tsc_hz);
+  if (!hz.empty()) {
+    o.tsc_hz = ParseNumber<double>("tsc-hz", hz);
+    if (o.tsc_hz == 0) UsageError("--tsc-hz 0: must be between 1e6 and 1e11");
+  }
+  o.include_flagged = absl::GetFlag(FLAGS_include_flagged);
+  if (absl::Status s = ticktrace::collect::ValidateOptions(o); !s.ok()) UsageError(s.message());
+
+  absl::Status s = ticktrace::collect::RunCollector(o);
+  if (!s.ok()) {
+    std::cerr << kProgram << ": " << s.message() << "\n";
+    return 1;
+  }
+  return 0;
+}

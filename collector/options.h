@@ -1,0 +1,56 @@
+// The collector's settings, and validation of what users type.
+
+#ifndef TICKTRACE_COLLECTOR_OPTIONS_H_
+#define TICKTRACE_COLLECTOR_OPTIONS_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/store_writer.h"
+
+namespace ticktrace::collect {
+
+struct CollectorOptions {
+  // --- from flags ---
+  std::string session = "default";
+  std::string db_path = "ticktrace.db";  // "" : no store (and no journal)
+  std::vector<std::string> pipeline;     // empty: learn
+  int64_t order_timeout_ms = 1000;
+  double duration_s = 0;                 // 0: until SIGINT/SIGTERM (or *stop)
+  std::string raw_path;                  // write a raw archive here
+  std::string replay_path;               // run from this archive instead of shared memory
+  double tsc_hz = 0;                     // 0: calibrate (live) / the archive's (replay)
+  bool include_flagged = false;
+
+  // --- for tests and the bench ---
+  size_t learn_orders = 100;
+  bool use_journal = true;                // live mode with a store: exactly-once journal
+  StoreWriterOptions store;
+  std::chrono::microseconds min_pass_interval{200};  // busy: each ring polled at most this often
+  std::chrono::microseconds max_idle_sleep{1000};    // idle back-off bound
+  std::chrono::milliseconds snapshot_interval{1000};
+  std::ostream* out = nullptr;            // reports; null: std::cout
+  std::atomic<bool>* stop = nullptr;      // set to stop (besides signals)
+  bool handle_signals = true;             // SIGINT/SIGTERM stop the run
+  bool quiet = false;                     // no reports
+};
+
+// "a,b,c" -> {"a","b","c"}. InvalidArgument for an empty name, a name longer
+// than a tag can be, or a repeated name.
+absl::StatusOr<std::vector<std::string>> ParsePipeline(absl::string_view text);
+
+// InvalidArgument unless [A-Za-z0-9_-]{1,64}.
+absl::Status ValidateSession(absl::string_view session);
+
+// Checks values that do not need the file system (usage errors).
+absl::Status ValidateOptions(const CollectorOptions& options);
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_OPTIONS_H_

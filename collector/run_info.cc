@@ -1,0 +1,103 @@
+#include "collector/run_info.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace ticktrace::collect {
+namespace {
+
+using nlohmann::json;
+
+json EnvironmentArray(const std::vector<EnvironmentNote>& env) {
+  json a = json::array();
+  for (const EnvironmentNote& e : env) {
+    a.push_back({{"name", e.name}, {"value", e.value}, {"meaning", e.meaning},
+                 {"warning", e.warning}});
+  }
+  return a;
+}
+
+json Settings(const RunInfo& r) {
+  return {{"pipeline", r.pipeline},
+          {"order_timeout_ms", r.order_timeout_ms},
+          {"include_flagged", r.include_flagged},
+          {"learn_orders", r.learn_orders},
+          {"source", r.mode}};
+}
+
+}  // namespace
+
+std::string RunInfo::EnvironmentJson() const { return EnvironmentArray(environment).dump(); }
+std::string RunInfo::SettingsJson() const { return Settings(*this).dump(); }
+
+std::string RunInfo::ToJson() const {
+  json j = {{"session", session},
+            {"host", host},
+            {"started_utc_ns", started_utc_ns},
+            {"tsc_hz", tsc_hz},
+            {"calibration_source", calibration_source},
+            {"rounds_used", rounds_used},
+            {"rounds_discarded", rounds_discarded},
+            {"kernel_source", kernel_source},
+            {"anchor_tsc", anchor_tsc},
+            {"anchor_utc_ns", anchor_utc_ns},
+            {"environment", EnvironmentArray(environment)},
+            {"settings", Settings(*this)}};
+  if (spread_ppm) j["spread_ppm"] = *spread_ppm;
+  if (kernel_tsc_hz) j["kernel_tsc_hz"] = *kernel_tsc_hz;
+  if (tsc_step_ns) j["tsc_step_ns"] = *tsc_step_ns;
+  return j.dump();
+}
+
+absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
+  RunInfo r;
+  try {
+    const json j = json::parse(text.begin(), text.end());
+    if (!j.is_object()) return absl::InvalidArgumentError("run info: not a JSON object");
+    r.session = j.value("session", "");
+    r.host = j.value("host", "");
+    r.started_utc_ns = j.value("started_utc_ns", int64_t{0});
+    r.tsc_hz = j.at("tsc_hz").get<double>();
+    r.calibration_source = j.value("calibration_source", "");
+    r.rounds_used = j.value("rounds_used", 0);
+    r.rounds_discarded = j.value("rounds_discarded", 0);
+    r.kernel_source = j.value("kernel_source", "");
+    r.anchor_tsc = j.value("anchor_tsc", uint64_t{0});
+    r.anchor_utc_ns = j.value("anchor_utc_ns", int64_t{0});
+    if (j.contains("spread_ppm")) r.spread_ppm = j["spread_ppm"].get<double>();
+    if (j.contains("kernel_tsc_hz")) r.kernel_tsc_hz = j["kernel_tsc_hz"].get<double>();
+    if (j.contains("tsc_step_ns")) r.tsc_step_ns = j["tsc_step_ns"].get<double>();
+    if (j.contains("environment") && j["environment"].is_array()) {
+      for (const json& e : j["environment"]) {
+        EnvironmentNote n;
+        n.name = e.value("name", "");
+        n.value = e.value("value", "");
+        n.meaning = e.value("meaning", "");
+        n.warning = e.value("warning", false);
+        r.environment.push_back(std::move(n));
+      }
+    }
+    if (j.contains("settings") && j["settings"].is_object()) {
+      const json& s = j["settings"];
+      r.pipeline = s.value("pipeline", std::vector<std::string>{});
+      r.order_timeout_ms = s.value("order_timeout_ms", int64_t{1000});
+      r.include_flagged = s.value("include_flagged", false);
+      r.learn_orders = s.value("learn_orders", uint64_t{100});
+      r.mode = s.value("source", "live");
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("run info: ", e.what()));
+  }
+  if (!(r.tsc_hz >= 1e6 && r.tsc_hz <= 1e11)) {
+    return absl::InvalidArgumentError(absl::StrCat("run info: impossible tsc_hz ", r.tsc_hz));
+  }
+  if (r.order_timeout_ms <= 0 || r.learn_orders == 0) {
+    return absl::InvalidArgumentError("run info: impossible settings");
+  }
+  return r;
+}
+
+}  // namespace ticktrace::collect

@@ -1,0 +1,70 @@
+#include "collector/stage_stats.h"
+
+#include <algorithm>
+
+namespace ticktrace::collect {
+
+uint32_t StageStats::StageId(std::string_view name, StageKind kind) {
+  const uint32_t id = names_.Intern(name);
+  if (id == stages_.size()) {
+    stages_.push_back(std::make_unique<Stage>());
+    stages_.back()->kind = kind;
+  }
+  return id;
+}
+
+void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags,
+                     double start_offset_ns) {
+  Stage& s = *stages_[stage_id];
+  ++samples_;
+  ++s.samples_all;
+  s.offset_sum_ns += start_offset_ns;
+  if (flags & kFlagMigrated) ++s.migrated;
+  if (flags & kFlagNegative) ++s.negative;
+  if (flags & kFlagCrossCore) ++s.cross_core;
+  if (flags == 0 || include_flagged_) s.histogram.Add(latency_ns);
+}
+
+std::vector<StageSummary> StageStats::Summaries() const {
+  std::vector<StageSummary> out;
+  std::vector<double> mean_offset;
+  for (uint32_t id = 0; id < stages_.size(); ++id) {
+    const Stage& s = *stages_[id];
+    StageSummary m;
+    m.stage = names_.Name(id);
+    m.kind = s.kind;
+    m.count = s.histogram.count();
+    m.samples_all = s.samples_all;
+    m.min_ns = s.histogram.min();
+    m.max_ns = s.histogram.max();
+    m.mean_ns = s.histogram.mean();
+    m.p50_ns = s.histogram.Quantile(0.5);
+    m.p90_ns = s.histogram.Quantile(0.9);
+    m.p99_ns = s.histogram.Quantile(0.99);
+    m.p999_ns = s.histogram.Quantile(0.999);
+    m.migrated = s.migrated;
+    m.negative = s.negative;
+    m.cross_core = s.cross_core;
+    out.push_back(std::move(m));
+    mean_offset.push_back(s.samples_all ? s.offset_sum_ns / static_cast<double>(s.samples_all)
+                                        : 0);
+  }
+  std::vector<size_t> order(out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const bool ta = out[a].kind == StageKind::kTotal, tb = out[b].kind == StageKind::kTotal;
+    if (ta != tb) return tb;  // 'total' last
+    if (mean_offset[a] != mean_offset[b]) return mean_offset[a] < mean_offset[b];
+    if (out[a].kind != out[b].kind) return out[a].kind < out[b].kind;  // a->b before a span
+    return out[a].stage < out[b].stage;
+  });
+  std::vector<StageSummary> sorted;
+  sorted.reserve(out.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    sorted.push_back(std::move(out[order[i]]));
+    sorted.back().position = static_cast<int>(i);
+  }
+  return sorted;
+}
+
+}  // namespace ticktrace::collect

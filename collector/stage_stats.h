@@ -1,0 +1,71 @@
+// Per-stage aggregation: every sample counted, flag counts, and a histogram of
+// the samples that go into the percentiles (unflagged ones, or all of them
+// with include_flagged). Not thread-safe: the analysis thread owns it.
+
+#ifndef TICKTRACE_COLLECTOR_STAGE_STATS_H_
+#define TICKTRACE_COLLECTOR_STAGE_STATS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/histogram.h"
+#include "collector/name_table.h"
+
+namespace ticktrace::collect {
+
+// Sample flags, as stored in samples.flags and stamps.flags (docs/store.md).
+inline constexpr uint8_t kFlagMigrated = 1;   // a span's two ends on different cores
+inline constexpr uint8_t kFlagNegative = 2;   // a difference below zero
+inline constexpr uint8_t kFlagCrossCore = 4;  // the two ends read on different cores
+
+enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
+
+// One stage's summary, ready for the store and the report.
+struct StageSummary {
+  std::string stage;
+  StageKind kind = StageKind::kTransition;
+  int position = 0;       // display order: by mean start offset; 'total' last
+  uint64_t count = 0;     // samples in the percentiles
+  uint64_t samples_all = 0;
+  double min_ns = 0, max_ns = 0, mean_ns = 0;
+  double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
+  uint64_t migrated = 0, negative = 0, cross_core = 0;
+};
+
+class StageStats {
+ public:
+  explicit StageStats(bool include_flagged) : include_flagged_(include_flagged) {}
+
+  // The id of stage `name` of `kind`, creating it when new.
+  uint32_t StageId(std::string_view name, StageKind kind);
+  const std::string& StageName(uint32_t id) const { return names_.Name(id); }
+
+  // Adds one sample. `start_offset_ns`: when the stage started, relative to
+  // its order's chain start (orders the stages for display).
+  void Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns);
+
+  bool include_flagged() const { return include_flagged_; }
+  uint64_t samples() const { return samples_; }
+
+  // Every stage, in display order.
+  std::vector<StageSummary> Summaries() const;
+
+ private:
+  struct Stage {
+    StageKind kind;
+    Histogram histogram;
+    uint64_t samples_all = 0;
+    uint64_t migrated = 0, negative = 0, cross_core = 0;
+    double offset_sum_ns = 0;
+  };
+  bool include_flagged_;
+  uint64_t samples_ = 0;
+  NameTable names_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+};
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_STAGE_STATS_H_

@@ -1,0 +1,505 @@
+#include "collector/stitcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace ticktrace::collect {
+namespace {
+
+constexpr int kMaxLinkDepth = 16;
+
+bool KnownAux(uint32_t aux) { return aux != abi::kAuxUnknown; }
+int32_t CpuOf(uint32_t aux) { return KnownAux(aux) ? static_cast<int32_t>(abi::AuxCpu(aux)) : -1; }
+
+}  // namespace
+
+Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
+                   const NameTable* tag_names, StageStats* stats, OrderSink* sink)
+    : settings_(settings), time_(time_base), tag_names_(tag_names), stats_(stats), sink_(sink) {
+  if (!settings_.pipeline.empty()) {
+    pipeline_ = settings_.pipeline;
+    pipeline_known_ = true;
+    for (size_t i = 0; i < pipeline_.size(); ++i) pipeline_index_.emplace(pipeline_[i], int(i));
+  }
+  total_stage_ = stats_->StageId("total", StageKind::kTotal);
+}
+
+int Stitcher::PositionOf(uint32_t name_id) {
+  while (position_by_name_.size() <= name_id && position_by_name_.size() < tag_names_->size()) {
+    const auto it = pipeline_index_.find(tag_names_->Name(position_by_name_.size()));
+    position_by_name_.push_back(it == pipeline_index_.end() ? -1 : it->second);
+  }
+  return name_id < position_by_name_.size() ? position_by_name_[name_id] : -1;
+}
+
+bool Stitcher::StampLike(const Event& e, int pos) const {
+  // A declared pipeline may name a span's tag: its begin then stands for the stage.
+  return pos >= 0 && (e.kind == abi::kStamp || e.kind == abi::kSpan || e.kind == abi::kMeasure);
+}
+
+uint32_t Stitcher::OrderIndex(uint64_t order_id) {
+  auto it = open_.find(order_id);
+  if (it != open_.end()) return it->second;
+  uint32_t idx;
+  if (!free_.empty()) {
+    idx = free_.back();
+    free_.pop_back();
+  } else {
+    idx = static_cast<uint32_t>(pool_.size());
+    pool_.emplace_back();
+  }
+  Order& o = pool_[idx];
+  o.order_id = order_id;
+  o.live = true;
+  o.last_activity = clock_;
+  open_.emplace(order_id, idx);
+  return idx;
+}
+
+Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
+  auto it = open_.find(order_id);
+  return it == open_.end() ? nullptr : &pool_[it->second];
+}
+
+Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
+  if (Order* o = FindOpen(order_id)) return o;
+  auto it = held_.find(order_id);
+  return it == held_.end() ? nullptr : &pool_[it->second];
+}
+
+uint32_t Stitcher::TransitionStage(uint32_t from_name, uint32_t to_name) {
+  const uint64_t key = uint64_t{from_name} << 32 | to_name;
+  auto it = transition_stage_.find(key);
+  if (it != transition_stage_.end()) return it->second;
+  const uint32_t id = stats_->StageId(
+      absl::StrCat(tag_names_->Name(from_name), "->", tag_names_->Name(to_name)),
+      StageKind::kTransition);
+  transition_stage_.emplace(key, id);
+  return id;
+}
+
+uint32_t Stitcher::SpanStage(uint32_t name_id) {
+  if (span_stage_.size() <= name_id) span_stage_.resize(name_id + 1, -1);
+  if (span_stage_[name_id] < 0) {
+    span_stage_[name_id] = stats_->StageId(tag_names_->Name(name_id), StageKind::kSpan);
+  }
+  return static_cast<uint32_t>(span_stage_[name_id]);
+}
+
+void Stitcher::AddEvent(const StitchEvent& e) {
+  if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
+    // An interval with no order: a sample of its tag, nothing to stitch.
+    uint8_t flags = 0;
+    if (KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) flags |= kFlagMigrated;
+    stats_->Add(SpanStage(e.name_id), time_.TicksToNs(e.duration_ticks), flags, 0);
+    ++counters_.standalone_samples;
+    return;
+  }
+  const uint32_t idx = OrderIndex(e.order_id);
+  Order& o = pool_[idx];
+  o.events.push_back(Event{e.tsc, e.aux, e.end_aux, e.duration_ticks, e.name_id, e.process_id,
+                           e.tid, e.kind, e.flags});
+  o.last_activity = clock_;
+  if (pipeline_known_ && !o.pending && !pipeline_.empty()) {
+    const int pos = PositionOf(e.name_id);
+    if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(o.events.back(), pos)) {
+      o.pending = true;
+      pending_current_.push_back(e.order_id);
+    }
+  }
+}
+
+void Stitcher::AddLink(uint64_t child, uint64_t parent) {
+  if (child == parent) {
+    ++counters_.links_rejected;
+    return;
+  }
+  // Refuse a link that would close a cycle.
+  uint64_t p = parent;
+  for (int depth = 0; depth < kMaxLinkDepth; ++depth) {
+    Order* a = FindOpen(p);
+    if (a == nullptr || !a->has_parent) break;
+    if (a->parent_id == child) {
+      ++counters_.links_rejected;
+      return;
+    }
+    p = a->parent_id;
+  }
+  const uint32_t ci = OrderIndex(child);
+  if (pool_[ci].has_parent) {
+    if (pool_[ci].parent_id != parent) ++counters_.links_rejected;
+    pool_[ci].last_activity = clock_;
+    return;
+  }
+  const uint32_t pi = OrderIndex(parent);  // may grow pool_: take references after it
+  Order& c = pool_[ci];
+  Order& po = pool_[pi];
+  c.has_parent = true;
+  c.parent_id = parent;
+  c.last_activity = clock_;
+  ++po.open_children;
+  po.has_children = true;
+  po.last_activity = clock_;
+}
+
+void Stitcher::AdvanceClock(uint64_t tsc) {
+  if (!clock_seen_) {
+    // Orders that arrived before the first clock start their timeout now.
+    for (auto& [id, idx] : open_) pool_[idx].last_activity = tsc;
+    last_sweep_clock_ = tsc;
+    clock_seen_ = true;
+  }
+  clock_ = std::max(clock_, tsc);
+  for (uint64_t id : pending_previous_) {
+    Order* o = FindOpen(id);
+    if (o == nullptr || !o->pending) continue;
+    if (o->open_children == 0) {
+      FinishOrder(id);
+    } else {
+      o->pending = false;  // a parent that reached the end: its children decide; timeout later
+    }
+  }
+  pending_previous_.swap(pending_current_);
+  pending_current_.clear();
+  const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
+  if (settings_.timeout_ticks > 0 && clock_ - last_sweep_clock_ >= sweep_every) {
+    last_sweep_clock_ = clock_;
+    SweepTimeouts();
+  }
+  if (!pipeline_known_ && held_order_.size() >= settings_.learn_orders) Learn();
+}
+
+bool Stitcher::NeedsClock(uint64_t now_tsc) const {
+  if (!pending_current_.empty() || !pending_previous_.empty()) return true;
+  if (settings_.timeout_ticks == 0 || open_.empty()) return false;
+  const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
+  return now_tsc > last_sweep_clock_ && now_tsc - last_sweep_clock_ >= sweep_every;
+}
+
+void Stitcher::SweepTimeouts() {
+  std::vector<std::pair<uint64_t, uint64_t>> due;  // (last activity, order id)
+  for (const auto& [id, idx] : open_) {
+    const Order& o = pool_[idx];
+    if (o.open_children == 0 && clock_ - o.last_activity >= settings_.timeout_ticks) {
+      due.emplace_back(o.last_activity, id);
+    }
+  }
+  // Sorted, so that the result does not depend on hash-map iteration order.
+  std::sort(due.begin(), due.end());
+  for (const auto& [last, id] : due) FinishOrder(id);
+}
+
+void Stitcher::FinishOrder(uint64_t order_id) {
+  auto it = open_.find(order_id);
+  if (it == open_.end()) return;
+  const uint32_t idx = it->second;
+  open_.erase(it);
+  if (pipeline_known_) {
+    Emit(pool_[idx]);
+    Release(idx, /*held=*/false);
+  } else {
+    // Hold it for learning; its parent may finish now.
+    if (pool_[idx].has_parent) {
+      if (Order* p = FindAny(pool_[idx].parent_id); p && p->open_children > 0) --p->open_children;
+    }
+    held_.emplace(order_id, idx);
+    held_order_.push_back(order_id);
+  }
+}
+
+void Stitcher::Release(uint32_t idx, bool held) {
+  Order& o = pool_[idx];
+  if (!held && o.has_parent) {
+    if (Order* p = FindAny(o.parent_id); p && p->open_children > 0) --p->open_children;
+  }
+  o.events.clear();
+  o.order_id = o.parent_id = o.last_activity = 0;
+  o.open_children = 0;
+  o.has_parent = o.has_children = o.pending = o.live = false;
+  free_.push_back(idx);
+}
+
+void Stitcher::Emit(Order& o) {
+  const int stages = static_cast<int>(pipeline_.size());
+  chain_.assign(stages, ChainEntry{});
+  for (const Event& e : o.events) {
+    const int pos = PositionOf(e.name_id);
+    if (!StampLike(e, pos)) {
+      if (e.kind == abi::kStamp) ++counters_.outside_pipeline;
+      continue;
+    }
+    ChainEntry& c = chain_[pos];
+    if (c.event != nullptr) {
+      ++counters_.repeated_stages;
+      if (e.tsc >= c.event->tsc) continue;
+    }
+    c = ChainEntry{&e, true};
+  }
+  bool has_parent = o.has_parent;
+  uint64_t parent = o.parent_id;
+  for (int depth = 0; has_parent && depth < kMaxLinkDepth; ++depth) {
+    const Order* a = FindAny(parent);
+    if (a == nullptr) break;
+    for (const Event& e : a->events) {
+      const int pos = PositionOf(e.name_id);
+      if (!StampLike(e, pos)) continue;
+      ChainEntry& c = chain_[pos];
+      if (c.event != nullptr && c.event->tsc <= e.tsc) continue;
+      c = ChainEntry{&e, false};
+    }
+    has_parent = a->has_parent;
+    parent = a->parent_id;
+  }
+
+  FinishedOrder* out = nullptr;
+  FinishedOrder row;
+  if (sink_ != nullptr) {
+    out = &row;
+    out->order.order_id = o.order_id;
+    out->order.has_parent = o.has_parent;
+    out->order.parent_order_id = o.parent_id;
+  }
+
+  const ChainEntry* first = nullptr;
+  const ChainEntry* prev = nullptr;
+  std::vector<int> missing;
+  for (int pos = 0; pos < stages; ++pos) {
+    const ChainEntry& cur = chain_[pos];
+    if (cur.event == nullptr) {
+      missing.push_back(pos);
+      continue;
+    }
+    if (first == nullptr) first = &cur;
+    if (prev != nullptr && cur.own) {
+      const Event& a = *prev->event;
+      const Event& b = *cur.event;
+      const double latency_ns = time_.DiffNs(b.tsc, a.tsc);
+      uint8_t flags = 0;
+      if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
+      if (latency_ns < 0) flags |= kFlagNegative;
+      const uint32_t stage = TransitionStage(a.name_id, b.name_id);
+      stats_->Add(stage, latency_ns, flags, time_.DiffNs(a.tsc, first->event->tsc));
+      if (out != nullptr) {
+        SampleRow s;
+        s.order_id = o.order_id;
+        s.stage = stats_->StageName(stage);
+        s.start_utc_ns = time_.UtcNs(a.tsc);
+        s.latency_ns = latency_ns;
+        s.process_begin = static_cast<int32_t>(a.process_id);
+        s.process_end = static_cast<int32_t>(b.process_id);
+        s.cpu_begin = CpuOf(a.aux);
+        s.cpu_end = CpuOf(b.aux);
+        s.flags = flags;
+        out->samples.push_back(std::move(s));
+      }
+    }
+    prev = &cur;
+  }
+  const ChainEntry* last = prev;
+
+  uint64_t chain_start = 0;
+  if (first != nullptr) {
+    chain_start = first->event->tsc;
+  } else if (!o.events.empty()) {
+    chain_start = o.events.front().tsc;
+    for (const Event& e : o.events) chain_start = std::min(chain_start, e.tsc);
+  }
+
+  // Spans and intervals: their own duration under their tag.
+  for (const Event& e : o.events) {
+    const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
+    if (is_span) {
+      uint8_t flags = 0;
+      if (KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) flags |= kFlagMigrated;
+      const double latency_ns = time_.TicksToNs(e.duration_ticks);
+      const uint32_t stage = SpanStage(e.name_id);
+      stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start));
+      if (out != nullptr) {
+        SampleRow s;
+        s.order_id = o.order_id;
+        s.stage = stats_->StageName(stage);
+        s.start_utc_ns = time_.UtcNs(e.tsc);
+        s.latency_ns = latency_ns;
+        s.process_begin = s.process_end = static_cast<int32_t>(e.process_id);
+        s.cpu_begin = CpuOf(e.aux);
+        s.cpu_end = CpuOf(e.end_aux);
+        s.flags = flags;
+        out->samples.push_back(std::move(s));
+      }
+    }
+    if (out != nullptr) {
+      StampRow st;
+      st.order_id = o.order_id;
+      st.tag = tag_names_->Name(e.name_id);
+      st.is_span = is_span;
+      st.process_id = e.process_id;
+      st.tid = e.tid;
+      st.cpu = CpuOf(e.aux);
+      st.cpu_end = is_span ? CpuOf(e.end_aux) : -1;
+      st.tsc = e.tsc;
+      st.utc_ns = time_.UtcNs(e.tsc);
+      st.duration_ns = is_span ? time_.TicksToNs(e.duration_ticks) : 0;
+      if (is_span && KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) {
+        st.flags = kFlagMigrated;
+      }
+      out->stamps.push_back(std::move(st));
+    }
+  }
+
+  bool complete;
+  if (o.has_children) {
+    complete = true;  // its chain continues in its children
+    missing.clear();
+    ++counters_.orders_fanned_out;
+  } else if (missing.empty()) {
+    complete = true;
+    ++counters_.orders_complete;
+  } else {
+    complete = false;
+    ++counters_.orders_incomplete;
+    for (int pos : missing) ++counters_.missing_by_stage[pipeline_[pos]];
+  }
+
+  const bool has_total = first != nullptr && last != nullptr && first != last;
+  double total_ns = 0;
+  if (has_total) {
+    const Event& a = *first->event;
+    const Event& b = *last->event;
+    total_ns = time_.DiffNs(b.tsc, a.tsc);
+    if (complete && !o.has_children) {
+      uint8_t flags = 0;
+      if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
+      if (total_ns < 0) flags |= kFlagNegative;
+      stats_->Add(total_stage_, total_ns, flags, 0);
+      if (out != nullptr) {
+        SampleRow s;
+        s.order_id = o.order_id;
+        s.stage = "total";
+        s.start_utc_ns = time_.UtcNs(a.tsc);
+        s.latency_ns = total_ns;
+        s.process_begin = static_cast<int32_t>(a.process_id);
+        s.process_end = static_cast<int32_t>(b.process_id);
+        s.cpu_begin = CpuOf(a.aux);
+        s.cpu_end = CpuOf(b.aux);
+        s.flags = flags;
+        out->samples.push_back(std::move(s));
+      }
+    }
+  }
+
+  if (out != nullptr) {
+    out->order.first_utc_ns = time_.UtcNs(chain_start);
+    out->order.has_total = has_total;
+    out->order.total_ns = total_ns;
+    out->order.complete = complete;
+    std::vector<absl::string_view> names;
+    for (int pos : missing) names.push_back(pipeline_[pos]);
+    out->order.missing = absl::StrJoin(names, ",");
+    sink_->OnFinishedOrder(std::move(row));
+  }
+}
+
+void Stitcher::Learn() {
+  // Mean offset of each stamp tag from its order's chain start.
+  absl::flat_hash_map<uint32_t, std::pair<double, uint64_t>> offsets;
+  absl::flat_hash_map<uint32_t, uint64_t> first_tsc;  // scratch, per order
+  for (uint64_t id : held_order_) {
+    const Order* o = FindAny(id);
+    if (o == nullptr) continue;
+    first_tsc.clear();
+    const Order* a = o;
+    for (int depth = 0; a != nullptr && depth <= kMaxLinkDepth; ++depth) {
+      for (const Event& e : a->events) {
+        if (e.kind != abi::kStamp) continue;
+        auto [it, inserted] = first_tsc.emplace(e.name_id, e.tsc);
+        if (!inserted) it->second = std::min(it->second, e.tsc);
+      }
+      a = a->has_parent ? FindAny(a->parent_id) : nullptr;
+    }
+    if (first_tsc.empty()) continue;
+    uint64_t start = first_tsc.begin()->second;
+    for (const auto& [name, tsc] : first_tsc) start = std::min(start, tsc);
+    for (const auto& [name, tsc] : first_tsc) {
+      auto& [sum, n] = offsets[name];
+      sum += time_.DiffNs(tsc, start);
+      ++n;
+    }
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [name, sn] : offsets) {
+    ranked.emplace_back(sn.first / static_cast<double>(sn.second), tag_names_->Name(name));
+  }
+  std::sort(ranked.begin(), ranked.end());
+  pipeline_.clear();
+  pipeline_index_.clear();
+  for (auto& [offset, name] : ranked) {
+    pipeline_index_.emplace(name, static_cast<int>(pipeline_.size()));
+    pipeline_.push_back(std::move(name));
+  }
+  position_by_name_.clear();
+  pipeline_known_ = true;
+  learned_ = true;
+  if (on_learned) on_learned(pipeline_, held_order_.size());
+
+  // Emit what was held, in the order it finished (children before parents).
+  for (uint64_t id : held_order_) {
+    auto it = held_.find(id);
+    if (it == held_.end()) continue;
+    Emit(pool_[it->second]);
+  }
+  for (uint64_t id : held_order_) {
+    auto it = held_.find(id);
+    if (it == held_.end()) continue;
+    const uint32_t idx = it->second;
+    held_.erase(it);
+    Release(idx, /*held=*/true);
+  }
+  held_order_.clear();
+
+  // Open orders that already reached the last stage finish soon.
+  if (!pipeline_.empty()) {
+    std::vector<uint64_t> ids;
+    for (const auto& [id, idx] : open_) {
+      Order& o = pool_[idx];
+      for (const Event& e : o.events) {
+        const int pos = PositionOf(e.name_id);
+        if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(e, pos)) {
+          ids.push_back(id);
+          break;
+        }
+      }
+    }
+    std::sort(ids.begin(), ids.end());
+    for (uint64_t id : ids) {
+      pool_[open_[id]].pending = true;
+      pending_current_.push_back(id);
+    }
+  }
+}
+
+void Stitcher::Finish() {
+  for (auto* list : {&pending_previous_, &pending_current_}) {
+    for (uint64_t id : *list) {
+      Order* o = FindOpen(id);
+      if (o != nullptr && o->pending && o->open_children == 0) FinishOrder(id);
+    }
+    list->clear();
+  }
+  while (!open_.empty()) {
+    std::vector<uint64_t> ready;
+    for (const auto& [id, idx] : open_) {
+      if (pool_[idx].open_children == 0) ready.push_back(id);
+    }
+    if (ready.empty()) {
+      for (const auto& [id, idx] : open_) ready.push_back(id);  // cannot happen without a cycle
+    }
+    std::sort(ready.begin(), ready.end());
+    for (uint64_t id : ready) FinishOrder(id);
+  }
+  if (!pipeline_known_) Learn();
+}
+
+}  // namespace ticktrace::collect

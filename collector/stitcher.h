@@ -1,0 +1,238 @@
+// Stitching: gathers the records of each order ID from every thread of every
+// process, decides when the order is finished, and turns it into stage
+// samples (DESIGN.md §5).
+//
+// Stages. With a pipeline (declared, or learned) p0, p1, ..., pn:
+//   'a->b'   between consecutive stages present in an order's chain, in
+//            pipeline order: tsc(b) - tsc(a), kept negative when it is;
+//   '<tag>'  a Span's (or interval's) own duration, under its tag name;
+//   'total'  from the chain's first stage to its last, for complete orders
+//            that did not fan out.
+// link(child, parent): the child's chain is its parent's stamps followed by its
+// own, so a child's first stage and its total start at the tick that caused it.
+// A pair is sampled by the order that owns its later end, so a parent's
+// stages are counted once however many children it has.
+//
+// Finishing. An order is finished when
+//   - its pipeline's last stage arrived, two clock ticks (drain passes) later,
+//     so that records of earlier stages drained in the same or the next pass
+//     are not missed; or
+//   - no record of it arrived for timeout_ticks of the stream's clock; or
+//   - the stream ends (Finish()).
+// A parent waits for its children. Time is only the stream's clock
+// (AdvanceClock, from kClock chunks), never the wall clock, so the same stream
+// always gives the same result (replay, journal recovery).
+//
+// Learning. Without a declared pipeline, orders finish by timeout only and
+// are held until `learn_orders` of them have finished (or the stream ends);
+// then the usual order of stamp tags (by mean offset from the chain start) is
+// the pipeline, and everything held is emitted with it.
+//
+// Flags: cross_core when both ends carry a known core and the cores differ;
+// negative when a difference is below zero; migrated when a span's begin and
+// end cores differ.
+//
+// Not thread-safe: one analysis thread owns a Stitcher.
+
+#ifndef TICKTRACE_COLLECTOR_STITCHER_H_
+#define TICKTRACE_COLLECTOR_STITCHER_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "collector/name_table.h"
+#include "collector/stage_stats.h"
+#include "collector/time_base.h"
+#include "ticktrace/abi.h"
+
+namespace ticktrace::collect {
+
+struct StitchSettings {
+  std::vector<std::string> pipeline;  // declared stage tags in order; empty: learn
+  uint64_t timeout_ticks = 0;         // 0: orders finish by last stage or at the end only
+  size_t learn_orders = 100;          // orders to learn the pipeline from
+};
+
+// One attributed record (stamp, span or interval) of an order.
+struct StitchEvent {
+  uint64_t tsc = 0;              // stamp TSC, or a span's begin
+  uint64_t order_id = 0;
+  uint32_t aux = abi::kAuxUnknown;
+  uint32_t end_aux = abi::kAuxUnknown;  // spans
+  uint32_t duration_ticks = 0;          // spans
+  uint32_t name_id = 0;          // tag name, interned in the analyzer's tag NameTable
+  uint32_t process_id = 0;
+  uint32_t tid = 0;
+  uint8_t kind = abi::kStamp;    // kStamp, kSpan or kMeasure
+  uint8_t flags = 0;             // abi::RecordFlags
+};
+
+// What the store keeps of a finished order (docs/store.md tables orders,
+// samples, stamps). cpu fields are -1 when unknown (NULL).
+struct OrderRow {
+  uint64_t order_id = 0;
+  bool has_parent = false;
+  uint64_t parent_order_id = 0;
+  int64_t first_utc_ns = 0;
+  bool has_total = false;
+  double total_ns = 0;
+  bool complete = false;
+  std::string missing;  // comma-separated
+};
+
+struct SampleRow {
+  uint64_t order_id = 0;
+  std::string stage;
+  int64_t start_utc_ns = 0;
+  double latency_ns = 0;
+  int32_t process_begin = -1, process_end = -1;
+  int32_t cpu_begin = -1, cpu_end = -1;
+  uint8_t flags = 0;
+};
+
+struct StampRow {
+  uint64_t order_id = 0;
+  std::string tag;
+  bool is_span = false;
+  uint32_t process_id = 0;
+  uint32_t tid = 0;
+  int32_t cpu = -1, cpu_end = -1;
+  uint64_t tsc = 0;
+  int64_t utc_ns = 0;
+  double duration_ns = 0;  // spans only
+  uint8_t flags = 0;
+};
+
+struct FinishedOrder {
+  OrderRow order;
+  std::vector<SampleRow> samples;
+  std::vector<StampRow> stamps;
+};
+
+// Receives finished orders. Called on the analysis thread.
+class OrderSink {
+ public:
+  virtual ~OrderSink() = default;
+  virtual void OnFinishedOrder(FinishedOrder&& order) = 0;
+};
+
+struct StitchCounters {
+  uint64_t orders_complete = 0;
+  uint64_t orders_incomplete = 0;
+  uint64_t orders_fanned_out = 0;   // parents: their chains continue in their children
+  uint64_t outside_pipeline = 0;    // stamps whose tag is not a pipeline stage
+  uint64_t repeated_stages = 0;     // a stage stamped again in one order (first kept)
+  uint64_t links_rejected = 0;      // self links, second parents, cycles
+  uint64_t standalone_samples = 0;  // spans/intervals without an order id
+  std::map<std::string, uint64_t> missing_by_stage;
+};
+
+class Stitcher {
+ public:
+  // `tag_names` and `stats` must outlive the Stitcher; `sink` may be null (no rows).
+  Stitcher(const StitchSettings& settings, const TimeBase& time_base,
+           const NameTable* tag_names, StageStats* stats, OrderSink* sink);
+
+  // Adds a stamp, span or interval. kSpan/kMeasure with order_id 0 become
+  // standalone samples of their tag.
+  void AddEvent(const StitchEvent& e);
+  // `child` continues `parent`'s chain.
+  void AddLink(uint64_t child, uint64_t parent);
+  // A drain pass started at `tsc`: finishes due orders.
+  void AdvanceClock(uint64_t tsc);
+  // The stream ended: finishes every order (incomplete ones as such).
+  void Finish();
+
+  // True when a clock tick at `now_tsc` would finish something (pending
+  // completions, or an open order whose timeout passed).
+  bool NeedsClock(uint64_t now_tsc) const;
+
+  bool pipeline_known() const { return pipeline_known_; }
+  bool pipeline_learned() const { return learned_; }
+  const std::vector<std::string>& pipeline() const { return pipeline_; }
+  size_t open_orders() const { return open_.size(); }
+  const StitchCounters& counters() const { return counters_; }
+
+  // Called once when the pipeline was learned, with the number of orders it was learned from.
+  std::function<void(const std::vector<std::string>& pipeline, size_t orders)> on_learned;
+
+ private:
+  struct Event {
+    uint64_t tsc;
+    uint32_t aux, end_aux;
+    uint32_t duration_ticks;
+    uint32_t name_id;
+    uint32_t process_id;
+    uint32_t tid;
+    uint8_t kind;
+    uint8_t flags;
+  };
+  struct Order {
+    uint64_t order_id = 0;
+    uint64_t parent_id = 0;
+    uint64_t last_activity = 0;  // stream clock at the last record
+    uint32_t open_children = 0;
+    bool has_parent = false;
+    bool has_children = false;
+    bool pending = false;        // last stage seen; finishing soon
+    bool live = false;           // slot in use
+    absl::InlinedVector<Event, 6> events;
+  };
+  struct ChainEntry {
+    const Event* event = nullptr;
+    bool own = false;
+  };
+
+  uint32_t OrderIndex(uint64_t order_id);  // open order, created if absent
+  Order* FindOpen(uint64_t order_id);
+  Order* FindAny(uint64_t order_id);  // open or held for learning
+  int PositionOf(uint32_t name_id);
+  bool StampLike(const Event& e, int pos) const;
+  void SweepTimeouts();
+  void FinishOrder(uint64_t order_id);  // from open_: emit or hold
+  void Emit(Order& o);                  // REQUIRES: pipeline_known_
+  void Release(uint32_t idx, bool held);
+  void Learn();
+  void MarkPendingIfComplete(uint32_t index);
+  uint32_t TransitionStage(uint32_t from_name, uint32_t to_name);
+  uint32_t SpanStage(uint32_t name_id);
+
+  StitchSettings settings_;
+  TimeBase time_;
+  const NameTable* tag_names_;
+  StageStats* stats_;
+  OrderSink* sink_;
+
+  std::vector<std::string> pipeline_;
+  bool pipeline_known_ = false;
+  bool learned_ = false;
+  absl::flat_hash_map<std::string, int> pipeline_index_;
+  std::vector<int> position_by_name_;  // tag name id -> pipeline position or -1
+
+  std::vector<Order> pool_;
+  std::vector<uint32_t> free_;
+  absl::flat_hash_map<uint64_t, uint32_t> open_;
+  absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
+  std::vector<uint64_t> held_order_;               // in finishing order
+  std::vector<uint64_t> pending_current_, pending_previous_;
+
+  uint64_t clock_ = 0;
+  bool clock_seen_ = false;
+  uint64_t last_sweep_clock_ = 0;
+
+  absl::flat_hash_map<uint64_t, uint32_t> transition_stage_;
+  std::vector<int64_t> span_stage_;  // tag name id -> stage id or -1
+  uint32_t total_stage_ = 0;
+  std::vector<ChainEntry> chain_;  // scratch
+  StitchCounters counters_;
+};
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_STITCHER_H_

@@ -1,0 +1,124 @@
+#include "collector/store_writer.h"
+
+#include <utility>
+
+namespace ticktrace::collect {
+
+StoreWriter::StoreWriter(Store* store, int64_t run_id, const StoreWriterOptions& options)
+    : store_(store), run_id_(run_id), options_(options) {}
+
+StoreWriter::~StoreWriter() { Stop().IgnoreError(); }
+
+void StoreWriter::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+size_t StoreWriter::Samples(const std::vector<FinishedOrder>& orders) const {
+  size_t n = 0;
+  for (const FinishedOrder& f : orders) n += f.samples.size() + f.stamps.size();
+  return n;
+}
+
+void StoreWriter::OnFinishedOrder(FinishedOrder&& order) {
+  building_samples_ += order.samples.size() + order.stamps.size();
+  building_.push_back(std::move(order));
+  if (building_.size() >= options_.max_orders_per_transaction) Submit();
+}
+
+void StoreWriter::Submit() {
+  if (building_.empty()) return;
+  std::vector<FinishedOrder> batch;
+  batch.swap(building_);
+  const size_t rows = building_samples_;
+  building_samples_ = 0;
+  absl::MutexLock lock(&mu_);
+  if (options_.block_when_full) {
+    auto room = [this, rows]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return queued_samples_ == 0 || queued_samples_ + rows <= options_.max_queued_samples ||
+             stop_;
+    };
+    while (!room()) idle_cv_.Wait(&mu_);
+  } else if (queued_samples_ + rows > options_.max_queued_samples && queued_samples_ > 0) {
+    // Behind: these orders are not stored; statistics already have them.
+    for (const FinishedOrder& f : batch) {
+      counters_.samples_not_stored += f.samples.size();
+      counters_.stamps_not_stored += f.stamps.size();
+    }
+    counters_.orders_not_stored += batch.size();
+    return;
+  }
+  queued_samples_ += rows;
+  queue_.push_back(std::move(batch));
+  work_cv_.Signal();
+}
+
+void StoreWriter::SetSnapshot(StoreSnapshot snapshot) {
+  absl::MutexLock lock(&mu_);
+  snapshot_ = std::move(snapshot);
+  work_cv_.Signal();
+}
+
+void StoreWriter::Flush() {
+  Submit();
+  absl::MutexLock lock(&mu_);
+  while ((!queue_.empty() || snapshot_.has_value() || busy_) && thread_.joinable()) {
+    idle_cv_.Wait(&mu_);
+  }
+}
+
+absl::Status StoreWriter::Stop() {
+  if (thread_.joinable()) {
+    Flush();
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+      work_cv_.Signal();
+    }
+    thread_.join();
+  }
+  absl::MutexLock lock(&mu_);
+  return error_;
+}
+
+StoreWriterCounters StoreWriter::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+void StoreWriter::Loop() {
+  while (true) {
+    std::vector<FinishedOrder> orders;
+    std::optional<StoreSnapshot> snapshot;
+    size_t rows = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      while (queue_.empty() && !snapshot_.has_value() && !stop_) work_cv_.Wait(&mu_);
+      if (queue_.empty() && !snapshot_.has_value() && stop_) return;
+      // Coalesce what is queued into one transaction, up to a bound.
+      while (!queue_.empty() && orders.size() < options_.max_orders_per_transaction) {
+        std::vector<FinishedOrder>& front = queue_.front();
+        if (orders.empty()) {
+          orders.swap(front);
+        } else {
+          for (FinishedOrder& f : front) orders.push_back(std::move(f));
+        }
+        queue_.pop_front();
+      }
+      rows = Samples(orders);
+      if (queue_.empty()) snapshot.swap(snapshot_);  // the snapshot follows the orders it counts
+      busy_ = true;
+    }
+    uint64_t already = 0;
+    absl::Status s = store_->WriteBatch(run_id_, orders, snapshot ? &*snapshot : nullptr, &already);
+    {
+      absl::MutexLock lock(&mu_);
+      busy_ = false;
+      queued_samples_ -= rows;
+      counters_.orders_already_stored += already;
+      counters_.orders_stored += orders.size() - already;
+      ++counters_.transactions;
+      if (!s.ok() && error_.ok()) error_ = s;
+      idle_cv_.SignalAll();
+    }
+  }
+}
+
+}  // namespace ticktrace::collect
