@@ -58,7 +58,7 @@ CliResult Collect(pid_t pid, const testing::TempDir& dir) {
   return r;
 }
 
-CliResult Run(const std::vector<std::string>& args, const testing::TempDir& dir) {
+CliResult RunCli(const std::vector<std::string>& args, const testing::TempDir& dir) {
   return Collect(Spawn(args, dir), dir);
 }
 
@@ -83,7 +83,7 @@ class CliTest : public ::testing::Test {
   }
   // `args` fails with `exit_code` and exactly one stderr line holding `text`.
   void ExpectError(const std::vector<std::string>& args, int exit_code, const std::string& text) {
-    const CliResult r = Run(args, dir_);
+    const CliResult r = RunCli(args, dir_);
     EXPECT_EQ(r.exit_code, exit_code) << Describe(args) << "\n" << r.err;
     EXPECT_EQ(r.out, "") << Describe(args);
     ASSERT_FALSE(r.err.empty()) << Describe(args);
@@ -120,7 +120,7 @@ TEST_F(CliTest, EverySubcommandWorksAndLeavesTheStoreAlone) {
       {"top", "--db", db_, "--iterations", "2", "--interval-ms", "10"},
   };
   for (const auto& args : commands) {
-    const CliResult r = Run(args, dir_);
+    const CliResult r = RunCli(args, dir_);
     EXPECT_EQ(r.exit_code, 0) << Describe(args) << "\n" << r.err;
     EXPECT_EQ(r.err, "") << Describe(args);
     EXPECT_FALSE(r.out.empty()) << Describe(args);
@@ -129,7 +129,7 @@ TEST_F(CliTest, EverySubcommandWorksAndLeavesTheStoreAlone) {
 }
 
 TEST_F(CliTest, SummaryJsonFromTheBinary) {
-  const CliResult r = Run({"summary", "--db", db_, "--json"}, dir_);
+  const CliResult r = RunCli({"summary", "--db", db_, "--json"}, dir_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["run"], 2);
@@ -138,18 +138,18 @@ TEST_F(CliTest, SummaryJsonFromTheBinary) {
 }
 
 TEST_F(CliTest, OutputsOfTheTextCommands) {
-  CliResult r = Run({"summary", "--db", db_}, dir_);
+  CliResult r = RunCli({"summary", "--db", db_}, dir_);
   EXPECT_NE(r.out.find("stage "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p99.9"), std::string::npos) << r.out;
-  r = Run({"orders", "--db", db_, "--slowest", "2"}, dir_);
+  r = RunCli({"orders", "--db", db_, "--slowest", "2"}, dir_);
   EXPECT_NE(r.out.find("#1  order 102"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("#2  order 100"), std::string::npos) << r.out;
-  r = Run({"order", "--db", db_, "102"}, dir_);
+  r = RunCli({"order", "--db", db_, "102"}, dir_);
   EXPECT_NE(r.out.find("linked: 50 -> 102"), std::string::npos) << r.out;
-  r = Run({"percentiles", "--db", db_, "--stage", "total"}, dir_);
+  r = RunCli({"percentiles", "--db", db_, "--stage", "total"}, dir_);
   EXPECT_EQ(r.out.rfind("       Value     Percentile TotalCount 1/(1-Percentile)", 0), 0u);
   EXPECT_NE(r.out.find("Total count    =          101]"), std::string::npos) << r.out;
-  r = Run({"runs", "--db", db_}, dir_);
+  r = RunCli({"runs", "--db", db_}, dir_);
   EXPECT_NE(r.out.find("2 runs in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("run 1  session old"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("md[1001], strategy[1002], gateway[1003]"), std::string::npos) << r.out;
@@ -157,12 +157,12 @@ TEST_F(CliTest, OutputsOfTheTextCommands) {
 
 TEST_F(CliTest, ExportWritesFilesButNeverTheStore) {
   const std::string json_path = dir_.File("trace.json");
-  CliResult r = Run({"export", "--db", db_, "--format", "chrome", "--out", json_path}, dir_);
+  CliResult r = RunCli({"export", "--db", db_, "--format", "chrome", "--out", json_path}, dir_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("102 orders, 403 stamps"), std::string::npos) << r.out;
   EXPECT_TRUE(nlohmann::json::parse(testing::ReadFile(json_path)).contains("traceEvents"));
   const std::string csv_path = dir_.File("samples.csv");
-  r = Run({"export", "--db", db_, "--format", "csv", "--out", csv_path}, dir_);
+  r = RunCli({"export", "--db", db_, "--format", "csv", "--out", csv_path}, dir_);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<std::string> lines =
       absl::StrSplit(testing::ReadFile(csv_path), '\n', absl::SkipEmpty());
@@ -175,13 +175,13 @@ TEST_F(CliTest, ExportWritesFilesButNeverTheStore) {
 
 TEST_F(CliTest, HelpForEverySubcommand) {
   for (const char* cmd : {"summary", "orders", "order", "percentiles", "runs", "export", "top"}) {
-    const CliResult r = Run({cmd, "--help"}, dir_);
+    const CliResult r = RunCli({cmd, "--help"}, dir_);
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_EQ(r.out.rfind(std::string("usage: ticktrace-view ") + cmd, 0), 0u) << r.out;
     EXPECT_NE(r.out.find("--db PATH"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("--iterations"), std::string::npos) << r.out;  // hidden
   }
-  const CliResult general = Run({"--help"}, dir_);
+  const CliResult general = RunCli({"--help"}, dir_);
   EXPECT_EQ(general.exit_code, 0);
   for (const char* cmd : {"summary", "orders", "order", "percentiles", "runs", "export", "top"}) {
     EXPECT_NE(general.out.find(std::string("  ") + cmd + " "), std::string::npos) << cmd;
@@ -280,7 +280,7 @@ TEST_F(CliTest, TopStopsCleanlyOnSigint) {
 }
 
 TEST_F(CliTest, TopRunsAFixedNumberOfFrames) {
-  const CliResult r = Run({"top", "--db", db_, "--iterations", "3", "--interval-ms", "1"}, dir_);
+  const CliResult r = RunCli({"top", "--db", db_, "--iterations", "3", "--interval-ms", "1"}, dir_);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   size_t frames = 0;
   for (size_t at = r.out.find("ticktrace-view top"); at != std::string::npos;

@@ -53,7 +53,9 @@ TEST_F(ExportTest, ChromeParsesAndHoldsEveryStampOfEveryOrder) {
       ASSERT_TRUE(e.at("ts").is_number());
       ASSERT_TRUE(e.at("dur").is_number());
       ++stamp_events[e.at("args").at("order_id").get<int64_t>()];
-      if (e["cat"] == "span") EXPECT_GT(e["dur"].get<double>(), 0.1);
+      if (e["cat"] == "span") {
+        EXPECT_GT(e["dur"].get<double>(), 0.1);
+      }
     } else if (ph == "M") {
       if (e["name"] == "process_name") named_processes.insert(e["pid"].get<int64_t>());
       if (e["name"] == "thread_name") {

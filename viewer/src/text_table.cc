@@ -48,6 +48,7 @@ std::string TextTable::Render() const {
       // trailing spaces.
       line += (c + 1 == row.size() && left_[c]) ? row[c] : Pad(row[c], widths[c], left_[c]);
     }
+    line.erase(line.find_last_not_of(' ') + 1);  // no trailing spaces
     out += line;
     out += '\n';
   }
