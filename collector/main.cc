@@ -12,6 +12,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "collector/collector.h"
 #include "collector/options.h"
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   absl::FlagsUsageConfig usage;
   // --help lists the flags of this file (Abseil matches the program name by default).
   usage.contains_help_flags = [](absl::string_view path) {
-    return path.size() >= 16 && path.substr(path.size() - 16) == "collector/main.cc";
+    return absl::EndsWith(path, "collector/main.cc");
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
