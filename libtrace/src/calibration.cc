@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "ticktrace/internal/calibration_sources.h"
@@ -320,6 +321,11 @@ absl::StatusOr<double> ParseKernelLogTscHz(std::string_view log, std::string* li
     return absl::NotFoundError("no \"tsc: ... MHz\" line in the kernel log");
   }
   if (line_out != nullptr) {
+    // Drop the "<6>" log level klogctl prefixes; keep the timestamp.
+    if (absl::StartsWith(used, "<")) {
+      const size_t close = used.find('>');
+      if (close != absl::string_view::npos && close < 4) used.remove_prefix(close + 1);
+    }
     *line_out = std::string(absl::StripAsciiWhitespace(absl::StripSuffix(used, "\r")));
   }
   return hz;
