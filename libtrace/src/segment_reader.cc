@@ -278,12 +278,18 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
   const uint64_t n = std::min<uint64_t>(w - r, max_records);
   const uint64_t mask = info_.ring_capacity - 1;
   const abi::Record* ring = records(slot);
+  if (n == 0) {
+    if (generation != nullptr) *generation = c->generation.load(std::memory_order_acquire);
+    return r;
+  }
   const size_t old_size = out->size();
   out->resize(old_size + n);
   const uint64_t first = r & mask;
   const uint64_t first_part = std::min<uint64_t>(n, info_.ring_capacity - first);
   std::memcpy(out->data() + old_size, ring + first, first_part * sizeof(abi::Record));
-  std::memcpy(out->data() + old_size + first_part, ring, (n - first_part) * sizeof(abi::Record));
+  if (n > first_part) {
+    std::memcpy(out->data() + old_size + first_part, ring, (n - first_part) * sizeof(abi::Record));
+  }
   if (generation != nullptr) *generation = c->generation.load(std::memory_order_acquire);
   return r + n;
 }
