@@ -1,7 +1,5 @@
 #include "src/process_info.h"
 
-#include <time.h>
-
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -9,7 +7,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "ticktrace/tsc.h"
 
 namespace ticktrace::internal {
 
@@ -40,25 +37,6 @@ std::string ProcessName(uint32_t pid) {
   std::string name;
   std::getline(in, name);
   return name;
-}
-
-void ReadAnchor(uint64_t* tsc, int64_t* realtime_ns, int tries) {
-  uint64_t best_width = ~0ull;
-  *tsc = 0;
-  *realtime_ns = 0;
-  for (int i = 0; i < tries; ++i) {
-    timespec ts;
-    const uint64_t before = ReadTsc();
-    clock_gettime(CLOCK_REALTIME, &ts);
-    const uint64_t after = ReadTsc();
-    // A pair read across a migration can run backwards: keep it only as a last resort.
-    const uint64_t width = after >= before ? after - before : ~0ull - 1;
-    if (width < best_width) {
-      best_width = width;
-      *tsc = before + (after >= before ? (after - before) / 2 : 0);
-      *realtime_ns = int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-    }
-  }
 }
 
 }  // namespace ticktrace::internal

@@ -86,7 +86,8 @@ bool ProcessAlive(uint32_t pid, uint64_t start_ticks) {
 }
 
 absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {
-  constexpr uint8_t kKnownFlags = abi::kRecordFenced | abi::kRecordSpanSaturated;
+  constexpr uint8_t kKnownFlags =
+      abi::kRecordFenced | abi::kRecordSpanSaturated | abi::kRecordSpanBackwards;
   if ((record.flags & ~kKnownFlags) != 0) {
     return absl::DataLossError(absl::StrCat("record: unknown flags 0x", absl::Hex(record.flags)));
   }

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "src/process_info.h"
+#include "ticktrace/calibration.h"
 
 namespace ticktrace {
 namespace internal {
@@ -178,7 +179,7 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
   const std::string process_name = internal::ProcessName(pid);
   std::memcpy(h->process_name, process_name.data(),
               std::min<size_t>(process_name.size(), abi::kProcessNameMax));
-  internal::ReadAnchor(&h->anchor_tsc, &h->anchor_realtime_ns);
+  ReadTscRealtimeAnchor(&h->anchor_tsc, &h->anchor_realtime_ns);
   const std::vector<std::string>& names = TagNames();
   for (uint32_t id = 0; id < names.size(); ++id) WriteTagEntry(*seg, id, names[id]);
   h->tag_count.store(static_cast<uint32_t>(names.size()), std::memory_order_relaxed);

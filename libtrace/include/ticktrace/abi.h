@@ -72,7 +72,8 @@
 //   kStamp  tsc = the stamp's TSC; aux = rdtscp aux or kAuxUnknown (plain rdtsc);
 //           order_id = correlation key; payload unused (0).
 //   kSpan   tsc = begin TSC; aux = begin aux; payload.span = {end aux,
-//           duration ticks (saturated at 0xffffffff, flag kRecordSpanSaturated)}.
+//           duration ticks (saturated at 0xffffffff with flag kRecordSpanSaturated;
+//           0 with flag kRecordSpanBackwards when the end read below the begin)}.
 //   kLink   tsc = when linked; order_id = child; payload.parent_order_id = parent.
 //   kMeasure like kSpan, written by END_MEASURE / interval timers (no order id).
 // Tag ids index the tag table; kTagInvalid marks a Tag that found the table full.
@@ -121,6 +122,7 @@ enum RecordKind : uint8_t {
 enum RecordFlags : uint8_t {
   kRecordFenced = 1u << 0,         // read with lfence/rdtscp fences (micro-measurement)
   kRecordSpanSaturated = 1u << 1,  // span longer than 2^32-1 ticks; duration is a lower bound
+  kRecordSpanBackwards = 1u << 2,  // end TSC below begin TSC (read on two cores); duration 0
 };
 
 enum SlotState : uint32_t {

@@ -146,7 +146,10 @@ inline void Write(uint64_t tsc, uint64_t order_id, uint64_t payload, uint32_t au
 inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_tsc,
                             uint8_t* flags) noexcept {
   uint64_t ticks = end_tsc - begin_tsc;
-  if (__builtin_expect(ticks > 0xffffffffull || end_tsc < begin_tsc, 0)) {
+  if (__builtin_expect(end_tsc < begin_tsc, 0)) {
+    ticks = 0;  // only possible across cores whose counters differ
+    *flags |= abi::kRecordSpanBackwards;
+  } else if (__builtin_expect(ticks > 0xffffffffull, 0)) {
     ticks = 0xffffffffull;
     *flags |= abi::kRecordSpanSaturated;
   }
