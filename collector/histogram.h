@@ -1,9 +1,9 @@
 // A log-linear histogram of latencies in ns with bounded relative error.
 //
 // Each power-of-two range [2^e, 2^(e+1)) of |value| is split into
-// kSubBuckets equal buckets, so a bucket is at most 1/64 of its lower edge
+// kSubBuckets equal buckets, so a bucket is at most 1/128 of its lower edge
 // wide; a percentile reports the bucket's midpoint (clamped to the exact
-// min/max), which is within 1/128 < 0.8% of every value in the bucket.
+// min/max), which is within 1/256 < 0.4% of every value in the bucket.
 // Values with |v| below kMinResolvedNs share one bucket around zero (they are
 // far below the TSC step). Negative values (cross-core differences) have
 // their own mirrored buckets. min, max, count and the sum (mean) are exact.
@@ -21,8 +21,8 @@ namespace ticktrace::collect {
 
 class Histogram {
  public:
-  static constexpr int kSubBucketBits = 6;
-  static constexpr int kSubBuckets = 1 << kSubBucketBits;  // 64 per octave
+  static constexpr int kSubBucketBits = 7;
+  static constexpr int kSubBuckets = 1 << kSubBucketBits;  // 128 per octave
   static constexpr int kMinExponent = -4;                  // 1/16 ns
   static constexpr int kMaxExponent = 63;
   static constexpr int kOctaves = kMaxExponent - kMinExponent + 1;
@@ -41,7 +41,7 @@ class Histogram {
   double max() const { return count_ ? max_ : 0; }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   // The q-quantile (0 <= q <= 1), e.g. 0.999; 0 when empty. Relative error
-  // at most 1/128 for |values| >= kMinResolvedNs.
+  // at most 1/256 for |values| >= kMinResolvedNs.
   double Quantile(double q) const;
 
  private:

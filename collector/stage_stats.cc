@@ -30,6 +30,7 @@ std::vector<StageSummary> StageStats::Summaries() const {
   std::vector<double> mean_offset;
   for (uint32_t id = 0; id < stages_.size(); ++id) {
     const Stage& s = *stages_[id];
+    if (s.samples_all == 0) continue;  // e.g. 'total' before any order completed
     StageSummary m;
     m.stage = names_.Name(id);
     m.kind = s.kind;

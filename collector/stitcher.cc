@@ -442,7 +442,7 @@ void Stitcher::Learn() {
   position_by_name_.clear();
   pipeline_known_ = true;
   learned_ = true;
-  if (on_learned) on_learned(pipeline_, held_order_.size());
+  if (on_learned && !held_order_.empty()) on_learned(pipeline_, held_order_.size());
 
   // Emit what was held, in the order it finished (children before parents).
   for (uint64_t id : held_order_) {

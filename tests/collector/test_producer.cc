@@ -1,2 +1,201 @@
-// A traced process for the collector's live tests; uses only ticktrace/trace.h.
-int main() { return 0; }
+// A traced process for the collector's live tests. Uses only ticktrace/trace.h.
+//
+//   --session S [--ring N] --mode chain|spin|migrate ...
+//
+// chain: one stage of a multi-process pipeline joined by pipes (8-byte order ids).
+//   --role first|middle|last --in-fd N --out-fd N --orders N --in-tag A --out-tag B
+//   --work-ns W        busy work between the two stamps (in-thread stage)
+//   --handoff-work-ns H busy work after the second stamp, before passing the order on
+//   --pace-us P        first stage: pause between orders
+//   --cpu C            pin to this cpu
+//   --tsc-hz HZ        busy-wait on the TSC at this frequency (else CLOCK_MONOTONIC)
+// spin: stamps tags a and b for orders 1..N, pausing --pace-ns between orders,
+//   and after each order stores its id in the 8-byte file --progress (mmap), so a
+//   test that SIGKILLs it knows what was certainly published.
+// migrate: N spans 'moved' whose thread is moved from cpu 0 to cpu 1 between
+//   begin and end (sched_setaffinity), and N spans 'pinned' that stay on cpu 0.
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "ticktrace/trace.h"
+
+namespace {
+
+std::map<std::string, std::string> g_args;
+
+std::string Arg(const std::string& name, const std::string& def = "") {
+  auto it = g_args.find(name);
+  return it == g_args.end() ? def : it->second;
+}
+long long Num(const std::string& name, long long def = 0) {
+  const std::string v = Arg(name);
+  return v.empty() ? def : std::atoll(v.c_str());
+}
+
+int64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// Busy-waits `ns` nanoseconds. With --tsc-hz (the kernel's TSC frequency,
+// given by the test, independent of the collector's own calibration) it spins
+// on the TSC, whose read costs ~10 ns, so the injected work is exact to tens
+// of ns; otherwise on CLOCK_MONOTONIC.
+double g_tsc_hz = 0;
+
+void BusyNs(int64_t ns) {
+  if (ns <= 0) return;
+  if (g_tsc_hz > 0) {
+    const uint64_t ticks = static_cast<uint64_t>(static_cast<double>(ns) * g_tsc_hz / 1e9);
+    const uint64_t start = ticktrace::ReadTsc();
+    while (ticktrace::ReadTsc() - start < ticks) {
+    }
+    return;
+  }
+  const int64_t end = MonoNs() + ns;
+  while (MonoNs() < end) {
+  }
+}
+
+bool Pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+bool ReadAll(int fd, void* p, size_t n) {
+  auto* c = static_cast<char*>(p);
+  while (n > 0) {
+    const ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const void* p, size_t n) {
+  const auto* c = static_cast<const char*>(p);
+  while (n > 0) {
+    const ssize_t r = write(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+int Chain() {
+  const std::string role = Arg("role");
+  const int in_fd = static_cast<int>(Num("in-fd", -1));
+  const int out_fd = static_cast<int>(Num("out-fd", -1));
+  const uint64_t orders = static_cast<uint64_t>(Num("orders", 100));
+  const int64_t work_ns = Num("work-ns");
+  const int64_t handoff_ns = Num("handoff-work-ns");
+  const int64_t pace_us = Num("pace-us");
+  if (Arg("cpu") != "" && !Pin(static_cast<int>(Num("cpu")))) return 3;
+  ticktrace::Tag in_tag(Arg("in-tag", "in"));
+  ticktrace::Tag out_tag(Arg("out-tag", "out"));
+  auto stage = [&](uint64_t id) {
+    ticktrace::stamp(in_tag, id);
+    BusyNs(work_ns);
+    ticktrace::stamp(out_tag, id);
+    BusyNs(handoff_ns);
+    if (out_fd >= 0 && !WriteAll(out_fd, &id, sizeof(id))) std::exit(4);
+  };
+  if (role == "first") {
+    for (uint64_t id = 1; id <= orders; ++id) {
+      stage(id);
+      if (pace_us > 0) usleep(static_cast<useconds_t>(pace_us));
+    }
+  } else {
+    uint64_t id;
+    while (ReadAll(in_fd, &id, sizeof(id))) stage(id);
+  }
+  if (out_fd >= 0) close(out_fd);
+  return 0;
+}
+
+int Spin() {
+  const uint64_t orders = static_cast<uint64_t>(Num("orders", 1000000000));
+  const int64_t pace_ns = Num("pace-ns", 1000);
+  const std::string progress_path = Arg("progress");
+  std::atomic<uint64_t>* progress = nullptr;
+  if (!progress_path.empty()) {
+    const int fd = open(progress_path.c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, 8) != 0) return 5;
+    void* p = mmap(nullptr, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return 5;
+    progress = static_cast<std::atomic<uint64_t>*>(p);
+  }
+  ticktrace::Tag a("a");
+  ticktrace::Tag b("b");
+  for (uint64_t id = 1; id <= orders; ++id) {
+    ticktrace::stamp(a, id);
+    ticktrace::stamp(b, id);
+    // After both stamps returned: both are published (release store of write_index).
+    if (progress != nullptr) progress->store(id, std::memory_order_release);
+    BusyNs(pace_ns);
+  }
+  return 0;
+}
+
+int Migrate() {
+  const uint64_t orders = static_cast<uint64_t>(Num("orders", 200));
+  ticktrace::Tag moved("moved");
+  ticktrace::Tag pinned("pinned");
+  for (uint64_t id = 1; id <= orders; ++id) {
+    if (!Pin(0)) return 3;
+    {
+      ticktrace::Span s(moved, id);
+      if (!Pin(1)) return 3;  // the kernel moves us before the call returns
+      BusyNs(2000);
+    }
+    if (!Pin(0)) return 3;
+    {
+      ticktrace::Span s(pinned, 1000000 + id);
+      BusyNs(2000);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k.rfind("--", 0) != 0) return 2;
+    g_args[k.substr(2)] = argv[i + 1];
+  }
+  ticktrace::Options options;
+  options.session = Arg("session", "default");
+  options.ring_records = static_cast<uint32_t>(Num("ring", 1 << 16));
+  if (absl::Status s = ticktrace::Init(options); !s.ok()) {
+    std::fprintf(stderr, "producer: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  g_tsc_hz = std::atof(Arg("tsc-hz", "0").c_str());
+  const std::string mode = Arg("mode");
+  if (mode == "chain") return Chain();
+  if (mode == "spin") return Spin();
+  if (mode == "migrate") return Migrate();
+  return 2;
+}

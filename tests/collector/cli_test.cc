@@ -1,0 +1,162 @@
+// The binary's contract: one clear line on stderr and exit 2 for usage
+// errors, exit 1 for runtime errors, and nothing created or overwritten.
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/collector/archive_builder.h"
+#include "tests/collector/process_util.h"
+#include "tests/collector/store_query.h"
+
+namespace ticktrace::collect {
+namespace {
+
+using testing::ArchiveBuilder;
+using testing::ReadFile;
+using testing::Spawn;
+using testing::Stamp;
+using testing::StoreQuery;
+using testing::TempDir;
+using testing::WaitExit;
+
+class CliTest : public ::testing::Test {
+ protected:
+  // Runs the collector with `args`; returns the exit code; output in out_.
+  int Run(std::vector<std::string> args) {
+    args.insert(args.begin(), TICKTRACE_COLLECTOR_BIN);
+    const std::string log = dir_.File("out.log");
+    std::remove(log.c_str());
+    const int rc = WaitExit(Spawn(args, log), std::chrono::seconds(30));
+    out_ = ReadFile(log);
+    return rc;
+  }
+  void WriteFile(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  void MakeSqlite(const std::string& path, const char* sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+  TempDir dir_;
+  std::string out_;
+};
+
+TEST_F(CliTest, HelpListsTheFlags) {
+  EXPECT_EQ(Run({"--help"}), 1);  // Abseil's --help exits 1 after printing
+  for (const char* flag : {"--session", "--db", "--pipeline", "--order_timeout_ms", "--duration_s",
+                           "--raw", "--replay", "--tsc_hz", "--include_flagged"}) {
+    EXPECT_NE(out_.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
+  const std::string db = dir_.File("x.db");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--bogus"},
+           {"--order-timeout-ms", "-5"},
+           {"--order-timeout-ms", "abc"},
+           {"--tsc-hz", "fast"},
+           {"--tsc-hz", "5"},
+           {"--duration-s", "-1"},
+           {"--pipeline", "a,,b"},
+           {"--pipeline", "a,b,a"},
+           {"--session", "bad/name"},
+           {"--raw", "r", "--replay", "p"},
+           {"stray"},
+           {"--session"}}) {
+    std::vector<std::string> a = args;
+    a.push_back("--db");
+    a.push_back(db);
+    EXPECT_EQ(Run(a), 2) << args[0] << ": " << out_;
+    EXPECT_EQ(std::count(out_.begin(), out_.end(), '\n'), 1) << out_;
+    EXPECT_EQ(out_.rfind("ticktrace-collector: ", 0), 0u) << out_;
+    EXPECT_FALSE(Exists(db)) << args[0];
+  }
+}
+
+TEST_F(CliTest, RefusesANonTicktraceFileUntouched) {
+  const std::string text = dir_.File("notes.txt");
+  WriteFile(text, "my precious notes\n");
+  EXPECT_EQ(Run({"--db", text, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 1);
+  EXPECT_NE(out_.find("not a ticktrace store"), std::string::npos) << out_;
+  EXPECT_EQ(ReadFile(text), "my precious notes\n");
+
+  const std::string other = dir_.File("other.db");
+  MakeSqlite(other, "CREATE TABLE accounts(id INTEGER); INSERT INTO accounts VALUES(1);");
+  const std::string before = ReadFile(other);
+  EXPECT_EQ(Run({"--db", other, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 1);
+  EXPECT_NE(out_.find("not a ticktrace store"), std::string::npos) << out_;
+  EXPECT_EQ(ReadFile(other), before);
+  EXPECT_FALSE(Exists(other + ".ttjournal"));
+}
+
+TEST_F(CliTest, RefusesANewerSchema) {
+  const std::string db = dir_.File("new.db");
+  MakeSqlite(db,
+             "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+             "INSERT INTO meta VALUES('app','ticktrace'),('schema_version','2');");
+  const std::string before = ReadFile(db);
+  EXPECT_EQ(Run({"--db", db, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 1);
+  EXPECT_NE(out_.find("newer"), std::string::npos) << out_;
+  EXPECT_EQ(ReadFile(db), before);
+}
+
+TEST_F(CliTest, RefusesABadArchiveAndCreatesNothing) {
+  const std::string bad = dir_.File("bad.raw");
+  WriteFile(bad, std::string(100, 'x'));
+  const std::string db = dir_.File("r.db");
+  EXPECT_EQ(Run({"--replay", bad, "--db", db}), 1);
+  EXPECT_NE(out_.find("not a ticktrace archive"), std::string::npos) << out_;
+  EXPECT_FALSE(Exists(db));
+  EXPECT_EQ(Run({"--replay", dir_.File("missing.raw"), "--db", db}), 1);
+  EXPECT_FALSE(Exists(db));
+}
+
+TEST_F(CliTest, RefusesToOverwriteARawArchive) {
+  const std::string raw = dir_.File("keep.raw");
+  WriteFile(raw, "keep me");
+  const std::string db = dir_.File("k.db");
+  EXPECT_EQ(Run({"--raw", raw, "--db", db, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 1);
+  EXPECT_NE(out_.find("refusing to overwrite"), std::string::npos) << out_;
+  EXPECT_EQ(ReadFile(raw), "keep me");
+  EXPECT_FALSE(Exists(db));
+}
+
+TEST_F(CliTest, ReplaysAnArchiveIntoAStore) {
+  ArchiveBuilder b;
+  b.Process(1, {"a", "b"});
+  b.Records(1, {Stamp(0, 1, 100), Stamp(1, 1, 350)});
+  const std::string raw = dir_.File("in.raw");
+  b.Write(raw);
+  const std::string db = dir_.File("replay.db");
+  EXPECT_EQ(Run({"--replay", raw, "--db", db, "--pipeline", "a,b"}), 0) << out_;
+  EXPECT_NE(out_.find("a->b"), std::string::npos) << out_;
+  StoreQuery q(db);
+  EXPECT_EQ(q.Real("SELECT p50_ns FROM stage_stats WHERE stage='a->b'"), 250);
+  EXPECT_EQ(q.Text("SELECT calibration_source FROM runs"), "replay");
+}
+
+// A live run with --raw, then a replay of that archive: same numbers.
+TEST_F(CliTest, RawArchiveReplaysToTheSameResult) {
+  const std::string raw = dir_.File("live.raw");
+  const std::string db = dir_.File("live.db");
+  EXPECT_EQ(Run({"--raw", raw, "--db", db, "--tsc-hz", "2e9", "--duration-s", "0.2",
+                 "--session", "t_cli_raw_" + std::to_string(getpid())}),
+            0)
+      << out_;
+  ASSERT_TRUE(Exists(raw));
+  EXPECT_EQ(Run({"--replay", raw, "--db", db}), 0) << out_;
+  StoreQuery q(db);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 2);
+}
+
+}  // namespace
+}  // namespace ticktrace::collect
