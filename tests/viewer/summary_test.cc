@@ -178,16 +178,23 @@ TEST_F(SummaryTest, TimeWindowAbsoluteAndRelative) {
   EXPECT_EQ(Find(*absolute, "md->strategy")->stats.count, 50);  // orders 51..100
   EXPECT_EQ(Find(*absolute, "md->strategy")->stats.p50_ns, 750.0);
 
-  q.since = TimeArg{TimeArg::Anchor::kRunEnd, -150'000'000};  // "-150ms": from order 50 on
+  // Relative times count from the samples: the last starts at order 100's
+  // risk span, 100 ms + 1010 ns after the base; "-50ms" keeps orders 51..100.
+  q.since = TimeArg{TimeArg::Anchor::kRunEnd, -50'000'000};
   auto relative = BuildSummary(*store_, q);
   ASSERT_TRUE(relative.ok()) << relative.status();
-  EXPECT_EQ(Find(*relative, "md->strategy")->stats.count, 51);
+  EXPECT_EQ(Find(*relative, "md->strategy")->stats.count, 50);
 
-  q.since = TimeArg{TimeArg::Anchor::kRunStart, 10'000'000};   // "+10ms"
-  q.until = TimeArg{TimeArg::Anchor::kRunStart, 19'000'000};   // "+19ms", inclusive
+  // The first sample starts at order 1 (base + 1 ms): "+10ms".."+19ms",
+  // inclusive, is orders 11..20.
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 10'000'000};
+  q.until = TimeArg{TimeArg::Anchor::kRunStart, 19'000'000};
   auto window = BuildSummary(*store_, q);
   ASSERT_TRUE(window.ok()) << window.status();
-  EXPECT_EQ(Find(*window, "total")->stats.count, 10);  // orders 10..19
+  EXPECT_EQ(Find(*window, "total")->stats.count, 10);
+  // min: order 13, whose md->strategy is -5 ns.
+  EXPECT_EQ(Find(*window, "total")->stats.min_ns,
+            KnownStore::MdToStrategyNs(13) + KnownStore::StrategyToGatewayNs(13));
 }
 
 TEST_F(SummaryTest, UnknownRunStageProcessAndReversedWindowAreErrors) {

@@ -31,8 +31,8 @@ const FlagSpec kProcessFlag = {"process", "P",
                                "only samples with an end in process P (an OS pid or a name)"};
 const FlagSpec kSinceFlag = {"since", "T",
                              "only samples starting at or after T (RFC 3339 like "
-                             "2026-11-30T08:00:00Z; -5m before the run's end; +30s after its "
-                             "start)"};
+                             "2026-11-30T08:00:00Z; -5m before the run's last sample; +30s "
+                             "after its first)"};
 const FlagSpec kUntilFlag = {"until", "T", "only samples starting at or before T (as --since)"};
 const FlagSpec kIncludeFlaggedFlag = {
     "include-flagged", "",

@@ -68,19 +68,18 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& opt
   }
 
   if (options.since.has_value() || options.until.has_value()) {
-    int64_t end_utc_ns = q.run.started_utc_ns;
-    if (q.run.ended_utc_ns.has_value()) {
-      end_utc_ns = *q.run.ended_utc_ns;
-    } else {
-      TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> last, store.LastSampleUtcNs(q.run.run_id));
-      end_utc_ns = std::max(end_utc_ns, last.value_or(end_utc_ns));
-    }
+    // Relative times count from the data, not from runs.started/ended_utc_ns:
+    // a replayed run's row carries the replay's wall-clock times.
+    TICKTRACE_ASSIGN_OR_RETURN(auto span, store.SampleSpanUtcNs(q.run.run_id));
+    const int64_t first_utc_ns = span.has_value() ? span->first : q.run.started_utc_ns;
+    const int64_t last_utc_ns =
+        span.has_value() ? span->second : q.run.ended_utc_ns.value_or(q.run.started_utc_ns);
     if (options.since.has_value()) {
-      q.filter.since_utc_ns = ResolveTimeArg(*options.since, q.run.started_utc_ns, end_utc_ns);
+      q.filter.since_utc_ns = ResolveTimeArg(*options.since, first_utc_ns, last_utc_ns);
       words.push_back(absl::StrCat("since ", FormatUtcNs(*q.filter.since_utc_ns)));
     }
     if (options.until.has_value()) {
-      q.filter.until_utc_ns = ResolveTimeArg(*options.until, q.run.started_utc_ns, end_utc_ns);
+      q.filter.until_utc_ns = ResolveTimeArg(*options.until, first_utc_ns, last_utc_ns);
       words.push_back(absl::StrCat("until ", FormatUtcNs(*q.filter.until_utc_ns)));
     }
     if (q.filter.since_utc_ns.has_value() && q.filter.until_utc_ns.has_value() &&

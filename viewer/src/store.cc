@@ -379,14 +379,19 @@ absl::StatusOr<std::vector<ThreadInfo>> Store::Threads(int64_t run_id) {
   return out;
 }
 
-absl::StatusOr<std::optional<int64_t>> Store::LastSampleUtcNs(int64_t run_id) {
+absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> Store::SampleSpanUtcNs(
+    int64_t run_id) {
+  using Span = std::optional<std::pair<int64_t, int64_t>>;
   TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s, Statement::Prepare(db_, "SELECT max(start_utc_ns) FROM samples WHERE run_id = ?",
-                                      "reading the last sample time"));
+      Statement s,
+      Statement::Prepare(db_,
+                         "SELECT min(start_utc_ns), max(start_utc_ns) FROM samples "
+                         "WHERE run_id = ?",
+                         "reading the time span of the samples"));
   s.BindInt(1, run_id);
   TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-  if (!row) return std::optional<int64_t>();
-  return s.OptionalInt(0);
+  if (!row || s.IsNull(0) || s.IsNull(1)) return Span();
+  return Span(std::make_pair(s.Int(0), s.Int(1)));
 }
 
 absl::Status Store::ForEachSample(int64_t run_id, const SampleFilter& filter, bool ordered,

@@ -37,12 +37,12 @@ absl::StatusOr<TimeArg> ParseTimeArg(absl::string_view flag, absl::string_view t
   return arg;
 }
 
-int64_t ResolveTimeArg(const TimeArg& arg, int64_t run_start_utc_ns, int64_t run_end_utc_ns) {
+int64_t ResolveTimeArg(const TimeArg& arg, int64_t first_utc_ns, int64_t last_utc_ns) {
   switch (arg.anchor) {
     case TimeArg::Anchor::kRunStart:
-      return run_start_utc_ns + arg.ns;
+      return first_utc_ns + arg.ns;
     case TimeArg::Anchor::kRunEnd:
-      return run_end_utc_ns + arg.ns;
+      return last_utc_ns + arg.ns;
     case TimeArg::Anchor::kAbsolute:
       break;
   }

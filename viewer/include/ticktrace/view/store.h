@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -87,8 +88,9 @@ class Store {
   absl::StatusOr<std::vector<ProcessInfo>> Processes(int64_t run_id);
   // The run's threads.
   absl::StatusOr<std::vector<ThreadInfo>> Threads(int64_t run_id);
-  // The latest samples.start_utc_ns of the run, if it has samples.
-  absl::StatusOr<std::optional<int64_t>> LastSampleUtcNs(int64_t run_id);
+  // The earliest and the latest samples.start_utc_ns of the run; nullopt
+  // when it has no sample yet.
+  absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> SampleSpanUtcNs(int64_t run_id);
 
   // Calls `visit` for every sample of the run that passes `filter`, in
   // (order_id, start_utc_ns) order when `ordered`, else in storage order.

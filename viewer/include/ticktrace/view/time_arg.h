@@ -1,12 +1,13 @@
 // The time syntax of --since and --until.
 //
 //   2026-11-30T08:00:00Z, 2026-11-30T08:00:00.5+01:00   RFC 3339: an absolute time
-//   -5m, -1h30m, -250ms                                   before the end of the run
-//   +30s, +2m                                             after the start of the run
+//   -5m, -1h30m, -250ms                                   before the run's last sample
+//   +30s, +2m                                             after the run's first sample
 //
-// Units: ns, us, ms, s, m, h (absl::ParseDuration). "The end of the run" is
-// runs.ended_utc_ns, or for a run still being written the latest sample's
-// start time (or the start of the run when it has no sample yet).
+// Units: ns, us, ms, s, m, h (absl::ParseDuration). Relative times count
+// from the run's data (the earliest and latest samples.start_utc_ns), not
+// from runs.started/ended_utc_ns, which for a replayed run are the replay's
+// wall-clock times; for a run with no sample yet, from its start (and end).
 #ifndef TICKTRACE_VIEW_TIME_ARG_H_
 #define TICKTRACE_VIEW_TIME_ARG_H_
 
@@ -19,6 +20,7 @@ namespace ticktrace::view {
 
 // A parsed --since/--until value, not yet tied to a run.
 struct TimeArg {
+  // kRunStart: the run's first sample; kRunEnd: its last sample.
   enum class Anchor { kAbsolute, kRunStart, kRunEnd };
   Anchor anchor = Anchor::kAbsolute;
   int64_t ns = 0;  // kAbsolute: UTC ns since the epoch; otherwise an offset
@@ -28,8 +30,8 @@ struct TimeArg {
 // neither RFC 3339 nor a signed duration.
 absl::StatusOr<TimeArg> ParseTimeArg(absl::string_view flag, absl::string_view text);
 
-// The UTC ns that `arg` names within a run spanning [start, end].
-int64_t ResolveTimeArg(const TimeArg& arg, int64_t run_start_utc_ns, int64_t run_end_utc_ns);
+// The UTC ns that `arg` names for a run whose data spans [first, last].
+int64_t ResolveTimeArg(const TimeArg& arg, int64_t first_utc_ns, int64_t last_utc_ns);
 
 }  // namespace ticktrace::view
 
