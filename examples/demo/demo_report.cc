@@ -87,6 +87,12 @@ std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expect
                   counter("dropped"), ", malformed ", counter("malformed"),
                   "; orders complete ", counter("orders_complete"), ", incomplete ",
                   counter("orders_incomplete"), "\n");
+  auto it = summary.counters.find("orders_incomplete");
+  if (it != summary.counters.end() && it->second > 0 &&
+      static_cast<uint64_t>(it->second) == expected.ticks_without_order) {
+    absl::StrAppend(&out, "            (the incomplete ones are the ", it->second,
+                    " ticks that made no order: by design they never reach gw_sent)\n");
+  }
   return out;
 }
 

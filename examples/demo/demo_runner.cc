@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +31,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// The feed's pause between attaching and its first tick: the collector scans
+// for new segments every 100 ms, and an order that reaches its last stage
+// before the collector has seen the other processes' segments is stitched
+// without their stamps.
+constexpr uint64_t kFeedStartDelayMs = 300;
 
 std::atomic<int> g_stop_signals{0};
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
@@ -79,8 +86,8 @@ std::vector<int> AllowedCpus() {
 std::string Shorten(const std::string& path) {
   std::error_code ec;
   const std::filesystem::path rel = std::filesystem::relative(path, ec);
-  if (ec || rel.empty() || absl::StartsWith(rel.string(), "../..")) return path;
-  return absl::StartsWith(rel.string(), "..") ? rel.string() : (std::filesystem::path(".") / rel).string();
+  if (ec || rel.empty() || absl::StartsWith(rel.string(), "..")) return path;
+  return (std::filesystem::path(".") / rel).string();
 }
 
 bool Executable(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
@@ -115,8 +122,9 @@ class DemoRun {
     return (std::filesystem::path(log_dir_) / (name + ".log")).string();
   }
   absl::Status StartCollector();
-  Outcome WaitForCollectorRun(std::optional<RunInfo>* run);
-  absl::Status StartPipeline(double tsc_hz);
+  Outcome WaitForCollectorRun(std::optional<RunInfo>* run, std::string* report);
+  absl::Status StartStage(StageIndex stage, double tsc_hz);
+  Outcome StartPipeline(double tsc_hz);
   Outcome WaitForPipeline();
   void StopPipeline();
   bool StopCollector(milliseconds grace);
@@ -151,29 +159,40 @@ absl::Status DemoRun::StartCollector() {
   return absl::OkStatus();
 }
 
-// Waits until the collector has calibrated and written its run row: the
-// pipeline then uses the run's TSC frequency for its busy-waits.
-DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run) {
+// Waits until the collector has calibrated and started its run. Its signal is
+// the calibration report on its output, printed (and flushed) after the run
+// row is in the store; only then does the demo read the store, so that it
+// never holds a lock while the collector sets the store up. The pipeline uses
+// the run's TSC frequency for its busy-waits.
+DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run, std::string* report) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
+  std::optional<Clock::time_point> output_seen;
   while (true) {
     if (StopSignals() > 0) return Outcome::kInterrupted;
-    absl::StatusOr<std::optional<RunInfo>> found = FindRun(options_.db_path, session_);
-    if (!found.ok()) {
-      Complain(std::string(found.status().message()));
-      return Outcome::kFailed;
-    }
-    if (found->has_value()) {
-      *run = std::move(*found);
-      return Outcome::kDone;
-    }
     if (collector_->Poll()) {
       Complain(absl::StrCat("ticktrace-collector ", collector_->ExitDescription(),
                             " before it started a run; its output:"));
       ReportChildFailure(*collector_);
       return Outcome::kFailed;
     }
+    if (!output_seen && !ReadFileOrEmpty(collector_->log_path()).empty()) {
+      output_seen = Clock::now();
+    }
+    // The report is written in one piece; give a split write a moment.
+    if (output_seen && Clock::now() - *output_seen > milliseconds(100)) {
+      absl::StatusOr<std::optional<RunInfo>> found = FindRun(options_.db_path, session_);
+      if (!found.ok()) {
+        Complain(std::string(found.status().message()));
+        return Outcome::kFailed;
+      }
+      if (found->has_value()) {
+        *run = std::move(*found);
+        *report = ReadFileOrEmpty(collector_->log_path());
+        return Outcome::kDone;
+      }
+    }
     if (Clock::now() > deadline) {
-      Complain(absl::StrCat("ticktrace-collector wrote no run for session ", session_, " to ",
+      Complain(absl::StrCat("ticktrace-collector started no run for session ", session_, " in ",
                             options_.db_path, " within 60 s; its output so far:"));
       ReportChildFailure(*collector_);
       return Outcome::kFailed;
@@ -182,31 +201,68 @@ DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run) {
   }
 }
 
-absl::Status DemoRun::StartPipeline(double tsc_hz) {
-  // Consumers first: each creates its input queue, so its producer finds it.
-  const StageIndex order[3] = {kGateway, kStrategy, kFeed};
-  pid_t group = 0;
-  for (StageIndex stage : order) {
-    ChildSpec spec;
-    spec.name = kStageNames[stage];
-    spec.path = Bin(absl::StrCat("ticktrace-example-", kStageNames[stage]).c_str());
-    spec.args = {"--session", session_,
-                 "--work-ns", absl::StrCat(options_.work_ns[stage]),
-                 "--pin", absl::StrCat(cpus_[stage]),
-                 "--tsc-hz", absl::StrFormat("%.3f", tsc_hz)};
-    if (stage == kFeed) {
-      spec.args.insert(spec.args.end(), {"--ticks", absl::StrCat(options_.ticks), "--rate",
-                                         absl::StrCat(options_.rate_per_s)});
-    }
-    spec.log_path = LogPath(spec.name);
-    spec.process_group = group;
-    spec.env = {{"TICKTRACE_SESSION", session_}};
-    absl::StatusOr<Child> child = Child::Spawn(spec);
-    if (!child.ok()) return child.status();
-    if (group == 0) group = child->pid();  // the others join the gateway's group
-    pipeline_.push_back(std::move(*child));
+absl::Status DemoRun::StartStage(StageIndex stage, double tsc_hz) {
+  ChildSpec spec;
+  spec.name = kStageNames[stage];
+  spec.path = Bin(absl::StrCat("ticktrace-example-", kStageNames[stage]).c_str());
+  spec.args = {"--session", session_,
+               "--work-ns", absl::StrCat(options_.work_ns[stage]),
+               "--pin", absl::StrCat(cpus_[stage]),
+               "--tsc-hz", absl::StrFormat("%.3f", tsc_hz)};
+  if (stage == kFeed) {
+    spec.args.insert(spec.args.end(),
+                     {"--ticks", absl::StrCat(options_.ticks), "--rate",
+                      absl::StrCat(options_.rate_per_s), "--start-delay-ms",
+                      absl::StrCat(kFeedStartDelayMs)});
   }
+  spec.log_path = LogPath(spec.name);
+  spec.process_group = pipeline_.empty() ? 0 : pipeline_.front().pid();  // one group
+  spec.env = {{"TICKTRACE_SESSION", session_}};
+  absl::StatusOr<Child> child = Child::Spawn(spec);
+  if (!child.ok()) return child.status();
+  pipeline_.push_back(std::move(*child));
   return absl::OkStatus();
+}
+
+DemoRun::Outcome DemoRun::StartPipeline(double tsc_hz) {
+  // Consumers first: each creates its input queue (after its trace segment),
+  // and the feed starts once both queues exist, so that the collector has
+  // seen every segment before the first order can finish (see kFeedStartDelayMs).
+  for (StageIndex stage : {kGateway, kStrategy}) {
+    if (absl::Status s = StartStage(stage, tsc_hz); !s.ok()) {
+      Complain(std::string(s.message()));
+      return Outcome::kFailed;
+    }
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  const std::vector<std::string> queues = AllQueueSegmentNames(session_);
+  while (true) {
+    const std::vector<std::string> entries = SessionShmEntries(session_);
+    size_t ready = 0;
+    for (const std::string& q : queues) {
+      ready += std::find(entries.begin(), entries.end(), q) != entries.end() ? 1 : 0;
+    }
+    if (ready == queues.size()) break;
+    if (StopSignals() > 0) return Outcome::kInterrupted;
+    for (Child& child : pipeline_) {
+      if (child.Poll()) {
+        Complain(absl::StrCat("ticktrace-example-", child.name(), " ", child.ExitDescription(),
+                              " while starting; its output:"));
+        ReportChildFailure(child);
+        return Outcome::kFailed;
+      }
+    }
+    if (Clock::now() > deadline) {
+      Complain("the strategy and the gateway did not create their queues within 30 s");
+      return Outcome::kFailed;
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  if (absl::Status s = StartStage(kFeed, tsc_hz); !s.ok()) {
+    Complain(std::string(s.message()));
+    return Outcome::kFailed;
+  }
+  return Outcome::kDone;
 }
 
 DemoRun::Outcome DemoRun::WaitForPipeline() {
@@ -318,7 +374,8 @@ int DemoRun::Run() {
     return kDemoFailed;
   }
   std::optional<RunInfo> run;
-  switch (WaitForCollectorRun(&run)) {
+  std::string calibration_report;
+  switch (WaitForCollectorRun(&run, &calibration_report)) {
     case Outcome::kDone:
       break;
     case Outcome::kInterrupted:
@@ -327,7 +384,9 @@ int DemoRun::Run() {
     case Outcome::kFailed:
       return kDemoFailed;
   }
-  Say(absl::StrCat("\n== calibration (run ", run->run_id, ") ==\n", FormatCalibration(*run)));
+  Say(absl::StrCat("\n== calibration (ticktrace-collector, run ", run->run_id, ") ==\n",
+                   calibration_report.empty() ? FormatCalibration(*run)
+                                              : TailLines(calibration_report, 1000, "  ")));
 
   const double expected_s = options_.rate_per_s > 0 ? options_.ticks / options_.rate_per_s : 0;
   std::string pin_text = "not pinned (add --pin)";
@@ -339,15 +398,12 @@ int DemoRun::Run() {
       "\n== running the pipeline: %d ticks at %s ticks/s%s ==\n"
       "  work per message: feed %s, strategy %s, gateway %s; %s\n",
       options_.ticks, options_.rate_per_s > 0 ? absl::StrCat(options_.rate_per_s) : "max",
-      expected_s > 0 ? absl::StrFormat(" (~%.0f s)", expected_s) : "",
+      expected_s > 0 ? absl::StrFormat(" (~%.1f s)", expected_s) : "",
       FormatDuration(static_cast<double>(options_.work_ns[kFeed])),
       FormatDuration(static_cast<double>(options_.work_ns[kStrategy])),
       FormatDuration(static_cast<double>(options_.work_ns[kGateway])), pin_text));
-  if (absl::Status s = StartPipeline(run->tsc_hz); !s.ok()) {
-    Complain(std::string(s.message()));
-    return kDemoFailed;
-  }
-  const Outcome outcome = WaitForPipeline();
+  Outcome outcome = StartPipeline(run->tsc_hz);
+  if (outcome == Outcome::kDone) outcome = WaitForPipeline();
   StopPipeline();
   if (outcome == Outcome::kDone) {
     for (const Child& child : pipeline_) Say(absl::StrCat("  ", LastLine(ReadFileOrEmpty(child.log_path()))));

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "messages.h"
@@ -59,6 +60,11 @@ absl::StatusOr<FeedResult> RunFeed(const FeedOptions& options) {
                       std::chrono::milliseconds(stage.queue_timeout_ms), StopRequested);
   if (!queue.ok()) return queue.status();
   SpscProducer<Tick, kTicksQueueCapacity> ticks((*queue)->layout());
+  const auto start_at =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.start_delay_ms);
+  while (std::chrono::steady_clock::now() < start_at && !StopRequested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 
   // Wake-ups within 1 us of the schedule instead of the default 50 us slack.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);

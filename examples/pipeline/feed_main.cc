@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   AddStageFlags(&parser, &options.stage);
   parser.AddUint64("ticks", &options.ticks, "ticks to send (ids 1..N)");
   parser.AddDouble("rate", &options.rate_per_s, "ticks per second; 0: as fast as possible");
+  parser.AddUint64("start-delay-ms", &options.start_delay_ms,
+                   "wait this long after attaching before the first tick (lets a running "
+                   "collector discover every process first)");
   parser.ParseOrExit(argc, argv);
   if (options.rate_per_s < 0) {
     std::fprintf(stderr, "ticktrace-example-feed: --rate: must be >= 0 (see --help)\n");

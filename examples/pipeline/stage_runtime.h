@@ -69,14 +69,17 @@ class BusyWork {
   uint64_t ticks_;
 };
 
-// How a queue end waits for its peer: spin with pause, and give the core away
-// (sched_yield) every 256 idle polls, since on a small machine the peer may
-// share our core. Reset() after each successful poll.
+// How a queue end waits for its peer: spin with pause (the lowest hand-off
+// latency), and offer the core to others (sched_yield) every 65536 idle polls
+// (a few ms), so that a peer pinned to the same core is never starved for
+// long. Yielding more often costs whole scheduler slices on a busy machine:
+// each yield lets every other runnable task go first. Reset() after each
+// successful poll.
 class IdleWaiter {
  public:
   void Idle() noexcept {
     ++idle_polls_;
-    if ((idle_polls_ & 255) == 0) {
+    if ((idle_polls_ & 0xffff) == 0) {
       sched_yield();
     } else {
       _mm_pause();

@@ -31,6 +31,10 @@ struct FeedOptions {
   StageOptions stage;
   uint64_t ticks = 100000;   // ticks 1..ticks are sent
   double rate_per_s = 10000;  // 0: as fast as the strategy takes them
+  // Pause between attaching (trace segment and queue ready) and the first
+  // tick, so that a running collector discovers every process of the session
+  // before orders start finishing (it scans for new segments every 100 ms).
+  uint64_t start_delay_ms = 0;
 };
 
 struct FeedResult {
