@@ -113,7 +113,6 @@ absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {
 absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_view name) {
   absl::StatusOr<SegmentId> id = ParseSegmentName(name);
   if (!id.ok()) return id.status();
-  auto reader = std::unique_ptr<SegmentReader>(new SegmentReader());
   const std::string n(name);
   bip::offset_t file_size = 0;
   bip::mapped_region region;
@@ -131,7 +130,31 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
   } catch (const bip::interprocess_exception& e) {
     return absl::UnavailableError(absl::StrCat("segment ", n, ": ", e.what()));
   }
-  auto* h = static_cast<abi::SegmentHeader*>(region.get_address());
+  auto mapping = std::make_shared<bip::mapped_region>(std::move(region));
+  const uint64_t mapped_size = std::min<uint64_t>(static_cast<uint64_t>(file_size),
+                                                  mapping->get_size());
+  auto* base = static_cast<uint8_t*>(mapping->get_address());
+  return Adopt(n, id->pid, base, mapped_size, std::move(mapping));
+}
+
+absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::string_view name,
+                                                                         uint8_t* base,
+                                                                         uint64_t size) {
+  absl::StatusOr<SegmentId> id = ParseSegmentName(name);
+  if (!id.ok()) return id.status();
+  if (size < sizeof(abi::SegmentHeader)) {
+    return absl::DataLossError(absl::StrCat("segment ", std::string(name), ": truncated (", size,
+                                            " bytes, the header alone is ",
+                                            sizeof(abi::SegmentHeader), ")"));
+  }
+  return Adopt(std::string(name), id->pid, base, size, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Adopt(
+    const std::string& n, uint32_t name_pid, uint8_t* base, uint64_t size,
+    std::shared_ptr<void> mapping) {
+  auto reader = std::unique_ptr<SegmentReader>(new SegmentReader());
+  auto* h = reinterpret_cast<abi::SegmentHeader*>(base);
   // Acquire: pairs with the creator's release store of magic; every field
   // below was written before it.
   const uint64_t magic = h->magic.load(std::memory_order_acquire);
@@ -181,12 +204,12 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
     return absl::DataLossError(
         absl::StrCat("segment ", n, ": offsets do not match its geometry"));
   }
-  if (info.segment_size > static_cast<uint64_t>(file_size) || info.segment_size > region.get_size()) {
-    return absl::DataLossError(absl::StrCat("segment ", n, ": truncated (", file_size,
+  if (info.segment_size > size) {
+    return absl::DataLossError(absl::StrCat("segment ", n, ": truncated (", size,
                                             " bytes, its header says ", info.segment_size, ")"));
   }
   info.pid = h->pid;
-  if (info.pid != id->pid) {
+  if (info.pid != name_pid) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": header pid ", info.pid,
                                             " does not match the name"));
   }
@@ -196,12 +219,11 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
   info.anchor_tsc = h->anchor_tsc;
   info.anchor_realtime_ns = h->anchor_realtime_ns;
 
-  reader->mapped_size_ = region.get_size();
+  reader->mapped_size_ = size;
   reader->tag_table_offset_ = tag_table_offset;
   reader->slots_offset_ = slots_offset;
   reader->slot_stride_ = slot_stride;
-  auto mapping = std::make_shared<bip::mapped_region>(std::move(region));
-  reader->base_ = static_cast<uint8_t*>(mapping->get_address());
+  reader->base_ = base;
   reader->mapping_ = std::move(mapping);
   return reader;
 }

@@ -90,6 +90,12 @@ class SegmentReader {
   // Maps and validates the segment `name` ("ticktrace.<session>.<pid>"):
   // magic, ABI version, record and header sizes, geometry against the file size.
   static absl::StatusOr<std::unique_ptr<SegmentReader>> Open(std::string_view name);
+
+  // As Open(), over `size` bytes at `base` that the caller keeps alive and
+  // writable for the reader's lifetime: for fuzzers and tests.
+  // REQUIRES: base is aligned to abi::kCacheLineSize.
+  static absl::StatusOr<std::unique_ptr<SegmentReader>> OpenMemory(std::string_view name,
+                                                                   uint8_t* base, uint64_t size);
   ~SegmentReader();
   SegmentReader(const SegmentReader&) = delete;
   SegmentReader& operator=(const SegmentReader&) = delete;
@@ -130,6 +136,11 @@ class SegmentReader {
 
  private:
   SegmentReader() = default;
+  // Validates the header at `base` (`size` bytes) and takes the mapping.
+  static absl::StatusOr<std::unique_ptr<SegmentReader>> Adopt(const std::string& name,
+                                                               uint32_t name_pid, uint8_t* base,
+                                                               uint64_t size,
+                                                               std::shared_ptr<void> mapping);
   abi::SlotControl* control(uint32_t slot) const;
   const abi::Record* records(uint32_t slot) const;
 
