@@ -3,9 +3,14 @@
 # builds, then runs the demo or the whole test suite.
 #
 #   bash .ci/quickstart.sh demo    # the three-process pipeline and its per-stage breakdown
-#   bash .ci/quickstart.sh test    # the whole suite (normal build, then ASan+UBSan)
+#   bash .ci/quickstart.sh test    # the whole suite, three times over:
+#                                  #   1. g++ build: every test
+#                                  #   2. clang ASan+UBSan build: every test but those labelled
+#                                  #      `timing` (latency bounds), plus the libFuzzer targets
+#                                  #   3. g++ TSan build of libtrace: its in-process concurrency tests
 #
-# Environment: BUILD_DIR (default build), JOBS (default: nproc).
+# Environment: BUILD_DIR (default build), JOBS (default: nproc),
+# TICKTRACE_SANITIZER_PASSES=0 to run pass 1 only (for quick local iterations).
 set -euo pipefail
 
 mode="${1:-}"
@@ -21,6 +26,9 @@ jobs="${JOBS:-$(nproc)}"
 
 packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps)
+if [ "$mode" = test ]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -53,7 +61,25 @@ if [ "$mode" = demo ]; then
   exec "$build_dir/bin/ticktrace-demo" "$@"
 fi
 
-echo "== building ($build_dir)"
+start_s=$(date +%s)
+echo "== pass 1/3: g++ build ($build_dir)"
 configure_and_build "$build_dir" -DTICKTRACE_BUILD_TESTS=ON
-echo "== test suite"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 600 "$@"
+
+if [ "${TICKTRACE_SANITIZER_PASSES:-1}" = 0 ]; then
+  echo "== sanitizer passes skipped (TICKTRACE_SANITIZER_PASSES=0)"
+  exit 0
+fi
+
+echo "== pass 2/3: clang ASan+UBSan build with fuzzers (${build_dir}-asan)"
+CC=clang CXX=clang++ configure_and_build "${build_dir}-asan" -DTICKTRACE_BUILD_TESTS=ON \
+  -DTICKTRACE_SANITIZE=address,undefined
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "${build_dir}-asan" --output-on-failure --timeout 600 -LE timing "$@"
+
+echo "== pass 3/3: g++ TSan build of libtrace (${build_dir}-tsan)"
+configure_and_build "${build_dir}-tsan" -DTICKTRACE_BUILD_TESTS=ON -DTICKTRACE_BUILD_TOOLS=OFF \
+  -DTICKTRACE_SANITIZE=thread
+TSAN_OPTIONS=halt_on_error=1 \
+  ctest --test-dir "${build_dir}-tsan" --output-on-failure --timeout 600 -R '^libtrace_' "$@"
+echo "== all passes green in $(( $(date +%s) - start_s )) s"
