@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -421,7 +423,8 @@ int DemoRun::Run() {
   }
   RemoveLeftovers(/*report=*/true);
   if (outcome == Outcome::kInterrupted) {
-    Complain(absl::StrCat("interrupted; the store holds a partial run ", run->run_id));
+    Complain(absl::StrCat("interrupted; the store holds a partial run ", run->run_id, ": ",
+                          Shorten(Bin("ticktrace-view")), " summary --db ", options_.db_path));
     return kDemoInterrupted;
   }
   if (outcome == Outcome::kFailed || !collector_ok) return kDemoFailed;
@@ -468,6 +471,52 @@ std::vector<std::string> SessionShmEntries(const std::string& session) {
   return found;
 }
 
+namespace {
+
+// The pid in a demo session name "demo-<time>-<pid>", or 0 when `session` is
+// not such a name.
+pid_t DemoPidOfSession(absl::string_view session) {
+  std::vector<absl::string_view> parts = absl::StrSplit(session, '-');
+  int64_t time_s = 0, pid = 0;
+  if (parts.size() != 3 || parts[0] != "demo" || !absl::SimpleAtoi(parts[1], &time_s) ||
+      !absl::SimpleAtoi(parts[2], &pid) || pid <= 0) {
+    return 0;
+  }
+  return static_cast<pid_t>(pid);
+}
+
+// True when `pid` is a running ticktrace-demo.
+bool IsRunningDemo(pid_t pid) {
+  if (!ProcessAlive(pid)) return false;
+  std::string comm = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/comm"));
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return comm.empty() || comm == "ticktrace-demo";  // unreadable: assume it is one
+}
+
+}  // namespace
+
+std::vector<std::string> SweepStaleDemoSessions() {
+  std::vector<std::string> removed;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return removed;
+  std::vector<std::string> names;
+  while (const dirent* e = readdir(dir)) names.emplace_back(e->d_name);
+  closedir(dir);
+  for (const std::string& name : names) {
+    // "ticktrace.<session>.<pid>" or "ticktrace-example.<session>.<channel>"
+    std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
+    if (parts.size() != 3 || (parts[0] != "ticktrace" && parts[0] != "ticktrace-example")) continue;
+    const pid_t demo_pid = DemoPidOfSession(parts[1]);
+    if (demo_pid == 0 || IsRunningDemo(demo_pid)) continue;
+    if (parts[0] == "ticktrace") {
+      int64_t owner = 0;
+      if (!absl::SimpleAtoi(parts[2], &owner) || ProcessAlive(static_cast<int32_t>(owner))) continue;
+    }
+    if (shm_unlink(name.c_str()) == 0) removed.push_back(name);
+  }
+  return removed;
+}
+
 int RunDemo(const DemoOptions& options) {
   std::string why;
   switch (ClassifyStoreFile(options.db_path, &why)) {
@@ -491,6 +540,9 @@ int RunDemo(const DemoOptions& options) {
                             "--target ", program, ") or point --bin-dir / $TICKTRACE_BIN_DIR at it"));
       return kDemoFailed;
     }
+  }
+  for (const std::string& name : SweepStaleDemoSessions()) {
+    Complain(absl::StrCat("removed /dev/shm/", name, ", left by an earlier demo that was killed"));
   }
   const std::string session =
       options.session.empty()

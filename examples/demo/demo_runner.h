@@ -39,6 +39,13 @@ int RunDemo(const DemoOptions& options);
 // and the example's queues ("ticktrace-example.<session>.*").
 std::vector<std::string> SessionShmEntries(const std::string& session);
 
+// Removes what earlier demo runs left in /dev/shm when they were killed
+// outright (SIGKILL: the children get SIGTERM and stop, but the collector may
+// exit before it has removed their trace segments). Only sessions named like
+// the demo's own, "demo-<time>-<pid>", whose demo process is gone, and only
+// trace segments whose process is gone. Returns the names removed.
+std::vector<std::string> SweepStaleDemoSessions();
+
 }  // namespace ticktrace::examples
 
 #endif  // TICKTRACE_EXAMPLES_DEMO_DEMO_RUNNER_H_
