@@ -97,12 +97,19 @@ std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expect
 }
 
 std::string FormatNextSteps(const std::string& view_command, const std::string& db_path,
-                            int64_t run_id) {
+                            int64_t run_id, bool include_flagged, uint64_t slowest_order_id) {
+  const std::string db_run = absl::StrCat("--db ", db_path, " --run ", run_id);
   std::string out;
-  absl::StrAppend(&out, "  ", view_command, " summary --db ", db_path, "\n");
-  absl::StrAppend(&out, "  ", view_command, " orders --db ", db_path, " --slowest 5\n");
-  absl::StrAppend(&out, "  ", view_command, " export --db ", db_path,
-                  " --format chrome --out ticktrace-demo.json   # open in https://ui.perfetto.dev\n");
+  absl::StrAppend(&out, "  ", view_command, " summary ", db_run,
+                  include_flagged ? " --include-flagged" : "", "\n");
+  absl::StrAppend(&out, "  ", view_command, " orders ", db_run, " --slowest 5\n");
+  if (slowest_order_id != 0) {
+    absl::StrAppend(&out, "  ", view_command, " order ", db_run, " ", slowest_order_id,
+                    "   # the slowest order's timeline\n");
+  }
+  absl::StrAppend(&out, "  ", view_command, " export ", db_run,
+                  " --format chrome --limit 1000 --out ticktrace-demo.json   # open in "
+                  "https://ui.perfetto.dev\n");
   absl::StrAppend(&out, "  sqlite3 ", db_path,
                   " \"SELECT stage, count, round(p50_ns), round(p99_ns) FROM stage_stats WHERE "
                   "run_id = ",

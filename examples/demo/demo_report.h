@@ -33,9 +33,11 @@ std::string FormatStageTable(const RunSummary& summary, const std::array<uint64_
 // The store's counters beside what the pipeline produced.
 std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expected);
 
-// The commands to try next, on this store and run.
+// The commands to try next, on this store and run. `include_flagged`: the
+// run's percentiles include flagged samples, so the viewer's summary should too.
+// `slowest_order_id`: an order for the one-order timeline (0: none).
 std::string FormatNextSteps(const std::string& view_command, const std::string& db_path,
-                            int64_t run_id);
+                            int64_t run_id, bool include_flagged, uint64_t slowest_order_id);
 
 }  // namespace ticktrace::examples
 

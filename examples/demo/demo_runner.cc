@@ -424,7 +424,8 @@ int DemoRun::Run() {
   RemoveLeftovers(/*report=*/true);
   if (outcome == Outcome::kInterrupted) {
     Complain(absl::StrCat("interrupted; the store holds a partial run ", run->run_id, ": ",
-                          Shorten(Bin("ticktrace-view")), " summary --db ", options_.db_path));
+                          Shorten(Bin("ticktrace-view")), " summary --db ", options_.db_path,
+                          " --run ", run->run_id));
     return kDemoInterrupted;
   }
   if (outcome == Outcome::kFailed || !collector_ok) return kDemoFailed;
@@ -439,7 +440,9 @@ int DemoRun::Run() {
                    FormatCounts(*summary, expected)));
   const std::string view = Bin("ticktrace-view");
   Say(absl::StrCat("\n== try next ==\n",
-                   FormatNextSteps(Shorten(view), options_.db_path, run->run_id)));
+                   FormatNextSteps(Shorten(view), options_.db_path, run->run_id,
+                                   options_.include_flagged,
+                                   SlowestOrder(options_.db_path, run->run_id).value_or(0))));
   if (!Executable(view)) {
     Say(absl::StrCat("  (", view, " is not built yet: cmake --build <build> --target ticktrace-view)\n"));
   }

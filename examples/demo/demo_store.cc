@@ -169,4 +169,17 @@ absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_i
   return summary;
 }
 
+absl::StatusOr<uint64_t> SlowestOrder(const std::string& path, int64_t run_id) {
+  absl::StatusOr<Db> db = OpenReadOnly(path);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<Stmt> s = Prepare(
+      db->get(),
+      "SELECT order_id FROM orders WHERE run_id = ?1 AND total_ns IS NOT NULL "
+      "ORDER BY total_ns DESC LIMIT 1");
+  if (!s.ok()) return s.status();
+  sqlite3_bind_int64(s->get(), 1, run_id);
+  if (sqlite3_step(s->get()) != SQLITE_ROW) return uint64_t{0};
+  return static_cast<uint64_t>(sqlite3_column_int64(s->get(), 0));
+}
+
 }  // namespace ticktrace::examples

@@ -62,6 +62,9 @@ absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
 // Everything the demo prints about run `run_id`.
 absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_id);
 
+// The id of run `run_id`'s order with the largest total, or 0 when none.
+absl::StatusOr<uint64_t> SlowestOrder(const std::string& path, int64_t run_id);
+
 }  // namespace ticktrace::examples
 
 #endif  // TICKTRACE_EXAMPLES_DEMO_DEMO_STORE_H_

@@ -46,6 +46,7 @@ absl::StatusOr<FeedResult> RunFeed(const FeedOptions& options) {
   if (options.ticks > kMaxTickId) {
     return absl::InvalidArgumentError(absl::StrCat("--ticks must be at most ", kMaxTickId));
   }
+  NameThisThread("feed");
   if (absl::Status s = PinToCpu(stage.pin_cpu); !s.ok()) return s;
   absl::StatusOr<double> tsc_hz = ResolveTscHz(stage.tsc_hz);
   if (!tsc_hz.ok()) return tsc_hz.status();

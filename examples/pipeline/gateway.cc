@@ -16,6 +16,7 @@
 namespace ticktrace::examples {
 
 absl::StatusOr<GatewayResult> RunGateway(const StageOptions& options) {
+  NameThisThread("gateway");
   if (absl::Status s = PinToCpu(options.pin_cpu); !s.ok()) return s;
   absl::StatusOr<double> tsc_hz = ResolveTscHz(options.tsc_hz);
   if (!tsc_hz.ok()) return tsc_hz.status();

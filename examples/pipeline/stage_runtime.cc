@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -33,6 +34,8 @@ void InstallStopHandlers() {
 }
 
 bool StopRequested() { return g_stop_requested.load(std::memory_order_relaxed); }
+
+void NameThisThread(const char* name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
 
 absl::Status PinToCpu(int cpu) {
   if (cpu < 0) return absl::OkStatus();

@@ -31,6 +31,12 @@ void InstallStopHandlers();
 // True after one of the signals above arrived. Any thread may call it.
 bool StopRequested();
 
+// Names the calling thread (and, from the main thread, the process's comm)
+// `name`, at most 15 characters: libtrace records it in the segment, and the
+// viewer shows "feed" where it would show "ticktrace-examp" for all three
+// programs. Call before InitTracing().
+void NameThisThread(const char* name);
+
 // Pins the calling thread to `cpu`; a negative cpu does nothing.
 absl::Status PinToCpu(int cpu);
 

@@ -31,6 +31,7 @@ Order MakeOrder(const Tick& tick, uint32_t k) {
 }  // namespace
 
 absl::StatusOr<StrategyResult> RunStrategy(const StageOptions& options) {
+  NameThisThread("strategy");
   if (absl::Status s = PinToCpu(options.pin_cpu); !s.ok()) return s;
   absl::StatusOr<double> tsc_hz = ResolveTscHz(options.tsc_hz);
   if (!tsc_hz.ok()) return tsc_hz.status();
