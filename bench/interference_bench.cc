@@ -1,0 +1,536 @@
+// interference_bench: what a running collector costs the traced processes.
+// The stamp cost of 1 and 2 producer processes with the real
+// ticktrace-collector draining their rings, against the same producers with
+// no collector, in alternating rounds of one run.
+//
+//   interference_bench --collector PATH [--producers 1,2] [--rounds 3]
+//                      [--seconds 3] [--burst 512] [--tmpdir DIR]
+//
+// The producer (this program, re-executed with --producer) is a paced
+// pipeline stage: every 1 ms it stamps a burst of --burst records (4 stages
+// per order: md_rx, decide, order_sent, ack; distinct order ids per
+// producer), then sleeps until the next millisecond. A burst is bracketed by
+// `lfence; rdtsc; lfence`; its ticks / burst is one sample of the stamp cost.
+// Default rate: 512 stamps/ms = 0.5 M stamps/s per producer.
+//
+// Both modes write the same memory in the same order: each producer's ring
+// holds the whole measured phase (no wrap, so without a collector nothing is
+// dropped either), and every cell is written once and drained by the producer
+// itself before the phase (no page fault in a burst). Then:
+//   base  no collector; the ring just fills up.
+//   coll  ticktrace-collector (its own session and a temporary SQLite store,
+//         --tsc-hz given so it skips calibration) is started after the
+//         prefault and drains the ring while the producer stamps.
+// The phase starts at the same delay after the producers are ready in both
+// modes. Reported per mode: per-burst ns/stamp (median, mean, p99), drops,
+// whether the collector had drained everything within 5 s of the end, and the
+// collector's CPU use over the phase.
+//
+// Output: markdown + TARGET lines (bench_util.h), like the other benches.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.h"
+#include "ticktrace/calibration.h"
+#include "ticktrace/segment_reader.h"
+#include "ticktrace/trace.h"
+#include "ticktrace/tsc.h"
+
+namespace {
+
+namespace tb = ticktrace::bench;
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+void SleepUntil(int64_t monotonic_ns) {
+  timespec ts{static_cast<time_t>(monotonic_ns / 1'000'000'000),
+              static_cast<long>(monotonic_ns % 1'000'000'000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Producer
+// ---------------------------------------------------------------------------
+
+struct ProducerArgs {
+  std::string session;
+  std::string mode;  // base | coll
+  double seconds = 3;
+  int burst = 512;
+  int index = 0;
+  double tsc_hz = 0;
+};
+
+int RunProducer(const ProducerArgs& a) {
+  const uint64_t total = static_cast<uint64_t>(std::ceil(a.seconds * 1000.0 * 1.05)) *
+                         static_cast<uint64_t>(a.burst);
+  uint32_t ring = 1024;
+  while (ring < total && ring < ticktrace::abi::kMaxRingCapacity) ring <<= 1;
+
+  ticktrace::Options options;
+  options.session = a.session;
+  options.ring_records = ring;
+  options.rings = 2;
+  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+    std::fprintf(stderr, "producer: Init: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  static const ticktrace::Tag tags[4] = {ticktrace::Tag{"md_rx"}, ticktrace::Tag{"decide"},
+                                         ticktrace::Tag{"order_sent"}, ticktrace::Tag{"ack"}};
+  ticktrace::stamp(tags[0], 0);
+  tb::OwnRingDrainer drainer;
+  if (!drainer.Attach()) return 1;
+  // Prefault: write every cell of the ring once, then drain it ourselves (no
+  // collector runs yet). Order id 0: never reaches a collector.
+  for (uint32_t i = 1; i < ring; ++i) ticktrace::stamp(tags[0], 0);
+  drainer.Drain();
+
+  std::printf("ready\n");
+  std::fflush(stdout);
+  char line[64];
+  if (std::fgets(line, sizeof line, stdin) == nullptr) return 1;  // "go"
+
+  const uint64_t id_base = (static_cast<uint64_t>(a.index) + 1) << 40;
+  uint64_t seq = 0;
+  std::vector<double> per_stamp_ticks;
+  per_stamp_ticks.reserve(static_cast<size_t>(a.seconds * 1000) + 16);
+  const int64_t period_ns = 1'000'000;
+  const int64_t start = tb::MonotonicNs();
+  const int64_t end = start + static_cast<int64_t>(a.seconds * 1e9);
+  int64_t next = start;
+  uint64_t late = 0;
+  while (next < end) {
+    const uint64_t t0 = tb::BracketBegin();
+    for (int i = 0; i < a.burst; ++i, ++seq) {
+      ticktrace::stamp(tags[seq & 3], id_base + (seq >> 2));
+    }
+    const uint64_t t1 = tb::BracketEnd();
+    per_stamp_ticks.push_back(static_cast<double>(t1 - t0) / a.burst);
+    next += period_ns;
+    const int64_t now = tb::MonotonicNs();
+    if (next < now) {  // preempted past a whole period: skip, do not catch up in a rush
+      ++late;
+      next = now + period_ns;
+    }
+    SleepUntil(next);
+  }
+
+  // With a collector: give it up to 5 s to drain everything.
+  double drain_ms = 0;
+  ticktrace::SlotView v = drainer.Slot();
+  if (a.mode == "coll") {
+    const int64_t t = tb::MonotonicNs();
+    while (v.read_index < v.write_index && tb::MonotonicNs() - t < 5'000'000'000) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      v = drainer.Slot();
+    }
+    drain_ms = static_cast<double>(tb::MonotonicNs() - t) * 1e-6;
+  }
+  const uint64_t undrained = v.write_index - v.read_index;
+  tb::Summary s = tb::Summarize(per_stamp_ticks);
+  const double k = 1e9 / a.tsc_hz;
+  std::printf("result bursts=%zu stamps=%llu median_ns=%.3f mean_ns=%.3f p99_ns=%.3f "
+              "dropped=%llu undrained=%llu drain_ms=%.1f late=%llu\n",
+              s.n, static_cast<unsigned long long>(seq), s.p50 * k, s.mean * k, s.p99 * k,
+              static_cast<unsigned long long>(v.dropped),
+              static_cast<unsigned long long>(a.mode == "coll" ? undrained : 0), drain_ms,
+              static_cast<unsigned long long>(late));
+  // Raw per-burst samples for the driver's pooled percentiles.
+  std::printf("samples");
+  for (double x : per_stamp_ticks) std::printf(" %.3f", x * k);
+  std::printf("\n");
+  std::fflush(stdout);
+  drainer.Close();
+  if (a.mode == "base") (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Driver
+// ---------------------------------------------------------------------------
+
+struct Child {
+  pid_t pid = -1;
+  FILE* to = nullptr;    // its stdin
+  FILE* from = nullptr;  // its stdout
+};
+
+// Starts `argv` with pipes on its stdin and stdout (stderr inherited, or
+// `stderr_path` when given).
+Child Spawn(const std::vector<std::string>& argv, const std::string& stderr_path = "",
+            bool pipes = true) {
+  int in[2] = {-1, -1}, out[2] = {-1, -1};
+  if (pipes && (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)) {
+    std::perror("pipe");
+    std::exit(1);
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("fork");
+    std::exit(1);
+  }
+  if (pid == 0) {
+    if (pipes) {
+      dup2(in[0], STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);
+      close(in[0]);
+      close(in[1]);
+      close(out[0]);
+      close(out[1]);
+    } else {
+      const int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    }
+    if (!stderr_path.empty()) {
+      const int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, STDERR_FILENO);
+        if (!pipes) dup2(fd, STDOUT_FILENO);
+      }
+    }
+    std::vector<char*> args;
+    for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    std::perror("execv");
+    _exit(127);
+  }
+  Child c;
+  c.pid = pid;
+  if (pipes) {
+    close(in[0]);
+    close(out[1]);
+    c.to = fdopen(in[1], "w");
+    c.from = fdopen(out[0], "r");
+  }
+  return c;
+}
+
+std::string ReadLine(FILE* f) {
+  std::string s;
+  int ch;
+  while ((ch = std::fgetc(f)) != EOF && ch != '\n') s.push_back(static_cast<char>(ch));
+  return s;
+}
+
+// utime + stime of `pid` in clock ticks, or -1.
+long long CpuTicks(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return -1;
+  char buf[2048];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return -1;
+  // Fields after ")": 3 state ... 14 utime 15 stime.
+  std::istringstream in(p + 2);
+  std::string tok;
+  long long utime = 0, stime = 0;
+  for (int field = 3; field <= 15 && (in >> tok); ++field) {
+    if (field == 14) utime = std::atoll(tok.c_str());
+    if (field == 15) stime = std::atoll(tok.c_str());
+  }
+  return utime + stime;
+}
+
+// Waits for `pid` up to `timeout_ms`; returns its wait status, or -1 on timeout.
+int WaitFor(pid_t pid, int timeout_ms) {
+  for (int waited = 0;; waited += 10) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (waited >= timeout_ms) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void RemoveSessionSegments(const std::string& session) {
+  absl::StatusOr<std::vector<ticktrace::SegmentId>> segs = ticktrace::ListSegments(session);
+  if (!segs.ok()) return;
+  for (const ticktrace::SegmentId& s : *segs) (void)ticktrace::RemoveSegment(s.name);
+}
+
+// Removes the files of `dir` whose names start with `prefix`.
+void RemoveWithPrefix(const std::string& dir, const std::string& prefix) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) {
+      unlink((dir + "/" + e->d_name).c_str());
+    }
+  }
+  closedir(d);
+}
+
+struct RunResult {
+  bool ok = false;
+  std::vector<double> samples;  // per-burst ns/stamp, all producers
+  uint64_t stamps = 0, dropped = 0, undrained = 0, late = 0;
+  double drain_ms = 0;
+  double collector_cpu = -1;  // fraction of one core over the phase
+  std::string collector_note;
+};
+
+RunResult RunOnce(const std::string& self, const std::string& collector, const std::string& mode,
+                  int producers, double seconds, int burst, double tsc_hz,
+                  const std::string& tmpdir, int run_id) {
+  RunResult rr;
+  const std::string session = "interf" + std::to_string(getpid()) + "x" + std::to_string(run_id);
+  std::vector<Child> kids;
+  for (int i = 0; i < producers; ++i) {
+    kids.push_back(Spawn({self, "--producer", "--session", session, "--mode", mode, "--seconds",
+                          Fmt("%.3f", seconds), "--burst", std::to_string(burst), "--index",
+                          std::to_string(i), "--tsc-hz", Fmt("%.0f", tsc_hz)}));
+  }
+  bool ready = true;
+  for (Child& c : kids) ready = ReadLine(c.from) == "ready" && ready;
+  Child coll;
+  const std::string db = tmpdir + "/interference-" + std::to_string(run_id) + ".db";
+  const std::string log = tmpdir + "/collector-" + std::to_string(run_id) + ".log";
+  if (ready && mode == "coll") {
+    coll = Spawn({collector, "--session", session, "--db", db, "--tsc-hz", Fmt("%.0f", tsc_hz),
+                  "--pipeline", "md_rx,decide,order_sent,ack"},
+                 log, /*pipes=*/false);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const long long cpu0 = coll.pid > 0 ? CpuTicks(coll.pid) : -1;
+  const int64_t t0 = tb::MonotonicNs();
+  for (Child& c : kids) {
+    std::fputs("go\n", c.to);
+    std::fflush(c.to);
+  }
+  bool all = ready;
+  for (Child& c : kids) {
+    const std::string res = ReadLine(c.from);
+    const std::string samples = ReadLine(c.from);
+    if (res.rfind("result ", 0) != 0 || samples.rfind("samples", 0) != 0) {
+      all = false;
+      continue;
+    }
+    std::map<std::string, double> kv;
+    std::istringstream in(res.substr(7));
+    std::string tok;
+    while (in >> tok) {
+      const size_t eq = tok.find('=');
+      if (eq != std::string::npos) kv[tok.substr(0, eq)] = std::atof(tok.c_str() + eq + 1);
+    }
+    rr.stamps += static_cast<uint64_t>(kv["stamps"]);
+    rr.dropped += static_cast<uint64_t>(kv["dropped"]);
+    rr.undrained += static_cast<uint64_t>(kv["undrained"]);
+    rr.late += static_cast<uint64_t>(kv["late"]);
+    rr.drain_ms = std::max(rr.drain_ms, kv["drain_ms"]);
+    std::istringstream sin(samples.substr(7));
+    double x;
+    while (sin >> x) rr.samples.push_back(x);
+  }
+  const double phase_s = static_cast<double>(tb::MonotonicNs() - t0) * 1e-9;
+  for (Child& c : kids) {
+    std::fclose(c.to);
+    std::fclose(c.from);
+    if (WaitFor(c.pid, 10000) < 0) {
+      kill(c.pid, SIGKILL);
+      waitpid(c.pid, nullptr, 0);
+      all = false;
+    }
+  }
+  if (coll.pid > 0) {
+    const long long cpu1 = CpuTicks(coll.pid);
+    if (cpu0 >= 0 && cpu1 >= 0) {
+      rr.collector_cpu = static_cast<double>(cpu1 - cpu0) / static_cast<double>(sysconf(_SC_CLK_TCK)) /
+                         phase_s;
+    }
+    kill(coll.pid, SIGINT);
+    int status = WaitFor(coll.pid, 20000);
+    if (status < 0) {
+      kill(coll.pid, SIGKILL);
+      waitpid(coll.pid, nullptr, 0);
+      rr.collector_note = "collector did not stop within 20 s of SIGINT (killed)";
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      rr.collector_note = "collector exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                          " (log: " + log + ")";
+    }
+  } else if (mode == "coll") {
+    all = false;
+  }
+  RemoveSessionSegments(session);
+  RemoveWithPrefix(tmpdir, "interference-" + std::to_string(run_id) + ".db");  // store, journal
+  rr.ok = all;
+  return rr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ProducerArgs pa;
+  bool producer = false;
+  std::string collector, tmpdir, producers_list = "1,2";
+  int rounds = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--producer") producer = true;
+    else if (a == "--session" && has) pa.session = argv[++i];
+    else if (a == "--mode" && has) pa.mode = argv[++i];
+    else if (a == "--seconds" && has) pa.seconds = std::atof(argv[++i]);
+    else if (a == "--burst" && has) pa.burst = std::atoi(argv[++i]);
+    else if (a == "--index" && has) pa.index = std::atoi(argv[++i]);
+    else if (a == "--tsc-hz" && has) pa.tsc_hz = std::atof(argv[++i]);
+    else if (a == "--collector" && has) collector = argv[++i];
+    else if (a == "--producers" && has) producers_list = argv[++i];
+    else if (a == "--rounds" && has) rounds = std::atoi(argv[++i]);
+    else if (a == "--tmpdir" && has) tmpdir = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: interference_bench --collector PATH [--producers 1,2] [--rounds N] "
+                   "[--seconds S] [--burst N] [--tmpdir DIR]\n");
+      return 2;
+    }
+  }
+  if (pa.burst < 1) pa.burst = 1;
+  if (producer) return RunProducer(pa);
+
+  if (collector.empty() || access(collector.c_str(), X_OK) != 0) {
+    std::printf("skipped: the ticktrace-collector binary was not found (--collector %s)\n\n",
+                collector.c_str());
+    tb::PrintTarget("interference", "producer slowdown with the collector draining",
+                    "not measured", "<= 20%", false, "no collector binary");
+    return 0;
+  }
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    std::perror("readlink /proc/self/exe");
+    return 1;
+  }
+  self[len] = '\0';
+  bool own_tmpdir = false;
+  if (tmpdir.empty()) {
+    char templ[] = "/tmp/ticktrace-interference-XXXXXX";
+    if (mkdtemp(templ) == nullptr) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    tmpdir = templ;
+    own_tmpdir = true;
+  }
+  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  if (!cal.ok()) {
+    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
+    return 1;
+  }
+
+  std::vector<int> counts;
+  {
+    std::istringstream in(producers_list);
+    std::string tok;
+    while (std::getline(in, tok, ',')) counts.push_back(std::max(1, std::atoi(tok.c_str())));
+  }
+  // results[n][mode] pooled over rounds; per-round ratios of medians.
+  std::map<int, std::map<std::string, RunResult>> pooled;
+  std::map<int, std::vector<double>> round_ratios;
+  std::vector<std::string> problems;
+  int run_id = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int n : counts) {
+      const std::vector<std::string> order =
+          r % 2 == 0 ? std::vector<std::string>{"base", "coll"}
+                     : std::vector<std::string>{"coll", "base"};
+      std::map<std::string, double> medians;
+      for (const std::string& mode : order) {
+        RunResult rr = RunOnce(self, collector, mode, n, pa.seconds, pa.burst, cal->tsc_hz,
+                               tmpdir, run_id++);
+        if (!rr.ok) problems.push_back("round " + std::to_string(r) + ", " + std::to_string(n) +
+                                       " producer(s), " + mode + ": a process failed");
+        if (!rr.collector_note.empty()) problems.push_back(rr.collector_note);
+        std::vector<double> s = rr.samples;
+        medians[mode] = tb::Summarize(s).p50;
+        RunResult& acc = pooled[n][mode];
+        acc.samples.insert(acc.samples.end(), rr.samples.begin(), rr.samples.end());
+        acc.stamps += rr.stamps;
+        acc.dropped += rr.dropped;
+        acc.undrained += rr.undrained;
+        acc.late += rr.late;
+        acc.drain_ms = std::max(acc.drain_ms, rr.drain_ms);
+        if (rr.collector_cpu >= 0) {
+          acc.collector_cpu = std::max(0.0, acc.collector_cpu) + rr.collector_cpu / rounds;
+        }
+      }
+      if (medians["base"] > 0) round_ratios[n].push_back(medians["coll"] / medians["base"]);
+    }
+  }
+
+  std::printf("%d rounds; each round runs every producer count without and with the collector "
+              "(order alternating), %.1f s per run, bursts of %d stamps every 1 ms per producer "
+              "(%.2f M stamps/s each). Per-burst cost = burst ticks / %d, TSC %.0f Hz.\n\n",
+              rounds, pa.seconds, pa.burst, pa.burst / 1000.0, pa.burst, cal->tsc_hz);
+  std::printf("| producers | collector | bursts | ns/stamp median | mean | p99 | slowdown (median) "
+              "| slowdown (mean) | per-round median ratios | dropped | undrained after 5 s | "
+              "collector CPU |\n");
+  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n");
+  for (int n : counts) {
+    std::vector<double> b = pooled[n]["base"].samples, c = pooled[n]["coll"].samples;
+    const tb::Summary sb = tb::Summarize(b), sc = tb::Summarize(c);
+    std::string ratios;
+    for (double x : round_ratios[n]) ratios += (ratios.empty() ? "" : ", ") + Fmt("%.3f", x);
+    const RunResult& rb = pooled[n]["base"];
+    const RunResult& rc = pooled[n]["coll"];
+    std::printf("| %d | no | %zu | %.2f | %.2f | %.2f | | | | %llu | | |\n", n, sb.n, sb.p50,
+                sb.mean, sb.p99, static_cast<unsigned long long>(rb.dropped));
+    const double slow_med = sb.p50 > 0 ? sc.p50 / sb.p50 - 1 : 0;
+    const double slow_mean = sb.mean > 0 ? sc.mean / sb.mean - 1 : 0;
+    std::printf("| %d | draining | %zu | %.2f | %.2f | %.2f | %+.1f%% | %+.1f%% | %s | %llu | %llu | "
+                "%s |\n",
+                n, sc.n, sc.p50, sc.mean, sc.p99, slow_med * 100, slow_mean * 100, ratios.c_str(),
+                static_cast<unsigned long long>(rc.dropped),
+                static_cast<unsigned long long>(rc.undrained),
+                rc.collector_cpu >= 0 ? Fmt("%.0f%% of a core", rc.collector_cpu * 100).c_str()
+                                      : "n/a");
+    const std::string fig = "producer slowdown, collector draining, " + std::to_string(n) +
+                            " producer" + (n > 1 ? "s" : "");
+    tb::PrintTarget("interference", fig + " (median burst)", Fmt("%+.1f%%", slow_med * 100),
+                    "<= 20%", slow_med <= 0.20,
+                    Fmt("%.2f", sb.p50) + Fmt(" -> %.2f ns/stamp", sc.p50));
+    tb::PrintTarget("interference", fig + " (mean burst)", Fmt("%+.1f%%", slow_mean * 100),
+                    "<= 20%", slow_mean <= 0.20,
+                    Fmt("%.2f", sb.mean) + Fmt(" -> %.2f ns/stamp", sc.mean) +
+                        (rc.undrained > 0 ? "; collector fell behind" : ""));
+  }
+  std::printf("\n");
+  for (const std::string& p : problems) std::printf("- problem: %s\n", p.c_str());
+  if (!problems.empty()) std::printf("\n");
+  if (own_tmpdir && problems.empty()) {
+    // Collector logs, journals and stores of the runs.
+    const std::string cmd = "rm -rf '" + tmpdir + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", tmpdir.c_str());
+  } else if (!problems.empty()) {
+    std::printf("- logs kept in %s\n\n", tmpdir.c_str());
+  }
+  return 0;
+}

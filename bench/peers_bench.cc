@@ -1,0 +1,460 @@
+// peers_bench: ticktrace's hot path against the floor and against its peers,
+// with the same fields (a tag and an order id), the same loop and in the same
+// run, as batch means and as per-call distributions.
+//
+//   floor          rdtsc + one 32-byte record into a thread-local ring + release index
+//                  (bench_util.h FloorRing: no library code)
+//   stamp          ticktrace::stamp(tag, order_id)
+//   stamp_rdtscp   ticktrace::stamp_rdtscp (rdtscp; emulated here, see tsc.h)
+//   stamp_fenced   ticktrace::stamp_fenced (lfence; rdtsc; lfence)
+//   span           ticktrace::Span begin + end()
+//   clock_gettime  a bare clock_gettime(CLOCK_MONOTONIC)
+//   clock_stamp    clock_gettime(CLOCK_MONOTONIC) written into the floor's ring layout
+//                  (same 32-byte record, ns in the tsc field): a clock-based tracer
+//   spdlog_async   spdlog async logger, file sink, policy overrun_oldest (never blocks):
+//                  logger->info("RDTSC {} {} {}", tag, order_id, ticks) — the seeds'
+//                  END_MEASURE with the tag, the order id and the TSC value
+//   lttng          LTTng-UST tracepoint ticktrace_bench:stamp(tag_id, order_id),
+//                  recorded by a real session (run_all.sh starts it)
+//   lttng_disabled LTTng-UST tracepoint compiled in but not enabled
+//
+// Two measurements, each interleaved: every round runs one batch of kBatch
+// calls of every variant in turn (the order rotates each round), so all
+// variants see the same machine over the same stretch of time.
+//   batch     CLOCK_MONOTONIC around a batch of kBatch calls / kBatch: the mean
+//             cost per call including everything the call leaves to later calls.
+//   per call  each call bracketed by `lfence; rdtsc; lfence` pairs; the median
+//             empty bracket (measured in the same rounds) is subtracted.
+//             Resolution: this AMD TSC advances in steps (~21 ticks, ~10 ns),
+//             so per-call percentiles of calls shorter than that are quantised.
+// Between batches (untimed) every ring is emptied: the ticktrace ring through
+// SegmentReader, spdlog's queue by waiting for its worker; LTTng's session has
+// buffers larger than everything the run writes. No variant measures its
+// full-buffer path; the end of the output checks it (drops must be 0).
+//
+// Output: markdown tables for docs/benchmarks.md and TARGET lines (bench_util.h).
+//
+//   peers_bench [--rounds N] [--tmpdir DIR]
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.h"
+#include "ticktrace/calibration.h"
+#include "ticktrace/trace.h"
+#include "ticktrace/tsc.h"
+
+#ifdef TICKTRACE_BENCH_HAVE_SPDLOG
+#include <spdlog/async.h>
+#include <spdlog/async_logger.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#endif
+
+#ifdef TICKTRACE_BENCH_HAVE_LTTNG
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include "lttng_provider.h"
+#pragma GCC diagnostic pop
+#endif
+
+namespace {
+
+namespace tb = ticktrace::bench;
+
+constexpr int kBatch = 4096;
+constexpr uint32_t kRingRecords = 1u << 14;  // >= kBatch: drained after every batch
+constexpr size_t kSpdlogQueue = 8192;         // >= kBatch: emptied after every batch
+
+// Keeps `value` alive for the optimiser without a memory clobber.
+template <typename T>
+inline void Keep(const T& value) {
+  asm volatile("" : : "r,m"(value));
+}
+
+struct Variant {
+  std::string name;
+  std::string what;
+  bool in_batch = true;                         // the empty bracket has no batch row
+  std::function<int64_t(uint64_t)> timed;       // one batch; returns its ns
+  std::function<void(uint64_t, uint64_t*)> bracketed;  // kBatch per-call tick counts
+  std::function<void()> after;                  // untimed: empty the buffers
+  std::vector<double> batch_ns_per_call;
+  std::vector<double> call_ticks;
+};
+
+template <typename Op>
+__attribute__((noinline)) int64_t TimedBatch(const Op& op, uint64_t base) {
+  const int64_t t0 = tb::MonotonicNs();
+  for (int i = 0; i < kBatch; ++i) op(base + static_cast<uint64_t>(i));
+  return tb::MonotonicNs() - t0;
+}
+
+template <typename Op>
+__attribute__((noinline)) void BracketedBatch(const Op& op, uint64_t base, uint64_t* ticks) {
+  for (int i = 0; i < kBatch; ++i) {
+    const uint64_t t0 = tb::BracketBegin();
+    op(base + static_cast<uint64_t>(i));
+    const uint64_t t1 = tb::BracketEnd();
+    ticks[i] = t1 - t0;
+  }
+}
+
+template <typename Op>
+Variant MakeVariant(std::string name, std::string what, Op op, std::function<void()> after) {
+  Variant v;
+  v.name = std::move(name);
+  v.what = std::move(what);
+  v.timed = [op](uint64_t base) { return TimedBatch(op, base); };
+  v.bracketed = [op](uint64_t base, uint64_t* ticks) { BracketedBatch(op, base, ticks); };
+  v.after = std::move(after);
+  return v;
+}
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = 100;
+  std::string tmpdir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else if (a == "--tmpdir" && i + 1 < argc) {
+      tmpdir = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: peers_bench [--rounds N] [--tmpdir DIR]\n");
+      return 2;
+    }
+  }
+  if (rounds < 1) rounds = 1;
+  bool own_tmpdir = false;
+  if (tmpdir.empty()) {
+    char templ[] = "/tmp/ticktrace-peers-XXXXXX";
+    if (mkdtemp(templ) == nullptr) {
+      std::perror("mkdtemp");
+      return 1;
+    }
+    tmpdir = templ;
+    own_tmpdir = true;
+  }
+
+  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  if (!cal.ok()) {
+    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
+    return 1;
+  }
+  const double ns_per_tick = cal->ns_per_tick;
+
+  ticktrace::Options options;
+  options.session = "peers" + std::to_string(getpid());
+  options.ring_records = kRingRecords;
+  options.rings = 2;
+  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+    std::fprintf(stderr, "ticktrace::Init: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  static const ticktrace::Tag tag{"bench"};
+  const uint16_t tag_id = tag.id();
+  ticktrace::stamp(tag, 0);  // attach this thread: the slow path runs here, untimed
+  tb::OwnRingDrainer drainer;
+  if (!drainer.Attach()) return 1;
+  drainer.Drain();
+  const auto drain = [&drainer] { drainer.Drain(); };
+  const auto nothing = [] {};
+
+  tb::FloorRing floor_ring(kRingRecords);
+  tb::FloorRing clock_ring(kRingRecords);
+
+  std::vector<Variant> variants;
+  {
+    Variant empty = MakeVariant("empty", "nothing between the brackets (the baseline)",
+                                [](uint64_t) {}, nothing);
+    empty.in_batch = false;
+    variants.push_back(std::move(empty));
+  }
+  variants.push_back(MakeVariant(
+      "floor", "rdtsc + 32-byte record + release index, written in the bench",
+      [&floor_ring, tag_id](uint64_t id) { floor_ring.Write(ticktrace::ReadTsc(), tag_id, id); },
+      nothing));
+  variants.push_back(MakeVariant(
+      "stamp", "`ticktrace::stamp(tag, order_id)`",
+      [](uint64_t id) { ticktrace::stamp(tag, id); }, drain));
+  variants.push_back(MakeVariant(
+      "stamp_rdtscp", "`ticktrace::stamp_rdtscp` (rdtscp emulated: lfence;rdtsc + getcpu)",
+      [](uint64_t id) { ticktrace::stamp_rdtscp(tag, id); }, drain));
+  variants.push_back(MakeVariant(
+      "stamp_fenced", "`ticktrace::stamp_fenced` (lfence;rdtsc;lfence)",
+      [](uint64_t id) { ticktrace::stamp_fenced(tag, id); }, drain));
+  variants.push_back(MakeVariant(
+      "span", "`ticktrace::Span` begin + `end()`",
+      [](uint64_t id) {
+        ticktrace::Span s(tag, id);
+        s.end();
+      },
+      drain));
+  variants.push_back(MakeVariant(
+      "clock_gettime", "bare `clock_gettime(CLOCK_MONOTONIC)` (vDSO, kvm-clock)",
+      [](uint64_t) {
+        timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        Keep(ts.tv_nsec);
+      },
+      nothing));
+  variants.push_back(MakeVariant(
+      "clock_stamp", "`clock_gettime(CLOCK_MONOTONIC)` ns into the floor's 32-byte ring record",
+      [&clock_ring, tag_id](uint64_t id) {
+        timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_ring.Write(static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u +
+                             static_cast<uint64_t>(ts.tv_nsec),
+                         tag_id, id);
+      },
+      nothing));
+
+  std::string spdlog_note = "skipped: libspdlog-dev not installed";
+#ifdef TICKTRACE_BENCH_HAVE_SPDLOG
+  const std::string spdlog_path = tmpdir + "/spdlog_async.log";
+  auto pool = std::make_shared<spdlog::details::thread_pool>(kSpdlogQueue, 1);
+  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(spdlog_path, true);
+  auto logger = std::make_shared<spdlog::async_logger>(
+      "bench", sink, pool, spdlog::async_overflow_policy::overrun_oldest);
+  logger->set_pattern("%H:%M:%S.%f %v");  // the time string is made by the worker thread
+  spdlog_note.clear();
+  {
+    // Warm up: the worker thread, the file, fmt's first use.
+    for (int i = 0; i < 1000; ++i) logger->info("RDTSC {} {} {}", "bench", i, ticktrace::ReadTsc());
+  }
+  auto wait_spdlog = [pool] {
+    const int64_t deadline = tb::MonotonicNs() + 2'000'000'000;
+    while (pool->queue_size() != 0 && tb::MonotonicNs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  };
+  wait_spdlog();
+  variants.push_back(MakeVariant(
+      "spdlog_async",
+      "spdlog async, file sink, overrun_oldest: `info(\"RDTSC {} {} {}\", tag, order_id, ticks)`",
+      [logger](uint64_t id) { logger->info("RDTSC {} {} {}", "bench", id, ticktrace::ReadTsc()); },
+      wait_spdlog));
+#endif
+
+  std::string lttng_note = "skipped: liblttng-ust-dev not installed";
+#ifdef TICKTRACE_BENCH_HAVE_LTTNG
+  {
+    // lttng-ust registers with the session daemon in a constructor (bounded by
+    // LTTNG_UST_REGISTER_TIMEOUT); give the enabled state a moment to arrive.
+    const int64_t deadline = tb::MonotonicNs() + 5'000'000'000;
+    while (!lttng_ust_tracepoint_enabled(ticktrace_bench, stamp) && tb::MonotonicNs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  if (lttng_ust_tracepoint_enabled(ticktrace_bench, stamp)) {
+    lttng_note.clear();
+    variants.push_back(MakeVariant(
+        "lttng", "LTTng-UST tracepoint `ticktrace_bench:stamp(tag_id, order_id)`, session recording",
+        [tag_id](uint64_t id) { lttng_ust_tracepoint(ticktrace_bench, stamp, tag_id, id); },
+        nothing));
+  } else {
+    lttng_note =
+        "skipped: tracepoint ticktrace_bench:stamp not enabled (no LTTng session; "
+        "run bench/run_all.sh, which starts one)";
+  }
+  variants.push_back(MakeVariant(
+      "lttng_disabled", "LTTng-UST tracepoint compiled in, not enabled",
+      [tag_id](uint64_t id) { lttng_ust_tracepoint(ticktrace_bench, stamp_disabled, tag_id, id); },
+      nothing));
+#endif
+
+  // Warm-up round (discarded), then the measured rounds.
+  std::vector<uint64_t> ticks(kBatch);
+  uint64_t base = 1;
+  for (Variant& v : variants) {
+    if (v.in_batch) v.timed(base);
+    v.after();
+    v.bracketed(base, ticks.data());
+    v.after();
+  }
+  for (Variant& v : variants) {
+    v.batch_ns_per_call.reserve(static_cast<size_t>(rounds));
+    v.call_ticks.reserve(static_cast<size_t>(rounds) * kBatch);
+  }
+  const double load_start = [] {
+    double l[3] = {0, 0, 0};
+    return getloadavg(l, 3) > 0 ? l[0] : 0.0;
+  }();
+  const int64_t run_start = tb::MonotonicNs();
+  const size_t n = variants.size();
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < n; ++k) {
+      Variant& v = variants[(k + static_cast<size_t>(r)) % n];
+      if (!v.in_batch) continue;
+      base += kBatch;
+      const int64_t ns = v.timed(base);
+      v.batch_ns_per_call.push_back(static_cast<double>(ns) / kBatch);
+      v.after();
+    }
+    for (size_t k = 0; k < n; ++k) {
+      Variant& v = variants[(k + static_cast<size_t>(r)) % n];
+      base += kBatch;
+      v.bracketed(base, ticks.data());
+      for (uint64_t t : ticks) v.call_ticks.push_back(static_cast<double>(t));
+      v.after();
+    }
+  }
+  const double run_s = static_cast<double>(tb::MonotonicNs() - run_start) * 1e-9;
+
+  // ---- Results ----
+  struct Row {
+    const Variant* v;
+    tb::Summary batch;  // ns per call
+    tb::Summary call;   // ns per call, baseline subtracted
+  };
+  std::vector<Row> rows;
+  double empty_median_ticks = 0, empty_min_ticks = 0, empty_mean_ticks = 0;
+  for (Variant& v : variants) {
+    if (v.name == "empty") {
+      std::vector<double> e = v.call_ticks;
+      const tb::Summary s = tb::Summarize(e);
+      empty_median_ticks = s.p50;
+      empty_min_ticks = s.min;
+      empty_mean_ticks = s.mean;
+    }
+  }
+  for (Variant& v : variants) {
+    if (v.name == "empty") continue;
+    Row row{&v, {}, {}};
+    std::vector<double> b = v.batch_ns_per_call;
+    row.batch = tb::Summarize(b);
+    std::vector<double> c;
+    c.reserve(v.call_ticks.size());
+    for (double t : v.call_ticks) c.push_back((t - empty_median_ticks) * ns_per_tick);
+    row.call = tb::Summarize(c);
+    rows.push_back(row);
+  }
+  const auto row_of = [&rows](const std::string& name) -> const Row* {
+    for (const Row& r : rows) {
+      if (r.v->name == name) return &r;
+    }
+    return nullptr;
+  };
+  const Row* floor_row = row_of("floor");
+  const Row* stamp_row = row_of("stamp");
+
+  std::printf("TSC %.0f Hz (%s, spread %.1f ppm); %d rounds x %d calls per variant and "
+              "measurement, %.1f s, load %.2f at start\n\n",
+              cal->tsc_hz, cal->source.c_str(), cal->spread_ppm, rounds, kBatch, run_s,
+              load_start);
+  std::printf("Empty bracket (`lfence;rdtsc;lfence` twice): median %.0f ticks (%.1f ns), "
+              "min %.0f, mean %.1f — subtracted (median) from every per-call sample.\n\n",
+              empty_median_ticks, empty_median_ticks * ns_per_tick, empty_min_ticks,
+              empty_mean_ticks);
+  std::printf("| variant | one call | batch mean ns | batch median ns | batch min ns | "
+              "mean / floor | per-call mean ns | p50 ns | p99 ns | p99.9 ns |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f |\n",
+                r.v->name.c_str(), r.v->what.c_str(), r.batch.mean, r.batch.p50, r.batch.min,
+                floor_row && floor_row->batch.mean > 0 ? r.batch.mean / floor_row->batch.mean : 0,
+                r.call.mean, r.call.p50, r.call.p99, r.call.p999);
+  }
+  if (!spdlog_note.empty()) std::printf("| spdlog_async | %s | | | | | | | | |\n", spdlog_note.c_str());
+  if (!lttng_note.empty()) std::printf("| lttng | %s | | | | | | | | |\n", lttng_note.c_str());
+  std::printf("\n");
+
+  // Peers against stamp.
+  std::printf("| peer | peer / stamp, batch means | batch medians | per-call means | per-call p50 |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    if (r.v->name == "stamp" || stamp_row == nullptr) continue;
+    const auto ratio = [](double a, double b) { return b > 0 ? Fmt("%.2f", a / b) : "n/a"; };
+    std::printf("| %s | %s | %s | %s | %s |\n", r.v->name.c_str(),
+                ratio(r.batch.mean, stamp_row->batch.mean).c_str(),
+                ratio(r.batch.p50, stamp_row->batch.p50).c_str(),
+                ratio(r.call.mean, stamp_row->call.mean).c_str(),
+                ratio(r.call.p50, stamp_row->call.p50).c_str());
+  }
+  std::printf("\n");
+
+  // Checks that no variant took its full-buffer path.
+  const ticktrace::SlotView slot = drainer.Slot();
+  std::printf("- ticktrace ring: %llu records drained, %llu dropped (must be 0).\n",
+              static_cast<unsigned long long>(drainer.drained()),
+              static_cast<unsigned long long>(slot.dropped));
+#ifdef TICKTRACE_BENCH_HAVE_SPDLOG
+  wait_spdlog();
+  logger->flush();
+  struct stat st {};
+  const bool have_file = stat(spdlog_path.c_str(), &st) == 0;
+  std::printf("- spdlog: queue %zu slots, 1 worker, file sink `%s` (%.1f MiB written), "
+              "%zu messages overrun (must be 0).\n",
+              kSpdlogQueue, spdlog_path.c_str(),
+              have_file ? static_cast<double>(st.st_size) / (1 << 20) : 0.0,
+              pool->overrun_counter());
+  const size_t spdlog_overruns = pool->overrun_counter();
+#else
+  const size_t spdlog_overruns = 0;
+#endif
+  std::printf("\n");
+
+  // Targets.
+  if (floor_row && stamp_row) {
+    const double ratio = stamp_row->batch.mean / floor_row->batch.mean;
+    tb::PrintTarget("hot path", "stamp mean / floor mean (peers_bench, interleaved batches)",
+                    Fmt("%.3f", ratio), "<= 1.2", ratio <= 1.2,
+                    Fmt("floor %.2f ns", floor_row->batch.mean) +
+                        Fmt(", stamp %.2f ns", stamp_row->batch.mean));
+    const double p50 = stamp_row->call.p50, p999 = stamp_row->call.p999;
+    if (p50 > 0) {
+      tb::PrintTarget("hot path", "stamp per-call p99.9 / p50 (brackets - empty baseline)",
+                      Fmt("%.2f", p999 / p50), "<= 3", p999 <= 3 * p50,
+                      Fmt("p50 %.1f ns", p50) + Fmt(", p99.9 %.1f ns", p999));
+    } else {
+      tb::PrintTarget("hot path", "stamp per-call p99.9 / p50 (brackets - empty baseline)",
+                      "n/a", "<= 3", false,
+                      Fmt("p50 %.1f ns: below one TSC step after the baseline", p50) +
+                          Fmt(", p99.9 %.1f ns", p999));
+    }
+  }
+  if (const Row* lt = row_of("lttng"); lt != nullptr && stamp_row != nullptr) {
+    const double ratio = lt->batch.mean / stamp_row->batch.mean;
+    tb::PrintTarget("peers", "LTTng-UST tracepoint / stamp (batch means, same run)",
+                    Fmt("%.1fx", ratio), ">= 8x", ratio >= 8,
+                    Fmt("lttng %.1f ns", lt->batch.mean) +
+                        Fmt(", stamp %.2f ns", stamp_row->batch.mean) +
+                        Fmt("; medians %.1fx", lt->batch.p50 / stamp_row->batch.p50));
+  } else {
+    tb::PrintTarget("peers", "LTTng-UST tracepoint / stamp", "not measured", ">= 8x", false,
+                    lttng_note);
+  }
+
+#ifdef TICKTRACE_BENCH_HAVE_SPDLOG
+  logger.reset();
+  pool.reset();
+  unlink(spdlog_path.c_str());
+#endif
+  if (own_tmpdir) rmdir(tmpdir.c_str());
+  drainer.Close();
+  (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
+  return slot.dropped == 0 && spdlog_overruns == 0 ? 0 : 3;
+}
