@@ -94,6 +94,7 @@ void Stitcher::AddEvent(const StitchEvent& e) {
     // An interval with no order: a sample of its tag, nothing to stitch.
     uint8_t flags = 0;
     if (KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) flags |= kFlagMigrated;
+    if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
     stats_->Add(SpanStage(e.name_id), time_.TicksToNs(e.duration_ticks), flags, 0);
     ++counters_.standalone_samples;
     return;
@@ -314,6 +315,8 @@ void Stitcher::Emit(Order& o) {
     if (is_span) {
       uint8_t flags = 0;
       if (KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) flags |= kFlagMigrated;
+      // The end read below the begin (two cores): the producer wrote 0.
+      if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
       const double latency_ns = time_.TicksToNs(e.duration_ticks);
       const uint32_t stage = SpanStage(e.name_id);
       stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start));
@@ -345,6 +348,7 @@ void Stitcher::Emit(Order& o) {
       if (is_span && KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) {
         st.flags = kFlagMigrated;
       }
+      if (is_span && (e.flags & abi::kRecordSpanBackwards)) st.flags |= kFlagNegative;
       out->stamps.push_back(std::move(st));
     }
   }

@@ -29,8 +29,9 @@
 // the pipeline, and everything held is emitted with it.
 //
 // Flags: cross_core when both ends carry a known core and the cores differ;
-// negative when a difference is below zero; migrated when a span's begin and
-// end cores differ.
+// negative when a difference is below zero (for a span: the producer saw its
+// end read below its begin, kRecordSpanBackwards, and wrote 0); migrated when
+// a span's begin and end cores differ.
 //
 // Not thread-safe: one analysis thread owns a Stitcher.
 

@@ -182,13 +182,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::OpenOrCreate(const std::string& pa
   if (!create && !existing.ok()) return existing;
   std::unique_ptr<Store> store(new Store());
   store->path_ = path;
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  // NOMUTEX: one thread at a time uses the connection (see store.h).
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   absl::Status s;
   if (sqlite3_open_v2(path.c_str(), &store->db_, flags, nullptr) != SQLITE_OK) {
     s = store->Error("cannot open store");
   }
   if (s.ok()) s = store->Exec("PRAGMA journal_mode=WAL");
   if (s.ok()) s = store->Exec("PRAGMA synchronous=NORMAL");
+  // A page cache large enough for the indexes' working set: without it every
+  // insert into samples_by_stage reads pages back from the OS.
+  if (s.ok()) s = store->Exec("PRAGMA cache_size=-131072");
   if (s.ok()) sqlite3_busy_timeout(store->db_, 5000);
   if (s.ok() && create) {
     s = store->Exec("BEGIN");

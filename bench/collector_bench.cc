@@ -1,0 +1,358 @@
+// collector_bench: what the collector costs, measured in one run.
+//
+//   1. replay of a generated raw archive (>= 10M records) with the store off:
+//      records/s through decoding, validation, stitching and aggregation;
+//   2. the same archive with the SQLite store on (every order, sample and
+//      stamp written): records/s until the last row is committed;
+//   3. a producer's mean stamp() cost without a collector and with the
+//      collector binary draining it (ratio; target <= 1.2).
+//
+// A plain program, not a test: it measures and prints; nothing passes or fails.
+//   collector_bench [--records N] [--store-records N] [--stamps N] [--rounds N]
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <memory>
+#include <vector>
+
+#include "collector/archive.h"
+#include "collector/collector.h"
+#include "collector/run_info.h"
+#include "collector/stream.h"
+#include "ticktrace/calibration.h"
+#include "ticktrace/segment_reader.h"
+#include "ticktrace/trace.h"
+#include "ticktrace/tsc.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ticktrace::abi::Record;
+namespace tc = ticktrace::collect;
+
+uint64_t ArgOr(int argc, char** argv, const char* name, uint64_t def) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], name) == 0) return std::strtoull(argv[i + 1], nullptr, 10);
+  }
+  return def;
+}
+
+Record Rec(uint16_t tag, uint64_t order, uint64_t tsc, uint8_t kind, uint32_t duration = 0) {
+  Record r{};
+  r.tsc = tsc;
+  r.order_id = order;
+  r.aux = kind == ticktrace::abi::kSpan ? 1 : ticktrace::abi::kAuxUnknown;
+  r.payload.span.end_aux = 1;
+  r.payload.span.duration_ticks = duration;
+  r.tag_id = tag;
+  r.kind = kind;
+  return r;
+}
+
+// Three processes; per order: md_rx (p1), decide span + decide stamp (p2),
+// order_sent (p3): 4 records. Chunks of 4096 records per ring, a clock chunk
+// per batch, as the live drainer writes them.
+void WriteArchive(const std::string& path, uint64_t records) {
+  std::remove(path.c_str());
+  tc::ArchiveHeader h;
+  h.kind = tc::ArchiveKind::kRaw;
+  absl::StatusOr<tc::ArchiveWriter> w = tc::ArchiveWriter::Create(path, h, false);
+  if (!w.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(w.status().message()).c_str());
+    std::exit(1);
+  }
+  std::string buf;
+  tc::RunInfo info;
+  info.session = "bench";
+  info.host = "bench";
+  info.tsc_hz = 2e9;
+  info.calibration_source = "bench";
+  tc::ChunkEncoder::RunInfo(info.ToJson(), &buf);
+  const char* names[3][2] = {{"md_rx", ""}, {"decide", "strategy"}, {"order_sent", ""}};
+  for (uint32_t p = 1; p <= 3; ++p) {
+    tc::ProcessChunk pc;
+    pc.process_id = p;
+    pc.pid = 100 + p;
+    pc.segment = "ticktrace.bench." + std::to_string(pc.pid);
+    pc.name = "p" + std::to_string(p);
+    tc::ChunkEncoder::Process(pc, &buf);
+    tc::TagsChunk t;
+    t.process_id = p;
+    t.tags.emplace_back(0, names[p - 1][0]);
+    if (names[p - 1][1][0] != '\0') t.tags.emplace_back(1, names[p - 1][1]);
+    tc::ChunkEncoder::Tags(t, &buf);
+    tc::ThreadChunk th;
+    th.process_id = p;
+    th.generation = 1;
+    th.tid = pc.pid;
+    th.name = "main";
+    tc::ChunkEncoder::Thread(th, &buf);
+  }
+  const uint64_t orders = records / 4;
+  constexpr uint64_t kBatch = 2048;  // orders per pass
+  std::vector<Record> r1, r2, r3;
+  uint64_t index[4] = {0, 0, 0, 0};
+  uint64_t seed = 12345;
+  for (uint64_t first = 1; first <= orders; first += kBatch) {
+    r1.clear();
+    r2.clear();
+    r3.clear();
+    const uint64_t last = std::min(orders, first + kBatch - 1);
+    for (uint64_t id = first; id <= last; ++id) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      const uint64_t t = 1'000'000 + id * 2000;
+      const uint64_t jitter = (seed >> 33) % 400;
+      r1.push_back(Rec(0, id, t, ticktrace::abi::kStamp));
+      r2.push_back(Rec(1, id, t + 300, ticktrace::abi::kSpan, static_cast<uint32_t>(200 + jitter)));
+      r2.push_back(Rec(0, id, t + 600 + jitter, ticktrace::abi::kStamp));
+      r3.push_back(Rec(0, id, t + 1500 + jitter, ticktrace::abi::kStamp));
+    }
+    tc::ChunkEncoder::Clock(1'000'000 + last * 2000 + 3000, &buf);
+    tc::ChunkEncoder::Records(1, 0, 1, index[1], r1, &buf);
+    tc::ChunkEncoder::Records(3, 0, 1, index[3], r3, &buf);  // the last stage drained first
+    tc::ChunkEncoder::Records(2, 0, 1, index[2], r2, &buf);
+    index[1] += r1.size();
+    index[2] += r2.size();
+    index[3] += r3.size();
+    if (buf.size() > (8u << 20)) {
+      if (!w->Append(buf).ok()) std::exit(1);
+      buf.clear();
+    }
+  }
+  if (!w->Append(buf).ok() || !w->Close().ok()) std::exit(1);
+}
+
+struct ReplayResult {
+  uint64_t records = 0;
+  double wall_s = 0;
+  double read_s = 0;
+  int64_t complete = 0;
+};
+
+ReplayResult Replay(const std::string& archive, const std::string& db) {
+  tc::CollectorOptions o;
+  o.replay_path = archive;
+  o.db_path = db;
+  o.pipeline = {"md_rx", "decide", "order_sent"};
+  o.quiet = true;
+  o.handle_signals = false;
+  tc::RunSummary s;
+  const auto t0 = Clock::now();
+  absl::Status st = tc::RunCollector(o, &s);
+  const auto t1 = Clock::now();
+  if (!st.ok()) {
+    std::fprintf(stderr, "replay failed: %s\n", std::string(st.message()).c_str());
+    std::exit(1);
+  }
+  ReplayResult r;
+  r.records = s.records;
+  r.wall_s = std::chrono::duration<double>(t1 - t0).count();
+  r.read_s = s.elapsed_s;
+  r.complete = s.counter("orders_complete");
+  return r;
+}
+
+// Busy ALU work standing in for a pipeline stage's own work: a dependent
+// multiply chain, no memory traffic.
+inline uint64_t Work(uint64_t x, int iters) {
+  for (int i = 0; i < iters; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  return x;
+}
+
+// Mean cost of stamp() in ns, `rounds` rounds of `n` iterations, on one thread
+// whose ring is warm: a warm-up fills it once (first-touch page faults are
+// paid there), and before each round the ring is emptied, by us
+// (`self_consume`: no collector runs; one Commit, no polling during the
+// round) or by the collector draining it. Each iteration does `work_iters`
+// of Work() and one stamp; the same loop without the stamp, run right before,
+// Back to back (work_iters 0): loop time per stamp. Paced: each stamp
+// bracketed by TSC reads, minus empty brackets, so the figure is the stamp's
+// own cost at that stamp rate. Short rounds and medians: this VM is shared,
+// and a round that was preempted says nothing about stamp().
+std::vector<double> StampRounds(int rounds, uint64_t n, bool self_consume, double ns_per_tick,
+                                int work_iters) {
+  std::vector<double> out;
+  std::thread t([&] {
+    static ticktrace::Tag tag("bench_stamp");
+    ticktrace::stamp(tag, 0);  // attach: the slow path
+    absl::StatusOr<std::unique_ptr<ticktrace::SegmentReader>> reader =
+        ticktrace::SegmentReader::Open(ticktrace::CurrentSegmentName());
+    if (!reader.ok()) std::exit(1);
+    const uint32_t tid = static_cast<uint32_t>(gettid());
+    uint32_t slot = 0;
+    for (uint32_t i = 0; i < (*reader)->info().slot_count; ++i) {
+      const ticktrace::SlotView v = (*reader)->Slot(i);
+      if (v.tid == tid && v.state == ticktrace::abi::kSlotOwned) slot = i;
+    }
+    const uint64_t capacity = (*reader)->info().ring_capacity;
+    for (uint64_t i = 1; i < capacity; ++i) ticktrace::stamp(tag, i);  // warm-up
+    uint64_t id = capacity;
+    volatile uint64_t sink = 0;
+    for (int r = 0; r < rounds; ++r) {
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      while (true) {
+        const ticktrace::SlotView v = (*reader)->Slot(slot);
+        if (self_consume) {
+          (*reader)->Commit(slot, v.write_index);
+          break;
+        }
+        if (v.read_index == v.write_index || Clock::now() > deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      uint64_t x = static_cast<uint64_t>(r);
+      double ticks;
+      if (work_iters == 0) {
+        // Back to back: the loop's time per stamp.
+        const uint64_t t0 = ticktrace::ReadTsc();
+        for (uint64_t i = 0; i < n; ++i) ticktrace::stamp(tag, ++id);
+        ticks = static_cast<double>(ticktrace::ReadTsc() - t0);
+      } else {
+        // Paced: each stamp bracketed by two TSC reads, minus the same
+        // brackets around nothing (measured in the same round).
+        uint64_t empty = 0, full = 0;
+        for (uint64_t i = 0; i < n; ++i) {
+          x = Work(x, work_iters);
+          const uint64_t t0 = ticktrace::ReadTsc();
+          const uint64_t t1 = ticktrace::ReadTsc();
+          empty += t1 - t0;
+        }
+        for (uint64_t i = 0; i < n; ++i) {
+          x = Work(x, work_iters);
+          const uint64_t t0 = ticktrace::ReadTsc();
+          ticktrace::stamp(tag, ++id);
+          const uint64_t t1 = ticktrace::ReadTsc();
+          full += t1 - t0;
+        }
+        ticks = static_cast<double>(full) - static_cast<double>(empty);
+      }
+      sink = x;
+      out.push_back(ticks * ns_per_tick / static_cast<double>(n));
+    }
+    (void)sink;
+  });
+  t.join();
+  return out;
+}
+
+std::string SelfDir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint64_t records = ArgOr(argc, argv, "--records", 10'000'000);
+  const uint64_t store_records = ArgOr(argc, argv, "--store-records", records);
+  const uint64_t stamps = ArgOr(argc, argv, "--stamps", 100000);
+  const int rounds = static_cast<int>(ArgOr(argc, argv, "--rounds", 41));
+  const std::string dir = "/tmp/collector_bench_" + std::to_string(getpid());
+  std::system(("mkdir -p " + dir).c_str());
+
+  // 1 and 2: replay.
+  const std::string archive = dir + "/bench.raw";
+  WriteArchive(archive, records);
+  const ReplayResult off = Replay(archive, "");
+  std::printf("replay, store off : %llu records in %.3f s wall (%.3f s reading+analysis): "
+              "%.2f M records/s (%.2f M/s analysis only); %lld orders complete\n",
+              static_cast<unsigned long long>(off.records), off.wall_s, off.read_s,
+              off.records / off.wall_s / 1e6, off.records / off.read_s / 1e6,
+              static_cast<long long>(off.complete));
+  std::fflush(stdout);
+  std::string store_archive = archive;
+  if (store_records != records) {
+    store_archive = dir + "/bench_store.raw";
+    WriteArchive(store_archive, store_records);
+  }
+  const ReplayResult on = Replay(store_archive, dir + "/bench.db");
+  std::printf("replay, store on  : %llu records in %.3f s wall until the last row is committed: "
+              "%.2f M records/s (orders, samples and stamps rows: all of them)\n",
+              static_cast<unsigned long long>(on.records), on.wall_s,
+              on.records / on.wall_s / 1e6);
+  std::fflush(stdout);
+
+  // 3: stamp cost without and with a collector draining.
+  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  const double hz = cal.ok() ? cal->tsc_hz : 2e9;
+  const std::string session = "bench_" + std::to_string(getpid());
+  ticktrace::Options opt;
+  opt.session = session;
+  opt.ring_records = 1u << 20;  // a round (half a ring) never fills it: no drops
+  opt.rings = 4;
+  if (absl::Status s = ticktrace::Init(opt); !s.ok()) {
+    std::fprintf(stderr, "Init: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  const uint64_t n = std::min<uint64_t>(stamps, opt.ring_records / 2);
+  // Back to back (work 0: ~90M stamps/s, more than any collector analyses),
+  // and paced by ~200 ns of work per stamp (~5M stamps/s, a busy pipeline).
+  const int kPacedWork = static_cast<int>(ArgOr(argc, argv, "--work-iters", 60));
+  const double ns_per_tick = 1e9 / hz;
+  const std::vector<double> tight_without = StampRounds(rounds, n, true, ns_per_tick, 0);
+  const std::vector<double> paced_without = StampRounds(rounds, n, true, ns_per_tick, kPacedWork);
+  uint64_t probe = 1;
+  const uint64_t w0 = ticktrace::ReadTsc();
+  probe = Work(probe, kPacedWork * 100000);
+  const double work_ns = static_cast<double>(ticktrace::ReadTsc() - w0) * ns_per_tick / 100000;
+
+  const std::string collector = SelfDir() + "/ticktrace-collector";
+  const std::string hz_text = std::to_string(static_cast<long long>(hz));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    const std::string target = std::getenv("BENCH_IDLE_COLLECTOR") ? session + "_idle" : session;
+    execl(collector.c_str(), collector.c_str(), "--session", target.c_str(), "--db", "",
+          "--tsc-hz", hz_text.c_str(), "--pipeline", "bench_stamp", nullptr);
+    _exit(127);
+  }
+  // Let it attach (calibration is skipped with --tsc-hz) and drain the warm-ups.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::vector<double> tight_with = StampRounds(rounds, n, false, ns_per_tick, 0);
+  const std::vector<double> paced_with = StampRounds(rounds, n, false, ns_per_tick, kPacedWork);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  auto print = [&](const char* what, const std::vector<double>& without,
+                   const std::vector<double>& with) {
+    const double a = Median(without), b = Median(with);
+    std::printf("stamp() cost, %s: %.2f ns without a collector, %.2f ns with the collector "
+                "draining (median of %d rounds of %llu): ratio %.3f\n",
+                what, a, b, rounds, static_cast<unsigned long long>(n), b / a);
+    std::printf("    rounds without:");
+    for (double v : without) std::printf(" %.2f", v);
+    std::printf("\n    rounds with:   ");
+    for (double v : with) std::printf(" %.2f", v);
+    std::printf("\n");
+  };
+  print("back to back", tight_without, tight_with);
+  const std::string paced = "paced by " + std::to_string(static_cast<int>(work_ns)) +
+                            " ns of work per stamp";
+  print(paced.c_str(), paced_without, paced_with);
+  std::printf("collector exit status %d (probe %llu)\n",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+              static_cast<unsigned long long>(probe & 1));
+  ticktrace::RemoveSegment(ticktrace::CurrentSegmentName()).IgnoreError();
+  std::system(("rm -rf " + dir).c_str());
+  return 0;
+}
