@@ -296,5 +296,87 @@ TEST_F(LiveTest, MovedSpansAreFlaggedMigratedPinnedOnesNever) {
             kSpans);
 }
 
+// A ring that filled up before any collector ran: what was published is
+// drained, what was dropped is counted, and the two add up to what was attempted.
+TEST_F(LiveTest, DroppedRecordsAreCounted) {
+  constexpr uint64_t kOrders = 3000;  // 6000 records into a 1024-record ring
+  std::vector<std::string> args = {"--mode", "spin", "--pace-ns", "0", "--orders",
+                                   std::to_string(kOrders)};
+  std::vector<std::string> argv = {kProducer, "--session", session_, "--ring", "1024"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t p = Spawn(argv, dir_.File("producer.log"));
+  EXPECT_EQ(WaitExit(p, 30s), 0);
+  const pid_t c = StartCollector({"--pipeline", "a,b"});
+  ExpectSegmentsRemoved();
+  StopCollector(c);
+  StoreQuery q(db());
+  const int64_t drained = q.Int("SELECT value FROM counters WHERE name='drained'");
+  const int64_t dropped = q.Int("SELECT value FROM counters WHERE name='dropped'");
+  EXPECT_EQ(drained, 1024);
+  EXPECT_EQ(drained + dropped, int64_t(2 * kOrders));
+  EXPECT_EQ(q.Int("SELECT SUM(dropped) FROM threads"), dropped);
+  EXPECT_EQ(q.Int("SELECT SUM(drained) FROM threads"), drained);
+}
+
+// Garbage under a segment name, and a real segment whose ring indices were
+// corrupted: both are skipped and counted; the collector keeps running and
+// drains the healthy rings.
+TEST_F(LiveTest, CorruptSegmentsAreSkippedAndCounted) {
+  const std::string garbage = "/dev/shm/ticktrace." + session_ + ".999999999";
+  {
+    std::ofstream out(garbage, std::ios::binary);
+    out << std::string(4096, '\x5a');
+  }
+  // A healthy producer, done before the collector starts.
+  const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "0", "--orders", "100"});
+  EXPECT_EQ(WaitExit(p, 30s), 0);
+  Forget(p);
+  // A second producer whose ring we break: write index far beyond the ring.
+  const pid_t p2 = StartProducer({"--mode", "spin", "--pace-ns", "0", "--orders", "10"});
+  EXPECT_EQ(WaitExit(p2, 30s), 0);
+  Forget(p2);
+  {
+    const std::string name = "ticktrace." + session_ + "." + std::to_string(p2);
+    absl::StatusOr<std::unique_ptr<SegmentReader>> r = SegmentReader::Open(name);
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto* header = reinterpret_cast<abi::SegmentHeader*>((*r)->base_for_testing());
+    auto* slot0 = reinterpret_cast<abi::SlotControl*>((*r)->base_for_testing() +
+                                                      header->slots_offset);
+    slot0->write_index.store(uint64_t{1} << 40);
+  }
+  const pid_t c = StartCollector({"--pipeline", "a,b"});
+  EXPECT_TRUE(WaitFor([&] { return SegmentCount(session_) == 1; }, 15s));  // garbage stays
+  std::this_thread::sleep_for(1500ms);  // past the open grace period
+  StopCollector(c);
+  std::remove(garbage.c_str());
+  StoreQuery q(db());
+  EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='segments_corrupt'"), 1);
+  EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='slots_corrupt'"), 1);
+  EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='drained'"), 200);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders WHERE complete=1"), 100);
+}
+
+// A live run's raw archive, replayed, gives exactly the live run's numbers.
+TEST_F(LiveTest, RawArchiveReplaysToTheLiveResult) {
+  const std::string raw = dir_.File("live.raw");
+  const pid_t c = StartCollector({"--raw", raw, "--order-timeout-ms", "200"});
+  WaitProducers(StartChain({{"a_in", "a_out"}, {"b_in", "b_out"}, {"c_in", "c_out"}}, 500, 50));
+  ExpectSegmentsRemoved();
+  StopCollector(c);
+  const std::string replay_db = dir_.File("replay.db");
+  const int rc = WaitExit(Spawn({kCollector, "--replay", raw, "--db", replay_db,
+                                 "--order-timeout-ms", "200"},
+                                dir_.File("replay.log")),
+                          30s);
+  EXPECT_EQ(rc, 0) << ReadFile(dir_.File("replay.log"));
+  StoreQuery live(db()), replay(replay_db);
+  const std::string sql =
+      "SELECT stage, count, min_ns, p50_ns, p99_ns, max_ns FROM stage_stats ORDER BY stage";
+  EXPECT_EQ(live.Rows(sql), replay.Rows(sql));
+  EXPECT_EQ(live.Text("SELECT pipeline FROM runs"), replay.Text("SELECT pipeline FROM runs"));
+  EXPECT_EQ(live.Int("SELECT COUNT(*) FROM orders WHERE complete=1"), 500);
+  EXPECT_EQ(replay.Int("SELECT COUNT(*) FROM orders WHERE complete=1"), 500);
+}
+
 }  // namespace
 }  // namespace ticktrace::collect
