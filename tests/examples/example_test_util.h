@@ -4,6 +4,7 @@
 #define TICKTRACE_TESTS_EXAMPLES_EXAMPLE_TEST_UTIL_H_
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <unistd.h>
