@@ -239,6 +239,7 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   ExpectError({"summary", "--db", db_, "--until", "2026-11-31T00:00:00Z"}, 2, "--until: bad time");
   ExpectError({"summary", "--db", db_, "--since", "+20ms", "--until", "+10ms"}, 2, "is after");
   ExpectError({"summary", "--db", db_, "--run", "two"}, 2, "--run: expected an integer");
+  ExpectError({"summary", "--db", db_, "--include-flagged", "--exclude-flagged"}, 2, "contradict");
   ExpectError({"orders", "--db", db_}, 2, "needs --slowest");
   ExpectError({"orders", "--db", db_, "--slowest", "0"}, 2, "--slowest");
   ExpectError({"order", "--db", db_}, 2, "needs ID");

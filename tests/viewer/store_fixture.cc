@@ -100,6 +100,10 @@ StoreWriter::StoreWriter(const std::string& path, int schema_version) {
     ADD_FAILURE() << "cannot create " << path;
     return;
   }
+  if (schema_version == 0) {
+    Exec("BEGIN");
+    return;
+  }
   Exec("PRAGMA journal_mode=WAL");
   absl::StatusOr<std::string> schema = SchemaSqlFromDocs();
   if (!schema.ok()) {

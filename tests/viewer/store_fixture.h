@@ -59,6 +59,7 @@ class StoreWriter {
  public:
   // Creates `path` in WAL mode (as the collector does) with the docs
   // schema and meta rows app=ticktrace, schema_version=`schema_version`.
+  // schema_version 0 opens an existing store to edit it instead.
   explicit StoreWriter(const std::string& path, int schema_version = 1);
   ~StoreWriter();
   StoreWriter(const StoreWriter&) = delete;

@@ -146,6 +146,35 @@ TEST_F(SummaryTest, IncludeFlaggedCountsFlaggedSamples) {
   EXPECT_EQ(Find(*summary, "md->strategy")->stats.min_ns, -5.0);
 }
 
+TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
+  testing::TempDir dir;
+  const std::string path = dir.File("included.db");
+  testing::WriteKnownStore(path);
+  {
+    testing::StoreWriter edit(path, /*schema_version=*/0);  // 0: reopen, no schema
+    edit.Exec("UPDATE stage_stats SET include_flagged = 1 WHERE run_id = 2");
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto unfiltered = BuildSummary(**store, QueryOptions());
+  ASSERT_TRUE(unfiltered.ok()) << unfiltered.status();
+  EXPECT_TRUE(unfiltered->from_stage_stats);
+  EXPECT_TRUE(unfiltered->include_flagged);
+
+  QueryOptions q;
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
+  auto filtered = BuildSummary(**store, q);
+  ASSERT_TRUE(filtered.ok()) << filtered.status();
+  EXPECT_FALSE(filtered->from_stage_stats);
+  EXPECT_EQ(Find(*filtered, "md->strategy")->stats.count, 100);  // order 13 included
+
+  q.include_flagged = false;  // --exclude-flagged
+  auto excluded = BuildSummary(**store, q);
+  ASSERT_TRUE(excluded.ok()) << excluded.status();
+  EXPECT_EQ(Find(*excluded, "md->strategy")->stats.count, 99);
+  EXPECT_FALSE(excluded->include_flagged);
+}
+
 TEST_F(SummaryTest, StageFilterKeepsOneRow) {
   QueryOptions q;
   q.stage = "risk";

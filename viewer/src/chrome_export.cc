@@ -62,16 +62,11 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
     return it != chrome_pid.end() ? it->second : -process_id - 1;
   };
 
-  // Read every exported order's stamps first: the base time is the earliest.
-  std::vector<std::vector<StampRow>> stamps_by_order;
-  stamps_by_order.reserve(orders.size());
+  // The base time: the first exported order's first stamp (orders come by
+  // first_utc_ns, the first stamp of each chain), or the run's start if
+  // earlier. Stamps are then streamed order by order.
   int64_t base_utc_ns = run.started_utc_ns;
-  for (const OrderRow& order : orders) {
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StampRow> stamps,
-                               store.Stamps(run.run_id, order.order_id));
-    for (const StampRow& s : stamps) base_utc_ns = std::min(base_utc_ns, s.utc_ns);
-    stamps_by_order.push_back(std::move(stamps));
-  }
+  if (!orders.empty()) base_utc_ns = std::min(base_utc_ns, orders.front().first_utc_ns);
   const auto ts_us = [&](int64_t utc_ns) {
     return static_cast<double>(utc_ns - base_utc_ns) / 1e3;
   };
@@ -91,7 +86,8 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
   }
   for (size_t i = 0; i < orders.size(); ++i) {
     const OrderRow& order = orders[i];
-    const std::vector<StampRow>& stamps = stamps_by_order[i];
+    TICKTRACE_ASSIGN_OR_RETURN(const std::vector<StampRow> stamps,
+                               store.Stamps(run.run_id, order.order_id));
     for (const StampRow& s : stamps) {
       Json args = {{"order_id", s.order_id}, {"utc", FormatUtcNs(s.utc_ns)}, {"tsc", s.tsc}};
       if (s.cpu.has_value()) args["core"] = *s.cpu;

@@ -36,13 +36,18 @@ const FlagSpec kSinceFlag = {"since", "T",
 const FlagSpec kUntilFlag = {"until", "T", "only samples starting at or before T (as --since)"};
 const FlagSpec kIncludeFlaggedFlag = {
     "include-flagged", "",
-    "count migrated, negative and cross-core samples in the percentiles too"};
+    "count migrated, negative and cross-core samples in the percentiles (default: as the "
+    "collector did for the run)"};
+const FlagSpec kExcludeFlaggedFlag = {"exclude-flagged", "",
+                                      "keep flagged samples out of the percentiles"};
 
 constexpr char kFilterText[] =
     "Without --process/--since/--until the numbers are the collector's stage_stats\n"
     "(percentiles from its log-linear histogram). With them, or with an\n"
-    "--include-flagged the collector did not use, they are computed here from the\n"
-    "samples: exact nearest-rank percentiles of the sorted values.";
+    "--include-flagged/--exclude-flagged the collector did not use, they are computed\n"
+    "here from the samples: exact nearest-rank percentiles of the sorted values.\n"
+    "Flagged samples count in the percentiles as the collector counted them for the\n"
+    "run, unless --include-flagged or --exclude-flagged says otherwise.";
 
 struct Command {
   CommandSpec spec;
@@ -65,7 +70,11 @@ absl::StatusOr<QueryOptions> QueryFromArgs(const ParsedArgs& args) {
   if (auto text = args.Value("until")) {
     TICKTRACE_ASSIGN_OR_RETURN(q.until, ParseTimeArg("--until", *text));
   }
-  q.include_flagged = args.Has("include-flagged");
+  if (args.Has("include-flagged") && args.Has("exclude-flagged")) {
+    return absl::InvalidArgumentError("--include-flagged and --exclude-flagged contradict");
+  }
+  if (args.Has("include-flagged")) q.include_flagged = true;
+  if (args.Has("exclude-flagged")) q.include_flagged = false;
   return q;
 }
 
@@ -114,14 +123,12 @@ absl::Status Percentiles(const ParsedArgs& args, std::ostream& out, bool) {
         absl::StrCat("--unit: expected ns, us or ms, got '", unit_text, "'"));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
-  int64_t excluded = 0;
-  RunInfo run;
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<double> values,
-                             CollectStageValues(*store, query, &excluded, &run));
+  TICKTRACE_ASSIGN_OR_RETURN(StageValues values, CollectStageValues(*store, query));
   const std::string label =
-      absl::StrCat("run ", run.run_id, ", stage ", *query.stage, ", ", excluded,
-                   query.include_flagged ? " flagged samples" : " flagged samples excluded");
-  out << RenderPercentileDistribution(values, unit, label);
+      absl::StrCat("run ", values.run.run_id, ", stage ", *query.stage, ", flagged samples ",
+                   values.include_flagged ? "included"
+                                          : absl::StrCat("excluded (", values.excluded, ")"));
+  out << RenderPercentileDistribution(values.sorted_ns, unit, label);
   return absl::OkStatus();
 }
 
@@ -183,7 +190,7 @@ const std::vector<Command>& Commands() {
         kFilterText,
         {kDbFlag, kRunFlag,
          {"stage", "S", "only stage S"},
-         kProcessFlag, kSinceFlag, kUntilFlag, kIncludeFlaggedFlag,
+         kProcessFlag, kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
          {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
         "",
         "ticktrace-view summary --db trace.db --since -5m --json"},
@@ -212,7 +219,7 @@ const std::vector<Command>& Commands() {
         "Percentile, TotalCount, 1/(1-Percentile)), computed exactly from the samples.",
         "",
         {kDbFlag, {"stage", "S", "the stage", /*required=*/true}, kRunFlag, kProcessFlag,
-         kSinceFlag, kUntilFlag, kIncludeFlaggedFlag,
+         kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
          {"unit", "U", "unit of the Value column: ns, us (default) or ms"}},
         "",
         "ticktrace-view percentiles --db trace.db --stage total > total.hgrm"},
@@ -243,7 +250,7 @@ const std::vector<Command>& Commands() {
         "Ctrl-C. Follows the latest run unless --run is given.",
         kFilterText,
         {kDbFlag, kRunFlag, {"stage", "S", "only stage S"}, kProcessFlag, kSinceFlag, kUntilFlag,
-         kIncludeFlaggedFlag,
+         kIncludeFlaggedFlag, kExcludeFlaggedFlag,
          {"iterations", "N", "stop after N frames (tests)", false, /*hidden=*/true},
          {"interval-ms", "MS", "time between frames (tests)", false, /*hidden=*/true}},
         "",

@@ -77,24 +77,22 @@ std::string RenderPercentileDistribution(const std::vector<double>& sorted_ns, V
   return out;
 }
 
-absl::StatusOr<std::vector<double>> CollectStageValues(Store& store, const QueryOptions& options,
-                                                       int64_t* excluded, RunInfo* run) {
+absl::StatusOr<StageValues> CollectStageValues(Store& store, const QueryOptions& options) {
   if (!options.stage.has_value()) return absl::InvalidArgumentError("--stage is required");
   TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
-  std::vector<double> values;
-  int64_t kept_out = 0;
+  StageValues out;
+  out.run = q.run;
+  out.include_flagged = q.include_flagged;
   TICKTRACE_RETURN_IF_ERROR(store.ForEachSample(
       q.run.run_id, q.filter, /*ordered=*/false, [&](const SampleRow& sample) {
         if (InPercentiles(sample.flags, q.include_flagged)) {
-          values.push_back(sample.latency_ns);
+          out.sorted_ns.push_back(sample.latency_ns);
         } else {
-          ++kept_out;
+          ++out.excluded;
         }
       }));
-  std::sort(values.begin(), values.end());
-  if (excluded != nullptr) *excluded = kept_out;
-  if (run != nullptr) *run = q.run;
-  return values;
+  std::sort(out.sorted_ns.begin(), out.sorted_ns.end());
+  return out;
 }
 
 }  // namespace ticktrace::view

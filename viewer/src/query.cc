@@ -1,5 +1,7 @@
 #include "ticktrace/view/query.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <set>
 
@@ -30,10 +32,27 @@ absl::StatusOr<std::vector<std::string>> OrderedStages(Store& store, const RunIn
   return ordered;
 }
 
+absl::StatusOr<bool> RunIncludesFlagged(Store& store, const RunInfo& run) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> stats, store.StageStats(run.run_id));
+  if (!stats.empty()) return stats.front().include_flagged;
+  const nlohmann::json settings = nlohmann::json::parse(run.settings, nullptr,
+                                                        /*allow_exceptions=*/false);
+  if (settings.is_object() && settings.contains("include_flagged") &&
+      settings["include_flagged"].is_boolean()) {
+    return settings["include_flagged"].get<bool>();
+  }
+  return false;
+}
+
 absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& options) {
   ResolvedQuery q;
   TICKTRACE_ASSIGN_OR_RETURN(q.run, store.GetRun(options.run_id));
-  q.include_flagged = options.include_flagged;
+  if (options.include_flagged.has_value()) {
+    q.include_flagged = *options.include_flagged;
+    q.include_flagged_given = true;
+  } else {
+    TICKTRACE_ASSIGN_OR_RETURN(q.include_flagged, RunIncludesFlagged(store, q.run));
+  }
   std::vector<std::string> words;
 
   if (options.stage.has_value()) {
@@ -90,7 +109,9 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& opt
     }
     q.narrows_samples = true;
   }
-  if (options.include_flagged) words.push_back("flagged samples included");
+  if (options.include_flagged.has_value()) {
+    words.push_back(*options.include_flagged ? "--include-flagged" : "--exclude-flagged");
+  }
   q.description = absl::StrJoin(words, ", ");
   return q;
 }

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -452,13 +453,14 @@ absl::StatusOr<std::vector<RankedOrder>> Store::FindSlowest(int64_t run_id,
   s.BindInt(1, run_id);
   s.BindText(2, stage);
   std::vector<RankedOrder> out;
+  std::unordered_set<int64_t> seen;
   while (static_cast<int64_t>(out.size()) < limit) {
     TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
     if (!row) break;
     const int64_t order_id = s.Int(0);
-    bool seen = false;
-    for (const RankedOrder& r : out) seen = seen || r.order_id == order_id;
-    if (!seen) out.push_back({order_id, s.Double(1), static_cast<uint32_t>(s.Int(2))});
+    if (seen.insert(order_id).second) {
+      out.push_back({order_id, s.Double(1), static_cast<uint32_t>(s.Int(2))});
+    }
   }
   return out;
 }

@@ -7,8 +7,8 @@
 // duration, on the thread that recorded it; the stamps of one order are
 // joined by flow events ("ph":"s" at the first, "t" between, "f" at the
 // last, "id" = the order ID). Timestamps are microseconds since
-// otherData.base_utc (the earliest exported stamp), so that a double keeps
-// nanoseconds.
+// otherData.base_utc (the first exported order's first stamp, or the run's
+// start if earlier), so that a double keeps nanoseconds.
 #ifndef TICKTRACE_VIEW_CHROME_EXPORT_H_
 #define TICKTRACE_VIEW_CHROME_EXPORT_H_
 

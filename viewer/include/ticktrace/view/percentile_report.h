@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/query.h"
+#include "ticktrace/view/records.h"
 #include "ticktrace/view/store.h"
 
 namespace ticktrace::view {
@@ -36,11 +37,17 @@ std::vector<PercentileLine> PercentileDistribution(const std::vector<double>& so
 std::string RenderPercentileDistribution(const std::vector<double>& sorted_ns, ValueUnit unit,
                                          const std::string& label);
 
+// One stage's latencies, as CollectStageValues finds them.
+struct StageValues {
+  RunInfo run;
+  std::vector<double> sorted_ns;  // ascending
+  int64_t excluded = 0;           // flagged samples kept out
+  bool include_flagged = false;   // as resolved (QueryOptions::include_flagged)
+};
+
 // The values of the stage that `options` names (required), with the same
-// filters as summary; sorted ascending. `excluded` receives the number of
-// flagged samples kept out.
-absl::StatusOr<std::vector<double>> CollectStageValues(Store& store, const QueryOptions& options,
-                                                       int64_t* excluded, RunInfo* run);
+// filters and flag rule as summary. InvalidArgument without a stage.
+absl::StatusOr<StageValues> CollectStageValues(Store& store, const QueryOptions& options);
 
 }  // namespace ticktrace::view
 

@@ -27,8 +27,14 @@ struct QueryOptions {
   std::optional<std::string> process;  // an OS pid or a process name
   std::optional<TimeArg> since;
   std::optional<TimeArg> until;
-  bool include_flagged = false;
+  // Whether flagged samples count in the percentiles; unset: as the
+  // collector counted them for this run (stage_stats.include_flagged, else
+  // runs.settings.include_flagged, else not).
+  std::optional<bool> include_flagged;
 };
+
+// The run's own include_flagged setting (see QueryOptions::include_flagged).
+absl::StatusOr<bool> RunIncludesFlagged(Store& store, const RunInfo& run);
 
 // QueryOptions checked against one run of a store.
 struct ResolvedQuery {
@@ -37,7 +43,8 @@ struct ResolvedQuery {
   // True when --process, --since or --until narrow the samples (so the
   // whole-run stage_stats cannot answer).
   bool narrows_samples = false;
-  bool include_flagged = false;
+  bool include_flagged = false;  // resolved
+  bool include_flagged_given = false;  // by the user, not the run's setting
   // The filters in words for report headers, e.g. "process md, since ...".
   std::string description;
 };

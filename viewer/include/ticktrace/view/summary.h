@@ -40,7 +40,8 @@ struct Summary {
 
 // Builds the summary of the run `options` names. Uses stage_stats when no
 // filter narrows the samples, the run has stage_stats, and they were computed
-// with the requested include_flagged; otherwise reads the samples.
+// with the include_flagged in force (by default the run's own, so an
+// unfiltered summary always uses them); otherwise reads the samples.
 absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options);
 
 // The summary as the text table with its header.
