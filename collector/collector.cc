@@ -468,7 +468,14 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
 
   if (resumed) {
     out << "resuming run " << resume_run << " from " << journal_path << "\n" << std::flush;
+    // Recovery re-emits every order the journal finishes; the store must take
+    // all of them (it skips those it has), so the writer waits instead of dropping.
+    if (session.writer() != nullptr) session.writer()->set_block_when_full(true);
     absl::StatusOr<Journal::Recovered> r = Journal::Recover(journal_path, &session.analyzer());
+    if (session.writer() != nullptr) {
+      session.writer()->Submit();
+      session.writer()->set_block_when_full(false);
+    }
     if (!r.ok()) return r.status();
     recovered = *r;
     session.analyzer().mutable_counters().malformed_chunks += recovered.malformed_chunks;
@@ -508,7 +515,6 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   DrainerOptions dopt;
   dopt.session = info.session;
   Drainer drainer(dopt, &session.analyzer());
-  SignalScope signals(o.handle_signals);
   const auto t0 = Clock::now();
   const auto deadline = o.duration_s > 0
                             ? t0 + std::chrono::duration_cast<Clock::duration>(
@@ -623,6 +629,8 @@ const StageSummary* RunSummary::stage(std::string_view name) const {
 
 absl::Status RunCollector(const CollectorOptions& options, RunSummary* summary) {
   std::ostream& out = options.out != nullptr ? *options.out : std::cout;
+  // From the start: a SIGTERM during calibration still ends the run cleanly.
+  SignalScope signals(options.handle_signals && options.replay_path.empty());
   if (!options.replay_path.empty()) return RunReplay(options, out, summary);
   return RunLive(options, out, summary);
 }

@@ -67,6 +67,10 @@ class StoreWriter : public OrderSink {
 
   StoreWriterCounters counters() const;
 
+  // Switches between dropping (live) and waiting (replay, journal recovery)
+  // when the queue is full. Analysis thread.
+  void set_block_when_full(bool block) { options_.block_when_full = block; }
+
  private:
   void Loop();
   size_t Samples(const std::vector<FinishedOrder>& orders) const;
