@@ -280,6 +280,48 @@ TEST_F(CliTest, TopStopsCleanlyOnSigint) {
   EXPECT_TRUE(testing::Snapshot(db_) == snapshot_);
 }
 
+// top follows a store that a writer holds open (WAL, -wal/-shm present): a
+// run committed after the first frame shows in a later one.
+TEST(CliLiveTest, TopSeesCommitsOfARunningWriter) {
+  testing::TempDir dir;
+  const std::string db = dir.File("live.db");
+  testing::StoreWriter writer(db);
+  RunInfo run;
+  run.run_id = 1;
+  run.session = "first";
+  run.host = "h";
+  run.tsc_hz = 1e9;
+  run.calibration_source = "given";
+  run.environment = "[]";
+  run.settings = "{}";
+  writer.AddRun(run);
+  writer.Exec("COMMIT");
+  writer.Exec("BEGIN");
+  const pid_t pid = Spawn({"top", "--db", db, "--iterations", "400", "--interval-ms", "25"}, dir);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (testing::ReadFile(dir.File(".cli-stdout")).find("session first") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  run.run_id = 2;
+  run.session = "second";
+  writer.AddRun(run);
+  writer.AddCounter(2, "drained", 77);
+  writer.Exec("COMMIT");
+  writer.Exec("BEGIN");
+  while (testing::ReadFile(dir.File(".cli-stdout")).find("session second") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGINT);
+  const CliResult r = Collect(pid, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("session first"), std::string::npos);
+  EXPECT_NE(r.out.find("run 2  session second"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("drained 77"), std::string::npos);
+  EXPECT_EQ(r.err, "");
+}
+
 TEST_F(CliTest, TopRunsAFixedNumberOfFrames) {
   const CliResult r = RunCli({"top", "--db", db_, "--iterations", "3", "--interval-ms", "1"}, dir_);
   EXPECT_EQ(r.exit_code, 0) << r.err;

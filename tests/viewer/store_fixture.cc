@@ -111,7 +111,7 @@ StoreWriter::StoreWriter(const std::string& path, int schema_version) {
     return;
   }
   Exec(*schema);
-  Exec(absl::StrCat("INSERT INTO meta VALUES('app','ticktrace'),('schema_version','",
+  Exec(absl::StrCat("INSERT INTO meta(key, value) VALUES('app','ticktrace'),('schema_version','",
                     schema_version, "')"));
   Exec("BEGIN");
 }
@@ -155,17 +155,20 @@ void StoreWriter::AddProcess(int64_t run_id, const ProcessInfo& p) {
 }
 
 void StoreWriter::AddThread(int64_t run_id, const ThreadInfo& t) {
-  Exec(absl::StrCat("INSERT INTO threads VALUES(", run_id, ",", t.process_id, ",", t.slot, ",",
+  Exec(absl::StrCat("INSERT INTO threads(run_id, process_id, slot, generation, tid, name, drained, "
+                    "dropped) VALUES(", run_id, ",", t.process_id, ",", t.slot, ",",
                     t.generation, ",", t.tid, ",", Lit(t.name), ",", t.drained, ",", t.dropped,
                     ")"));
 }
 
 void StoreWriter::AddCounter(int64_t run_id, const std::string& name, int64_t value) {
-  Exec(absl::StrCat("INSERT INTO counters VALUES(", run_id, ",", Lit(name), ",", value, ")"));
+  Exec(absl::StrCat("INSERT INTO counters(run_id, name, value) VALUES(", run_id, ",", Lit(name),
+                    ",", value, ")"));
 }
 
 void StoreWriter::AddOrder(int64_t run_id, const OrderRow& o) {
-  Exec(absl::StrCat("INSERT INTO orders VALUES(", run_id, ",", o.order_id, ",",
+  Exec(absl::StrCat("INSERT INTO orders(run_id, order_id, parent_order_id, first_utc_ns, total_ns, "
+                    "complete, missing) VALUES(", run_id, ",", o.order_id, ",",
                     Lit(o.parent_order_id), ",", o.first_utc_ns, ",", Lit(o.total_ns), ",",
                     o.complete ? 1 : 0, ",",
                     o.missing.empty() ? std::string("NULL") : Lit(o.missing), ")"));
@@ -188,7 +191,9 @@ void StoreWriter::AddSample(int64_t run_id, const SampleRow& s) {
 }
 
 void StoreWriter::AddStageStats(int64_t run_id, const StageStatsRow& s) {
-  Exec(absl::StrCat("INSERT INTO stage_stats VALUES(", run_id, ",", Lit(s.stage), ",", s.position,
+  Exec(absl::StrCat("INSERT INTO stage_stats(run_id, stage, position, count, min_ns, max_ns, "
+                    "mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, migrated, negative, cross_core, "
+                    "include_flagged) VALUES(", run_id, ",", Lit(s.stage), ",", s.position,
                     ",", s.count, ",", Lit(s.min_ns), ",", Lit(s.max_ns), ",", Lit(s.mean_ns),
                     ",", Lit(s.p50_ns), ",", Lit(s.p90_ns), ",", Lit(s.p99_ns), ",",
                     Lit(s.p999_ns), ",", s.migrated, ",", s.negative, ",", s.cross_core, ",",

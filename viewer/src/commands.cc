@@ -54,6 +54,7 @@ struct Command {
   std::function<absl::Status(const ParsedArgs&, std::ostream&, bool)> run;
 };
 
+// Opens the store that --db names (a snapshot: see OpenMode).
 absl::StatusOr<std::unique_ptr<Store>> OpenStore(const ParsedArgs& args) {
   return Store::Open(*args.Value("db"));
 }
@@ -78,15 +79,17 @@ absl::StatusOr<QueryOptions> QueryFromArgs(const ParsedArgs& args) {
   return q;
 }
 
-absl::Status Summary(const ParsedArgs& args, std::ostream& out, bool) {
+// summary: the per-stage table or JSON.
+absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
-  TICKTRACE_ASSIGN_OR_RETURN(view::Summary summary, BuildSummary(*store, query));
+  TICKTRACE_ASSIGN_OR_RETURN(Summary summary, BuildSummary(*store, query));
   out << (args.Has("json") ? RenderSummaryJson(summary) : RenderSummaryText(summary));
   return absl::OkStatus();
 }
 
-absl::Status Orders(const ParsedArgs& args, std::ostream& out, bool) {
+// orders --slowest N: the slowest orders with their waterfalls.
+absl::Status OrdersCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> n, args.IntValue("slowest", 1));
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
@@ -96,7 +99,8 @@ absl::Status Orders(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
-absl::Status Order(const ParsedArgs& args, std::ostream& out, bool) {
+// order ID: one order's timeline.
+absl::Status OrderCommand(const ParsedArgs& args, std::ostream& out, bool) {
   const std::string& text = args.positionals().front();
   const std::optional<int64_t> id = ParseOrderId(text);
   if (!id.has_value()) {
@@ -110,7 +114,8 @@ absl::Status Order(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
-absl::Status Percentiles(const ParsedArgs& args, std::ostream& out, bool) {
+// percentiles --stage S: one stage's HdrHistogram-style distribution.
+absl::Status PercentilesCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   ValueUnit unit = ValueUnit::kMicroseconds;
   const std::string unit_text = args.Value("unit").value_or("us");
@@ -132,14 +137,16 @@ absl::Status Percentiles(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
-absl::Status Runs(const ParsedArgs& args, std::ostream& out, bool) {
+// runs: every run in the store.
+absl::Status RunsCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::string text, RenderRuns(*store));
   out << text;
   return absl::OkStatus();
 }
 
-absl::Status Export(const ParsedArgs& args, std::ostream& out, bool) {
+// export --format chrome|csv --out FILE: writes a file (or stdout) and says what.
+absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   const std::string format = *args.Value("format");
   if (format != "chrome" && format != "csv") {
     return absl::InvalidArgumentError(
@@ -170,7 +177,8 @@ absl::Status Export(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
-absl::Status Top(const ParsedArgs& args, std::ostream& out, bool stdout_is_tty) {
+// top: the summary, redrawn until a signal or --iterations.
+absl::Status TopCommand(const ParsedArgs& args, std::ostream& out, bool stdout_is_tty) {
   TopOptions options;
   TICKTRACE_ASSIGN_OR_RETURN(options.query, QueryFromArgs(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> iterations, args.IntValue("iterations", 1));
@@ -181,6 +189,7 @@ absl::Status Top(const ParsedArgs& args, std::ostream& out, bool stdout_is_tty) 
   return RunTop(*args.Value("db"), options, out);
 }
 
+// Every subcommand, in the order --help lists them.
 const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
       {{"summary",
@@ -194,7 +203,7 @@ const std::vector<Command>& Commands() {
          {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
         "",
         "ticktrace-view summary --db trace.db --since -5m --json"},
-       Summary},
+       SummaryCommand},
       {{"orders",
         "The N slowest orders (by total, or by one stage) with a per-stage waterfall.",
         "Every sample ranks, flagged or not; flags are marked M (migrated), N (negative),\n"
@@ -203,7 +212,7 @@ const std::vector<Command>& Commands() {
          {"stage", "S", "rank by stage S instead of total"}, kRunFlag},
         "",
         "ticktrace-view orders --db trace.db --slowest 10 --stage 'strategy->gateway'"},
-       Orders},
+       OrdersCommand},
       {{"order",
         "One order's timeline: every stamp of the order and of the orders it is linked\n"
         "to, with process, thread, core, UTC time, the delta from the previous stamp\n"
@@ -213,7 +222,7 @@ const std::vector<Command>& Commands() {
         {kDbFlag, kRunFlag},
         "ID",
         "ticktrace-view order --db trace.db 1042"},
-       Order},
+       OrderCommand},
       {{"percentiles",
         "One stage's latency distribution in HdrHistogram's percentile format (Value,\n"
         "Percentile, TotalCount, 1/(1-Percentile)), computed exactly from the samples.",
@@ -223,7 +232,7 @@ const std::vector<Command>& Commands() {
          {"unit", "U", "unit of the Value column: ns, us (default) or ms"}},
         "",
         "ticktrace-view percentiles --db trace.db --stage total > total.hgrm"},
-       Percentiles},
+       PercentilesCommand},
       {{"runs",
         "The runs in the store with their time span, host, calibration, pipeline,\n"
         "processes and counters.",
@@ -231,7 +240,7 @@ const std::vector<Command>& Commands() {
         {kDbFlag},
         "",
         "ticktrace-view runs --db trace.db"},
-       Runs},
+       RunsCommand},
       {{"export",
         "Export a run's orders: Chrome Trace Event JSON (open in ui.perfetto.dev or\n"
         "chrome://tracing) or CSV of the stage samples.",
@@ -244,7 +253,7 @@ const std::vector<Command>& Commands() {
          {"limit", "N", "only the first N orders"}, kRunFlag},
         "",
         "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000"},
-       Export},
+       ExportCommand},
       {{"top",
         "The summary, redrawn every second while a collector writes the store, until\n"
         "Ctrl-C. Follows the latest run unless --run is given.",
@@ -255,11 +264,12 @@ const std::vector<Command>& Commands() {
          {"interval-ms", "MS", "time between frames (tests)", false, /*hidden=*/true}},
         "",
         "ticktrace-view top --db trace.db"},
-       Top},
+       TopCommand},
   };
   return *commands;
 }
 
+// `ticktrace-view --help`.
 std::string GeneralHelp() {
   std::string out = absl::StrCat("usage: ", kProgram,
                                  " <subcommand> --db PATH [flags]\n\n"

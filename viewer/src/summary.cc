@@ -144,6 +144,12 @@ std::string RenderSummaryText(const Summary& summary) {
     absl::StrAppend(&out, "statistics: exact, from ", summary.samples_read, " samples",
                     summary.filters.empty() ? "" : absl::StrCat(" (", summary.filters, ")"),
                     "; ", flagged, "\n");
+    // A live collector under pressure keeps statistics but may not store
+    // every sample (docs/store.md): statistics from samples then miss some.
+    if (const int64_t lost = CounterValue(summary, "samples_not_stored"); lost > 0) {
+      absl::StrAppend(&out, "warning: ", lost,
+                      " samples were not stored; statistics computed from samples miss them\n");
+    }
   }
   out += "\n";
 
