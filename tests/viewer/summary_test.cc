@@ -301,6 +301,29 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   EXPECT_EQ(stages[3]["p50_ns"].get<double>(), 1561.0);
 }
 
+// The documented exceptions to "number": null when not measured / no sample.
+TEST_F(SummaryTest, JsonNullsWhereTheStoreHasNoValue) {
+  QueryOptions q;
+  q.run_id = 1;  // written without spread_ppm and tsc_step_ns
+  auto summary = BuildSummary(*store_, q);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  nlohmann::json j = nlohmann::json::parse(RenderSummaryJson(*summary));
+  EXPECT_TRUE(j["calibration"]["spread_ppm"].is_null());
+  EXPECT_TRUE(j["calibration"]["step_ns"].is_null());
+  EXPECT_TRUE(j["counters"]["malformed"].is_number_integer());  // absent counter: 0
+  EXPECT_EQ(j["counters"]["malformed"].get<int64_t>(), 0);
+
+  q = QueryOptions();
+  q.process = "gateway";  // no md->strategy sample has a gateway end
+  summary = BuildSummary(*store_, q);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  j = nlohmann::json::parse(RenderSummaryJson(*summary));
+  EXPECT_EQ(j["stages"][0]["stage"], "md->strategy");
+  EXPECT_EQ(j["stages"][0]["count"].get<int64_t>(), 0);
+  EXPECT_TRUE(j["stages"][0]["p50_ns"].is_null());
+  EXPECT_TRUE(j["stages"][0]["migrated"].is_number_integer());
+}
+
 TEST_F(SummaryTest, TextTableHasHeaderAndUnits) {
   auto summary = BuildSummary(*store_, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
