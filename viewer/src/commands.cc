@@ -193,6 +193,7 @@ absl::Status TopCommand(const ParsedArgs& args, std::ostream& out, bool stdout_i
 const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
       {{"summary",
+        "per-stage latency table (or --json) of a run",
         "Per-stage latency breakdown of one run: count, min, p50, p90, p99, p99.9, max,\n"
         "mean and flag counts, stages in pipeline order with total last, under a header\n"
         "with the calibration and the loss counters.",
@@ -205,6 +206,7 @@ const std::vector<Command>& Commands() {
         "ticktrace-view summary --db trace.db --since -5m --json"},
        SummaryCommand},
       {{"orders",
+        "the N slowest orders with a per-stage waterfall",
         "The N slowest orders (by total, or by one stage) with a per-stage waterfall.",
         "Every sample ranks, flagged or not; flags are marked M (migrated), N (negative),\n"
         "X (cross-core).",
@@ -214,6 +216,7 @@ const std::vector<Command>& Commands() {
         "ticktrace-view orders --db trace.db --slowest 10 --stage 'strategy->gateway'"},
        OrdersCommand},
       {{"order",
+        "one order's timeline, stamp by stamp",
         "One order's timeline: every stamp of the order and of the orders it is linked\n"
         "to, with process, thread, core, UTC time, the delta from the previous stamp\n"
         "and flags.",
@@ -224,6 +227,7 @@ const std::vector<Command>& Commands() {
         "ticktrace-view order --db trace.db 1042"},
        OrderCommand},
       {{"percentiles",
+        "one stage's distribution, HdrHistogram format",
         "One stage's latency distribution in HdrHistogram's percentile format (Value,\n"
         "Percentile, TotalCount, 1/(1-Percentile)), computed exactly from the samples.",
         "",
@@ -234,6 +238,7 @@ const std::vector<Command>& Commands() {
         "ticktrace-view percentiles --db trace.db --stage total > total.hgrm"},
        PercentilesCommand},
       {{"runs",
+        "the runs in the store",
         "The runs in the store with their time span, host, calibration, pipeline,\n"
         "processes and counters.",
         "",
@@ -242,6 +247,7 @@ const std::vector<Command>& Commands() {
         "ticktrace-view runs --db trace.db"},
        RunsCommand},
       {{"export",
+        "Chrome trace JSON (Perfetto) or CSV of samples",
         "Export a run's orders: Chrome Trace Event JSON (open in ui.perfetto.dev or\n"
         "chrome://tracing) or CSV of the stage samples.",
         "chrome: a track per process and thread, each stamp an event, spans with their\n"
@@ -255,6 +261,7 @@ const std::vector<Command>& Commands() {
         "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000"},
        ExportCommand},
       {{"top",
+        "the summary, redrawn every second, until Ctrl-C",
         "The summary, redrawn every second while a collector writes the store, until\n"
         "Ctrl-C. Follows the latest run unless --run is given.",
         kFilterText,
@@ -275,9 +282,8 @@ std::string GeneralHelp() {
                                  " <subcommand> --db PATH [flags]\n\n"
                                  "Reads a ticktrace store (never writes it). Subcommands:\n");
   for (const Command& c : Commands()) {
-    const std::string first_line = c.spec.synopsis.substr(0, c.spec.synopsis.find('\n'));
     absl::StrAppend(&out, "  ", c.spec.name, std::string(13 - c.spec.name.size(), ' '),
-                    first_line, "\n");
+                    c.spec.brief, "\n");
   }
   absl::StrAppend(&out, "\n", kProgram,
                   " <subcommand> --help shows a subcommand's flags.\n"

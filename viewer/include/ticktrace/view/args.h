@@ -30,7 +30,8 @@ struct FlagSpec {
 // A subcommand: its flags, its positionals and its help text.
 struct CommandSpec {
   std::string name;
-  std::string synopsis;     // one line: what it shows
+  std::string brief;        // a few words for the list of subcommands
+  std::string synopsis;     // what it shows, a sentence or two
   std::string description;  // a paragraph after the flags; may be empty
   std::vector<FlagSpec> flags;
   std::string positional_name;  // e.g. "ID"; empty when none are taken
