@@ -607,6 +607,12 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
       summary->journal_sync_max_us = static_cast<double>(journal->sync_ns_max()) / 1e3;
     }
   }
+  if (journal.has_value() && !o.quiet && journal->syncs() > 0) {
+    out << "journal: " << journal->syncs() << " durable appends (fdatasync), mean "
+        << static_cast<double>(journal->sync_ns_total()) / journal->syncs() / 1e3
+        << " us, max " << static_cast<double>(journal->sync_ns_max()) / 1e3 << " us; "
+        << journal->bytes() << " bytes; " << passes << " drain passes with data\n";
+  }
   if (status.ok() && journal.has_value()) status = journal->Remove();
   return status;
 }

@@ -2,6 +2,8 @@
 // Exit codes: 0 done; 1 runtime error (bad file, store not ours, calibration);
 // 2 usage error (unknown flag, bad value). Errors are one line on stderr.
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -104,6 +106,11 @@ T ParseNumber(absl::string_view flag, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Keep freed memory instead of returning it to the kernel: the drain loop
+  // and the store writer reuse large buffers, and a page fault costs tens of
+  // microseconds on a VM.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   absl::SetProgramUsageMessage(
       "collects ticktrace records from shared memory, stitches orders across processes, "
       "and stores per-stage latencies in SQLite.\n"

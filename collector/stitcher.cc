@@ -25,6 +25,7 @@ Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
     for (size_t i = 0; i < pipeline_.size(); ++i) pipeline_index_.emplace(pipeline_[i], int(i));
   }
   total_stage_ = stats_->StageId("total", StageKind::kTotal);
+  open_.reserve(1u << 16);
 }
 
 int Stitcher::PositionOf(uint32_t name_id) {
@@ -198,6 +199,10 @@ void Stitcher::FinishOrder(uint64_t order_id) {
   if (it == open_.end()) return;
   const uint32_t idx = it->second;
   open_.erase(it);
+  if (++erased_since_rehash_ > open_.size() + 4096) {
+    open_.rehash(0);
+    erased_since_rehash_ = 0;
+  }
   if (pipeline_known_) {
     Emit(pool_[idx]);
     Release(idx, /*held=*/false);
@@ -257,7 +262,8 @@ void Stitcher::Emit(Order& o) {
 
   FinishedOrder* out = nullptr;
   FinishedOrder row;
-  if (sink_ != nullptr) {
+  size_t samples = 0;  // produced for this order
+  if (sink_ != nullptr && sink_->WantsRows()) {
     out = &row;
     out->order.order_id = o.order_id;
     out->order.has_parent = o.has_parent;
@@ -283,6 +289,7 @@ void Stitcher::Emit(Order& o) {
       if (latency_ns < 0) flags |= kFlagNegative;
       const uint32_t stage = TransitionStage(a.name_id, b.name_id);
       stats_->Add(stage, latency_ns, flags, time_.DiffNs(a.tsc, first->event->tsc));
+      ++samples;
       if (out != nullptr) {
         SampleRow s;
         s.order_id = o.order_id;
@@ -320,6 +327,7 @@ void Stitcher::Emit(Order& o) {
       const double latency_ns = time_.TicksToNs(e.duration_ticks);
       const uint32_t stage = SpanStage(e.name_id);
       stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start));
+      ++samples;
       if (out != nullptr) {
         SampleRow s;
         s.order_id = o.order_id;
@@ -378,6 +386,7 @@ void Stitcher::Emit(Order& o) {
       if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
       if (total_ns < 0) flags |= kFlagNegative;
       stats_->Add(total_stage_, total_ns, flags, 0);
+      ++samples;
       if (out != nullptr) {
         SampleRow s;
         s.order_id = o.order_id;
@@ -403,6 +412,8 @@ void Stitcher::Emit(Order& o) {
     for (int pos : missing) names.push_back(pipeline_[pos]);
     out->order.missing = absl::StrJoin(names, ",");
     sink_->OnFinishedOrder(std::move(row));
+  } else if (sink_ != nullptr) {
+    sink_->OnOrderNotStored(samples, o.events.size());
   }
 }
 

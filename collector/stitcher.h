@@ -39,6 +39,7 @@
 #define TICKTRACE_COLLECTOR_STITCHER_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -121,6 +122,10 @@ class OrderSink {
  public:
   virtual ~OrderSink() = default;
   virtual void OnFinishedOrder(FinishedOrder&& order) = 0;
+  // False when rows would be dropped anyway (the store is behind): the
+  // stitcher then skips building them and calls OnOrderNotStored instead.
+  virtual bool WantsRows() const { return true; }
+  virtual void OnOrderNotStored(size_t /*samples*/, size_t /*stamps*/) {}
 };
 
 struct StitchCounters {
@@ -183,7 +188,7 @@ class Stitcher {
     bool has_children = false;
     bool pending = false;        // last stage seen; finishing soon
     bool live = false;           // slot in use
-    absl::InlinedVector<Event, 6> events;
+    absl::InlinedVector<Event, 4> events;
   };
   struct ChainEntry {
     const Event* event = nullptr;
@@ -216,9 +221,13 @@ class Stitcher {
   absl::flat_hash_map<std::string, int> pipeline_index_;
   std::vector<int> position_by_name_;  // tag name id -> pipeline position or -1
 
-  std::vector<Order> pool_;
+  std::deque<Order> pool_;  // a deque: growing never moves (or re-faults) the orders
   std::vector<uint32_t> free_;
   absl::flat_hash_map<uint64_t, uint32_t> open_;
+  // Erases leave tombstones that make lookups of absent keys (every new
+  // order) probe ever longer; rehashing after as many erases as entries
+  // clears them at amortized O(1).
+  size_t erased_since_rehash_ = 0;
   absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
   std::vector<uint64_t> held_order_;               // in finishing order
   std::vector<uint64_t> pending_current_, pending_previous_;

@@ -1,11 +1,16 @@
 #include "collector/store_writer.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <utility>
 
 namespace ticktrace::collect {
 
 StoreWriter::StoreWriter(Store* store, int64_t run_id, const StoreWriterOptions& options)
-    : store_(store), run_id_(run_id), options_(options) {}
+    : store_(store), run_id_(run_id), options_(options) {
+  building_.reserve(options_.max_orders_per_transaction);
+}
 
 StoreWriter::~StoreWriter() { Stop().IgnoreError(); }
 
@@ -23,10 +28,23 @@ void StoreWriter::OnFinishedOrder(FinishedOrder&& order) {
   if (building_.size() >= options_.max_orders_per_transaction) Submit();
 }
 
+bool StoreWriter::WantsRows() const {
+  return options_.block_when_full ||
+         queued_hint_.load(std::memory_order_relaxed) + building_samples_ <
+             options_.max_queued_samples;
+}
+
+void StoreWriter::OnOrderNotStored(size_t samples, size_t stamps) {
+  skipped_.samples_not_stored += samples;
+  skipped_.stamps_not_stored += stamps;
+  ++skipped_.orders_not_stored;
+}
+
 void StoreWriter::Submit() {
   if (building_.empty()) return;
   std::vector<FinishedOrder> batch;
   batch.swap(building_);
+  building_.reserve(options_.max_orders_per_transaction);
   const size_t rows = building_samples_;
   building_samples_ = 0;
   absl::MutexLock lock(&mu_);
@@ -46,6 +64,7 @@ void StoreWriter::Submit() {
     return;
   }
   queued_samples_ += rows;
+  queued_hint_.store(queued_samples_, std::memory_order_relaxed);
   queue_.push_back(std::move(batch));
   work_cv_.Signal();
 }
@@ -80,10 +99,18 @@ absl::Status StoreWriter::Stop() {
 
 StoreWriterCounters StoreWriter::counters() const {
   absl::MutexLock lock(&mu_);
-  return counters_;
+  StoreWriterCounters c = counters_;
+  c.samples_not_stored += skipped_.samples_not_stored;
+  c.stamps_not_stored += skipped_.stamps_not_stored;
+  c.orders_not_stored += skipped_.orders_not_stored;
+  return c;
 }
 
 void StoreWriter::Loop() {
+  // Below the drain thread: on a busy machine SQLite must not take the CPU
+  // that frees the producers' rings (the writer drops rows when behind; the
+  // rings would drop records).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
   while (true) {
     std::vector<FinishedOrder> orders;
     std::optional<StoreSnapshot> snapshot;
@@ -112,6 +139,7 @@ void StoreWriter::Loop() {
       absl::MutexLock lock(&mu_);
       busy_ = false;
       queued_samples_ -= rows;
+      queued_hint_.store(queued_samples_, std::memory_order_relaxed);
       counters_.orders_already_stored += already;
       counters_.orders_stored += orders.size() - already;
       ++counters_.transactions;

@@ -15,6 +15,7 @@
 #define TICKTRACE_COLLECTOR_STORE_WRITER_H_
 
 #include <cstdint>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -55,6 +56,10 @@ class StoreWriter : public OrderSink {
   void Start();
   // Queues a finished order (OrderSink). Analysis thread.
   void OnFinishedOrder(FinishedOrder&& order) override;
+  // False while the queue is full in live mode: rows would be dropped.
+  bool WantsRows() const override;
+  // Counts an order whose rows were not built because the store is behind.
+  void OnOrderNotStored(size_t samples, size_t stamps) override;
   // Hands the queued orders to the writer (orders are batched until this or
   // until a batch is large). Analysis thread.
   void Submit();
@@ -65,6 +70,7 @@ class StoreWriter : public OrderSink {
   // Flushes, stops the thread, and returns the first write error, if any.
   absl::Status Stop();
 
+  // Analysis thread.
   StoreWriterCounters counters() const;
 
   // Switches between dropping (live) and waiting (replay, journal recovery)
@@ -80,6 +86,10 @@ class StoreWriter : public OrderSink {
   StoreWriterOptions options_;
   std::vector<FinishedOrder> building_;  // analysis thread only
   size_t building_samples_ = 0;          // analysis thread only
+  StoreWriterCounters skipped_;          // analysis thread only: rows never built
+  // Mirrors queued_samples_ for WantsRows() without the lock. Relaxed: a
+  // hint; a stale value only moves the point where rows start being dropped.
+  std::atomic<size_t> queued_hint_{0};
 
   mutable absl::Mutex mu_;
   absl::CondVar work_cv_;  // signalled when work arrives or stop is asked
