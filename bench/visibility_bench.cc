@@ -1,0 +1,410 @@
+// visibility_bench: the live collector seen from outside, with the real
+// ticktrace-collector binary and its SQLite store.
+//
+//   visibility_bench --collector PATH [--seconds 5] [--orders-per-ms 16]
+//                    [--inflight 1000000] [--tmpdir DIR]
+//
+// 1. Visibility: a producer thread in this process runs a 4-stage pipeline
+//    (md_rx, decide, order_sent, ack) at --orders-per-ms orders every 1 ms and
+//    notes CLOCK_REALTIME right after each order's last stamp. Meanwhile the
+//    main thread polls the store (a read-only SQLite connection; the store is
+//    in WAL mode) every 2 ms for the highest order id stored. An order is
+//    visible at the end of the first poll that returns an id at or above it
+//    (ids grow with time; the poll's end is an upper bound, so the figure
+//    includes up to one poll interval plus the query). Reported: p50, p99, max
+//    of (visible - last stamp), and orders never visible within 10 s.
+// 2. Memory: a producer stamps only the first stage of --inflight distinct
+//    orders (the collector's order timeout set to 10 minutes, so every one of
+//    them stays in flight), waits until the collector has drained them all
+//    plus 2 s, and reads the collector's peak RSS (VmHWM in /proc/PID/status).
+//    Target: 64 MiB + 200 bytes x orders in flight.
+//
+// Output: markdown + TARGET lines (bench_util.h).
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.h"
+#include "ticktrace/calibration.h"
+#include "ticktrace/segment_reader.h"
+#include "ticktrace/trace.h"
+
+namespace {
+
+namespace tb = ticktrace::bench;
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void SleepUntil(int64_t monotonic_ns) {
+  timespec ts{static_cast<time_t>(monotonic_ns / 1'000'000'000),
+              static_cast<long>(monotonic_ns % 1'000'000'000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+pid_t SpawnCollector(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (f != nullptr) dup2(fileno(stdout), STDERR_FILENO);
+    std::vector<char*> args;
+    for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void StopCollector(pid_t pid, int grace_ms) {
+  kill(pid, SIGINT);
+  for (int waited = 0; waited < grace_ms; waited += 10) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+// kB value of a "Name:   123 kB" line of /proc/PID/status, or -1.
+long StatusKb(pid_t pid, const char* name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  const size_t n = std::strlen(name);
+  while (std::getline(in, line)) {
+    if (line.compare(0, n, name) == 0 && line.size() > n && line[n] == ':') {
+      return std::atol(line.c_str() + n + 1);
+    }
+  }
+  return -1;
+}
+
+// The highest order id stored in the newest run, or -1 (store not ready).
+class StorePoller {
+ public:
+  explicit StorePoller(std::string path) : path_(std::move(path)) {}
+  ~StorePoller() {
+    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    if (db_ != nullptr) sqlite3_close(db_);
+  }
+  bool Ready() { return stmt_ != nullptr || Open(); }
+  int64_t MaxOrderId() {
+    if (stmt_ == nullptr && !Open()) return -1;
+    int64_t v = -1;
+    if (sqlite3_step(stmt_) == SQLITE_ROW && sqlite3_column_type(stmt_, 0) != SQLITE_NULL) {
+      v = sqlite3_column_int64(stmt_, 0);
+    }
+    sqlite3_reset(stmt_);
+    return v;
+  }
+
+ private:
+  bool Open() {
+    if (access(path_.c_str(), R_OK) != 0) return false;
+    if (db_ == nullptr &&
+        sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      return false;
+    }
+    sqlite3_busy_timeout(db_, 100);
+    const char* sql =
+        "SELECT max(order_id) FROM orders WHERE run_id = (SELECT max(run_id) FROM runs)";
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+      stmt_ = nullptr;  // schema not there yet
+      return false;
+    }
+    return true;
+  }
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+struct VisibilityResult {
+  size_t orders = 0, never_visible = 0;
+  tb::Summary latency_ms;
+  bool ok = false;
+  std::string note;
+};
+
+VisibilityResult Visibility(const std::string& collector, const std::string& tmpdir,
+                            double tsc_hz, double seconds, int orders_per_ms) {
+  VisibilityResult vr;
+  const std::string session = "vis" + std::to_string(getpid());
+  const std::string db = tmpdir + "/visibility.db";
+  ticktrace::Options options;
+  options.session = session;
+  options.ring_records = 1u << 20;
+  options.rings = 4;
+  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+    vr.note = std::string(st.message());
+    return vr;
+  }
+  const pid_t coll = SpawnCollector({collector, "--session", session, "--db", db, "--tsc-hz",
+                                     Fmt("%.0f", tsc_hz), "--pipeline",
+                                     "md_rx,decide,order_sent,ack"},
+                                    tmpdir + "/visibility-collector.log");
+  StorePoller poller(db);
+  // Wait for the store's schema (the collector is up).
+  for (int i = 0; i < 1000 && !poller.Ready(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  const size_t total = static_cast<size_t>(seconds * 1000) * static_cast<size_t>(orders_per_ms);
+  std::vector<int64_t> last_stamp_ns(total, 0);
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    static const ticktrace::Tag tags[4] = {ticktrace::Tag{"md_rx"}, ticktrace::Tag{"decide"},
+                                           ticktrace::Tag{"order_sent"}, ticktrace::Tag{"ack"}};
+    int64_t next = tb::MonotonicNs();
+    size_t i = 0;
+    while (i < total) {
+      for (int k = 0; k < orders_per_ms && i < total; ++k, ++i) {
+        const uint64_t id = i + 1;
+        for (const ticktrace::Tag& t : tags) ticktrace::stamp(t, id);
+        last_stamp_ns[i] = RealtimeNs();
+      }
+      next += 1'000'000;
+      SleepUntil(next);
+    }
+    done.store(true, std::memory_order_release);
+  });
+  // Polls: (end of poll, max id).
+  std::vector<std::pair<int64_t, int64_t>> polls;
+  polls.reserve(20000);
+  int64_t deadline = 0;
+  for (;;) {
+    const int64_t id = poller.MaxOrderId();
+    polls.emplace_back(RealtimeNs(), id);
+    if (done.load(std::memory_order_acquire)) {
+      if (deadline == 0) deadline = tb::MonotonicNs() + 10'000'000'000;
+      if (id >= static_cast<int64_t>(total) || tb::MonotonicNs() > deadline) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  producer.join();
+  StopCollector(coll, 20000);
+  (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
+
+  std::vector<double> lat;
+  lat.reserve(total);
+  size_t p = 0;
+  for (size_t i = 0; i < total; ++i) {
+    const int64_t id = static_cast<int64_t>(i + 1);
+    while (p < polls.size() && polls[p].second < id) ++p;
+    if (p == polls.size()) {
+      ++vr.never_visible;
+      continue;
+    }
+    lat.push_back(static_cast<double>(polls[p].first - last_stamp_ns[i]) * 1e-6);
+  }
+  vr.orders = total;
+  vr.latency_ms = tb::Summarize(lat);
+  vr.ok = true;
+  return vr;
+}
+
+struct RssResult {
+  bool ok = false;
+  long hwm_kb = -1, rss_kb = -1, idle_hwm_kb = -1;
+  uint64_t orders = 0;
+  double drain_s = 0;
+  std::string note;
+};
+
+// Runs in a child process (a process has one segment, and Visibility() used
+// this one's).
+RssResult Memory(const std::string& collector, const std::string& tmpdir, double tsc_hz,
+                 uint64_t orders) {
+  RssResult rr;
+  rr.orders = orders;
+  const std::string session = "rss" + std::to_string(getpid());
+  uint32_t ring = 1024;
+  while (ring < orders + 1 && ring < ticktrace::abi::kMaxRingCapacity) ring <<= 1;
+  ticktrace::Options options;
+  options.session = session;
+  options.ring_records = ring;
+  options.rings = 2;
+  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+    rr.note = std::string(st.message());
+    return rr;
+  }
+  static const ticktrace::Tag first{"md_rx"};
+  static const ticktrace::Tag last{"ack"};
+  ticktrace::stamp(first, 0);
+  tb::OwnRingDrainer view;  // only to read the slot's indices; never drains
+  if (!view.Attach()) return rr;
+  const pid_t coll = SpawnCollector({collector, "--session", session, "--db",
+                                     tmpdir + "/memory.db", "--tsc-hz", Fmt("%.0f", tsc_hz),
+                                     "--pipeline", "md_rx,decide,order_sent,ack",
+                                     "--order-timeout-ms", "600000"},
+                                    tmpdir + "/memory-collector.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  rr.idle_hwm_kb = StatusKb(coll, "VmHWM");
+  const int64_t t0 = tb::MonotonicNs();
+  for (uint64_t i = 1; i <= orders; ++i) ticktrace::stamp(first, i);
+  ticktrace::SlotView v = view.Slot();
+  while (v.read_index < v.write_index && tb::MonotonicNs() - t0 < 120'000'000'000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    v = view.Slot();
+  }
+  rr.drain_s = static_cast<double>(tb::MonotonicNs() - t0) * 1e-9;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  rr.hwm_kb = StatusKb(coll, "VmHWM");
+  rr.rss_kb = StatusKb(coll, "VmRSS");
+  rr.ok = v.read_index == v.write_index && rr.hwm_kb > 0;
+  if (v.read_index != v.write_index) rr.note = "the collector had not drained within 120 s";
+  // Not waiting for the 1 M open orders to be written out: not measured here.
+  kill(coll, SIGKILL);
+  waitpid(coll, nullptr, 0);
+  view.Close();
+  (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
+  return rr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string collector, tmpdir;
+  double seconds = 5;
+  int orders_per_ms = 16;
+  uint64_t inflight = 1'000'000;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--collector" && has) collector = argv[++i];
+    else if (a == "--seconds" && has) seconds = std::atof(argv[++i]);
+    else if (a == "--orders-per-ms" && has) orders_per_ms = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--inflight" && has) inflight = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--tmpdir" && has) tmpdir = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: visibility_bench --collector PATH [--seconds S] [--orders-per-ms N] "
+                   "[--inflight N] [--tmpdir DIR]\n");
+      return 2;
+    }
+  }
+  if (collector.empty() || access(collector.c_str(), X_OK) != 0) {
+    std::printf("skipped: the ticktrace-collector binary was not found\n\n");
+    return 0;
+  }
+  bool own_tmpdir = false;
+  if (tmpdir.empty()) {
+    char templ[] = "/tmp/ticktrace-visibility-XXXXXX";
+    if (mkdtemp(templ) == nullptr) return 1;
+    tmpdir = templ;
+    own_tmpdir = true;
+  } else {
+    tmpdir += "/visibility";
+    std::system(("mkdir -p '" + tmpdir + "'").c_str());
+  }
+  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  if (!cal.ok()) {
+    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
+    return 1;
+  }
+
+  // Memory first, in a child (its own segment), reported through a pipe.
+  int fds[2];
+  if (pipe(fds) != 0) return 1;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    const RssResult r = Memory(collector, tmpdir, cal->tsc_hz, inflight);
+    const std::string line = std::to_string(r.ok) + " " + std::to_string(r.hwm_kb) + " " +
+                             std::to_string(r.rss_kb) + " " + std::to_string(r.idle_hwm_kb) +
+                             " " + Fmt("%.3f", r.drain_s) + " " + r.note + "\n";
+    (void)!write(fds[1], line.data(), line.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string line;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) line.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  RssResult mem;
+  mem.orders = inflight;
+  {
+    int ok = 0;
+    char note[256] = "";
+    if (std::sscanf(line.c_str(), "%d %ld %ld %ld %lf %255[^\n]", &ok, &mem.hwm_kb, &mem.rss_kb,
+                    &mem.idle_hwm_kb, &mem.drain_s, note) >= 5) {
+      mem.ok = ok != 0;
+      mem.note = note;
+    } else {
+      mem.note = "the memory run failed";
+    }
+  }
+
+  const VisibilityResult vis = Visibility(collector, tmpdir, cal->tsc_hz, seconds, orders_per_ms);
+
+  std::printf("| measurement | setting | result |\n|---|---|---|\n");
+  if (vis.ok) {
+    std::printf("| order visible in the store after its last stamp | %d orders/ms (%d stamps/s), "
+                "%.0f s, store polled every 2 ms | p50 %.1f ms, p99 %.1f ms, max %.1f ms; "
+                "%zu of %zu orders never visible within 10 s of the end |\n",
+                orders_per_ms, orders_per_ms * 4000, seconds, vis.latency_ms.p50,
+                vis.latency_ms.p99, vis.latency_ms.max, vis.never_visible, vis.orders);
+  } else {
+    std::printf("| order visibility | | failed: %s |\n", vis.note.c_str());
+  }
+  const double limit_kb = 64.0 * 1024 + 200.0 * static_cast<double>(inflight) / 1024;
+  if (mem.hwm_kb > 0) {
+    std::printf("| collector peak RSS (VmHWM) | %llu orders in flight (first stage only, "
+                "order timeout 10 min) | %.1f MiB peak (%.1f MiB idle before; %.1f MiB now); "
+                "drained in %.2f s%s%s |\n",
+                static_cast<unsigned long long>(inflight), mem.hwm_kb / 1024.0,
+                mem.idle_hwm_kb / 1024.0, mem.rss_kb / 1024.0, mem.drain_s,
+                mem.note.empty() ? "" : "; ", mem.note.c_str());
+  } else {
+    std::printf("| collector peak RSS | | failed: %s |\n", mem.note.c_str());
+  }
+  std::printf("\n");
+  if (vis.ok) {
+    const bool met = vis.latency_ms.p99 <= 1000 && vis.never_visible * 100 <= vis.orders;
+    tb::PrintTarget("collector", "order visible in the store after its last stamp, p99 (visibility_bench)",
+                    Fmt("%.1f ms", vis.latency_ms.p99), "<= 1 s", met,
+                    std::to_string(orders_per_ms) + " orders/ms; " +
+                        std::to_string(vis.never_visible) + " never visible");
+  }
+  if (mem.hwm_kb > 0) {
+    tb::PrintTarget("collector",
+                    "peak RSS, " + std::to_string(inflight) + " orders in flight (visibility_bench)",
+                    Fmt("%.1f MiB", mem.hwm_kb / 1024.0),
+                    Fmt("<= %.1f MiB (64 MiB + 200 B x orders)", limit_kb / 1024),
+                    mem.ok && mem.hwm_kb <= limit_kb,
+                    Fmt("%.0f B per order above idle",
+                        (static_cast<double>(mem.hwm_kb - mem.idle_hwm_kb) * 1024) /
+                            static_cast<double>(inflight)));
+  }
+  if (own_tmpdir) std::system(("rm -rf '" + tmpdir + "'").c_str());
+  return 0;
+}
