@@ -15,6 +15,9 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <deque>
+
+#include "absl/synchronization/mutex.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -242,8 +245,9 @@ class Session {
   Store* store() { return store_.get(); }
   int64_t run_id() const { return run_id_; }
 
+  // `d`, `journal_syncs`: null when there is no drainer / journal.
   std::vector<std::pair<std::string, int64_t>> Counters(const DrainerCounters* d,
-                                                        const Journal* j) const {
+                                                        const uint64_t* journal_syncs) const {
     auto c = analyzer_->CounterValues();
     auto v = [](uint64_t x) { return static_cast<int64_t>(x); };
     if (writer_ != nullptr) {
@@ -260,13 +264,13 @@ class Session {
       c.emplace_back("slots_corrupt", v(d->slots_corrupt));
       c.emplace_back("segments_removed", v(d->segments_removed));
     }
-    if (j != nullptr) c.emplace_back("journal_syncs", v(j->syncs()));
+    if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
     c.emplace_back("restarts", restarts_);
     std::sort(c.begin(), c.end());
     return c;
   }
 
-  void Snapshot(const DrainerCounters* d, const Journal* j) {
+  void Snapshot(const DrainerCounters* d, const uint64_t* j) {
     if (writer_ == nullptr) return;
     writer_->Submit();
     StoreSnapshot s;
@@ -285,7 +289,7 @@ class Session {
   }
 
   // Finishes the analysis, writes everything, ends the run.
-  absl::Status Finish(const DrainerCounters* d, const Journal* j, RunSummary* summary) {
+  absl::Status Finish(const DrainerCounters* d, const uint64_t* j, RunSummary* summary) {
     analyzer_->Finish();
     absl::Status status;
     if (writer_ != nullptr) {
@@ -398,6 +402,54 @@ absl::Status CopyJournalInto(const std::string& journal_path, uint64_t valid_byt
   return s;
 }
 
+// Drained passes on their way from the drain thread to the analysis thread.
+// Push waits while more than `max_bytes` are queued (the analysis is far
+// behind: the rings then fill, and producers count drops, instead of the
+// collector growing without bound).
+class PassQueue {
+ public:
+  struct Item {
+    std::string bytes;  // whole chunks of one pass
+    DrainerCounters drainer;
+    uint64_t journal_syncs = 0;
+  };
+  explicit PassQueue(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Drain thread.
+  void Push(Item item) {
+    absl::MutexLock lock(&mu_);
+    while (bytes_ > max_bytes_ && !items_.empty()) cv_.Wait(&mu_);
+    bytes_ += item.bytes.size();
+    items_.push_back(std::move(item));
+    cv_.SignalAll();
+  }
+  // Drain thread: no more items.
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    cv_.SignalAll();
+  }
+  // Analysis thread: false once closed and empty.
+  bool Pop(Item* item) {
+    absl::MutexLock lock(&mu_);
+    while (items_.empty() && !closed_) cv_.Wait(&mu_);
+    if (items_.empty()) return false;
+    *item = std::move(items_.front());
+    items_.pop_front();
+    bytes_ -= item->bytes.size();
+    cv_.SignalAll();
+    return true;
+  }
+
+ private:
+  const size_t max_bytes_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<Item> items_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
   // 1. Everything that can refuse the run, before anything is created.
   if (!o.db_path.empty()) {
@@ -479,6 +531,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     if (!r.ok()) return r.status();
     recovered = *r;
     session.analyzer().mutable_counters().malformed_chunks += recovered.malformed_chunks;
+    // Orders the journal left pending finish at the first clock tick.
     absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);
     if (!j.ok()) return j.status();
     journal.emplace(*std::move(j));
@@ -511,16 +564,45 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     if (!s.ok()) return s;
   }
 
-  // 3. Drain until told to stop, then drain what is left.
+  // 3. Drain until told to stop, then drain what is left. This thread drains
+  // (peek, journal, commit): the rings never wait for the analysis, which
+  // runs on its own thread behind a bounded queue of passes.
   DrainerOptions dopt;
   dopt.session = info.session;
-  Drainer drainer(dopt, &session.analyzer());
+  Drainer drainer(dopt, DrainerSeed::From(session.analyzer()));
+  PassQueue queue(o.max_queued_pass_bytes);
+  // Written by the analysis thread after each pass, read by this one to know
+  // whether idle passes must still advance the stream clock. Relaxed: hints;
+  // a stale value delays a clock tick by one idle pass.
+  std::atomic<bool> orders_pending{false}, orders_open{false};
+  absl::Status analysis_status;
+  std::thread analysis([&] {
+    PassQueue::Item item;
+    auto last_snapshot = Clock::now();
+    while (queue.Pop(&item)) {
+      absl::Status s = DispatchAll(item.bytes, &session.analyzer());
+      if (!s.ok() && analysis_status.ok()) analysis_status = s;
+      if (session.writer() != nullptr) session.writer()->Submit();
+      if (Clock::now() - last_snapshot >= o.snapshot_interval) {
+        session.Snapshot(&item.drainer, journal.has_value() ? &item.journal_syncs : nullptr);
+        last_snapshot = Clock::now();
+      }
+      const Stitcher& st = session.analyzer().stitcher();
+      orders_pending.store(st.has_pending(), std::memory_order_relaxed);
+      orders_open.store(st.open_orders() > 0, std::memory_order_relaxed);
+    }
+  });
+
   const auto t0 = Clock::now();
   const auto deadline = o.duration_s > 0
                             ? t0 + std::chrono::duration_cast<Clock::duration>(
                                        std::chrono::duration<double>(o.duration_s))
                             : Clock::time_point::max();
-  auto last_snapshot = t0;
+  // Idle passes advance the clock (for completions and timeouts) at most this often.
+  const auto pending_clock_every = std::chrono::milliseconds(1);
+  const auto open_clock_every = std::chrono::milliseconds(
+      std::clamp<int64_t>(info.order_timeout_ms / 8, 1, 100));
+  auto last_clock = t0;
   std::chrono::microseconds idle_sleep{0};
   bool stopping = false;
   int final_passes = 0;
@@ -537,12 +619,15 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
       discover = true;  // catch segments that appeared since the last look
     }
     buf.clear();
-    const uint64_t now_tsc = ReadTsc();
-    ChunkEncoder::Clock(now_tsc, &buf);
+    ChunkEncoder::Clock(ReadTsc(), &buf);
     const size_t clock_bytes = buf.size();
     const size_t records = drainer.Pass(discover, &buf);
     const bool has_chunks = buf.size() > clock_bytes;
-    if (!has_chunks && !session.analyzer().NeedsClock(now_tsc)) {
+    const bool clock_due =
+        (orders_pending.load(std::memory_order_relaxed) &&
+         pass_start - last_clock >= pending_clock_every) ||
+        (orders_open.load(std::memory_order_relaxed) && pass_start - last_clock >= open_clock_every);
+    if (!has_chunks && !clock_due) {
       if (stopping) break;  // everything published is drained
       // Idle: back off, up to max_idle_sleep, so idle rings are polled rarely.
       idle_sleep = std::min<std::chrono::microseconds>(
@@ -552,6 +637,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
       continue;
     }
     ++passes;
+    last_clock = pass_start;
     // Durable first (journal), then the rings may reuse the cells, then analyse.
     if (journal.has_value()) {
       status = journal->AppendDurable(buf);
@@ -562,13 +648,11 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
       if (!status.ok()) break;
     }
     drainer.CommitPass();
-    status = DispatchAll(buf, &session.analyzer());
-    if (!status.ok()) break;
-    if (session.writer() != nullptr) session.writer()->Submit();
-    if (Clock::now() - last_snapshot >= o.snapshot_interval) {
-      session.Snapshot(&drainer.counters(), journal ? &*journal : nullptr);
-      last_snapshot = Clock::now();
-    }
+    PassQueue::Item item;
+    item.bytes.swap(buf);
+    item.drainer = drainer.counters();
+    item.journal_syncs = journal.has_value() ? journal->syncs() : 0;
+    queue.Push(std::move(item));  // waits while the analysis is far behind
     if (stopping) {
       if (records == 0 || ++final_passes > 1000) break;
       continue;
@@ -586,9 +670,14 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     }
   }
   const auto t1 = Clock::now();
+  queue.Close();
+  analysis.join();
+  if (status.ok()) status = analysis_status;
 
   // 4. Close open orders, flush, end the run, retire the journal.
-  absl::Status finish = session.Finish(&drainer.counters(), journal ? &*journal : nullptr, summary);
+  const uint64_t syncs = journal.has_value() ? journal->syncs() : 0;
+  absl::Status finish =
+      session.Finish(&drainer.counters(), journal.has_value() ? &syncs : nullptr, summary);
   if (status.ok()) status = finish;
   if (raw.has_value()) {
     absl::Status s = raw->Close();

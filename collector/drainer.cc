@@ -16,8 +16,33 @@ int64_t RealtimeNowNs() {
 
 }  // namespace
 
-Drainer::Drainer(const DrainerOptions& options, const Analyzer* analyzer)
-    : options_(options), analyzer_(analyzer) {}
+DrainerSeed DrainerSeed::From(const Analyzer& analyzer) {
+  DrainerSeed seed;
+  seed.next_process_id = analyzer.NextProcessId();
+  for (const ProcessRow& row : analyzer.Processes()) {
+    Process p;
+    p.segment = row.segment;
+    p.start_ticks = row.start_ticks;
+    p.process_id = row.process_id;
+    p.tag_count = analyzer.KnownTagCount(row.process_id);
+    p.exited = row.exited;
+    p.counters = analyzer.KnownProcessCounters(row.process_id);
+    for (uint32_t slot = 0; slot < abi::kMaxSlots; ++slot) {
+      Slot s;
+      s.generation = analyzer.KnownGeneration(row.process_id, slot);
+      s.dropped = analyzer.KnownDropped(row.process_id, slot);
+      s.high_water = analyzer.HighWater(row.process_id, slot);
+      if (s.generation || s.dropped || s.high_water) p.slots.emplace(slot, s);
+    }
+    seed.processes.push_back(std::move(p));
+  }
+  return seed;
+}
+
+Drainer::Drainer(const DrainerOptions& options, DrainerSeed seed)
+    : options_(options), seed_(std::move(seed)) {
+  next_process_id_ = std::max<uint32_t>(1, seed_.next_process_id);
+}
 
 Drainer::~Drainer() = default;
 
@@ -40,19 +65,25 @@ void Drainer::Attach(const SegmentId& id, std::string* out) {
   seg->reader = *std::move(reader);
   const SegmentInfo& info = seg->reader->info();
   seg->slots.resize(info.slot_count);
-  next_process_id_ = std::max(next_process_id_, analyzer_->NextProcessId());
-  if (std::optional<uint32_t> known = analyzer_->FindProcess(info.name, info.process_start_ticks)) {
+  const DrainerSeed::Process* known = nullptr;
+  for (const DrainerSeed::Process& p : seed_.processes) {
+    if (p.segment == info.name && p.start_ticks == info.process_start_ticks) known = &p;
+  }
+  if (known != nullptr) {
     // Known from the journal (a restart): continue where it left off.
-    seg->process_id = *known;
-    seg->tags_announced = analyzer_->KnownTagCount(*known);
-    seg->exited_announced = analyzer_->Exited(*known);
-    seg->counters_announced = analyzer_->KnownProcessCounters(*known);
-    for (uint32_t i = 0; i < info.slot_count; ++i) {
-      if (std::optional<uint64_t> g = analyzer_->KnownGeneration(*known, i)) {
-        seg->slots[i].generation = *g;
-        seg->slots[i].generation_announced = true;
+    seg->process_id = known->process_id;
+    seg->tags_announced = known->tag_count;
+    seg->exited_announced = known->exited;
+    seg->counters_announced = known->counters;
+    for (const auto& [slot, ks] : known->slots) {
+      if (slot >= info.slot_count) continue;
+      SlotTrack& t = seg->slots[slot];
+      if (ks.generation) {
+        t.generation = *ks.generation;
+        t.generation_announced = true;
       }
-      seg->slots[i].dropped_announced = analyzer_->KnownDropped(*known, i);
+      t.dropped_announced = ks.dropped;
+      t.high_water = ks.high_water;
     }
   } else {
     seg->process_id = next_process_id_++;
@@ -153,7 +184,7 @@ void Drainer::Discover(std::string* out) {
 size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
   SlotTrack& t = s.slots[slot];
   if (t.corrupt) return 0;
-  const std::optional<uint64_t> high_water = analyzer_->HighWater(s.process_id, slot);
+  const std::optional<uint64_t> high_water = t.high_water;
   {
     buffer_.clear();
     absl::StatusOr<uint64_t> end = s.reader->Peek(slot, options_.max_records_per_ring, &buffer_);

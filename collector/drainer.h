@@ -14,7 +14,9 @@
 // kProcessExited chunk follow, and after the commit its segment is removed.
 // Stale segments of dead processes found at start go the same way.
 //
-// Not thread-safe: the collector's drain thread owns a Drainer.
+// Not thread-safe: the collector's drain thread owns a Drainer. It never
+// reads the Analyzer (which the analysis thread owns): what the journal
+// already held comes in a DrainerSeed captured before draining starts.
 
 #ifndef TICKTRACE_COLLECTOR_DRAINER_H_
 #define TICKTRACE_COLLECTOR_DRAINER_H_
@@ -23,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,11 +52,35 @@ struct DrainerCounters {
   uint64_t segments_attached = 0;
 };
 
+// What the stream already holds (after a journal recovery): known processes,
+// tags, generations, drop counters and high-water marks. Captured once,
+// before draining starts, so that the drainer never reads the Analyzer while
+// the analysis thread runs.
+struct DrainerSeed {
+  struct Slot {
+    std::optional<uint64_t> generation;
+    uint64_t dropped = 0;
+    std::optional<uint64_t> high_water;
+  };
+  struct Process {
+    std::string segment;
+    uint64_t start_ticks = 0;
+    uint32_t process_id = 0;
+    uint32_t tag_count = 0;
+    bool exited = false;
+    ProcessCountersChunk counters;
+    std::map<uint32_t, Slot> slots;
+  };
+  uint32_t next_process_id = 1;
+  std::vector<Process> processes;
+
+  // REQUIRES: nothing else uses `analyzer` meanwhile.
+  static DrainerSeed From(const Analyzer& analyzer);
+};
+
 class Drainer {
  public:
-  // `analyzer` answers what the stream already holds (after a journal
-  // recovery): known processes, tags, generations and high-water marks.
-  Drainer(const DrainerOptions& options, const Analyzer* analyzer);
+  Drainer(const DrainerOptions& options, DrainerSeed seed);
   ~Drainer();
 
   // One pass over every ring. Appends chunks to `out` and returns the number
@@ -73,6 +100,7 @@ class Drainer {
     bool generation_announced = false;
     uint64_t dropped_announced = 0;
     bool corrupt = false;
+    std::optional<uint64_t> high_water;  // from the seed: skip records below it once
   };
   struct Segment {
     std::unique_ptr<SegmentReader> reader;
@@ -96,7 +124,7 @@ class Drainer {
   size_t DrainSlot(Segment& s, uint32_t slot, std::string* out);
 
   DrainerOptions options_;
-  const Analyzer* analyzer_;
+  DrainerSeed seed_;
   std::map<std::string, std::unique_ptr<Segment>> segments_;  // by shm name
   absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> failing_;
   absl::flat_hash_set<std::string> refused_;

@@ -6,7 +6,8 @@
 //      their ring index ranges, as chunks;
 //   2. Append() + Sync() make the chunks durable (one fdatasync per pass);
 //   3. only then is each ring's read_index advanced (SegmentReader::Commit);
-//   4. only then are the chunks analysed and stored.
+//   4. only then are the chunks analysed (on the analysis thread) and stored
+//      (on the store writer thread).
 // A restarted collector replays the journal through the same Analyzer, which
 // rebuilds open orders, statistics and per-ring high-water marks; the store
 // ignores orders it already holds; records at or below a mark are skipped when

@@ -163,6 +163,8 @@ class Stitcher {
   bool pipeline_learned() const { return learned_; }
   const std::vector<std::string>& pipeline() const { return pipeline_; }
   size_t open_orders() const { return open_.size(); }
+  // Orders whose last stage arrived, waiting for their clock ticks.
+  bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
 
   // Called once when the pipeline was learned, with the number of orders it was learned from.
