@@ -25,7 +25,11 @@ struct DemoOptions {
   std::string bin_dir;              // where the programs are; "" = beside this executable
   std::string session;              // "" = a fresh "demo-<time>-<pid>"
   double tsc_hz = 0;                // > 0: given to the collector instead of calibrating
-  uint64_t order_timeout_ms = 500;  // the collector's --order-timeout-ms
+  // The collector's --order-timeout-ms. Generous: on a loaded machine a drain
+  // pass can be late by hundreds of ms, and an order must not time out between
+  // two of its stamps. It does not lengthen the demo: the collector finishes
+  // every open order when it stops.
+  uint64_t order_timeout_ms = 5000;
   // The collector's --include-flagged: the queue hops between pinned processes
   // are cross-core by construction, and flagged samples are otherwise kept out
   // of the percentiles (their counts are reported either way).

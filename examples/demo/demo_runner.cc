@@ -40,6 +40,11 @@ using std::chrono::milliseconds;
 // without their stamps.
 constexpr uint64_t kFeedStartDelayMs = 300;
 
+// After the pipeline ends, the collector gets this long to pick up the last
+// records at its own pace before SIGINT (which drains everything anyway and
+// finishes every open order).
+constexpr int64_t kCollectorGraceMs = 300;
+
 std::atomic<int> g_stop_signals{0};
 static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
 
@@ -412,7 +417,7 @@ int DemoRun::Run() {
   }
   Say("stopping the collector (it drains every ring and flushes the store)...\n");
   const bool collector_ok = StopCollector(
-      outcome == Outcome::kDone ? milliseconds(options_.order_timeout_ms + 300) : milliseconds(0));
+      outcome == Outcome::kDone ? milliseconds(kCollectorGraceMs) : milliseconds(0));
   if (options_.verbose) {
     Say(absl::StrCat("\n== ticktrace-collector output ==\n",
                      TailLines(ReadFileOrEmpty(collector_->log_path()), 1000, "  | ")));
