@@ -527,12 +527,10 @@ std::vector<std::string> SweepStaleDemoSessions() {
 
 int RunDemo(const DemoOptions& options) {
   std::string why;
-  switch (ClassifyStoreFile(options.db_path, &why)) {
+  const StoreFileKind store_kind = ClassifyStoreFile(options.db_path, &why);
+  switch (store_kind) {
     case StoreFileKind::kAbsent:
-      break;
     case StoreFileKind::kTicktraceStore:
-      Say(absl::StrCat("ticktrace-demo: ", options.db_path,
-                       " is a ticktrace store: this run is appended to it\n"));
       break;
     case StoreFileKind::kOther:
       Complain(absl::StrCat("--db ", options.db_path, ": refusing to use an existing file (", why,
@@ -548,6 +546,10 @@ int RunDemo(const DemoOptions& options) {
                             "--target ", program, ") or point --bin-dir / $TICKTRACE_BIN_DIR at it"));
       return kDemoFailed;
     }
+  }
+  if (store_kind == StoreFileKind::kTicktraceStore) {
+    Say(absl::StrCat("ticktrace-demo: ", options.db_path,
+                     " is a ticktrace store: this run is appended to it\n"));
   }
   for (const std::string& name : SweepStaleDemoSessions()) {
     Complain(absl::StrCat("removed /dev/shm/", name, ", left by an earlier demo that was killed"));
