@@ -200,7 +200,7 @@ void Stitcher::FinishOrder(uint64_t order_id) {
   const uint32_t idx = it->second;
   open_.erase(it);
   if (++erased_since_rehash_ > open_.size() + 4096) {
-    open_.rehash(0);
+    open_.rehash(open_.capacity());  // same capacity: clears tombstones, no shrink and regrow
     erased_since_rehash_ = 0;
   }
   if (pipeline_known_) {
