@@ -467,23 +467,40 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   if (journaled && PathExists(journal_path)) {
     absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(journal_path);
     absl::StatusOr<ArchiveReader> jr = ArchiveReader::Open(journal_path);
-    if (!lead.ok() || !jr.ok() || !lead->has_value() ||
-        jr->header().kind != ArchiveKind::kJournal) {
+    struct stat st;
+    if (lead.ok() && !lead->has_value() && jr.ok() &&
+        jr->header().kind == ArchiveKind::kJournal && ::stat(journal_path.c_str(), &st) == 0 &&
+        st.st_size < static_cast<off_t>(kArchiveHeaderBytes + kChunkHeaderBytes + (1 << 20))) {
+      // Killed while creating it, before its first chunk was durable: it holds
+      // no record (records follow the run info), so a new run can start.
+      out << "warning: " << journal_path << " holds no run info (a collector died starting); "
+          << "removed\n";
+      ::unlink(journal_path.c_str());
+    } else if (!lead.ok() || !jr.ok() || !lead->has_value() ||
+               jr->header().kind != ArchiveKind::kJournal) {
       return absl::FailedPreconditionError(absl::StrCat(
           journal_path, ": unreadable journal (",
           !lead.ok() ? lead.status().message() : !jr.ok() ? jr.status().message() : "no run info",
           "); move it away to start a new run"));
-    }
-    if ((*lead)->session != o.session) {
+    } else if ((*lead)->session != o.session) {
       return absl::FailedPreconditionError(absl::StrCat(
           journal_path, " holds an unfinished run of session '", (*lead)->session,
           "'; run with --session ", (*lead)->session, " to finish it first"));
+    } else {
+      resume_info = **lead;
+      resume_run = static_cast<int64_t>(jr->header().run_id);
     }
-    resume_info = **lead;
-    resume_run = static_cast<int64_t>(jr->header().run_id);
   }
 
   // 2. Calibrate (new run) or take the journal's calibration (resumed run).
+  // A new run calibrates before the store is opened (or created), so that a
+  // calibration failure leaves nothing behind.
+  std::optional<RunInfo> fresh;
+  if (!resume_info.has_value()) {
+    absl::StatusOr<RunInfo> live = LiveRunInfo(o);
+    if (!live.ok()) return live.status();
+    fresh = *std::move(live);
+  }
   Session session(o, out);
   if (absl::Status s = session.OpenStore(); !s.ok()) return s;
   std::optional<Journal> journal;
@@ -511,9 +528,12 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     info = *resume_info;
     resumed = true;
   } else {
-    absl::StatusOr<RunInfo> live = LiveRunInfo(o);
-    if (!live.ok()) return live.status();
-    info = *std::move(live);
+    if (!fresh.has_value()) {  // the journal was stale: this run is new after all
+      absl::StatusOr<RunInfo> live = LiveRunInfo(o);
+      if (!live.ok()) return live.status();
+      fresh = *std::move(live);
+    }
+    info = *std::move(fresh);
   }
   absl::Status started = session.Start(info, resumed ? resume_run : 0, /*block_when_full=*/false);
   if (!started.ok()) return started;
@@ -530,6 +550,10 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     }
     if (!r.ok()) return r.status();
     recovered = *r;
+    if (recovered.torn_tail) {
+      out << "journal: cut at byte " << recovered.valid_bytes
+          << " (a torn or corrupt tail; everything before it was recovered)\n";
+    }
     session.analyzer().mutable_counters().malformed_chunks += recovered.malformed_chunks;
     // Orders the journal left pending finish at the first clock tick.
     absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);

@@ -158,5 +158,32 @@ TEST_F(CliTest, RawArchiveReplaysToTheSameResult) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 2);
 }
 
+// A journal left by a collector killed before it wrote anything is discarded;
+// one holding another session's unfinished run is refused, untouched.
+TEST_F(CliTest, HandlesLeftoverJournals) {
+  const std::string db = dir_.File("j.db");
+  const std::string session = "t_cli_journal_" + std::to_string(getpid());
+  ArchiveHeader h;
+  h.kind = ArchiveKind::kJournal;
+  h.run_id = 7;
+  WriteFile(db + ".ttjournal", EncodeArchiveHeader(h));
+  EXPECT_EQ(Run({"--db", db, "--session", session, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 0)
+      << out_;
+  EXPECT_NE(out_.find("holds no run info"), std::string::npos) << out_;
+  EXPECT_FALSE(Exists(db + ".ttjournal"));
+
+  RunInfo other;
+  other.session = "someone_else";
+  other.tsc_hz = 2e9;
+  std::string journal = EncodeArchiveHeader(h);
+  ChunkEncoder::RunInfo(other.ToJson(), &journal);
+  WriteFile(db + ".ttjournal", journal);
+  EXPECT_EQ(Run({"--db", db, "--session", session, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 1);
+  EXPECT_NE(out_.find("someone_else"), std::string::npos) << out_;
+  EXPECT_EQ(ReadFile(db + ".ttjournal"), journal);
+  StoreQuery q(db);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 1);
+}
+
 }  // namespace
 }  // namespace ticktrace::collect
