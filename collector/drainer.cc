@@ -187,7 +187,9 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
   const std::optional<uint64_t> high_water = t.high_water;
   {
     buffer_.clear();
-    absl::StatusOr<uint64_t> end = s.reader->Peek(slot, options_.max_records_per_ring, &buffer_);
+    uint64_t generation = 0;
+    absl::StatusOr<uint64_t> end =
+        s.reader->Peek(slot, options_.max_records_per_ring, &buffer_, &generation);
     if (!end.ok()) {
       t.corrupt = true;
       ++counters_.slots_corrupt;
@@ -205,16 +207,17 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
     if (skip < n) {
       // The generation is read after the copy: unconsumed records keep the
       // slot from being re-claimed, so they all belong to this generation.
-      const SlotView v = s.reader->Slot(slot);
-      if (!t.generation_announced || v.generation != t.generation) {
+      // The slot's line 0 (tid, name) is read only when a new owner appears.
+      if (!t.generation_announced || generation != t.generation) {
+        const SlotView v = s.reader->Slot(slot);
         ThreadChunk c;
         c.process_id = s.process_id;
         c.slot = slot;
-        c.generation = v.generation;
+        c.generation = generation;
         c.tid = v.tid;
         c.name = v.thread_name;
         ChunkEncoder::Thread(c, out);
-        t.generation = v.generation;
+        t.generation = generation;
         t.generation_announced = true;
       }
       // Tags used before we saw them: refresh the table first.
