@@ -94,12 +94,10 @@ const char* YesNo(bool b) { return b ? "yes" : "no"; }
 TscEnvironment ProbeTscEnvironment() {
   TscEnvironment env;
   CpuidRegs r;
-  bool has_rdpid = false;
   if (Cpuid(1, &r)) {
     env.has_tsc = (r.edx >> 4) & 1;
     env.hypervisor = (r.ecx >> 31) & 1;
   }
-  if (Cpuid(7, &r)) has_rdpid = (r.ecx >> 22) & 1;
   if (Cpuid(0x80000001, &r)) env.has_rdtscp = (r.edx >> 27) & 1;
   if (Cpuid(0x80000007, &r)) env.invariant_tsc = (r.edx >> 8) & 1;
   if (env.hypervisor) env.hypervisor_vendor = HypervisorSignature();
@@ -123,25 +121,25 @@ TscEnvironment ProbeTscEnvironment() {
                   : "no time-stamp counter: ticktrace cannot time anything on this CPU",
       !env.has_tsc);
 
-  add("rdtscp", YesNo(env.has_rdtscp),
+  add("rdtscp", env.has_rdtscp ? "yes" : "no (emulated)",
       env.has_rdtscp
           ? "rdtscp is available: stamp_rdtscp and spans record which core each read ran on"
-          : "CPUID does not report rdtscp: on bare metal stamp_rdtscp/Span would fault; a VM "
-            "may still execute it, but its aux is then not a core number (see tsc_aux)",
-      !env.has_rdtscp);
+          : "CPUID does not report rdtscp: libtrace emulates it (lfence; rdtsc, then the core "
+            "from the vDSO's getcpu), so cores are still recorded, at a few ns more per read",
+      false);
 
   // Linux writes IA32_TSC_AUX (node << 12 | cpu) only when the CPU reports
-  // rdtscp or rdpid; otherwise whatever is in the register (the host's value,
-  // in a VM) is returned by rdtscp.
-  const bool kernel_programs_aux = env.has_rdtscp || has_rdpid;
-  std::string aux_value = kernel_programs_aux ? "programmed by the kernel" : "not programmed";
+  // rdtscp or rdpid. Without rdtscp, libtrace never reads the register: it
+  // takes the core from getcpu() instead, which is always this machine's.
+  std::string aux_value = env.has_rdtscp ? "rdtscp aux" : "getcpu()";
   std::string aux_meaning =
-      kernel_programs_aux
-          ? "rdtscp's aux is node << 12 | cpu: a span whose two ends differ migrated"
-          : "the kernel does not program TSC_AUX here, so aux is not this machine's core "
-            "number: migration and cross-core flags based on aux are unreliable";
-  bool aux_warning = !kernel_programs_aux;
-  if (kernel_programs_aux && env.has_rdtscp) {
+      env.has_rdtscp
+          ? "the core of each read comes with it (aux = node << 12 | cpu): a span whose two "
+            "ends differ migrated"
+          : "the core of each read comes from getcpu() just after the TSC read: a migration "
+            "between the two is possible but rare, so migration flags stay meaningful";
+  bool aux_warning = false;
+  if (env.has_rdtscp) {
     // Check the claim once on the core we are on. sched_getcpu() comes from
     // the vDSO; both reads happen within a few ns, so a mismatch is rare
     // enough to report.
@@ -230,11 +228,6 @@ void MinMedian(std::vector<uint64_t>& v, uint64_t* min, uint64_t* median) {
   *median = v[v.size() / 2];
 }
 
-bool CpuHasRdtscp() {
-  CpuidRegs r;
-  return Cpuid(0x80000001, &r) && ((r.edx >> 27) & 1);
-}
-
 }  // namespace
 
 ReadCost MeasureReadCost(int tries) {
@@ -244,7 +237,6 @@ ReadCost MeasureReadCost(int tries) {
   std::vector<uint64_t> fenced;
   plain.reserve(tries);
   fenced.reserve(tries);
-  const bool rdtscp = CpuHasRdtscp();
   for (int i = 0; i < tries; ++i) {
     const uint64_t a = ReadTsc();
     const uint64_t b = ReadTsc();
@@ -253,9 +245,8 @@ ReadCost MeasureReadCost(int tries) {
   for (int i = 0; i < tries; ++i) {
     uint32_t aux;
     const uint64_t a = ReadTscFencedBegin();
-    // The end read as users write it (rdtscp; lfence); without rdtscp, the
-    // fenced rdtsc is the closest equivalent.
-    const uint64_t b = rdtscp ? ReadTscFencedEnd(&aux) : ReadTscFencedBegin();
+    // The end read as users write it: rdtscp; lfence (emulated without rdtscp).
+    const uint64_t b = ReadTscFencedEnd(&aux);
     if (b >= a) fenced.push_back(b - a);
   }
   if (!plain.empty()) MinMedian(plain, &cost.rdtsc_min_ticks, &cost.rdtsc_median_ticks);
