@@ -241,6 +241,11 @@ if [ "$collector_bench_status" = built ] && ! grep -q '^TARGET|' "$collector_tar
     else
       echo "TARGET|collector|stage samples into SQLite|not measured|>= 1 M samples/s|**missed**|no 'replay, store on' line in collector_bench's output"
     fi
+    # Its stamp() with/without a draining collector: the producer-slowdown target too.
+    sed -n 's/^stamp() cost, \(.*\): \([0-9.]*\) ns without a collector, \([0-9.]*\) ns with the collector draining.*ratio \([0-9.]*\).*/\1|\2|\3|\4/p' "$cb" |
+      while IFS='|' read -r what a b ratio; do
+        echo "TARGET|interference|stamp() with / without the collector draining (collector_bench, $what)|$ratio|<= 1.2|$(awk -v v="$ratio" 'BEGIN {print (v <= 1.2) ? "met" : "**missed**"}')|$a -> $b ns, medians of rounds"
+      done
     grep -q '^TARGET|collector|order visible' "$tmp/visibility_bench.txt" 2>/dev/null ||
       echo "TARGET|collector|order visible in the store after its last stamp, p99|not measured|<= 1 s|**missed**|neither collector_bench nor visibility_bench measured it"
     grep -q '^TARGET|collector|peak RSS' "$tmp/visibility_bench.txt" 2>/dev/null ||
@@ -274,6 +279,8 @@ missed_notes() {
         echo "- **$fig = $value.** Time lost to preemption by other tenants is added to both tracers' batches alike, which pulls a ratio of all-batch means towards 1; the quiet-batch and median ratios are the two tracers' own costs." ;;
       *"LTTng"*)
         echo "- **$fig = $value.** The LTTng-UST tracepoint (clock read through the vDSO, per-CPU ring buffer reserve/commit) costs less than 8 stamps here; see the peers table for both costs." ;;
+      *"collector draining (collector_bench"*)
+        echo "- **$fig = $value.** collector_bench's own measurement (one producer thread, the collector with no store; see its per-round figures in the collector section, where single rounds swing by several times on this shared machine). interference_bench measures the same target with producer processes, both modes prefaulted and interleaved, and bursts split by preemption." ;;
       *"interference"*"all bursts"*)
         echo "- **$fig = $value.** The all-bursts mean includes bursts during which the producer was preempted; compare the preempted counts with and without the collector: more preempted bursts while draining means the collector's CPU use (see its CPU column) competes with the producers on 2 cores." ;;
       *"interference"*)
