@@ -429,7 +429,11 @@ measured phase, so both modes write the same memory in the same order and
 neither drops. "draining": the real \`ticktrace-collector\` (own session, a
 temporary SQLite store, \`--tsc-hz\` from the calibration) is started after that
 and drains while the producers stamp. Rounds alternate the order of the two
-modes.
+modes. "bursts" counts the 1 ms periods a producer actually stamped: a period
+is skipped when the producer woke up more than a period late, so fewer bursts
+in a "draining" row mean the producers were scheduled later because the
+collector took CPU ("collector CPU": its user + system time over the phase).
+"preempted": bursts during which the producer lost the CPU.
 
 $(body interference_bench)
 
