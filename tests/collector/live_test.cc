@@ -29,6 +29,14 @@ using testing::TestTscHz;
 using testing::WaitExit;
 using testing::WaitFor;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Instrumented producers add hundreds of ns around each stamp: the timing
+// bounds hold for optimized builds only.
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 const std::string kCollector = TICKTRACE_COLLECTOR_BIN;
 const std::string kProducer = TICKTRACE_TEST_PRODUCER_BIN;
 
@@ -193,7 +201,9 @@ TEST_F(LiveTest, ThreeProcessStagesMatchInjectedWork) {
     const double got = p50(e.stage);
     std::printf("stage %-12s work %8.0f ns  p50 %10.1f ns  (%+.1f ns)\n", e.stage.c_str(),
                 e.work_ns, got, got - e.work_ns);
-    if (e.in_thread) {
+    if (kSanitized) {
+      EXPECT_GE(got, e.work_ns) << e.stage;
+    } else if (e.in_thread) {
       EXPECT_NEAR(got, e.work_ns, e.work_ns * 0.01 + 50) << e.stage;
     } else {
       EXPECT_GE(got, e.work_ns) << e.stage;
