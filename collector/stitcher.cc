@@ -42,8 +42,9 @@ bool Stitcher::StampLike(const Event& e, int pos) const {
 }
 
 uint32_t Stitcher::OrderIndex(uint64_t order_id) {
-  auto it = open_.find(order_id);
-  if (it != open_.end()) return it->second;
+  // One probe for both the lookup and the insert.
+  auto [it, inserted] = open_.try_emplace(order_id, 0);
+  if (!inserted) return it->second;
   uint32_t idx;
   if (!free_.empty()) {
     idx = free_.back();
@@ -56,7 +57,7 @@ uint32_t Stitcher::OrderIndex(uint64_t order_id) {
   o.order_id = order_id;
   o.live = true;
   o.last_activity = clock_;
-  open_.emplace(order_id, idx);
+  it->second = idx;
   return idx;
 }
 
@@ -156,12 +157,14 @@ void Stitcher::AdvanceClock(uint64_t tsc) {
   }
   clock_ = std::max(clock_, tsc);
   for (uint64_t id : pending_previous_) {
-    Order* o = FindOpen(id);
-    if (o == nullptr || !o->pending) continue;
-    if (o->open_children == 0) {
-      FinishOrder(id);
+    auto it = open_.find(id);
+    if (it == open_.end()) continue;
+    Order& o = pool_[it->second];
+    if (!o.pending) continue;
+    if (o.open_children == 0) {
+      FinishOrderAt(it);
     } else {
-      o->pending = false;  // a parent that reached the end: its children decide; timeout later
+      o.pending = false;  // a parent that reached the end: its children decide; timeout later
     }
   }
   pending_previous_.swap(pending_current_);
@@ -196,7 +199,11 @@ void Stitcher::SweepTimeouts() {
 
 void Stitcher::FinishOrder(uint64_t order_id) {
   auto it = open_.find(order_id);
-  if (it == open_.end()) return;
+  if (it != open_.end()) FinishOrderAt(it);
+}
+
+void Stitcher::FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator it) {
+  const uint64_t order_id = it->first;
   const uint32_t idx = it->second;
   open_.erase(it);
   if (++erased_since_rehash_ > open_.size() + 4096) {

@@ -204,6 +204,7 @@ class Stitcher {
   bool StampLike(const Event& e, int pos) const;
   void SweepTimeouts();
   void FinishOrder(uint64_t order_id);  // from open_: emit or hold
+  void FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator it);
   void Emit(Order& o);                  // REQUIRES: pipeline_known_
   void Release(uint32_t idx, bool held);
   void Learn();
