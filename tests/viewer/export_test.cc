@@ -55,6 +55,8 @@ TEST_F(ExportTest, ChromeParsesAndHoldsEveryStampOfEveryOrder) {
       ++stamp_events[e.at("args").at("order_id").get<int64_t>()];
       if (e["cat"] == "span") {
         EXPECT_GT(e["dur"].get<double>(), 0.1);
+      } else {
+        EXPECT_EQ(e["dur"].get<double>(), 0.001);  // 1 ns, in µs
       }
     } else if (ph == "M") {
       if (e["name"] == "process_name") named_processes.insert(e["pid"].get<int64_t>());

@@ -18,6 +18,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A stamp is an instant, but drawn as a 1 ns complete event: a flow event
+// binds to the slice that encloses its timestamp, and a slice of zero
+// duration encloses nothing in every viewer.
+constexpr double kStampDurationUs = 0.001;
+
 // Chrome's pid for a process: its OS pid, unless two processes of the run
 // share one (a reused pid), in which case the later ones get a number above
 // any OS pid.
@@ -99,7 +104,7 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
                   {"cat", span ? "span" : "stamp"},
                   {"ph", "X"},
                   {"ts", ts_us(s.utc_ns)},
-                  {"dur", span ? s.duration_ns.value_or(0) / 1e3 : 0.0},
+                  {"dur", span ? s.duration_ns.value_or(0) / 1e3 : kStampDurationUs},
                   {"pid", pid_of(s.process_id)},
                   {"tid", s.tid},
                   {"args", std::move(args)}});

@@ -3,8 +3,8 @@
 //
 // Layout: one process track per traced process (metadata "process_name")
 // and one thread track per thread ("thread_name"); every stamp is a complete
-// event ("ph":"X") of zero duration and every span a complete event with its
-// duration, on the thread that recorded it; the stamps of one order are
+// event ("ph":"X") 1 ns long (so that flow arrows bind to it) and every span a
+// complete event with its duration, on the thread that recorded it; the stamps of one order are
 // joined by flow events ("ph":"s" at the first, "t" between, "f" at the
 // last, "id" = the order ID). Timestamps are microseconds since
 // otherData.base_utc (the first exported order's first stamp, or the run's
