@@ -1,0 +1,180 @@
+// Shared fixture of the reliability tests: a session of its own, a temporary
+// directory, the collector binary and rel_producer processes, and cleanup of
+// every process and segment the test started.
+
+#ifndef TICKTRACE_TESTS_RELIABILITY_REL_FIXTURE_H_
+#define TICKTRACE_TESTS_RELIABILITY_REL_FIXTURE_H_
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "tests/collector/archive_builder.h"
+#include "tests/collector/process_util.h"
+#include "tests/collector/store_query.h"
+#include "ticktrace/segment_reader.h"
+
+namespace ticktrace::reliability {
+
+using namespace std::chrono_literals;
+using collect::testing::ReadFile;
+using collect::testing::RemoveSessionSegments;
+using collect::testing::SegmentCount;
+using collect::testing::Spawn;
+using collect::testing::StoreQuery;
+using collect::testing::TempDir;
+using collect::testing::TestTscHz;
+using collect::testing::WaitExit;
+using collect::testing::WaitFor;
+
+inline const std::string kCollector = TICKTRACE_COLLECTOR_BIN;
+inline const std::string kProducer = TICKTRACE_REL_PRODUCER_BIN;
+
+// A scale factor for trial counts and run lengths: TICKTRACE_REL_SCALE=10
+// runs ten times as many trials (soak.sh sets it). Default 1.
+inline int Scale() {
+  const char* s = std::getenv("TICKTRACE_REL_SCALE");
+  const int v = s == nullptr ? 1 : std::atoi(s);
+  return v < 1 ? 1 : v;
+}
+
+// The seed of this test's random choices: TICKTRACE_REL_SEED or the time.
+// Printed, so that a failure can be replayed.
+inline uint64_t Seed() {
+  const char* s = std::getenv("TICKTRACE_REL_SEED");
+  const uint64_t seed = s != nullptr ? std::strtoull(s, nullptr, 0)
+                                     : static_cast<uint64_t>(std::chrono::steady_clock::now()
+                                                                 .time_since_epoch()
+                                                                 .count());
+  std::printf("seed %llu (TICKTRACE_REL_SEED to replay)\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+inline std::string SegmentPath(const std::string& session, pid_t pid) {
+  return absl::StrCat("/dev/shm/ticktrace.", session, ".", pid);
+}
+
+inline bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+class RelTest : public ::testing::Test {
+ protected:
+  // `what` names the test in the session: t_rel_<what>_<pid>.
+  explicit RelTest(const std::string& what)
+      : session_(absl::StrCat("t_rel_", what, "_", getpid())) {}
+
+  void TearDown() override {
+    for (pid_t p : pids_) {
+      kill(p, SIGKILL);
+      WaitExit(p, 5s);
+    }
+    RemoveSessionSegments(session_);
+  }
+
+  std::string db() const { return dir_.File("store.db"); }
+  std::string log() const { return dir_.File("collector.log"); }
+
+  std::vector<std::string> CollectorArgv(const std::vector<std::string>& extra) const {
+    std::vector<std::string> argv = {kCollector, "--session", session_, "--db", db(),
+                                     "--tsc-hz", absl::StrFormat("%.0f", TestTscHz())};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
+  // Starts the collector (log appended to log()); with `wait_ready`, returns
+  // once it printed its settings (the drain loop starts right after).
+  pid_t StartCollector(const std::vector<std::string>& extra, bool wait_ready = true) {
+    const size_t before = ReadFile(log()).size();
+    const pid_t pid = Spawn(CollectorArgv(extra), log());
+    pids_.push_back(pid);
+    if (wait_ready) {
+      EXPECT_TRUE(WaitFor(
+          [&] { return ReadFile(log()).find("order timeout", before) != std::string::npos; },
+          60s))
+          << ReadFile(log());
+    }
+    return pid;
+  }
+
+  // SIGTERM, then a clean exit is expected.
+  void StopCollector(pid_t pid) {
+    kill(pid, SIGTERM);
+    EXPECT_EQ(WaitExit(pid, 60s), 0) << ReadFile(log());
+    Forget(pid);
+  }
+
+  void Forget(pid_t pid) { std::erase(pids_, pid); }
+
+  // Starts rel_producer in this session; its output goes to `log_name` in the temp dir.
+  pid_t StartProducer(const std::vector<std::string>& args, const std::string& log_name) {
+    std::vector<std::string> argv = {kProducer, "--session", session_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = Spawn(argv, dir_.File(log_name));
+    pids_.push_back(pid);
+    return pid;
+  }
+
+  // Opens a producer's segment once its creator published it.
+  std::unique_ptr<SegmentReader> OpenSegment(pid_t pid, std::chrono::milliseconds timeout = 20s) {
+    std::unique_ptr<SegmentReader> reader;
+    const std::string name = absl::StrCat("ticktrace.", session_, ".", pid);
+    WaitFor(
+        [&] {
+          absl::StatusOr<std::unique_ptr<SegmentReader>> r = SegmentReader::Open(name);
+          if (r.ok()) reader = std::move(*r);
+          return reader != nullptr;
+        },
+        timeout);
+    return reader;
+  }
+
+  // A counter of the (only) run in the store.
+  static int64_t Counter(StoreQuery& q, const std::string& name) {
+    return q.Int(absl::StrCat("SELECT value FROM counters WHERE name='", name, "'"));
+  }
+
+  // Waits for every segment of the session to be gone.
+  void ExpectSegmentsRemoved(std::chrono::milliseconds timeout = 60s) {
+    EXPECT_TRUE(WaitFor([&] { return SegmentCount(session_) == 0; }, timeout))
+        << SegmentCount(session_) << " segments left\n"
+        << ReadFile(log());
+  }
+
+  std::string session_;
+  TempDir dir_;
+  std::vector<pid_t> pids_;
+};
+
+// "key value" pairs of a producer's output, the last value of each key
+// ("thread <t> tid <tid> attempted <n>" lines are keyed "thread <t>" -> whole line).
+inline std::map<std::string, std::string> ParseProducerLog(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t sp = line.find(' ');
+    if (sp == std::string::npos) continue;
+    std::string key = line.substr(0, sp);
+    if (key == "thread") {
+      const size_t sp2 = line.find(' ', sp + 1);
+      key = line.substr(0, sp2);
+    }
+    out[key] = line.substr(sp + 1);
+  }
+  return out;
+}
+
+}  // namespace ticktrace::reliability
+
+#endif  // TICKTRACE_TESTS_RELIABILITY_REL_FIXTURE_H_
