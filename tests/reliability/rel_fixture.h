@@ -157,7 +157,7 @@ class RelTest : public ::testing::Test {
 };
 
 // "key value" pairs of a producer's output, the last value of each key
-// ("thread <t> tid <tid> attempted <n>" lines are keyed "thread <t>" -> whole line).
+// ("thread <t> tid <tid> attempted <n>" lines: "thread <t>" -> "tid <tid> attempted <n>").
 inline std::map<std::string, std::string> ParseProducerLog(const std::string& text) {
   std::map<std::string, std::string> out;
   std::istringstream in(text);
@@ -166,11 +166,14 @@ inline std::map<std::string, std::string> ParseProducerLog(const std::string& te
     const size_t sp = line.find(' ');
     if (sp == std::string::npos) continue;
     std::string key = line.substr(0, sp);
+    size_t value_at = sp + 1;
     if (key == "thread") {
       const size_t sp2 = line.find(' ', sp + 1);
+      if (sp2 == std::string::npos) continue;
       key = line.substr(0, sp2);
+      value_at = sp2 + 1;
     }
-    out[key] = line.substr(sp + 1);
+    out[key] = line.substr(value_at);
   }
   return out;
 }
