@@ -27,7 +27,8 @@ jobs="${JOBS:-$(nproc)}"
 packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps)
 if [ "$mode" = test ]; then
-  packages+=(clang libclang-rt-14-dev)
+  # clang for the sanitizer pass and libFuzzer; chromium for the report's browser test.
+  packages+=(clang libclang-rt-14-dev chromium)
 fi
 
 missing=()
