@@ -27,6 +27,9 @@ TEST(FormatTest, DurationUnitsPerValue) {
 
 TEST(FormatTest, UtcAndFlags) {
   EXPECT_EQ(FormatUtcNs(1'796'025'600'123'456'789), "2026-11-30T08:00:00.123456789Z");
+  EXPECT_EQ(FormatOrderId(42), "42");
+  EXPECT_EQ(FormatOrderId(-1), "18446744073709551615");
+  EXPECT_EQ(FormatOrderId(INT64_MIN), "9223372036854775808");
   EXPECT_EQ(FlagLetters(0), "");
   EXPECT_EQ(FlagLetters(7), "MNX");
   EXPECT_EQ(FlagWords(6), "negative,cross_core");

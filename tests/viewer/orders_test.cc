@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "store_fixture.h"
+#include "ticktrace/view/args.h"
 #include "ticktrace/view/store.h"
 #include "ticktrace/view/timeline.h"
 #include "ticktrace/view/waterfall.h"
@@ -143,6 +144,51 @@ TEST_F(OrdersTest, TimelineMarksFlagsCoresAndChildren) {
   ASSERT_TRUE(t101.ok()) << t101.status();
   const std::string text101 = RenderTimeline(*t101);
   EXPECT_NE(text101.find("incomplete (missing strategy,gateway)"), std::string::npos) << text101;
+}
+
+// IDs of 2^63 and above are stored negative and shown unsigned.
+TEST(HighOrderIdTest, ShownUnsigned) {
+  testing::TempDir dir;
+  const std::string path = dir.File("high.db");
+  {
+    testing::StoreWriter w(path);
+    RunInfo run;
+    run.run_id = 1;
+    run.session = "s";
+    run.host = "h";
+    run.tsc_hz = 1e9;
+    run.calibration_source = "given";
+    run.environment = "[]";
+    run.settings = "{}";
+    w.AddRun(run);
+    OrderRow o;
+    o.order_id = -2;  // 2^64 - 2
+    o.parent_order_id = INT64_MIN;  // 2^63
+    o.complete = true;
+    w.AddOrder(1, o);
+    o.order_id = INT64_MIN;
+    o.parent_order_id.reset();
+    w.AddOrder(1, o);
+    StampRow s;
+    s.order_id = -2;
+    s.tag = "a";
+    s.kind = "stamp";
+    s.tsc = 10;
+    w.AddStamp(1, s);
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::optional<int64_t> id = ParseOrderId("18446744073709551614");
+  ASSERT_TRUE(id.has_value());
+  auto timeline = BuildTimeline(**store, *id, std::nullopt);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  const std::string text = RenderTimeline(*timeline);
+  EXPECT_NE(text.find("order 18446744073709551614  run 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("linked: 9223372036854775808 -> 18446744073709551614"), std::string::npos)
+      << text;
+  const absl::Status missing = BuildTimeline(**store, -3, std::nullopt).status();
+  EXPECT_NE(std::string(missing.message()).find("order 18446744073709551613 not found"),
+            std::string::npos);
 }
 
 TEST_F(OrdersTest, TimelineRunSelection) {

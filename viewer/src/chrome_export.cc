@@ -94,11 +94,11 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
     TICKTRACE_ASSIGN_OR_RETURN(const std::vector<StampRow> stamps,
                                store.Stamps(run.run_id, order.order_id));
     for (const StampRow& s : stamps) {
-      Json args = {{"order_id", s.order_id}, {"utc", FormatUtcNs(s.utc_ns)}, {"tsc", s.tsc}};
+      Json args = {{"order_id", static_cast<uint64_t>(s.order_id)}, {"utc", FormatUtcNs(s.utc_ns)}, {"tsc", s.tsc}};
       if (s.cpu.has_value()) args["core"] = *s.cpu;
       if (s.cpu_end.has_value()) args["core_end"] = *s.cpu_end;
       if (s.flags != 0) args["flags"] = FlagWords(s.flags);
-      if (order.parent_order_id.has_value()) args["parent_order_id"] = *order.parent_order_id;
+      if (order.parent_order_id.has_value()) args["parent_order_id"] = static_cast<uint64_t>(*order.parent_order_id);
       const bool span = s.kind == "span";
       events.Add({{"name", s.tag},
                   {"cat", span ? "span" : "stamp"},
@@ -122,7 +122,7 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
         const StampRow& s = *by_time[k];
         const char* phase = k == 0 ? "s" : (k + 1 == by_time.size() ? "f" : "t");
         Json flow = {{"name", "order"}, {"cat", "order"}, {"ph", phase},
-                     {"id", order.order_id}, {"ts", ts_us(s.utc_ns)},
+                     {"id", static_cast<uint64_t>(order.order_id)}, {"ts", ts_us(s.utc_ns)},
                      {"pid", pid_of(s.process_id)}, {"tid", s.tid}};
         if (k > 0) flow["bp"] = "e";
         events.Add(flow);

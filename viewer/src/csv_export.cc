@@ -17,7 +17,7 @@ std::string Cell(const std::optional<int64_t>& v) {
 
 void WriteRow(int64_t run_id, const SampleRow& s, std::ostream& out) {
   // %.17g round-trips every double.
-  out << run_id << ',' << s.order_id << ',' << CsvField(s.stage) << ',' << s.start_utc_ns << ','
+  out << run_id << ',' << static_cast<uint64_t>(s.order_id) << ',' << CsvField(s.stage) << ',' << s.start_utc_ns << ','
       << absl::StrFormat("%.17g", s.latency_ns) << ',' << Cell(s.process_begin) << ','
       << Cell(s.process_end) << ',' << Cell(s.cpu_begin) << ',' << Cell(s.cpu_end) << ','
       << s.flags << '\n';

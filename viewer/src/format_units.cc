@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -44,6 +45,10 @@ std::string FormatHz(double hz) {
 std::string FormatUtcNs(int64_t utc_ns) {
   const absl::Time t = absl::FromUnixNanos(utc_ns);
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", t, absl::UTCTimeZone());
+}
+
+std::string FormatOrderId(int64_t order_id) {
+  return absl::StrCat(static_cast<uint64_t>(order_id));
 }
 
 std::string FlagLetters(uint32_t flags) {

@@ -27,7 +27,7 @@ absl::StatusOr<Timeline> BuildTimeline(Store& store, int64_t order_id,
   } else {
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<int64_t> runs, store.RunsWithOrder(order_id));
     if (runs.empty()) {
-      return absl::NotFoundError(absl::StrCat("order ", order_id, " not found in any run of ",
+      return absl::NotFoundError(absl::StrCat("order ", FormatOrderId(order_id), " not found in any run of ",
                                               store.path()));
     }
     TICKTRACE_ASSIGN_OR_RETURN(timeline.run, store.GetRun(runs.back()));
@@ -35,7 +35,7 @@ absl::StatusOr<Timeline> BuildTimeline(Store& store, int64_t order_id,
   const int64_t run = timeline.run.run_id;
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<OrderRow> order, store.FindOrder(run, order_id));
   if (!order.has_value()) {
-    return absl::NotFoundError(absl::StrCat("order ", order_id, " not found in run ", run));
+    return absl::NotFoundError(absl::StrCat("order ", FormatOrderId(order_id), " not found in run ", run));
   }
 
   // The parent chain, walked upwards, guarded against cycles.
@@ -90,7 +90,7 @@ absl::StatusOr<Timeline> BuildTimeline(Store& store, int64_t order_id,
 
 std::string RenderTimeline(const Timeline& timeline) {
   const OrderRow& order = timeline.chain.back();
-  std::string out = absl::StrCat("order ", order.order_id, "  run ", timeline.run.run_id, "  ",
+  std::string out = absl::StrCat("order ", FormatOrderId(order.order_id), "  run ", timeline.run.run_id, "  ",
                                  order.complete ? "complete" : "incomplete");
   if (!order.missing.empty()) absl::StrAppend(&out, " (missing ", order.missing, ")");
   if (order.total_ns.has_value()) {
@@ -98,13 +98,15 @@ std::string RenderTimeline(const Timeline& timeline) {
   }
   out += "\n";
   if (timeline.chain.size() > 1) {
-    std::vector<int64_t> ids;
-    for (const OrderRow& o : timeline.chain) ids.push_back(o.order_id);
+    std::vector<std::string> ids;
+    for (const OrderRow& o : timeline.chain) ids.push_back(FormatOrderId(o.order_id));
     absl::StrAppend(&out, "linked: ", absl::StrJoin(ids, " -> "),
                     " (stamps of the whole chain below)\n");
   }
   if (!timeline.children.empty()) {
-    absl::StrAppend(&out, "linked from: ", absl::StrJoin(timeline.children, ", "), "\n");
+    std::vector<std::string> ids;
+    for (int64_t id : timeline.children) ids.push_back(FormatOrderId(id));
+    absl::StrAppend(&out, "linked from: ", absl::StrJoin(ids, ", "), "\n");
   }
   out += "\n";
   internal::TextTable table({"#", "utc", "delta", "order", "tag", "kind", "process", "thread",
@@ -119,7 +121,7 @@ std::string RenderTimeline(const Timeline& timeline) {
     if (s.cpu_end.has_value() && s.cpu_end != s.cpu) absl::StrAppend(&core, "->", *s.cpu_end);
     std::string delta = e.delta_ns.has_value() ? FormatDurationNs(*e.delta_ns) : "";
     if (e.delta_ns.has_value() && *e.delta_ns >= 0) delta = "+" + delta;
-    table.AddRow({absl::StrCat(++index), FormatUtcNs(s.utc_ns), delta, absl::StrCat(s.order_id),
+    table.AddRow({absl::StrCat(++index), FormatUtcNs(s.utc_ns), delta, FormatOrderId(s.order_id),
                   s.tag, s.kind, e.process, e.thread, core,
                   s.duration_ns.has_value() ? FormatDurationNs(*s.duration_ns) : "",
                   FlagWords(s.flags)});

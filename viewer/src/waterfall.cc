@@ -61,10 +61,10 @@ std::string RenderWaterfall(const SlowestReport& report, int bar_width) {
   int rank = 0;
   for (const SlowOrder& slow : report.orders) {
     const OrderRow& order = slow.order;
-    absl::StrAppend(&out, "\n#", ++rank, "  order ", order.order_id, "  ", report.stage, " ",
+    absl::StrAppend(&out, "\n#", ++rank, "  order ", FormatOrderId(order.order_id), "  ", report.stage, " ",
                     FormatDurationNs(slow.latency_ns), "  at ", FormatUtcNs(order.first_utc_ns));
     if (order.parent_order_id.has_value()) {
-      absl::StrAppend(&out, "  linked to ", *order.parent_order_id);
+      absl::StrAppend(&out, "  linked to ", FormatOrderId(*order.parent_order_id));
     }
     absl::StrAppend(&out, order.complete ? "  complete" : "  incomplete");
     if (!order.missing.empty()) absl::StrAppend(&out, " (missing ", order.missing, ")");

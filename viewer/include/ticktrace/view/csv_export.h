@@ -4,7 +4,8 @@
 //   run_id,order_id,stage,start_utc_ns,latency_ns,process_begin,process_end,
 //   cpu_begin,cpu_end,flags
 //
-// Empty cells are SQL NULLs; flags is the bit mask of docs/store.md.
+// Empty cells are SQL NULLs; flags is the bit mask of docs/store.md;
+// order_id is unsigned, as the traced program used it (FormatOrderId).
 #ifndef TICKTRACE_VIEW_CSV_EXPORT_H_
 #define TICKTRACE_VIEW_CSV_EXPORT_H_
 

@@ -18,6 +18,9 @@ std::string FormatHz(double hz);
 // UTC nanoseconds since the epoch as RFC 3339 with nanoseconds:
 // "2026-11-30T08:00:01.123456789Z".
 std::string FormatUtcNs(int64_t utc_ns);
+// An order ID as the traced program used it: unsigned 64-bit (the store keeps
+// IDs of 2^63 and above as negative INTEGERs).
+std::string FormatOrderId(int64_t order_id);
 // Flag bits (records.h) as a short mark: "" for none, else letters from
 // "M" migrated, "N" negative, "X" cross-core, e.g. "NX".
 std::string FlagLetters(uint32_t flags);
