@@ -10,6 +10,7 @@
 #include "ticktrace/view/chrome_export.h"
 #include "ticktrace/view/csv_export.h"
 #include "ticktrace/view/percentile_report.h"
+#include "ticktrace/view/report.h"
 #include "ticktrace/view/runs_report.h"
 #include "ticktrace/view/store.h"
 #include "ticktrace/view/summary.h"
@@ -189,6 +190,18 @@ absl::Status TopCommand(const ParsedArgs& args, std::ostream& out, bool stdout_i
   return RunTop(*args.Value("db"), options, out);
 }
 
+// report --out FILE: the self-contained HTML report (report.h).
+absl::Status ReportCommand(const ParsedArgs& args, std::ostream& out, bool) {
+  ReportRequest request;
+  request.db_path = *args.Value("db");
+  request.out_path = *args.Value("out");
+  TICKTRACE_ASSIGN_OR_RETURN(request.run_id, args.IntValue("run", 0));
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> slowest, args.IntValue("slowest", 1));
+  request.slowest = slowest.value_or(kDefaultReportSlowest);
+  request.force = args.Has("force");
+  return WriteHtmlReport(request, out);
+}
+
 // Every subcommand, in the order --help lists them.
 const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
@@ -272,6 +285,19 @@ const std::vector<Command>& Commands() {
         "",
         "ticktrace-view top --db trace.db"},
        TopCommand},
+      {{"report",
+        "a self-contained HTML report with plots",
+        "One HTML file about a run: header and loss counters, the per-stage breakdown,\n"
+        "latency histograms and percentile plots per stage, the slowest orders as\n"
+        "waterfalls, and the flag counts. Inline SVG and CSS; no scripts, no network.",
+        "An existing --out is left alone unless --force is given. --out - writes to\n"
+        "stdout. Statistics are the summary's; plots are drawn from the stored samples.",
+        {kDbFlag, {"out", "FILE", "the HTML file", /*required=*/true}, kRunFlag,
+         {"slowest", "N", "how many slowest orders to draw (default 5)"},
+         {"force", "", "replace --out if it exists"}},
+        "",
+        "ticktrace-view report --db trace.db --out report.html"},
+       ReportCommand},
   };
   return *commands;
 }

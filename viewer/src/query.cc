@@ -83,7 +83,13 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& opt
           known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
     }
     q.narrows_samples = true;
-    words.push_back(absl::StrCat("process ", *options.process));
+    // Names come from the kernel's 15-character comm, so several processes
+    // may share one: say so rather than pick one.
+    words.push_back(absl::StrCat(
+        "process ", *options.process,
+        q.filter.process_ids.size() > 1
+            ? absl::StrCat(" (", q.filter.process_ids.size(), " processes match)")
+            : ""));
   }
 
   if (options.since.has_value() || options.until.has_value()) {
