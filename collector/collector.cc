@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -450,8 +453,50 @@ class PassQueue {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// One collector per session: the ring protocol has a single consumer per ring
+// (abi.h), and exactly-once needs one journal writer. The lock is a bound
+// abstract-namespace UNIX socket, "@ticktrace-collector.<session>": nothing
+// on disk, released by the kernel however the holder dies (SIGKILL included).
+class SessionLock {
+ public:
+  static absl::StatusOr<SessionLock> Acquire(const std::string& session) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      return absl::InternalError(absl::StrCat("session lock: socket: ", std::strerror(errno)));
+    }
+    sockaddr_un addr;
+    std::memset(&addr, 0, sizeof(addr));
+    addr.sun_family = AF_UNIX;
+    const std::string name = "ticktrace-collector." + session;  // session: <= 64 chars
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());   // sun_path[0] = 0: abstract
+    const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+      const int err = errno;
+      ::close(fd);
+      if (err == EADDRINUSE) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "session '", session, "' is already being drained by another collector (lock @",
+            name, " is held); refusing to start a second one"));
+      }
+      return absl::InternalError(absl::StrCat("session lock: bind: ", std::strerror(err)));
+    }
+    return SessionLock(fd);
+  }
+  SessionLock(SessionLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  SessionLock& operator=(SessionLock&&) = delete;
+  ~SessionLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit SessionLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
   // 1. Everything that can refuse the run, before anything is created.
+  absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
+  if (!lock.ok()) return lock.status();
   if (!o.db_path.empty()) {
     absl::Status s = Store::CheckExisting(o.db_path);
     if (!s.ok() && !absl::IsNotFound(s)) return s;

@@ -388,5 +388,31 @@ TEST_F(LiveTest, RawArchiveReplaysToTheLiveResult) {
   EXPECT_EQ(replay.Int("SELECT COUNT(*) FROM orders WHERE complete=1"), 500);
 }
 
+// One collector per session: a second one (same store or another) refuses
+// with one line and exit 1, creates nothing, and the first is unaffected.
+TEST_F(LiveTest, SecondCollectorOnTheSessionIsRefused) {
+  const pid_t c = StartCollector({"--pipeline", "a,b"});
+  const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "20000", "--orders", "5000"});
+  for (const std::string& other_db : {db(), dir_.File("other.db")}) {
+    const std::string log2 = dir_.File("second.log");
+    std::remove(log2.c_str());
+    const int rc = WaitExit(Spawn({kCollector, "--session", session_, "--db", other_db,
+                                   "--tsc-hz", "2e9", "--duration-s", "2"},
+                                  log2),
+                            30s);
+    EXPECT_EQ(rc, 1) << ReadFile(log2);
+    EXPECT_NE(ReadFile(log2).find("already being drained"), std::string::npos) << ReadFile(log2);
+  }
+  EXPECT_NE(access(dir_.File("other.db").c_str(), F_OK), 0);
+  EXPECT_EQ(WaitExit(p, 60s), 0);
+  Forget(p);
+  ExpectSegmentsRemoved();
+  StopCollector(c);
+  StoreQuery q(db());
+  EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='drained'"), 10000);
+  EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='index_gaps'"), 0);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders WHERE complete=1"), 5000);
+}
+
 }  // namespace
 }  // namespace ticktrace::collect
