@@ -263,7 +263,10 @@ TEST_F(LiveTest, CollectorKilledAndRestartedLosesAndDuplicatesNothing) {
     EXPECT_EQ(access((db() + ".ttjournal").c_str(), F_OK), 0) << "journal missing after a kill";
     std::remove(log().c_str());
     c = StartCollector(args);
-    EXPECT_NE(ReadFile(log()).find("resuming run 1"), std::string::npos) << ReadFile(log());
+    // Printed after the calibration report that StartCollector waits for.
+    EXPECT_TRUE(WaitFor([&] { return ReadFile(log()).find("resuming run 1") != std::string::npos; },
+                        10s))
+        << ReadFile(log());
   }
   EXPECT_EQ(WaitExit(p, 60s), 0);
   Forget(p);
