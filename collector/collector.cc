@@ -505,6 +505,16 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     return absl::AlreadyExistsError(
         absl::StrCat("--raw ", o.raw_path, ": exists; refusing to overwrite it"));
   }
+  if (!o.raw_path.empty()) {
+    // It is created after the store and the journal: make sure it can be.
+    const size_t slash = o.raw_path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/"
+                                                              : o.raw_path.substr(0, slash);
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--raw ", o.raw_path, ": cannot create a file in ", dir, ": ", std::strerror(errno)));
+    }
+  }
   const bool journaled = !o.db_path.empty() && o.use_journal;
   const std::string journal_path = journaled ? JournalPath(o.db_path) : "";
   std::optional<RunInfo> resume_info;

@@ -4,6 +4,7 @@
 
 #include <malloc.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -41,10 +42,20 @@ namespace {
 constexpr const char* kProgram = "ticktrace-collector";
 const std::vector<std::string> kValueFlags = {"session", "db",  "pipeline", "order_timeout_ms",
                                               "duration_s", "raw", "replay", "tsc_hz"};
+// Abseil's --flagfile/--fromenv/--tryfromenv/--undefok are not offered: their
+// errors would bypass our one-line usage errors.
 const std::vector<std::string> kOtherFlags = {
     "include_flagged", "noinclude_flagged", "help", "helpfull", "helpshort", "helppackage",
-    "version", "only_check_args", "helpon", "helpmatch", "flagfile", "fromenv", "tryfromenv",
-    "undefok"};
+    "version", "only_check_args", "helpon", "helpmatch"};
+
+// The spellings Abseil accepts for a bool flag's value.
+bool IsBoolText(std::string v) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* ok : {"true", "false", "1", "0", "yes", "no", "t", "f", "y", "n"}) {
+    if (v == ok) return true;
+  }
+  return false;
+}
 
 [[noreturn]] void UsageError(absl::string_view message) {
   std::cerr << kProgram << ": " << message << " (see --help)\n";
@@ -79,6 +90,10 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
       UsageError(absl::StrCat("unknown flag --", a.substr(dashes, eq == std::string::npos
                                                                       ? std::string::npos
                                                                       : eq - dashes)));
+    }
+    if ((name == "include_flagged" || name == "noinclude_flagged") && eq != std::string::npos &&
+        !IsBoolText(a.substr(eq + 1))) {
+      UsageError(absl::StrCat("--include-flagged '", a.substr(eq + 1), "': not true or false"));
     }
     std::string rebuilt = "--" + name + (eq == std::string::npos ? "" : a.substr(eq));
     args.push_back(rebuilt);

@@ -71,6 +71,8 @@ TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
            {"--session", "bad/name"},
            {"--raw", "r", "--replay", "p"},
            {"stray"},
+           {"--include-flagged=maybe"},
+           {"--flagfile=/nonexistent/flags"},
            {"--session"}}) {
     std::vector<std::string> a = args;
     a.push_back("--db");
@@ -118,6 +120,16 @@ TEST_F(CliTest, RefusesABadArchiveAndCreatesNothing) {
   EXPECT_FALSE(Exists(db));
   EXPECT_EQ(Run({"--replay", dir_.File("missing.raw"), "--db", db}), 1);
   EXPECT_FALSE(Exists(db));
+}
+
+TEST_F(CliTest, RefusesARawArchiveThatCannotBeCreated) {
+  const std::string db = dir_.File("m.db");
+  EXPECT_EQ(Run({"--raw", dir_.File("missing/dir/x.raw"), "--db", db, "--tsc-hz", "2e9",
+                 "--duration-s", "0.1"}),
+            1);
+  EXPECT_NE(out_.find("cannot create"), std::string::npos) << out_;
+  EXPECT_FALSE(Exists(db));
+  EXPECT_FALSE(Exists(db + ".ttjournal"));
 }
 
 TEST_F(CliTest, RefusesToOverwriteARawArchive) {
