@@ -1,9 +1,41 @@
 #include "ticktrace/view/report.h"
 
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "ticktrace/view/export_common.h"
+#include "ticktrace/view/report_model.h"
+#include "ticktrace/view/store.h"
+#include "status_macros.h"
+
 namespace ticktrace::view {
 
-absl::Status WriteHtmlReport(const ReportRequest&, std::ostream&) {
-  return absl::UnimplementedError("report: not yet");
+absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
+  if (request.out_path.empty()) return absl::InvalidArgumentError("--out: empty path");
+  // Refuse before reading anything: an existing report is someone's work.
+  struct stat st;
+  if (request.out_path != "-" && !request.force && ::stat(request.out_path.c_str(), &st) == 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("--out ", request.out_path, " exists; add --force to replace it"));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(request.db_path));
+  TICKTRACE_ASSIGN_OR_RETURN(ReportModel model,
+                             BuildReportModel(*store, request.run_id, request.slowest));
+  const std::string html = RenderReportHtml(model);
+  TICKTRACE_RETURN_IF_ERROR(
+      WriteOutput(request.out_path, store->path(), [&](std::ostream& file) -> absl::Status {
+        file << html;
+        return absl::OkStatus();
+      }));
+  if (request.out_path != "-") {
+    log << "run " << model.summary.run.run_id << ": " << model.stages.size() << " stages, "
+        << model.slowest.size() << " slowest orders";
+    if (!model.losses.empty()) log << ", data lost (see the red banner)";
+    log << " -> " << request.out_path << "\n";
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ticktrace::view

@@ -25,17 +25,20 @@ std::string EscapeHtml(absl::string_view text);
 struct AxisTick {
   double value = 0;
   std::string label;  // empty: unlabelled
+  // ThinLabels keeps the labels of lower numbers first (0: decades, 1: the
+  // 2x and 5x ticks of a log axis, ...).
+  int priority = 0;
 };
 
 // The width in pixels of `label` drawn at `font_px` (an estimate that errs
 // wide, so labels spaced by it do not touch).
 double LabelWidthPx(absl::string_view label, double font_px);
 
-// Keeps labels on ticks so that no two labelled ticks are closer than their
-// labels are wide (plus a gap): clears the label of every tick that would
-// crowd the previous labelled one. `position_px` maps a tick value to its
-// pixel position along the axis (increasing). Unlabelled ticks stay.
-// REQUIRES: ticks ascending by value.
+// Keeps labels on ticks so that no two labels (centred on their ticks) come
+// closer than `min_gap_px`: labels are kept by priority, then from the left,
+// and a label that would crowd one already kept is cleared (the tick stays,
+// as a grid line). `position_px` maps a tick value to its pixel position
+// along the axis.
 void ThinLabels(std::vector<AxisTick>& ticks, double font_px, double min_gap_px,
                 const std::function<double(double)>& position_px);
 

@@ -1,0 +1,661 @@
+// RenderReportHtml: the report page drawn from a ReportModel. Pure string
+// building: inline CSS, inline SVG, no script. Every string from the store
+// goes through EscapeHtml.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ticktrace/view/format_units.h"
+#include "ticktrace/view/report_model.h"
+#include "ticktrace/view/svg.h"
+
+namespace ticktrace::view {
+namespace {
+
+constexpr double kTickFontPx = 11;
+constexpr double kLabelGapPx = 8;
+constexpr double kPlotWidth = 560;
+constexpr double kPlotHeight = 300;
+constexpr double kWideWidth = 1120;
+
+constexpr char kCss[] = R"css(
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { margin: 0; background: #f4f5f7; color: #1f2328;
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", "Liberation Sans", sans-serif; }
+main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 0 0 10px; }
+h3 { font-size: 15px; margin: 0 0 6px; }
+section, header.card { background: #fff; border: 1px solid #d8dce1; border-radius: 8px;
+  padding: 16px 20px; margin: 16px 0; }
+.sub { color: #57606a; }
+.mono, td.num, .num { font-variant-numeric: tabular-nums; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 10px 0; }
+dl.facts dt { color: #57606a; }
+dl.facts dd { margin: 0; }
+.banner { border-radius: 6px; padding: 10px 14px; margin: 10px 0; }
+.banner.loss { background: #ffebe9; border: 2px solid #cf222e; color: #82071e; font-weight: 600; }
+.banner.loss ul { margin: 4px 0 0; font-weight: 400; }
+.banner.ok { background: #dafbe1; border: 1px solid #4ac26b; color: #116329; }
+.banner.warn { background: #fff8c5; border: 1px solid #d4a72c; color: #4d2d00; }
+.banner.warn ul { margin: 4px 0 0; }
+table { border-collapse: collapse; width: 100%; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #eaeef2; text-align: right; white-space: nowrap; }
+th { background: #f6f8fa; font-weight: 600; }
+th:first-child, td:first-child { text-align: left; }
+td.stage { white-space: normal; word-break: break-all; }
+tr.total td { font-weight: 600; border-top: 2px solid #d8dce1; }
+td.flagged { color: #9a6700; font-weight: 600; }
+.swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px;
+  margin-right: 6px; vertical-align: -1px; }
+.plots { display: flex; flex-wrap: wrap; gap: 12px; }
+.stage-block { border-top: 1px solid #eaeef2; padding-top: 12px; margin-top: 12px; }
+.stage-block:first-of-type { border-top: 0; margin-top: 0; padding-top: 0; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 18px; margin-top: 6px; }
+.order { margin-top: 14px; }
+.note { color: #57606a; font-size: 13px; margin: 4px 0; }
+svg { display: block; background: #fff; }
+svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+  fill: #1f2328; }
+svg .tick { font-size: 11px; fill: #57606a; }
+svg .axis-title { font-size: 12px; fill: #1f2328; }
+svg .grid { stroke: #eaeef2; stroke-width: 1; }
+svg .axis { stroke: #8c959f; stroke-width: 1; }
+details summary { cursor: pointer; color: #0969da; }
+footer { color: #57606a; font-size: 12px; margin-top: 24px; }
+)css";
+
+std::string F(double v) { return absl::StrFormat("%.1f", v); }
+
+// The plot area of a chart, in SVG pixels.
+struct Frame {
+  double x = 0;
+  double y = 0;
+  double w = 0;
+  double h = 0;
+  double right() const { return x + w; }
+  double bottom() const { return y + h; }
+};
+
+// A mapping of data values onto pixels, linear or log10.
+struct Scale {
+  double lo = 0;
+  double hi = 1;
+  double px0 = 0;  // pixel of lo
+  double px1 = 1;  // pixel of hi
+  bool log = false;
+  double operator()(double v) const {
+    double t;
+    if (log) {
+      t = (std::log10(std::max(v, 1e-300)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+    } else {
+      t = (v - lo) / (hi - lo);
+    }
+    return px0 + std::clamp(t, -0.02, 1.02) * (px1 - px0);
+  }
+};
+
+std::string SvgOpen(const std::string& id, double width, double height, const std::string& label) {
+  return absl::StrCat("<svg id=\"", id, "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"", F(width),
+                      "\" height=\"", F(height), "\" viewBox=\"0 0 ", F(width), " ", F(height),
+                      "\" role=\"img\" aria-label=\"", EscapeHtml(label), "\">\n");
+}
+
+std::string Text(double x, double y, const std::string& escaped, const char* anchor,
+                 const char* cls, const std::string& extra = "") {
+  return absl::StrCat("<text x=\"", F(x), "\" y=\"", F(y), "\" text-anchor=\"", anchor,
+                      "\" class=\"", cls, "\"", extra, ">", escaped, "</text>\n");
+}
+
+// A horizontal axis at the bottom of `frame` with grid lines, thinned tick
+// labels and a title.
+std::string XAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> ticks,
+                  const std::string& title) {
+  ThinLabels(ticks, kTickFontPx, kLabelGapPx, [&](double v) { return scale(v); });
+  std::string out;
+  for (const AxisTick& t : ticks) {
+    const double x = scale(t.value);
+    absl::StrAppend(&out, "<line class=\"grid\" x1=\"", F(x), "\" y1=\"", F(frame.y), "\" x2=\"",
+                    F(x), "\" y2=\"", F(frame.bottom()), "\"/>\n");
+    absl::StrAppend(&out, "<line class=\"axis\" x1=\"", F(x), "\" y1=\"", F(frame.bottom()),
+                    "\" x2=\"", F(x), "\" y2=\"", F(frame.bottom() + 4), "\"/>\n");
+    if (!t.label.empty()) {
+      out += Text(x, frame.bottom() + 17, EscapeHtml(t.label), "middle", "tick");
+    }
+  }
+  absl::StrAppend(&out, "<line class=\"axis\" x1=\"", F(frame.x), "\" y1=\"", F(frame.bottom()),
+                  "\" x2=\"", F(frame.right()), "\" y2=\"", F(frame.bottom()), "\"/>\n");
+  out += Text(frame.x + frame.w / 2, frame.bottom() + 36, EscapeHtml(title), "middle",
+              "axis-title");
+  return out;
+}
+
+// A vertical axis on the left of `frame`.
+std::string YAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> ticks,
+                  const std::string& title) {
+  // Vertical labels crowd by their height, not their width.
+  std::string out;
+  std::stable_sort(ticks.begin(), ticks.end(),
+            [](const AxisTick& a, const AxisTick& b) { return a.priority < b.priority; });
+  std::vector<double> kept;
+  for (AxisTick& t : ticks) {
+    const double y = scale(t.value);
+    const bool crowds = std::any_of(kept.begin(), kept.end(),
+                                    [&](double k) { return std::fabs(k - y) < kTickFontPx + 4; });
+    if (crowds) t.label.clear();
+    if (!t.label.empty()) kept.push_back(y);
+  }
+  for (const AxisTick& t : ticks) {
+    const double y = scale(t.value);
+    absl::StrAppend(&out, "<line class=\"grid\" x1=\"", F(frame.x), "\" y1=\"", F(y), "\" x2=\"",
+                    F(frame.right()), "\" y2=\"", F(y), "\"/>\n");
+    if (!t.label.empty()) {
+      out += Text(frame.x - 6, y + 4, EscapeHtml(t.label), "end", "tick");
+    }
+  }
+  absl::StrAppend(&out, "<line class=\"axis\" x1=\"", F(frame.x), "\" y1=\"", F(frame.y),
+                  "\" x2=\"", F(frame.x), "\" y2=\"", F(frame.bottom()), "\"/>\n");
+  const double cx = 14;
+  const double cy = frame.y + frame.h / 2;
+  out += Text(cx, cy, EscapeHtml(title), "middle", "axis-title",
+              absl::StrCat(" transform=\"rotate(-90 ", F(cx), " ", F(cy), ")\""));
+  return out;
+}
+
+// A latency axis over [lo, hi] for values that may be <= 0: log when all
+// are positive and they span more than `log_ratio`, else linear.
+struct LatencyAxis {
+  Scale scale;
+  std::vector<AxisTick> ticks;
+};
+LatencyAxis MakeLatencyAxis(double lo, double hi, double px0, double px1, double log_ratio,
+                            int max_linear_ticks) {
+  LatencyAxis axis;
+  if (lo > 0 && hi / lo > log_ratio) {
+    axis.scale = {lo, hi, px0, px1, true};
+    axis.ticks = LogLatencyTicks(lo, hi);
+  } else {
+    const LinearAxis lin = NiceLinearAxis(std::min(0.0, lo), hi, max_linear_ticks);
+    axis.scale = {lin.lo_ns, lin.hi_ns, px0, px1, false};
+    axis.ticks = lin.ticks;
+  }
+  return axis;
+}
+
+// A log latency range at least `min_decades` wide around [lo, hi], so that
+// it holds at least one tick.
+std::pair<double, double> WidenLogRange(double lo, double hi, double min_decades) {
+  const double decades = std::log10(hi / lo);
+  if (decades >= min_decades) return {lo, hi};
+  const double pad = std::pow(10.0, (min_decades - decades) / 2);
+  return {lo / pad, hi * pad};
+}
+
+std::string HistogramSvg(const StagePlots& stage) {
+  const LogHistogram& h = stage.histogram;
+  const std::string id = absl::StrCat("stage-", stage.slug, "-histogram");
+  std::string out = SvgOpen(id, kPlotWidth, kPlotHeight,
+                            absl::StrCat("latency histogram of ", stage.stage));
+  const Frame frame{64, 14, kPlotWidth - 64 - 22, kPlotHeight - 14 - 52};
+  if (h.bins.empty()) {
+    out += Text(frame.x + frame.w / 2, frame.y + frame.h / 2,
+                h.total == 0 ? "no stored samples" : "no positive latencies to draw on a log axis",
+                "middle", "axis-title");
+    return out + "</svg>\n";
+  }
+  const auto [lo, hi] = WidenLogRange(h.bins.front().lo_ns, h.bins.back().hi_ns, 0.6);
+  const Scale x{lo, hi, frame.x, frame.right(), true};
+  int64_t peak = 1;
+  for (const HistogramBin& b : h.bins) peak = std::max(peak, b.count);
+  const double y_hi = std::max(10.0, CeilPowerOfTen(static_cast<double>(peak)));
+  const Scale y{0.5, y_hi, frame.bottom(), frame.y, true};
+  out += YAxis(frame, y, LogCountTicks(y_hi), "samples per bin (log scale)");
+  out += XAxis(frame, x, LogLatencyTicks(lo, hi), "latency (log scale)");
+  for (const HistogramBin& b : h.bins) {
+    if (b.count == 0) continue;
+    const double x0 = x(b.lo_ns);
+    const double x1 = x(b.hi_ns);
+    const double top = y(static_cast<double>(b.count));
+    absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(top), "\" width=\"",
+                    F(std::max(1.0, x1 - x0 - 0.5)), "\" height=\"", F(frame.bottom() - top),
+                    "\" fill=\"", stage.colour, "\" fill-opacity=\"0.85\"><title>",
+                    EscapeHtml(absl::StrCat(FormatDurationNs(b.lo_ns), " to ",
+                                            FormatDurationNs(b.hi_ns), ": ", b.count,
+                                            b.count == 1 ? " sample" : " samples")),
+                    "</title></rect>\n");
+  }
+  return out + "</svg>\n";
+}
+
+std::string PercentileSvg(const StagePlots& stage) {
+  const PercentileCurve& c = stage.percentiles;
+  const std::string id = absl::StrCat("stage-", stage.slug, "-percentiles");
+  std::string out = SvgOpen(id, kPlotWidth, kPlotHeight,
+                            absl::StrCat("latency by percentile of ", stage.stage));
+  const Frame frame{72, 14, kPlotWidth - 72 - 22, kPlotHeight - 14 - 52};
+  if (c.points.empty()) {
+    out += Text(frame.x + frame.w / 2, frame.y + frame.h / 2, "no stored samples", "middle",
+                "axis-title");
+    return out + "</svg>\n";
+  }
+  double lo = c.points.front().value_ns;
+  double hi = std::max(c.max_ns, c.points.back().value_ns);
+  LatencyAxis y_axis;
+  if (lo > 0 && hi / lo > 20) {
+    std::tie(lo, hi) = WidenLogRange(lo, hi, 0.6);
+  }
+  y_axis = MakeLatencyAxis(lo, hi, frame.bottom(), frame.y, 20, 6);
+  const Scale x{1, c.x_max, frame.x, frame.right(), true};
+  out += YAxis(frame, y_axis.scale, y_axis.ticks,
+               y_axis.scale.log ? "latency (log scale)" : "latency");
+  out += XAxis(frame, x, PercentileAxisTicks(c.x_max), "percentile (1/(1−p) log scale)");
+  // The maximum: a dashed line with its value.
+  const double y_max = y_axis.scale(c.max_ns);
+  absl::StrAppend(&out, "<line x1=\"", F(frame.x), "\" y1=\"", F(y_max), "\" x2=\"",
+                  F(frame.right()), "\" y2=\"", F(y_max),
+                  "\" stroke=\"#cf222e\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n");
+  out += Text(frame.right() - 4, y_max - 5,
+              EscapeHtml(absl::StrCat("max ", FormatDurationNs(c.max_ns), " (", c.count,
+                                      c.count == 1 ? " sample)" : " samples)")),
+              "end", "tick", " style=\"fill:#cf222e\"");
+  std::string points;
+  for (const PercentilePoint& p : c.points) {
+    absl::StrAppend(&points, F(x(p.x)), ",", F(y_axis.scale(p.value_ns)), " ");
+  }
+  absl::StrAppend(&out, "<polyline fill=\"none\" stroke=\"", stage.colour,
+                  "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"", points,
+                  "\"/>\n");
+  for (const PercentilePoint& p : c.points) {
+    absl::StrAppend(&out, "<circle cx=\"", F(x(p.x)), "\" cy=\"", F(y_axis.scale(p.value_ns)),
+                    "\" r=\"2.2\" fill=\"", stage.colour, "\"><title>",
+                    EscapeHtml(absl::StrFormat("p%.6g: %s", p.percentile * 100,
+                                               FormatDurationNs(p.value_ns))),
+                    "</title></circle>\n");
+  }
+  return out + "</svg>\n";
+}
+
+std::map<std::string, std::string> ColourOf(const ReportModel& model) {
+  std::map<std::string, std::string> colours;
+  for (const StagePlots& s : model.stages) colours[s.stage] = s.colour;
+  return colours;
+}
+
+std::string Swatch(const std::string& colour) {
+  return absl::StrCat("<span class=\"swatch\" style=\"background:", colour, "\"></span>");
+}
+
+std::string RunHeader(const ReportModel& model) {
+  const Summary& s = model.summary;
+  const RunInfo& run = s.run;
+  std::string out = "<header class=\"card\" id=\"run-header\">\n";
+  absl::StrAppend(&out, "<h1>ticktrace report: run ", run.run_id, "</h1>\n");
+  absl::StrAppend(&out, "<div class=\"sub\">store ", EscapeHtml(model.store_path), "</div>\n");
+  out += "<dl class=\"facts\">\n";
+  const auto fact = [&](const std::string& name, const std::string& escaped_value) {
+    absl::StrAppend(&out, "<dt>", name, "</dt><dd>", escaped_value, "</dd>\n");
+  };
+  fact("session", EscapeHtml(run.session));
+  fact("host", EscapeHtml(run.host));
+  std::string span = FormatUtcNs(run.started_utc_ns);
+  if (run.ended_utc_ns.has_value()) {
+    absl::StrAppend(&span, " .. ", FormatUtcNs(*run.ended_utc_ns), " (",
+                    FormatDurationNs(static_cast<double>(*run.ended_utc_ns - run.started_utc_ns)),
+                    ")");
+  } else {
+    absl::StrAppend(&span, " .. (still running, or the collector did not finish)");
+  }
+  fact("time", EscapeHtml(span));
+  fact("calibration",
+       EscapeHtml(absl::StrCat(
+           FormatHz(run.tsc_hz), " (", run.calibration_source, "), spread ",
+           run.spread_ppm.has_value() ? absl::StrFormat("%.2f ppm", *run.spread_ppm) : "-",
+           ", TSC step ", FormatDurationNs(run.tsc_step_ns), ", kernel ",
+           run.kernel_tsc_hz.has_value() ? FormatHz(*run.kernel_tsc_hz) : "-")));
+  fact("pipeline", EscapeHtml(absl::StrCat(run.pipeline.empty() ? "-" : run.pipeline,
+                                           run.pipeline_learned ? " (learned)" : " (declared)")));
+  fact("counters",
+       EscapeHtml(absl::StrCat(
+           "drained ", CounterValue(s, "drained"), ", dropped ", CounterValue(s, "dropped"),
+           ", malformed ", CounterValue(s, "malformed"), ", orders complete ",
+           CounterValue(s, "orders_complete"), ", incomplete ",
+           CounterValue(s, "orders_incomplete"), ", samples not stored ",
+           CounterValue(s, "samples_not_stored"))));
+  std::vector<std::string> others;
+  for (const auto& [name, value] : s.counters) {
+    if (value == 0) continue;
+    if (name == "drained" || name == "dropped" || name == "malformed" ||
+        name == "orders_complete" || name == "orders_incomplete" ||
+        name == "samples_not_stored") {
+      continue;
+    }
+    others.push_back(absl::StrCat(name, " ", value));
+  }
+  if (!others.empty()) fact("other counters", EscapeHtml(absl::StrJoin(others, ", ")));
+  const char* flagged = s.include_flagged ? "flagged samples included"
+                                          : "flagged samples excluded";
+  fact("statistics",
+       EscapeHtml(s.from_stage_stats
+                      ? absl::StrCat("the collector's stage_stats (", flagged,
+                                     "); plots from ", model.samples_stored, " stored samples")
+                      : absl::StrCat("exact, from ", s.samples_read, " stored samples; ",
+                                     flagged)));
+  out += "</dl>\n";
+
+  if (!model.losses.empty()) {
+    out += "<div class=\"banner loss\" id=\"loss-banner\">Data was lost in this run: the "
+           "numbers below do not cover everything the programs traced.\n<ul>\n";
+    for (const LossCounter& l : model.losses) {
+      absl::StrAppend(&out, "<li><b>", EscapeHtml(l.name), " ", l.value, "</b>: ",
+                      EscapeHtml(l.meaning), "</li>\n");
+    }
+    out += "</ul></div>\n";
+  } else {
+    out += "<div class=\"banner ok\" id=\"no-loss\">Nothing lost: no records dropped or "
+           "malformed, every sample stored.</div>\n";
+  }
+  std::vector<const EnvironmentFact*> warnings;
+  for (const EnvironmentFact& f : model.environment) {
+    if (f.warning) warnings.push_back(&f);
+  }
+  if (!warnings.empty()) {
+    out += "<div class=\"banner warn\" id=\"environment-warnings\">Environment warnings "
+           "(these can distort latencies)\n<ul>\n";
+    for (const EnvironmentFact* f : warnings) {
+      absl::StrAppend(&out, "<li><b>", EscapeHtml(f->name), "</b> = ", EscapeHtml(f->value),
+                      f->meaning.empty() ? "" : ": ", EscapeHtml(f->meaning), "</li>\n");
+    }
+    out += "</ul></div>\n";
+  }
+  if (!model.environment.empty()) {
+    absl::StrAppend(&out, "<details id=\"environment\"><summary>environment (",
+                    model.environment.size(), " facts, ", warnings.size(),
+                    warnings.size() == 1 ? " warning" : " warnings",
+                    ")</summary>\n<table><tr><th>name</th><th>value</th><th "
+                    "style=\"text-align:left\">meaning</th></tr>\n");
+    for (const EnvironmentFact& f : model.environment) {
+      absl::StrAppend(&out, "<tr><td>", f.warning ? "&#9888; " : "", EscapeHtml(f.name),
+                      "</td><td>", EscapeHtml(f.value),
+                      "</td><td style=\"text-align:left;white-space:normal\">",
+                      EscapeHtml(f.meaning), "</td></tr>\n");
+    }
+    out += "</table></details>\n";
+  }
+  out += "</header>\n";
+  return out;
+}
+
+std::string StackSvg(const ReportModel& model, const std::map<std::string, std::string>& colours) {
+  const MedianStack& stack = model.stack;
+  const double end = std::max(stack.sum_ns, stack.total_p50_ns.value_or(0));
+  const double height = 120;
+  std::string out = SvgOpen("median-stack", kWideWidth, height,
+                            "median time per stage, stacked");
+  const Frame frame{20, 34, kWideWidth - 40, 36};
+  const LinearAxis lin = NiceLinearAxis(0, std::max(end, 1.0), 10);
+  const Scale x{lin.lo_ns, lin.hi_ns, frame.x, frame.right(), false};
+  out += XAxis(frame, x, lin.ticks, "time (sum of stage medians)");
+  for (const StackSegment& seg : stack.segments) {
+    const double x0 = x(seg.offset_ns);
+    const double x1 = x(seg.offset_ns + seg.width_ns);
+    const auto it = colours.find(seg.stage);
+    absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(frame.y), "\" width=\"",
+                    F(std::max(0.0, x1 - x0)), "\" height=\"", F(frame.h), "\" fill=\"",
+                    it == colours.end() ? "#999" : it->second,
+                    "\" stroke=\"#fff\" stroke-width=\"1\"><title>",
+                    EscapeHtml(absl::StrCat(seg.stage, ": p50 ", FormatDurationNs(seg.width_ns))),
+                    "</title></rect>\n");
+    const std::string label = FormatDurationNs(seg.width_ns);
+    if (LabelWidthPx(label, 12) + 8 < x1 - x0) {
+      out += Text((x0 + x1) / 2, frame.y + frame.h / 2 + 4, EscapeHtml(label), "middle",
+                  "axis-title", " style=\"fill:#fff;font-weight:600\"");
+    }
+  }
+  if (stack.total_p50_ns.has_value()) {
+    const double xt = x(*stack.total_p50_ns);
+    absl::StrAppend(&out, "<line x1=\"", F(xt), "\" y1=\"", F(frame.y - 8), "\" x2=\"", F(xt),
+                    "\" y2=\"", F(frame.bottom() + 2),
+                    "\" stroke=\"#1f2328\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>\n");
+    const std::string label = absl::StrCat("total p50 ", FormatDurationNs(*stack.total_p50_ns));
+    const bool right_half = xt > frame.x + frame.w / 2;
+    out += Text(right_half ? xt - 4 : xt + 4, frame.y - 12, EscapeHtml(label),
+                right_half ? "end" : "start", "axis-title");
+  }
+  return out + "</svg>\n";
+}
+
+std::string Breakdown(const ReportModel& model,
+                      const std::map<std::string, std::string>& colours) {
+  std::string out = "<section id=\"breakdown\">\n<h2>Per-stage breakdown</h2>\n";
+  out += "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
+         "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
+         "<th>negative</th><th>cross-core</th></tr>\n";
+  for (size_t i = 0; i < model.summary.stages.size(); ++i) {
+    const StageSummary& s = model.summary.stages[i];
+    const std::string& slug = model.stages[i].slug;
+    const auto it = colours.find(s.stage);
+    const auto flag_cell = [](int64_t n) {
+      return absl::StrCat(n > 0 ? "<td class=\"num flagged\">" : "<td class=\"num\">", n, "</td>");
+    };
+    absl::StrAppend(
+        &out, s.stage == kTotalStage ? "<tr class=\"total\">" : "<tr>", "<td class=\"stage\">",
+        Swatch(it == colours.end() ? "#999" : it->second), "<a href=\"#stage-", slug, "\">",
+        EscapeHtml(s.stage), "</a></td><td class=\"num\">", s.stats.count, "</td>");
+    for (const auto& v : {s.stats.min_ns, s.stats.p50_ns, s.stats.p90_ns, s.stats.p99_ns,
+                          s.stats.p999_ns, s.stats.max_ns, s.stats.mean_ns}) {
+      absl::StrAppend(&out, "<td class=\"num\">", EscapeHtml(FormatDurationNs(v)), "</td>");
+    }
+    absl::StrAppend(&out, flag_cell(s.migrated), flag_cell(s.negative), flag_cell(s.cross_core),
+                    "</tr>\n");
+  }
+  out += "</table>\n";
+  if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";
+
+  out += "<h3 style=\"margin-top:18px\">Median time per stage, stacked</h3>\n";
+  out += "<p class=\"note\">Each pipeline stage's median laid end to end. Medians do not add "
+         "exactly, so the dashed line marks the total's own median for comparison.</p>\n";
+  out += StackSvg(model, colours);
+  out += "<div class=\"legend\">\n";
+  for (const StackSegment& seg : model.stack.segments) {
+    const auto it = colours.find(seg.stage);
+    const double share = model.stack.sum_ns > 0 ? 100.0 * seg.width_ns / model.stack.sum_ns : 0;
+    absl::StrAppend(&out, "<span>", Swatch(it == colours.end() ? "#999" : it->second),
+                    EscapeHtml(seg.stage), " <span class=\"num\">",
+                    EscapeHtml(FormatDurationNs(seg.width_ns)),
+                    absl::StrFormat(" (%.0f%%)", share), "</span></span>\n");
+  }
+  out += "</div>\n";
+  if (!model.stack.left_out.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& n : model.stack.left_out) names.push_back(EscapeHtml(n));
+    absl::StrAppend(&out, "<p class=\"note\">Not stacked (spans inside a stage, or no median): ",
+                    absl::StrJoin(names, ", "), ".</p>\n");
+  }
+  out += "</section>\n";
+  return out;
+}
+
+std::string StageSections(const ReportModel& model) {
+  std::string out = "<section id=\"stages\">\n<h2>Latency distribution per stage</h2>\n";
+  out += "<p class=\"note\">Left: how many samples fell at each latency (both axes log scale). "
+         "Right: latency at each percentile, HdrHistogram style; the x axis stretches the tail "
+         "so that p99, p99.9 and p99.99 can be read.</p>\n";
+  for (size_t i = 0; i < model.stages.size(); ++i) {
+    const StagePlots& p = model.stages[i];
+    const StageSummary& s = model.summary.stages[i];
+    absl::StrAppend(&out, "<div class=\"stage-block\" id=\"stage-", p.slug, "\">\n<h3>",
+                    Swatch(p.colour), EscapeHtml(p.stage), "</h3>\n<div class=\"note\">",
+                    EscapeHtml(absl::StrCat(
+                        p.histogram.total, " samples plotted; p50 ",
+                        FormatDurationNs(s.stats.p50_ns), ", p99 ",
+                        FormatDurationNs(s.stats.p99_ns), ", p99.9 ",
+                        FormatDurationNs(s.stats.p999_ns), ", max ",
+                        FormatDurationNs(s.stats.max_ns))));
+    if (p.excluded_flagged > 0) {
+      absl::StrAppend(&out, "; ", p.excluded_flagged, " flagged samples kept out");
+    }
+    if (p.histogram.nonpositive > 0) {
+      absl::StrAppend(&out, "; <b>", p.histogram.nonpositive,
+                      " samples at or below 0 ns are not in the histogram</b> (a log axis has no "
+                      "place for them)");
+    }
+    out += "</div>\n<div class=\"plots\">\n";
+    out += HistogramSvg(p);
+    out += PercentileSvg(p);
+    out += "</div>\n</div>\n";
+  }
+  out += "</section>\n";
+  return out;
+}
+
+std::string WaterfallSvg(const OrderWaterfall& w, int rank,
+                         const std::map<std::string, std::string>& colours) {
+  constexpr double kRow = 24;
+  constexpr double kFont = 12;
+  double name_px = 80;
+  for (const WaterfallBar& b : w.bars) name_px = std::max(name_px, LabelWidthPx(b.stage, kFont));
+  name_px = std::min(name_px, 300.0);
+  const double value_px = 150;
+  const size_t rows = w.bars.size() + (w.total_ns.has_value() ? 1 : 0);
+  const double height = 10 + rows * kRow + 50;
+  std::string out = SvgOpen(absl::StrCat("slowest-", rank), kWideWidth, height,
+                            absl::StrCat("waterfall of order ", static_cast<uint64_t>(w.order_id)));
+  const Frame frame{name_px + 20, 6, kWideWidth - name_px - 20 - value_px - 10,
+                    rows * kRow + 4};
+  const LinearAxis lin = NiceLinearAxis(0, w.span_ns, 10);
+  const Scale x{lin.lo_ns, lin.hi_ns, frame.x, frame.right(), false};
+  out += XAxis(frame, x, lin.ticks, "time since the order's first stamp");
+  const auto row = [&](size_t i, const std::string& stage, double offset, double latency,
+                       uint32_t flags, const std::string& colour) {
+    const double top = frame.y + 4 + static_cast<double>(i) * kRow;
+    // The stage name, cut to the column (the full name is the tooltip).
+    std::string name = stage;
+    while (name.size() > 4 && LabelWidthPx(name, kFont) > name_px) name.resize(name.size() - 4);
+    if (name != stage) name += "…";
+    absl::StrAppend(&out, "<text x=\"", F(frame.x - 8), "\" y=\"", F(top + 15),
+                    "\" text-anchor=\"end\" class=\"axis-title\"><title>", EscapeHtml(stage),
+                    "</title>", EscapeHtml(name), "</text>\n");
+    const double x0 = x(offset);
+    if (latency < 0) {
+      // Negative: not a duration; a red diamond where the stage began.
+      absl::StrAppend(&out, "<path d=\"M", F(x0), " ", F(top + 3), " l6 8 l-6 8 l-6 -8 z\" ",
+                      "fill=\"#cf222e\"/>\n");
+    } else {
+      const double x1 = x(offset + latency);
+      absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(top + 3), "\" width=\"",
+                      F(std::max(2.0, x1 - x0)), "\" height=\"16\" rx=\"2\" fill=\"", colour,
+                      "\"><title>",
+                      EscapeHtml(absl::StrCat(stage, ": ", FormatDurationNs(latency),
+                                              " starting at +", FormatDurationNs(offset))),
+                      "</title></rect>\n");
+    }
+    std::string value = FormatDurationNs(latency);
+    if (flags != 0) absl::StrAppend(&value, "  ", FlagWords(flags));
+    out += Text(frame.right() + 10, top + 15, EscapeHtml(value), "start", "tick",
+                flags != 0 ? " style=\"fill:#9a6700;font-weight:600\"" : "");
+  };
+  for (size_t i = 0; i < w.bars.size(); ++i) {
+    const WaterfallBar& b = w.bars[i];
+    const auto it = colours.find(b.stage);
+    row(i, b.stage, b.offset_ns, b.latency_ns, b.flags,
+        it == colours.end() ? "#999" : it->second);
+  }
+  if (w.total_ns.has_value()) {
+    const auto it = colours.find(kTotalStage);
+    row(w.bars.size(), kTotalStage, 0, *w.total_ns, 0,
+        it == colours.end() ? "#5f6368" : it->second);
+  }
+  return out + "</svg>\n";
+}
+
+std::string Slowest(const ReportModel& model, const std::map<std::string, std::string>& colours) {
+  std::string out = "<section id=\"slowest\">\n";
+  absl::StrAppend(&out, "<h2>The ", model.slowest.size(), " slowest orders by ",
+                  EscapeHtml(model.slowest_stage), "</h2>\n");
+  out += "<p class=\"note\">One bar per stage on the order's own time axis, from its first "
+         "stamp; rows in stamp order. Every sample counts here, flagged or not.</p>\n";
+  if (model.slowest.empty()) out += "<p class=\"note\">No orders with a total in this run.</p>\n";
+  int rank = 0;
+  for (const OrderWaterfall& w : model.slowest) {
+    ++rank;
+    std::string head = absl::StrCat("#", rank, "  order ", static_cast<uint64_t>(w.order_id),
+                                    ": ", model.slowest_stage, " ",
+                                    FormatDurationNs(w.ranked_ns), " at ",
+                                    FormatUtcNs(w.first_utc_ns));
+    if (w.parent_order_id.has_value()) {
+      absl::StrAppend(&head, ", linked to ", static_cast<uint64_t>(*w.parent_order_id));
+    }
+    absl::StrAppend(&head, w.complete ? ", complete" : ", incomplete");
+    if (!w.missing.empty()) absl::StrAppend(&head, " (missing ", w.missing, ")");
+    if (w.ranked_flags != 0) absl::StrAppend(&head, ", flagged ", FlagWords(w.ranked_flags));
+    absl::StrAppend(&out, "<div class=\"order\"><h3>", EscapeHtml(head), "</h3>\n");
+    out += WaterfallSvg(w, rank, colours);
+    out += "</div>\n";
+  }
+  out += "</section>\n";
+  return out;
+}
+
+std::string Flags(const ReportModel& model) {
+  std::string out = "<section id=\"flags\">\n<h2>Flagged samples</h2>\n";
+  absl::StrAppend(
+      &out, "<p class=\"note\">Flagged samples are ",
+      model.summary.include_flagged ? "<b>included in</b>" : "<b>kept out of</b>",
+      " the percentiles and plots above (as the collector counted them for this run); the "
+      "waterfalls show them all.</p>\n");
+  out += "<table><tr><th>stage</th><th>migrated</th><th>negative</th><th>cross-core</th></tr>\n";
+  int64_t any = 0;
+  for (size_t i = 0; i < model.summary.stages.size(); ++i) {
+    const StageSummary& s = model.summary.stages[i];
+    const auto cell = [](int64_t n) {
+      return absl::StrCat(n > 0 ? "<td class=\"num flagged\">" : "<td class=\"num\">", n, "</td>");
+    };
+    any += s.migrated + s.negative + s.cross_core;
+    absl::StrAppend(&out, "<tr><td class=\"stage\">", Swatch(model.stages[i].colour),
+                    EscapeHtml(s.stage), "</td>", cell(s.migrated), cell(s.negative),
+                    cell(s.cross_core), "</tr>\n");
+  }
+  out += "</table>\n<dl class=\"facts\">\n"
+         "<dt>migrated</dt><dd>the stage's two ends were read on different cores by the same "
+         "thread: it moved between cores mid-stage, so the time includes the move.</dd>\n"
+         "<dt>negative</dt><dd>the end came out before the start: two cores' clocks (TSCs) "
+         "disagree by more than the stage took, so the value is not a real latency.</dd>\n"
+         "<dt>cross-core</dt><dd>the two ends were stamped on different cores (usual between "
+         "processes): the value is right only as far as the cores' TSCs agree.</dd>\n</dl>\n";
+  if (any == 0) out += "<p class=\"note\">No sample of this run is flagged.</p>\n";
+  out += "</section>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderReportHtml(const ReportModel& model) {
+  const std::map<std::string, std::string> colours = ColourOf(model);
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      // The page needs nothing from outside: forbid it, scripts included.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; img-src data:\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  absl::StrAppend(&out, "<title>",
+                  EscapeHtml(absl::StrCat("ticktrace report: run ", model.summary.run.run_id,
+                                          " on ", model.summary.run.host)),
+                  "</title>\n<style>", kCss, "</style>\n</head>\n<body>\n<main>\n");
+  out += RunHeader(model);
+  out += Breakdown(model, colours);
+  out += StageSections(model);
+  out += Slowest(model, colours);
+  out += Flags(model);
+  absl::StrAppend(&out, "<footer>Written by ticktrace-view report from ",
+                  EscapeHtml(model.store_path),
+                  ". Latencies are TSC differences converted with the run's calibration; "
+                  "see docs/viewer.md.</footer>\n</main>\n</body>\n</html>\n");
+  return out;
+}
+
+}  // namespace ticktrace::view
