@@ -315,6 +315,21 @@ missed_notes() {
   done
 }
 
+# The collector engineer's hand-written reading of their benchmark, kept from
+# the page being replaced (between the markers below, or, the first time, the
+# "**Reading it.**" part of their last "## collector" section). Its figures come
+# from their runs, not from this one, and the page says so.
+collector_notes="$(awk '
+  /<!-- collector-notes:begin -->/ {marked = 1; inside = 1; next}
+  /<!-- collector-notes:end -->/ {inside = 0; next}
+  inside {print; next}
+  marked {next}
+  /^## / {legacy = ($0 == "## collector"); reading = 0; if (legacy) buf = ""; next}
+  legacy && /^\*\*Reading it\.\*\*/ {reading = 1; next}
+  legacy && reading {buf = buf $0 "\n"}
+  END {if (!marked) printf "%s", buf}
+' "$out_md" 2>/dev/null | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' || true)"
+
 missed_text="$(missed_notes "$tmp/trace_targets.txt" "$tmp/peers_bench.txt" "$tmp/interference_bench.txt" "$collector_targets" "$tmp/visibility_bench.txt")"
 
 mkdir -p "$(dirname "$out_md")"
@@ -501,6 +516,14 @@ EOT
   fi
 else
   echo "Not run: $collector_bench_status. The collector targets above are therefore not measured."
+fi
+if [ -n "$collector_notes" ]; then
+  echo
+  echo "### The collector engineer's reading (hand-written; figures from their own runs, not this one)"
+  echo
+  echo "<!-- collector-notes:begin -->"
+  printf '%s\n' "$collector_notes"
+  echo "<!-- collector-notes:end -->"
 fi
 echo
 } >"$out_md.tmp"
