@@ -138,7 +138,8 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
           ++counters_.unattributed;
           continue;
         }
-        if (r.tag_id >= p->tag_name.size() || p->tag_name[r.tag_id] < 0) {
+        if (r.tag_id >= p->tag_name.size() || p->tag_name[r.tag_id] < 0 ||
+            p->tag_name[r.tag_id] >= int64_t{kMaxNameIds}) {
           ++counters_.malformed;
           continue;
         }

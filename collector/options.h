@@ -35,7 +35,7 @@ struct CollectorOptions {
   std::chrono::microseconds min_pass_interval{200};  // busy: each ring polled at most this often
   std::chrono::microseconds max_idle_sleep{1000};    // idle back-off bound
   std::chrono::milliseconds snapshot_interval{1000};
-  size_t max_queued_pass_bytes = 256u << 20;      // drained, not yet analysed
+  size_t max_queued_pass_bytes = 16u << 20;       // drained, not yet analysed
   std::ostream* out = nullptr;            // reports; null: std::cout
   std::atomic<bool>* stop = nullptr;      // set to stop (besides signals)
   bool handle_signals = true;             // SIGINT/SIGTERM stop the run

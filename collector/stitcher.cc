@@ -54,7 +54,6 @@ uint32_t Stitcher::OrderIndex(uint64_t order_id) {
     pool_.emplace_back();
   }
   Order& o = pool_[idx];
-  o.order_id = order_id;
   o.live = true;
   o.last_activity = clock_;
   it->second = idx;
@@ -103,8 +102,17 @@ void Stitcher::AddEvent(const StitchEvent& e) {
   }
   const uint32_t idx = OrderIndex(e.order_id);
   Order& o = pool_[idx];
-  o.events.push_back(Event{e.tsc, e.aux, e.end_aux, e.duration_ticks, e.name_id, e.process_id,
-                           e.tid, e.kind, e.flags});
+  Event ev;
+  ev.tsc = e.tsc;
+  ev.aux = e.aux;
+  ev.end_aux = e.end_aux;
+  ev.duration_ticks = e.duration_ticks;
+  ev.name_id = e.name_id & (kMaxNameIds - 1);  // REQUIRES (Analyzer): name_id < kMaxNameIds
+  ev.kind = e.kind & 7u;
+  ev.flags = e.flags & 7u;
+  ev.process_id = e.process_id;
+  ev.tid = e.tid;
+  o.events.push_back(ev);
   o.last_activity = clock_;
   if (pipeline_known_ && !o.pending && !pipeline_.empty()) {
     const int pos = PositionOf(e.name_id);
@@ -211,7 +219,7 @@ void Stitcher::FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator i
     erased_since_rehash_ = 0;
   }
   if (pipeline_known_) {
-    Emit(pool_[idx]);
+    Emit(order_id, pool_[idx]);
     Release(idx, /*held=*/false);
   } else {
     // Hold it for learning; its parent may finish now.
@@ -229,13 +237,13 @@ void Stitcher::Release(uint32_t idx, bool held) {
     if (Order* p = FindAny(o.parent_id); p && p->open_children > 0) --p->open_children;
   }
   o.events.clear();
-  o.order_id = o.parent_id = o.last_activity = 0;
+  o.parent_id = o.last_activity = 0;
   o.open_children = 0;
   o.has_parent = o.has_children = o.pending = o.live = false;
   free_.push_back(idx);
 }
 
-void Stitcher::Emit(Order& o) {
+void Stitcher::Emit(uint64_t order_id, Order& o) {
   const int stages = static_cast<int>(pipeline_.size());
   chain_.assign(stages, ChainEntry{});
   for (const Event& e : o.events) {
@@ -272,7 +280,7 @@ void Stitcher::Emit(Order& o) {
   size_t samples = 0;  // produced for this order
   if (sink_ != nullptr && sink_->WantsRows()) {
     out = &row;
-    out->order.order_id = o.order_id;
+    out->order.order_id = order_id;
     out->order.has_parent = o.has_parent;
     out->order.parent_order_id = o.parent_id;
   }
@@ -299,7 +307,7 @@ void Stitcher::Emit(Order& o) {
       ++samples;
       if (out != nullptr) {
         SampleRow s;
-        s.order_id = o.order_id;
+        s.order_id = order_id;
         s.stage = stats_->StageName(stage);
         s.start_utc_ns = time_.UtcNs(a.tsc);
         s.latency_ns = latency_ns;
@@ -337,7 +345,7 @@ void Stitcher::Emit(Order& o) {
       ++samples;
       if (out != nullptr) {
         SampleRow s;
-        s.order_id = o.order_id;
+        s.order_id = order_id;
         s.stage = stats_->StageName(stage);
         s.start_utc_ns = time_.UtcNs(e.tsc);
         s.latency_ns = latency_ns;
@@ -350,7 +358,7 @@ void Stitcher::Emit(Order& o) {
     }
     if (out != nullptr) {
       StampRow st;
-      st.order_id = o.order_id;
+      st.order_id = order_id;
       st.tag = tag_names_->Name(e.name_id);
       st.is_span = is_span;
       st.process_id = e.process_id;
@@ -396,7 +404,7 @@ void Stitcher::Emit(Order& o) {
       ++samples;
       if (out != nullptr) {
         SampleRow s;
-        s.order_id = o.order_id;
+        s.order_id = order_id;
         s.stage = "total";
         s.start_utc_ns = time_.UtcNs(a.tsc);
         s.latency_ns = total_ns;
@@ -470,7 +478,7 @@ void Stitcher::Learn() {
   for (uint64_t id : held_order_) {
     auto it = held_.find(id);
     if (it == held_.end()) continue;
-    Emit(pool_[it->second]);
+    Emit(id, pool_[it->second]);
   }
   for (uint64_t id : held_order_) {
     auto it = held_.find(id);

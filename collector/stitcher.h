@@ -55,6 +55,9 @@
 
 namespace ticktrace::collect {
 
+// Tag names a Stitcher can tell apart (Event packs the id into 26 bits).
+inline constexpr uint32_t kMaxNameIds = 1u << 26;
+
 struct StitchSettings {
   std::vector<std::string> pipeline;  // declared stage tags in order; empty: learn
   uint64_t timeout_ticks = 0;         // 0: orders finish by last stage or at the end only
@@ -171,18 +174,20 @@ class Stitcher {
   std::function<void(const std::vector<std::string>& pipeline, size_t orders)> on_learned;
 
  private:
+  // 32 bytes: an order in flight costs its Events, so kind and flags share a
+  // word with the name id (names are capped at kMaxNameIds).
   struct Event {
     uint64_t tsc;
     uint32_t aux, end_aux;
     uint32_t duration_ticks;
-    uint32_t name_id;
+    uint32_t name_id : 26;
+    uint32_t kind : 3;   // abi::RecordKind
+    uint32_t flags : 3;  // abi::RecordFlags (three bits defined)
     uint32_t process_id;
     uint32_t tid;
-    uint8_t kind;
-    uint8_t flags;
   };
-  struct Order {
-    uint64_t order_id = 0;
+  static_assert(sizeof(Event) == 32);
+  struct Order {  // its id is the key in open_/held_
     uint64_t parent_id = 0;
     uint64_t last_activity = 0;  // stream clock at the last record
     uint32_t open_children = 0;
@@ -205,7 +210,7 @@ class Stitcher {
   void SweepTimeouts();
   void FinishOrder(uint64_t order_id);  // from open_: emit or hold
   void FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator it);
-  void Emit(Order& o);                  // REQUIRES: pipeline_known_
+  void Emit(uint64_t order_id, Order& o);  // REQUIRES: pipeline_known_
   void Release(uint32_t idx, bool held);
   void Learn();
   void MarkPendingIfComplete(uint32_t index);

@@ -1,8 +1,5 @@
 #include "collector/store_writer.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <utility>
 
 namespace ticktrace::collect {
@@ -107,10 +104,9 @@ StoreWriterCounters StoreWriter::counters() const {
 }
 
 void StoreWriter::Loop() {
-  // Below the drain thread: on a busy machine SQLite must not take the CPU
-  // that frees the producers' rings (the writer drops rows when behind; the
-  // rings would drop records).
-  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+  // Not niced: the rings are freed by the drain thread, which never waits for
+  // this one; a niced writer starved on a loaded machine (orders reached the
+  // store seconds late), and when it is behind it drops rows, counted.
   while (true) {
     std::vector<FinishedOrder> orders;
     std::optional<StoreSnapshot> snapshot;
