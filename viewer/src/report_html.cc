@@ -18,9 +18,9 @@ namespace {
 
 constexpr double kTickFontPx = 11;
 constexpr double kLabelGapPx = 8;
-constexpr double kPlotWidth = 560;
+constexpr double kPlotWidth = 536;
 constexpr double kPlotHeight = 300;
-constexpr double kWideWidth = 1120;
+constexpr double kWideWidth = 1084;
 
 constexpr char kCss[] = R"css(
 :root { color-scheme: light; }
@@ -115,7 +115,7 @@ std::string Text(double x, double y, const std::string& escaped, const char* anc
 // A horizontal axis at the bottom of `frame` with grid lines, thinned tick
 // labels and a title.
 std::string XAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> ticks,
-                  const std::string& title) {
+                  const std::string& title, double svg_width) {
   ThinLabels(ticks, kTickFontPx, kLabelGapPx, [&](double v) { return scale(v); });
   std::string out;
   for (const AxisTick& t : ticks) {
@@ -125,7 +125,12 @@ std::string XAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> 
     absl::StrAppend(&out, "<line class=\"axis\" x1=\"", F(x), "\" y1=\"", F(frame.bottom()),
                     "\" x2=\"", F(x), "\" y2=\"", F(frame.bottom() + 4), "\"/>\n");
     if (!t.label.empty()) {
-      out += Text(x, frame.bottom() + 17, EscapeHtml(t.label), "middle", "tick");
+      // A label that would run off the drawing is anchored at its tick's side.
+      const double half = LabelWidthPx(t.label, kTickFontPx) / 2;
+      const char* anchor = x + half > svg_width - 2 ? "end" : x - half < 2 ? "start" : "middle";
+      const double at = anchor[0] == 'e' ? std::min(x + 3, svg_width - 2)
+                        : anchor[0] == 's' ? std::max(x - 3, 2.0) : x;
+      out += Text(at, frame.bottom() + 17, EscapeHtml(t.label), anchor, "tick");
     }
   }
   absl::StrAppend(&out, "<line class=\"axis\" x1=\"", F(frame.x), "\" y1=\"", F(frame.bottom()),
@@ -146,7 +151,7 @@ std::string YAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> 
   for (AxisTick& t : ticks) {
     const double y = scale(t.value);
     const bool crowds = std::any_of(kept.begin(), kept.end(),
-                                    [&](double k) { return std::fabs(k - y) < kTickFontPx + 4; });
+                                    [&](double k) { return std::fabs(k - y) < 2.4 * kTickFontPx; });
     if (crowds) t.label.clear();
     if (!t.label.empty()) kept.push_back(y);
   }
@@ -178,7 +183,7 @@ LatencyAxis MakeLatencyAxis(double lo, double hi, double px0, double px1, double
   LatencyAxis axis;
   if (lo > 0 && hi / lo > log_ratio) {
     axis.scale = {lo, hi, px0, px1, true};
-    axis.ticks = LogLatencyTicks(lo, hi);
+    axis.ticks = LogLatencyTicks(lo, hi, /*label_minor=*/true);  // thinned by YAxis
   } else {
     const LinearAxis lin = NiceLinearAxis(std::min(0.0, lo), hi, max_linear_ticks);
     axis.scale = {lin.lo_ns, lin.hi_ns, px0, px1, false};
@@ -215,7 +220,7 @@ std::string HistogramSvg(const StagePlots& stage) {
   const double y_hi = std::max(10.0, CeilPowerOfTen(static_cast<double>(peak)));
   const Scale y{0.5, y_hi, frame.bottom(), frame.y, true};
   out += YAxis(frame, y, LogCountTicks(y_hi), "samples per bin (log scale)");
-  out += XAxis(frame, x, LogLatencyTicks(lo, hi), "latency (log scale)");
+  out += XAxis(frame, x, LogLatencyTicks(lo, hi), "latency (log scale)", kPlotWidth);
   for (const HistogramBin& b : h.bins) {
     if (b.count == 0) continue;
     const double x0 = x(b.lo_ns);
@@ -253,7 +258,8 @@ std::string PercentileSvg(const StagePlots& stage) {
   const Scale x{1, c.x_max, frame.x, frame.right(), true};
   out += YAxis(frame, y_axis.scale, y_axis.ticks,
                y_axis.scale.log ? "latency (log scale)" : "latency");
-  out += XAxis(frame, x, PercentileAxisTicks(c.x_max), "percentile (1/(1−p) log scale)");
+  out += XAxis(frame, x, PercentileAxisTicks(c.x_max), "percentile (1/(1−p) log scale)",
+               kPlotWidth);
   // The maximum: a dashed line with its value.
   const double y_max = y_axis.scale(c.max_ns);
   absl::StrAppend(&out, "<line x1=\"", F(frame.x), "\" y1=\"", F(y_max), "\" x2=\"",
@@ -393,38 +399,48 @@ std::string RunHeader(const ReportModel& model) {
 std::string StackSvg(const ReportModel& model, const std::map<std::string, std::string>& colours) {
   const MedianStack& stack = model.stack;
   const double end = std::max(stack.sum_ns, stack.total_p50_ns.value_or(0));
-  const double height = 120;
+  constexpr double kBar = 26;
+  const double height = 8 + 2 * (kBar + 8) + 46;
   std::string out = SvgOpen("median-stack", kWideWidth, height,
-                            "median time per stage, stacked");
-  const Frame frame{20, 34, kWideWidth - 40, 36};
+                            "median time per stage, stacked, against the total's median");
+  const Frame frame{150, 8, kWideWidth - 150 - 24, 2 * (kBar + 8)};
   const LinearAxis lin = NiceLinearAxis(0, std::max(end, 1.0), 10);
   const Scale x{lin.lo_ns, lin.hi_ns, frame.x, frame.right(), false};
-  out += XAxis(frame, x, lin.ticks, "time (sum of stage medians)");
+  out += XAxis(frame, x, lin.ticks, "time", kWideWidth);
+  const double stack_top = frame.y + 4;
+  const double total_top = stack_top + kBar + 8;
+  out += Text(frame.x - 8, stack_top + kBar / 2 + 4, "sum of stage p50s", "end", "axis-title");
+  out += Text(frame.x - 8, total_top + kBar / 2 + 4, "total p50", "end", "axis-title");
   for (const StackSegment& seg : stack.segments) {
     const double x0 = x(seg.offset_ns);
     const double x1 = x(seg.offset_ns + seg.width_ns);
     const auto it = colours.find(seg.stage);
-    absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(frame.y), "\" width=\"",
-                    F(std::max(0.0, x1 - x0)), "\" height=\"", F(frame.h), "\" fill=\"",
+    absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(stack_top), "\" width=\"",
+                    F(std::max(0.0, x1 - x0)), "\" height=\"", F(kBar), "\" fill=\"",
                     it == colours.end() ? "#999" : it->second,
                     "\" stroke=\"#fff\" stroke-width=\"1\"><title>",
                     EscapeHtml(absl::StrCat(seg.stage, ": p50 ", FormatDurationNs(seg.width_ns))),
                     "</title></rect>\n");
     const std::string label = FormatDurationNs(seg.width_ns);
     if (LabelWidthPx(label, 12) + 8 < x1 - x0) {
-      out += Text((x0 + x1) / 2, frame.y + frame.h / 2 + 4, EscapeHtml(label), "middle",
+      out += Text((x0 + x1) / 2, stack_top + kBar / 2 + 4, EscapeHtml(label), "middle",
                   "axis-title", " style=\"fill:#fff;font-weight:600\"");
     }
   }
+  const double sum_end = x(stack.sum_ns);
+  out += Text(sum_end + 6, stack_top + kBar / 2 + 4, EscapeHtml(FormatDurationNs(stack.sum_ns)),
+              "start", "axis-title");
   if (stack.total_p50_ns.has_value()) {
-    const double xt = x(*stack.total_p50_ns);
-    absl::StrAppend(&out, "<line x1=\"", F(xt), "\" y1=\"", F(frame.y - 8), "\" x2=\"", F(xt),
-                    "\" y2=\"", F(frame.bottom() + 2),
-                    "\" stroke=\"#1f2328\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>\n");
-    const std::string label = absl::StrCat("total p50 ", FormatDurationNs(*stack.total_p50_ns));
-    const bool right_half = xt > frame.x + frame.w / 2;
-    out += Text(right_half ? xt - 4 : xt + 4, frame.y - 12, EscapeHtml(label),
-                right_half ? "end" : "start", "axis-title");
+    const double xt = x(std::max(0.0, *stack.total_p50_ns));
+    const auto it = colours.find(kTotalStage);
+    absl::StrAppend(&out, "<rect x=\"", F(frame.x), "\" y=\"", F(total_top), "\" width=\"",
+                    F(std::max(1.0, xt - frame.x)), "\" height=\"", F(kBar), "\" fill=\"",
+                    it == colours.end() ? "#5f6368" : it->second, "\"/>\n");
+    const std::string label = FormatDurationNs(*stack.total_p50_ns);
+    const bool inside = xt - frame.x > LabelWidthPx(label, 12) + 12;
+    out += Text(inside ? xt - 6 : xt + 6, total_top + kBar / 2 + 4, EscapeHtml(label),
+                inside ? "end" : "start", "axis-title",
+                inside ? " style=\"fill:#fff;font-weight:600\"" : "");
   }
   return out + "</svg>\n";
 }
@@ -457,8 +473,10 @@ std::string Breakdown(const ReportModel& model,
   if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";
 
   out += "<h3 style=\"margin-top:18px\">Median time per stage, stacked</h3>\n";
-  out += "<p class=\"note\">Each pipeline stage's median laid end to end. Medians do not add "
-         "exactly, so the dashed line marks the total's own median for comparison.</p>\n";
+  out += "<p class=\"note\">Each pipeline stage's median laid end to end, above the total's own "
+         "median. Medians do not add: the total's median need not equal the sum of the stages' "
+         "medians, and a wide gap between the two bars points to long tails spread over "
+         "different orders.</p>\n";
   out += StackSvg(model, colours);
   out += "<div class=\"legend\">\n";
   for (const StackSegment& seg : model.stack.segments) {
@@ -520,7 +538,7 @@ std::string WaterfallSvg(const OrderWaterfall& w, int rank,
   double name_px = 80;
   for (const WaterfallBar& b : w.bars) name_px = std::max(name_px, LabelWidthPx(b.stage, kFont));
   name_px = std::min(name_px, 300.0);
-  const double value_px = 150;
+  const double value_px = 230;
   const size_t rows = w.bars.size() + (w.total_ns.has_value() ? 1 : 0);
   const double height = 10 + rows * kRow + 50;
   std::string out = SvgOpen(absl::StrCat("slowest-", rank), kWideWidth, height,
@@ -529,9 +547,9 @@ std::string WaterfallSvg(const OrderWaterfall& w, int rank,
                     rows * kRow + 4};
   const LinearAxis lin = NiceLinearAxis(0, w.span_ns, 10);
   const Scale x{lin.lo_ns, lin.hi_ns, frame.x, frame.right(), false};
-  out += XAxis(frame, x, lin.ticks, "time since the order's first stamp");
+  out += XAxis(frame, x, lin.ticks, "time since the order's first stamp", kWideWidth);
   const auto row = [&](size_t i, const std::string& stage, double offset, double latency,
-                       uint32_t flags, const std::string& colour) {
+                       uint32_t flags, bool linked, const std::string& colour) {
     const double top = frame.y + 4 + static_cast<double>(i) * kRow;
     // The stage name, cut to the column (the full name is the tooltip).
     std::string name = stage;
@@ -549,25 +567,28 @@ std::string WaterfallSvg(const OrderWaterfall& w, int rank,
       const double x1 = x(offset + latency);
       absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(top + 3), "\" width=\"",
                       F(std::max(2.0, x1 - x0)), "\" height=\"16\" rx=\"2\" fill=\"", colour,
-                      "\"><title>",
+                      linked ? "\" fill-opacity=\"0.6" : "", "\"><title>",
                       EscapeHtml(absl::StrCat(stage, ": ", FormatDurationNs(latency),
                                               " starting at +", FormatDurationNs(offset))),
                       "</title></rect>\n");
     }
     std::string value = FormatDurationNs(latency);
     if (flags != 0) absl::StrAppend(&value, "  ", FlagWords(flags));
+    if (linked && w.parent_order_id.has_value()) {
+      absl::StrAppend(&value, "  (order ", static_cast<uint64_t>(*w.parent_order_id), ")");
+    }
     out += Text(frame.right() + 10, top + 15, EscapeHtml(value), "start", "tick",
                 flags != 0 ? " style=\"fill:#9a6700;font-weight:600\"" : "");
   };
   for (size_t i = 0; i < w.bars.size(); ++i) {
     const WaterfallBar& b = w.bars[i];
     const auto it = colours.find(b.stage);
-    row(i, b.stage, b.offset_ns, b.latency_ns, b.flags,
+    row(i, b.stage, b.offset_ns, b.latency_ns, b.flags, b.linked,
         it == colours.end() ? "#999" : it->second);
   }
   if (w.total_ns.has_value()) {
     const auto it = colours.find(kTotalStage);
-    row(w.bars.size(), kTotalStage, 0, *w.total_ns, 0,
+    row(w.bars.size(), kTotalStage, w.total_offset_ns, *w.total_ns, 0, false,
         it == colours.end() ? "#5f6368" : it->second);
   }
   return out + "</svg>\n";
@@ -578,7 +599,9 @@ std::string Slowest(const ReportModel& model, const std::map<std::string, std::s
   absl::StrAppend(&out, "<h2>The ", model.slowest.size(), " slowest orders by ",
                   EscapeHtml(model.slowest_stage), "</h2>\n");
   out += "<p class=\"note\">One bar per stage on the order's own time axis, from its first "
-         "stamp; rows in stamp order. Every sample counts here, flagged or not.</p>\n";
+         "stamp; rows in stamp order. A linked order's total starts at the order it is linked "
+         "to, so that order's stages are drawn too (marked with its id). Every sample counts "
+         "here, flagged or not.</p>\n";
   if (model.slowest.empty()) out += "<p class=\"note\">No orders with a total in this run.</p>\n";
   int rank = 0;
   for (const OrderWaterfall& w : model.slowest) {
@@ -608,7 +631,8 @@ std::string Flags(const ReportModel& model) {
       model.summary.include_flagged ? "<b>included in</b>" : "<b>kept out of</b>",
       " the percentiles and plots above (as the collector counted them for this run); the "
       "waterfalls show them all.</p>\n");
-  out += "<table><tr><th>stage</th><th>migrated</th><th>negative</th><th>cross-core</th></tr>\n";
+  out += "<table style=\"width:auto;min-width:60%\"><tr><th>stage</th><th>migrated</th>"
+         "<th>negative</th><th>cross-core</th></tr>\n";
   int64_t any = 0;
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
     const StageSummary& s = model.summary.stages[i];

@@ -131,7 +131,8 @@ MedianStack BuildMedianStack(const Summary& summary, const std::string& pipeline
   return stack;
 }
 
-OrderWaterfall BuildOrderWaterfall(const SlowOrder& slow) {
+OrderWaterfall BuildOrderWaterfall(const SlowOrder& slow,
+                                   const std::vector<SampleRow>& parent_samples) {
   OrderWaterfall w;
   w.order_id = slow.order.order_id;
   w.parent_order_id = slow.order.parent_order_id;
@@ -140,23 +141,37 @@ OrderWaterfall BuildOrderWaterfall(const SlowOrder& slow) {
   w.complete = slow.order.complete;
   w.missing = slow.order.missing;
   int64_t t0 = slow.order.first_utc_ns;
-  for (const SampleRow& s : slow.samples) {
-    if (t0 == 0 || s.start_utc_ns < t0) t0 = s.start_utc_ns;
-  }
+  const auto earliest = [&](const std::vector<SampleRow>& samples) {
+    for (const SampleRow& s : samples) {
+      if (t0 == 0 || s.start_utc_ns < t0) t0 = s.start_utc_ns;
+    }
+  };
+  earliest(slow.samples);
+  earliest(parent_samples);
   w.first_utc_ns = t0;
+  // The parent's first: on equal starts its stages come earlier in the pipeline.
+  for (const SampleRow& s : parent_samples) {
+    if (s.stage == kTotalStage) continue;
+    w.bars.push_back({s.stage, static_cast<double>(s.start_utc_ns - t0), s.latency_ns, s.flags,
+                      /*linked=*/true});
+  }
   for (const SampleRow& s : slow.samples) {
     if (s.stage == kTotalStage) {
       w.total_ns = s.latency_ns;
+      w.total_offset_ns = static_cast<double>(s.start_utc_ns - t0);
       continue;
     }
-    w.bars.push_back({s.stage, static_cast<double>(s.start_utc_ns - t0), s.latency_ns, s.flags});
+    w.bars.push_back({s.stage, static_cast<double>(s.start_utc_ns - t0), s.latency_ns, s.flags,
+                      /*linked=*/false});
   }
   // Stamp order; samples arrive in pipeline order, which breaks ties.
   std::stable_sort(w.bars.begin(), w.bars.end(), [](const WaterfallBar& a, const WaterfallBar& b) {
     return a.offset_ns < b.offset_ns;
   });
-  double span = w.total_ns.value_or(0);
-  for (const WaterfallBar& b : w.bars) span = std::max(span, b.offset_ns + std::max(0.0, b.latency_ns));
+  double span = w.total_offset_ns + std::max(0.0, w.total_ns.value_or(0));
+  for (const WaterfallBar& b : w.bars) {
+    span = std::max(span, b.offset_ns + std::max(0.0, b.latency_ns));
+  }
   w.span_ns = std::max(span, 1.0);
   return w;
 }
@@ -258,7 +273,12 @@ absl::StatusOr<ReportModel> BuildReportModel(Store& store, std::optional<int64_t
                                                  std::max<int64_t>(1, slowest)));
     model.slowest_stage = report.stage;
     for (const SlowOrder& slow : report.orders) {
-      model.slowest.push_back(BuildOrderWaterfall(slow));
+      std::vector<SampleRow> parent_samples;
+      if (slow.order.parent_order_id.has_value()) {
+        TICKTRACE_ASSIGN_OR_RETURN(parent_samples,
+                                   store.SamplesOfOrder(run.run_id, *slow.order.parent_order_id));
+      }
+      model.slowest.push_back(BuildOrderWaterfall(slow, parent_samples));
     }
   }
   return model;

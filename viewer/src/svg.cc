@@ -89,12 +89,12 @@ std::string FormatTickNs(double ns) {
   return absl::StrCat(sign, ThreeDigits(r / 1e9), " s");
 }
 
-std::vector<AxisTick> LogLatencyTicks(double lo_ns, double hi_ns) {
+std::vector<AxisTick> LogLatencyTicks(double lo_ns, double hi_ns, bool label_minor) {
   std::vector<AxisTick> ticks;
   const int d0 = static_cast<int>(std::floor(std::log10(lo_ns)));
   const int d1 = static_cast<int>(std::ceil(std::log10(hi_ns)));
   const bool narrow = std::log10(hi_ns / lo_ns) < 1.0;
-  const bool label_minor = d1 - d0 <= 2;
+  label_minor = label_minor || d1 - d0 <= 2;
   for (int d = d0; d <= d1; ++d) {
     const double decade = std::pow(10.0, d);
     const auto add = [&](int mantissa, int priority) {

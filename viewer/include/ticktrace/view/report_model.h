@@ -113,6 +113,7 @@ struct WaterfallBar {
   double offset_ns = 0;
   double latency_ns = 0;  // may be negative (drawn as a marker)
   uint32_t flags = 0;
+  bool linked = false;  // a stage of the order this one is linked to (its parent)
 };
 
 // One of the slowest orders, ready to draw.
@@ -126,13 +127,17 @@ struct OrderWaterfall {
   std::string missing;
   std::vector<WaterfallBar> bars;    // stamp order (start, then pipeline order)
   std::optional<double> total_ns;    // the `total` sample, drawn apart
+  double total_offset_ns = 0;        // where the `total` sample starts
   double span_ns = 0;                // the axis: end of the latest bar, >= total
 };
 
 // The waterfall of `slow`: its samples as bars relative to its first stamp
 // (the earliest of the order's first_utc_ns and its samples' starts), the
-// `total` sample apart.
-OrderWaterfall BuildOrderWaterfall(const SlowOrder& slow);
+// `total` sample apart. A linked order's total starts at its parent's first
+// stamp, so `parent_samples` (the parent's samples, may be empty) are drawn
+// too, marked `linked`; the parent's own total is left out.
+OrderWaterfall BuildOrderWaterfall(const SlowOrder& slow,
+                                   const std::vector<SampleRow>& parent_samples = {});
 
 // --- The report -----------------------------------------------------------------
 

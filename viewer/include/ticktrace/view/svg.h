@@ -48,8 +48,9 @@ std::string FormatTickNs(double ns);
 
 // Ticks for a log latency axis over [lo_ns, hi_ns] (REQUIRES 0 < lo_ns <=
 // hi_ns): every decade labelled (1 ns, 10 ns, ...), and 2x and 5x ticks,
-// labelled when the axis spans at most two decades, else grid only.
-std::vector<AxisTick> LogLatencyTicks(double lo_ns, double hi_ns);
+// labelled (at a lower priority) when `label_minor` is true or the axis spans
+// at most two decades, else grid only. Under one decade, every 1..9 x 10^k.
+std::vector<AxisTick> LogLatencyTicks(double lo_ns, double hi_ns, bool label_minor = false);
 
 // Ticks for a log count axis over [1, hi]: 1, 10, 100, ... ("1k", "10k", "1M").
 std::vector<AxisTick> LogCountTicks(double hi);

@@ -1,0 +1,306 @@
+// The report in a real browser: a real demo run (collector + the three
+// pipeline programs) writes a store, `ticktrace-view report` turns it into
+// HTML, and headless Chromium loads it. The page must load without console
+// errors (no script runs, and the Content-Security-Policy forbids fetching
+// anything, so any console line is a failure), every section id must be in
+// the rendered DOM, and the screenshot must show a page, not a blank.
+//
+// Skips, saying why, only when /usr/bin/chromium is not installed (CI
+// installs Debian's `chromium`) or the demo programs were not built.
+// Labelled `browser` in CMake.
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+constexpr char kChromium[] = "/usr/bin/chromium";
+constexpr int kWidth = 1400;
+constexpr int kHeight = 2400;
+
+std::string BinDir() { return std::string(TICKTRACE_BINARY_DIR) + "/bin"; }
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `command` through the shell with a time limit; returns its exit status.
+int RunShell(const std::string& command, int timeout_s) {
+  const std::string line = absl::StrCat("timeout -k 5 ", timeout_s, " ", command);
+  const int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A decoded PNG (8-bit RGB or RGBA, non-interlaced: what Chromium writes).
+struct Image {
+  uint32_t width = 0;
+  uint32_t height = 0;
+  int channels = 0;
+  std::vector<uint8_t> pixels;  // rows of width * channels bytes
+};
+
+uint32_t BigEndian32(const std::string& s, size_t at) {
+  return (uint32_t{static_cast<uint8_t>(s[at])} << 24) |
+         (uint32_t{static_cast<uint8_t>(s[at + 1])} << 16) |
+         (uint32_t{static_cast<uint8_t>(s[at + 2])} << 8) | uint32_t{static_cast<uint8_t>(s[at + 3])};
+}
+
+int Paeth(int a, int b, int c) {
+  const int p = a + b - c;
+  const int pa = std::abs(p - a);
+  const int pb = std::abs(p - b);
+  const int pc = std::abs(p - c);
+  if (pa <= pb && pa <= pc) return a;
+  return pb <= pc ? b : c;
+}
+
+// Decodes `png`, or returns nullopt with `error` set.
+std::optional<Image> DecodePng(const std::string& png, std::string* error) {
+  static const char kSignature[] = "\x89PNG\r\n\x1a\n";
+  if (png.size() < 33 || png.compare(0, 8, kSignature, 8) != 0) {
+    *error = "not a PNG";
+    return std::nullopt;
+  }
+  Image img;
+  std::string idat;
+  int bit_depth = 0;
+  int colour_type = 0;
+  int interlace = 0;
+  for (size_t at = 8; at + 12 <= png.size();) {
+    const uint32_t length = BigEndian32(png, at);
+    const std::string type = png.substr(at + 4, 4);
+    if (at + 12 + length > png.size()) break;
+    if (type == "IHDR") {
+      img.width = BigEndian32(png, at + 8);
+      img.height = BigEndian32(png, at + 12);
+      bit_depth = static_cast<uint8_t>(png[at + 16]);
+      colour_type = static_cast<uint8_t>(png[at + 17]);
+      interlace = static_cast<uint8_t>(png[at + 20]);
+    } else if (type == "IDAT") {
+      idat += png.substr(at + 8, length);
+    } else if (type == "IEND") {
+      break;
+    }
+    at += 12 + length;
+  }
+  if (bit_depth != 8 || (colour_type != 2 && colour_type != 6) || interlace != 0) {
+    *error = absl::StrCat("unsupported PNG: depth ", bit_depth, ", colour type ", colour_type,
+                          ", interlace ", interlace);
+    return std::nullopt;
+  }
+  img.channels = colour_type == 6 ? 4 : 3;
+  const size_t stride = static_cast<size_t>(img.width) * img.channels;
+  std::vector<uint8_t> raw((stride + 1) * img.height);
+  uLongf raw_size = raw.size();
+  if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()),
+                 idat.size()) != Z_OK ||
+      raw_size != raw.size()) {
+    *error = "PNG image data does not inflate to its size";
+    return std::nullopt;
+  }
+  img.pixels.resize(stride * img.height);
+  const int bpp = img.channels;
+  for (size_t y = 0; y < img.height; ++y) {
+    const uint8_t filter = raw[y * (stride + 1)];
+    const uint8_t* in = &raw[y * (stride + 1) + 1];
+    uint8_t* out = &img.pixels[y * stride];
+    const uint8_t* up = y > 0 ? &img.pixels[(y - 1) * stride] : nullptr;
+    for (size_t x = 0; x < stride; ++x) {
+      const int a = x >= static_cast<size_t>(bpp) ? out[x - bpp] : 0;
+      const int b = up != nullptr ? up[x] : 0;
+      const int c = (up != nullptr && x >= static_cast<size_t>(bpp)) ? up[x - bpp] : 0;
+      int v = in[x];
+      switch (filter) {
+        case 0: break;
+        case 1: v += a; break;
+        case 2: v += b; break;
+        case 3: v += (a + b) / 2; break;
+        case 4: v += Paeth(a, b, c); break;
+        default:
+          *error = absl::StrCat("bad PNG filter ", int{filter});
+          return std::nullopt;
+      }
+      out[x] = static_cast<uint8_t>(v);
+    }
+  }
+  return img;
+}
+
+// The lines of Chromium's --enable-logging=stderr output that a page's
+// console produced ("...:INFO:CONSOLE:12] \"Uncaught Error: ...\"", with
+// CONSOLE(12) in older versions), or that report a blocked load or script.
+std::vector<std::string> ConsoleLines(const std::string& log) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, ":CONSOLE") || absl::StrContains(line, "Uncaught") ||
+        absl::StrContains(line, "Refused to") ||
+        absl::StrContains(line, "Content Security Policy")) {
+      lines.emplace_back(line);
+    }
+  }
+  return lines;
+}
+
+class ReportBrowserTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ticktrace-report-test.XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    ASSERT_NE(dir, nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  // Chromium with the flags a root, sandbox-less, offline CI box needs.
+  std::string Chromium(const std::string& extra) const {
+    return absl::StrCat(kChromium,
+                        " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                        " --disable-background-networking --disable-component-update"
+                        " --disable-sync --hide-scrollbars --user-data-dir=",
+                        dir_, "/profile-", ++profiles_, " ", extra);
+  }
+
+  std::string dir_;
+  mutable int profiles_ = 0;
+};
+
+TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
+  if (access(kChromium, X_OK) != 0) {
+    GTEST_SKIP() << kChromium << " is not installed (apt-get install chromium); CI installs it";
+  }
+  for (const char* program : {"ticktrace-demo", "ticktrace-collector", "ticktrace-view",
+                              "ticktrace-example-feed", "ticktrace-example-strategy",
+                              "ticktrace-example-gateway"}) {
+    if (access((BinDir() + "/" + program).c_str(), X_OK) != 0) {
+      GTEST_SKIP() << program << " is not built";
+    }
+  }
+
+  // A real run, small: a few thousand ticks.
+  const std::string db = dir_ + "/demo.db";
+  const std::string session = absl::StrCat("report-browser-", getpid());
+  ASSERT_EQ(RunShell(absl::StrCat(BinDir(), "/ticktrace-demo --session ", session, " --db ", db,
+                             " --bin-dir ", BinDir(), " --ticks 3000 --rate 5000 > ", dir_,
+                             "/demo.log 2>&1"),
+                120),
+            0)
+      << ReadAll(dir_ + "/demo.log");
+
+  const std::string html = dir_ + "/report.html";
+  ASSERT_EQ(RunShell(absl::StrCat(BinDir(), "/ticktrace-view report --db ", db, " --out ", html,
+                             " > ", dir_, "/view.log 2>&1"),
+                60),
+            0)
+      << ReadAll(dir_ + "/view.log");
+  EXPECT_NE(ReadAll(dir_ + "/view.log").find("-> " + html), std::string::npos)
+      << ReadAll(dir_ + "/view.log");
+  // Without --force an existing report stays as it is.
+  const std::string before = ReadAll(html);
+  EXPECT_NE(RunShell(absl::StrCat(BinDir(), "/ticktrace-view report --db ", db, " --out ", html,
+                             " > ", dir_, "/again.log 2>&1"),
+                60),
+            0);
+  EXPECT_EQ(ReadAll(html), before);
+
+  // The DOM after rendering: every section.
+  const std::string url = "file://" + html;
+  ASSERT_EQ(RunShell(Chromium(absl::StrCat("--dump-dom ", url, " > ", dir_, "/dom.html 2> ", dir_,
+                                      "/dom.err")),
+                120),
+            0)
+      << ReadAll(dir_ + "/dom.err");
+  const std::string dom = ReadAll(dir_ + "/dom.html");
+  std::vector<std::string> ids = {"run-header", "breakdown", "median-stack", "stages",
+                                  "slowest", "slowest-1", "flags"};
+  for (const char* stage : {"md_rx-to-md_decoded", "md_decoded-to-strat_in", "decide",
+                            "strat_in-to-strat_out", "strat_out-to-gw_in", "gw_in-to-gw_sent",
+                            "total"}) {
+    ids.push_back(absl::StrCat("stage-", stage, "-histogram"));
+    ids.push_back(absl::StrCat("stage-", stage, "-percentiles"));
+  }
+  for (const std::string& id : ids) {
+    EXPECT_NE(dom.find(absl::StrCat("id=\"", id, "\"")), std::string::npos)
+        << "no element with id " << id << " in the rendered DOM";
+  }
+  EXPECT_EQ(dom.find("<script"), std::string::npos);
+
+  // The screenshot, with the console on stderr.
+  const std::string png_path = dir_ + "/report.png";
+  const std::string log_path = dir_ + "/chromium.log";
+  ASSERT_EQ(RunShell(Chromium(absl::StrCat("--enable-logging=stderr --v=0 --screenshot=", png_path,
+                                      " --window-size=", kWidth, ",", kHeight, " ", url,
+                                      " > /dev/null 2> ", log_path)),
+                120),
+            0)
+      << ReadAll(log_path);
+  const std::vector<std::string> console_errors = ConsoleLines(ReadAll(log_path));
+  EXPECT_TRUE(console_errors.empty()) << absl::StrJoin(console_errors, "\n");
+
+  // The scan above can fail: a page that throws is caught by it.
+  const std::string bad = dir_ + "/throws.html";
+  std::ofstream(bad) << "<!DOCTYPE html><title>t</title><script>throw new Error('boom')</script>";
+  ASSERT_EQ(RunShell(Chromium(absl::StrCat("--enable-logging=stderr --v=0 --dump-dom file://", bad,
+                                           " > /dev/null 2> ", dir_, "/throws.log")),
+                     120),
+            0);
+  EXPECT_FALSE(ConsoleLines(ReadAll(dir_ + "/throws.log")).empty())
+      << "the console scan missed an uncaught error: " << ReadAll(dir_ + "/throws.log");
+
+  std::string error;
+  const std::optional<Image> image = DecodePng(ReadAll(png_path), &error);
+  ASSERT_TRUE(image.has_value()) << png_path << ": " << error;
+  EXPECT_EQ(image->width, static_cast<uint32_t>(kWidth));
+  EXPECT_EQ(image->height, static_cast<uint32_t>(kHeight));
+  // Not blank: many distinct colours (the stage palette, text, grey grid)
+  // and a real share of non-background pixels, with visible variance.
+  std::vector<bool> seen(1 << 15);
+  int64_t distinct = 0;
+  int64_t dark = 0;
+  double sum = 0;
+  double sum_sq = 0;
+  const size_t n = static_cast<size_t>(image->width) * image->height;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = &image->pixels[i * image->channels];
+    const int key = ((p[0] >> 3) << 10) | ((p[1] >> 3) << 5) | (p[2] >> 3);
+    if (!seen[key]) {
+      seen[key] = true;
+      ++distinct;
+    }
+    const double luma = 0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2];
+    if (luma < 160) ++dark;
+    sum += luma;
+    sum_sq += luma * luma;
+  }
+  const double mean = sum / static_cast<double>(n);
+  const double stddev = std::sqrt(std::max(0.0, sum_sq / static_cast<double>(n) - mean * mean));
+  EXPECT_GT(distinct, 50) << "the screenshot looks blank: " << distinct << " colours";
+  EXPECT_GT(static_cast<double>(dark) / static_cast<double>(n), 0.01)
+      << "almost nothing drawn: " << dark << " dark pixels";
+  EXPECT_GT(stddev, 8.0) << "the screenshot is nearly uniform (luma stddev " << stddev << ")";
+  std::cerr << "report " << html << ", screenshot " << png_path << ": " << distinct
+            << " colours, " << dark << " dark pixels, luma stddev " << stddev << "\n";
+}
+
+}  // namespace
