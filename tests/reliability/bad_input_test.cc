@@ -195,11 +195,9 @@ TEST_F(BadInputTest, CollectorBadFlagValuesAreUsageErrors) {
   absl::PrintF("FIGURE bad_input collector flags: %d cases\n", cases_);
 }
 
-// BUG (collector/main.cc:132, absl::ParseCommandLine): a bool flag with a bad
-// value, or a --flagfile that does not exist, is reported by Abseil itself:
-// "ERROR: ..." lines and exit 1, instead of one "ticktrace-collector: ..."
-// line and exit 2 like every other bad flag value.
-TEST_F(BadInputTest, DISABLED_CollectorBadBoolAndFlagfileAreUsageErrors) {
+// Found by this suite (Abseil reported these itself: "ERROR: ...", exit 1);
+// fixed in collector/main.cc (48956f0).
+TEST_F(BadInputTest, CollectorBadBoolAndFlagfileAreUsageErrors) {
   const std::string db = data_ + "/new.db";
   Collector({"--db", db, "--include-flagged=maybe"}, 2);
   Collector({"--db", db, "--flagfile=" + missing_dir_file_}, 2);
@@ -248,7 +246,7 @@ TEST_F(BadInputTest, CollectorBadArchivesAreRuntimeErrors) {
     chmod(locked.c_str(), 0600);
   }
   // A raw archive that cannot be created: the store is not created either.
-  // (A --raw in a missing directory: DISABLED_CollectorRawInAMissingDirectoryCreatesNoStore.)
+  // (A --raw in a missing directory: CollectorRawInAMissingDirectoryCreatesNoStore.)
   Collector({"--raw", subdir_, "--db", db, "--session", session_, "--tsc-hz", "2e9",
              "--duration-s", "0.1"},
             1);
@@ -258,14 +256,11 @@ TEST_F(BadInputTest, CollectorBadArchivesAreRuntimeErrors) {
   absl::PrintF("FIGURE bad_input collector archives: %d cases\n", cases_);
 }
 
-// BUG (collector/collector.cc:574-578, RunLive): the raw archive is created
-// only after the store (with an open run) and the journal; when --raw cannot
-// be created (here: its directory does not exist) the collector exits 1 but
-// leaves <db> and <db>.ttjournal behind, so the next start on that store
-// "resumes" a run that never ran. Step 1 ("everything that can refuse the
-// run, before anything is created") should also check that --raw can be
-// created (e.g. its directory exists and is writable), or create it first.
-TEST_F(BadInputTest, DISABLED_CollectorRawInAMissingDirectoryCreatesNoStore) {
+// Found by this suite: the raw archive was created only after the store (with
+// an open run) and its journal, so a --raw in a missing directory failed with
+// both left behind (the next start "resumed" a run that never ran). Fixed in
+// collector/collector.cc (48956f0): --raw's directory is checked first.
+TEST_F(BadInputTest, CollectorRawInAMissingDirectoryCreatesNoStore) {
   Collector({"--raw", missing_dir_file_, "--db", data_ + "/replayed.db", "--session", session_,
              "--tsc-hz", "2e9", "--duration-s", "0.1"},
             1);
