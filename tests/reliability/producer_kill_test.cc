@@ -13,6 +13,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -38,6 +39,7 @@ struct Trial {
   pid_t pid = 0;
   int threads = 1;
   int64_t kill_after_ms = 0;
+  int64_t killed_utc_ns = 0;  // CLOCK_REALTIME just before the SIGKILL
   std::string progress;
   std::unique_ptr<SegmentReader> segment;
   std::vector<RingFigure> rings;
@@ -82,6 +84,11 @@ TEST_F(ProducerKillTest, EveryPublishedRecordOfAKilledProducerIsStored) {
     for (size_t n : wave) {
       trials[n].segment = OpenSegment(trials[n].pid);
       ASSERT_NE(trials[n].segment, nullptr) << "producer " << n << " made no segment";
+      // The identity the collector's liveness check compares with /proc (a
+      // wrong one makes a live producer look dead: drained early, removed).
+      absl::StatusOr<uint64_t> start = ReadProcessStartTicks(trials[n].pid);
+      ASSERT_TRUE(start.ok()) << start.status();
+      EXPECT_EQ(trials[n].segment->info().process_start_ticks, *start) << "trial " << n;
     }
     // Kill them in the order of their random moments.
     std::sort(wave.begin(), wave.end(),
@@ -90,6 +97,9 @@ TEST_F(ProducerKillTest, EveryPublishedRecordOfAKilledProducerIsStored) {
     for (size_t n : wave) {
       Trial& t = trials[n];
       std::this_thread::sleep_until(start + std::chrono::milliseconds(t.kill_after_ms));
+      timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      t.killed_utc_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
       ASSERT_EQ(kill(t.pid, SIGKILL), 0);
       EXPECT_EQ(WaitExit(t.pid, 10s), 128 + SIGKILL);
       Forget(t.pid);
@@ -115,7 +125,11 @@ TEST_F(ProducerKillTest, EveryPublishedRecordOfAKilledProducerIsStored) {
   for (size_t n = 0; n < trials.size(); ++n) {
     const Trial& t = trials[n];
     SCOPED_TRACE(absl::StrCat("trial ", n, " pid ", t.pid, " killed after ", t.kill_after_ms,
-                              " ms, published ", t.published));
+                              " ms, published ", t.published, ", store: ",
+                              q.Text(absl::StrCat("SELECT 'start_ticks ' || start_ticks || "
+                                                  "' first_seen ' || first_seen_utc_ns || "
+                                                  "' exited ' || exited_utc_ns FROM processes "
+                                                  "WHERE pid=", t.pid))));
     published_total += t.published;
     dropped_total += t.dropped;
     const auto rows = q.Rows(absl::StrCat(
@@ -123,6 +137,12 @@ TEST_F(ProducerKillTest, EveryPublishedRecordOfAKilledProducerIsStored) {
     ASSERT_EQ(rows.size(), 1u);
     const std::string id = rows[0][0];
     EXPECT_EQ(rows[0][1], "1") << "not marked exited";
+    // Marked exited only after it died (a live process taken for dead would
+    // have its later records lost with its removed segment).
+    EXPECT_GE(q.Int(absl::StrCat("SELECT exited_utc_ns FROM processes WHERE process_id=",
+                                 rows[0][0])),
+              t.killed_utc_ns)
+        << "marked exited before it was killed";
     EXPECT_FALSE(FileExists(SegmentPath(session_, t.pid))) << "segment not removed";
     EXPECT_EQ(q.Int("SELECT SUM(drained) FROM threads WHERE process_id=" + id),
               int64_t(t.published));
