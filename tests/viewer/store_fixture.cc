@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "ticktrace/view/query.h"
 
 namespace ticktrace::view::testing {
 
@@ -330,7 +331,7 @@ StageStatsRow StatsOf(const std::string& stage, int64_t position,
     row.migrated += (s.flags & kFlagMigrated) ? 1 : 0;
     row.negative += (s.flags & kFlagNegative) ? 1 : 0;
     row.cross_core += (s.flags & kFlagCrossCore) ? 1 : 0;
-    if (s.flags == 0) v.push_back(s.latency_ns);
+    if ((s.flags & kExcludedFlags) == 0) v.push_back(s.latency_ns);
   }
   std::sort(v.begin(), v.end());
   row.count = static_cast<int64_t>(v.size());
