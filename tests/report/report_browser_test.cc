@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -62,7 +62,8 @@ struct Image {
 uint32_t BigEndian32(const std::string& s, size_t at) {
   return (uint32_t{static_cast<uint8_t>(s[at])} << 24) |
          (uint32_t{static_cast<uint8_t>(s[at + 1])} << 16) |
-         (uint32_t{static_cast<uint8_t>(s[at + 2])} << 8) | uint32_t{static_cast<uint8_t>(s[at + 3])};
+         (uint32_t{static_cast<uint8_t>(s[at + 2])} << 8) |
+         uint32_t{static_cast<uint8_t>(s[at + 3])};
 }
 
 int Paeth(int a, int b, int c) {
@@ -112,8 +113,8 @@ std::optional<Image> DecodePng(const std::string& png, std::string* error) {
   const size_t stride = static_cast<size_t>(img.width) * img.channels;
   std::vector<uint8_t> raw((stride + 1) * img.height);
   uLongf raw_size = raw.size();
-  if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()),
-                 idat.size()) != Z_OK ||
+  if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) !=
+          Z_OK ||
       raw_size != raw.size()) {
     *error = "PNG image data does not inflate to its size";
     return std::nullopt;
@@ -131,11 +132,20 @@ std::optional<Image> DecodePng(const std::string& png, std::string* error) {
       const int c = (up != nullptr && x >= static_cast<size_t>(bpp)) ? up[x - bpp] : 0;
       int v = in[x];
       switch (filter) {
-        case 0: break;
-        case 1: v += a; break;
-        case 2: v += b; break;
-        case 3: v += (a + b) / 2; break;
-        case 4: v += Paeth(a, b, c); break;
+        case 0:
+          break;
+        case 1:
+          v += a;
+          break;
+        case 2:
+          v += b;
+          break;
+        case 3:
+          v += (a + b) / 2;
+          break;
+        case 4:
+          v += Paeth(a, b, c);
+          break;
         default:
           *error = absl::StrCat("bad PNG filter ", int{filter});
           return std::nullopt;
@@ -190,9 +200,9 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   if (access(kChromium, X_OK) != 0) {
     GTEST_SKIP() << kChromium << " is not installed (apt-get install chromium); CI installs it";
   }
-  for (const char* program : {"ticktrace-demo", "ticktrace-collector", "ticktrace-view",
-                              "ticktrace-example-feed", "ticktrace-example-strategy",
-                              "ticktrace-example-gateway"}) {
+  for (const char* program :
+       {"ticktrace-demo", "ticktrace-collector", "ticktrace-view", "ticktrace-example-feed",
+        "ticktrace-example-strategy", "ticktrace-example-gateway"}) {
     if (access((BinDir() + "/" + program).c_str(), X_OK) != 0) {
       GTEST_SKIP() << program << " is not built";
     }
@@ -202,16 +212,16 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   const std::string db = dir_ + "/demo.db";
   const std::string session = absl::StrCat("report-browser-", getpid());
   ASSERT_EQ(RunShell(absl::StrCat(BinDir(), "/ticktrace-demo --session ", session, " --db ", db,
-                             " --bin-dir ", BinDir(), " --ticks 3000 --rate 5000 > ", dir_,
-                             "/demo.log 2>&1"),
-                120),
+                                  " --bin-dir ", BinDir(), " --ticks 3000 --rate 5000 > ", dir_,
+                                  "/demo.log 2>&1"),
+                     120),
             0)
       << ReadAll(dir_ + "/demo.log");
 
   const std::string html = dir_ + "/report.html";
   ASSERT_EQ(RunShell(absl::StrCat(BinDir(), "/ticktrace-view report --db ", db, " --out ", html,
-                             " > ", dir_, "/view.log 2>&1"),
-                60),
+                                  " > ", dir_, "/view.log 2>&1"),
+                     60),
             0)
       << ReadAll(dir_ + "/view.log");
   EXPECT_NE(ReadAll(dir_ + "/view.log").find("-> " + html), std::string::npos)
@@ -219,24 +229,24 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   // Without --force an existing report stays as it is.
   const std::string before = ReadAll(html);
   EXPECT_NE(RunShell(absl::StrCat(BinDir(), "/ticktrace-view report --db ", db, " --out ", html,
-                             " > ", dir_, "/again.log 2>&1"),
-                60),
+                                  " > ", dir_, "/again.log 2>&1"),
+                     60),
             0);
   EXPECT_EQ(ReadAll(html), before);
 
   // The DOM after rendering: every section.
   const std::string url = "file://" + html;
   ASSERT_EQ(RunShell(Chromium(absl::StrCat("--dump-dom ", url, " > ", dir_, "/dom.html 2> ", dir_,
-                                      "/dom.err")),
-                120),
+                                           "/dom.err")),
+                     120),
             0)
       << ReadAll(dir_ + "/dom.err");
   const std::string dom = ReadAll(dir_ + "/dom.html");
   std::vector<std::string> ids = {"run-header", "breakdown", "median-stack", "stages",
-                                  "slowest", "slowest-1", "flags"};
-  for (const char* stage : {"md_rx-to-md_decoded", "md_decoded-to-strat_in", "decide",
-                            "strat_in-to-strat_out", "strat_out-to-gw_in", "gw_in-to-gw_sent",
-                            "total"}) {
+                                  "slowest",    "slowest-1", "flags"};
+  for (const char* stage :
+       {"md_rx-to-md_decoded", "md_decoded-to-strat_in", "decide", "strat_in-to-strat_out",
+        "strat_out-to-gw_in", "gw_in-to-gw_sent", "total"}) {
     ids.push_back(absl::StrCat("stage-", stage, "-histogram"));
     ids.push_back(absl::StrCat("stage-", stage, "-percentiles"));
   }
@@ -250,9 +260,9 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   const std::string png_path = dir_ + "/report.png";
   const std::string log_path = dir_ + "/chromium.log";
   ASSERT_EQ(RunShell(Chromium(absl::StrCat("--enable-logging=stderr --v=0 --screenshot=", png_path,
-                                      " --window-size=", kWidth, ",", kHeight, " ", url,
-                                      " > /dev/null 2> ", log_path)),
-                120),
+                                           " --window-size=", kWidth, ",", kHeight, " ", url,
+                                           " > /dev/null 2> ", log_path)),
+                     120),
             0)
       << ReadAll(log_path);
   const std::vector<std::string> console_errors = ConsoleLines(ReadAll(log_path));
@@ -299,8 +309,8 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   EXPECT_GT(static_cast<double>(dark) / static_cast<double>(n), 0.01)
       << "almost nothing drawn: " << dark << " dark pixels";
   EXPECT_GT(stddev, 8.0) << "the screenshot is nearly uniform (luma stddev " << stddev << ")";
-  std::cerr << "report " << html << ", screenshot " << png_path << ": " << distinct
-            << " colours, " << dark << " dark pixels, luma stddev " << stddev << "\n";
+  std::cerr << "report " << html << ", screenshot " << png_path << ": " << distinct << " colours, "
+            << dark << " dark pixels, luma stddev " << stddev << "\n";
 }
 
 }  // namespace

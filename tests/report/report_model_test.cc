@@ -58,7 +58,8 @@ TEST(LogHistogramTest, EmptyAndAllNonPositive) {
 
 TEST(PercentileCurveTest, PointsAreMonotoneWithXOfOneOverOneMinusP) {
   std::vector<double> values;
-  for (int i = 1; i <= 20000; ++i) values.push_back(1000 + (i % 997) * 3 + (i % 5000 == 0 ? 1e6 : 0));
+  for (int i = 1; i <= 20000; ++i)
+    values.push_back(1000 + (i % 997) * 3 + (i % 5000 == 0 ? 1e6 : 0));
   std::sort(values.begin(), values.end());
   const PercentileCurve c = BuildPercentileCurve(values);
   EXPECT_EQ(c.count, 20000);
@@ -198,8 +199,8 @@ TEST_F(ReportModelStoreTest, PlotsHoldTheStageCounts) {
   ASSERT_EQ(model->stack.segments.size(), 2u);
   EXPECT_EQ(model->stack.segments[0].stage, "md->strategy");
   EXPECT_EQ(model->stack.segments[1].stage, "strategy->gateway");
-  EXPECT_DOUBLE_EQ(model->stack.sum_ns, *model->summary.stages[0].stats.p50_ns +
-                                            *model->summary.stages[2].stats.p50_ns);
+  EXPECT_DOUBLE_EQ(model->stack.sum_ns,
+                   *model->summary.stages[0].stats.p50_ns + *model->summary.stages[2].stats.p50_ns);
   EXPECT_EQ(model->stack.left_out, std::vector<std::string>{"risk"});
 
   // The known store lost data: both loss counters are reported.
@@ -244,9 +245,9 @@ TEST_F(ReportModelStoreTest, WaterfallsAreTheSlowestOrdersFromTheirFirstStamp) {
         EXPECT_DOUBLE_EQ(it->offset_ns, static_cast<double>(s.start_utc_ns - w.first_utc_ns));
         EXPECT_DOUBLE_EQ(it->latency_ns, s.latency_ns);
       }
-      EXPECT_EQ(static_cast<size_t>(std::count_if(
-                    w.bars.begin(), w.bars.end(),
-                    [&](const WaterfallBar& bar) { return bar.linked == linked; })),
+      EXPECT_EQ(static_cast<size_t>(
+                    std::count_if(w.bars.begin(), w.bars.end(),
+                                  [&](const WaterfallBar& bar) { return bar.linked == linked; })),
                 expected);
     };
     check(w.order_id, false);
@@ -274,11 +275,12 @@ TEST_F(ReportModelStoreTest, HostileNamesFromTheStoreAreEscaped) {
   {
     testing::StoreWriter w(path_, /*schema_version=*/0);
     for (const char* table : {"samples", "stage_stats"}) {
-      w.Exec(absl::StrCat("UPDATE ", table, " SET stage = '", hostile_tag,
-                          "' WHERE stage = 'risk'"));
+      w.Exec(
+          absl::StrCat("UPDATE ", table, " SET stage = '", hostile_tag, "' WHERE stage = 'risk'"));
     }
-    w.Exec("UPDATE runs SET host = '\"><script>alert(''host'')</script>', "
-           "session = '<b>&amp;</b>' WHERE run_id = 2");
+    w.Exec(
+        "UPDATE runs SET host = '\"><script>alert(''host'')</script>', "
+        "session = '<b>&amp;</b>' WHERE run_id = 2");
   }
   auto store = Open();
   ASSERT_NE(store, nullptr);
@@ -305,8 +307,8 @@ TEST_F(ReportModelStoreTest, PageHasEverySectionAndTheLossBanner) {
   const std::string html = RenderReportHtml(*model);
   for (const char* id : {"run-header", "loss-banner", "breakdown", "median-stack", "stages",
                          "stage-md-to-strategy-histogram", "stage-md-to-strategy-percentiles",
-                         "stage-risk-histogram", "stage-total-percentiles", "slowest",
-                         "slowest-1", "slowest-5", "flags"}) {
+                         "stage-risk-histogram", "stage-total-percentiles", "slowest", "slowest-1",
+                         "slowest-5", "flags"}) {
     EXPECT_NE(html.find(absl::StrCat("id=\"", id, "\"")), std::string::npos) << id;
   }
   EXPECT_EQ(html.find("<script"), std::string::npos);

@@ -5,18 +5,25 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "status_macros.h"
 #include "ticktrace/view/export_common.h"
 #include "ticktrace/view/report_model.h"
 #include "ticktrace/view/store.h"
-#include "status_macros.h"
 
 namespace ticktrace::view {
 
 absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
   if (request.out_path.empty()) return absl::InvalidArgumentError("--out: empty path");
   // Refuse before reading anything: an existing report is someone's work.
-  struct stat st;
-  if (request.out_path != "-" && !request.force && ::stat(request.out_path.c_str(), &st) == 0) {
+  struct stat out_st;
+  struct stat db_st;
+  if (request.out_path != "-" && ::stat(request.out_path.c_str(), &out_st) == 0 &&
+      ::stat(request.db_path.c_str(), &db_st) == 0 && out_st.st_dev == db_st.st_dev &&
+      out_st.st_ino == db_st.st_ino) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out ", request.out_path, " is the store itself; the viewer never writes it"));
+  }
+  if (request.out_path != "-" && !request.force && ::stat(request.out_path.c_str(), &out_st) == 0) {
     return absl::AlreadyExistsError(
         absl::StrCat("--out ", request.out_path, " exists; add --force to replace it"));
   }

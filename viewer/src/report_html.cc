@@ -26,7 +26,8 @@ constexpr char kCss[] = R"css(
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
 body { margin: 0; background: #f4f5f7; color: #1f2328;
-  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", "Liberation Sans", sans-serif; }
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
+    "Liberation Sans", sans-serif; }
 main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
@@ -45,7 +46,8 @@ dl.facts dd { margin: 0; }
 .banner.warn { background: #fff8c5; border: 1px solid #d4a72c; color: #4d2d00; }
 .banner.warn ul { margin: 4px 0 0; }
 table { border-collapse: collapse; width: 100%; }
-th, td { padding: 4px 8px; border-bottom: 1px solid #eaeef2; text-align: right; white-space: nowrap; }
+th, td { padding: 4px 8px; border-bottom: 1px solid #eaeef2; text-align: right;
+  white-space: nowrap; }
 th { background: #f6f8fa; font-weight: 600; }
 th:first-child, td:first-child { text-align: left; }
 td.stage { white-space: normal; word-break: break-all; }
@@ -101,9 +103,9 @@ struct Scale {
 };
 
 std::string SvgOpen(const std::string& id, double width, double height, const std::string& label) {
-  return absl::StrCat("<svg id=\"", id, "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"", F(width),
-                      "\" height=\"", F(height), "\" viewBox=\"0 0 ", F(width), " ", F(height),
-                      "\" role=\"img\" aria-label=\"", EscapeHtml(label), "\">\n");
+  return absl::StrCat("<svg id=\"", id, "\" xmlns=\"http://www.w3.org/2000/svg\" width=\"",
+                      F(width), "\" height=\"", F(height), "\" viewBox=\"0 0 ", F(width), " ",
+                      F(height), "\" role=\"img\" aria-label=\"", EscapeHtml(label), "\">\n");
 }
 
 std::string Text(double x, double y, const std::string& escaped, const char* anchor,
@@ -128,15 +130,16 @@ std::string XAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> 
       // A label that would run off the drawing is anchored at its tick's side.
       const double half = LabelWidthPx(t.label, kTickFontPx) / 2;
       const char* anchor = x + half > svg_width - 2 ? "end" : x - half < 2 ? "start" : "middle";
-      const double at = anchor[0] == 'e' ? std::min(x + 3, svg_width - 2)
-                        : anchor[0] == 's' ? std::max(x - 3, 2.0) : x;
+      const double at = anchor[0] == 'e'   ? std::min(x + 3, svg_width - 2)
+                        : anchor[0] == 's' ? std::max(x - 3, 2.0)
+                                           : x;
       out += Text(at, frame.bottom() + 17, EscapeHtml(t.label), anchor, "tick");
     }
   }
   absl::StrAppend(&out, "<line class=\"axis\" x1=\"", F(frame.x), "\" y1=\"", F(frame.bottom()),
                   "\" x2=\"", F(frame.right()), "\" y2=\"", F(frame.bottom()), "\"/>\n");
-  out += Text(frame.x + frame.w / 2, frame.bottom() + 36, EscapeHtml(title), "middle",
-              "axis-title");
+  out +=
+      Text(frame.x + frame.w / 2, frame.bottom() + 36, EscapeHtml(title), "middle", "axis-title");
   return out;
 }
 
@@ -146,7 +149,7 @@ std::string YAxis(const Frame& frame, const Scale& scale, std::vector<AxisTick> 
   // Vertical labels crowd by their height, not their width.
   std::string out;
   std::stable_sort(ticks.begin(), ticks.end(),
-            [](const AxisTick& a, const AxisTick& b) { return a.priority < b.priority; });
+                   [](const AxisTick& a, const AxisTick& b) { return a.priority < b.priority; });
   std::vector<double> kept;
   for (AxisTick& t : ticks) {
     const double y = scale(t.value);
@@ -204,8 +207,8 @@ std::pair<double, double> WidenLogRange(double lo, double hi, double min_decades
 std::string HistogramSvg(const StagePlots& stage) {
   const LogHistogram& h = stage.histogram;
   const std::string id = absl::StrCat("stage-", stage.slug, "-histogram");
-  std::string out = SvgOpen(id, kPlotWidth, kPlotHeight,
-                            absl::StrCat("latency histogram of ", stage.stage));
+  std::string out =
+      SvgOpen(id, kPlotWidth, kPlotHeight, absl::StrCat("latency histogram of ", stage.stage));
   const Frame frame{64, 14, kPlotWidth - 64 - 22, kPlotHeight - 14 - 52};
   if (h.bins.empty()) {
     out += Text(frame.x + frame.w / 2, frame.y + frame.h / 2,
@@ -226,13 +229,13 @@ std::string HistogramSvg(const StagePlots& stage) {
     const double x0 = x(b.lo_ns);
     const double x1 = x(b.hi_ns);
     const double top = y(static_cast<double>(b.count));
-    absl::StrAppend(&out, "<rect x=\"", F(x0), "\" y=\"", F(top), "\" width=\"",
-                    F(std::max(1.0, x1 - x0 - 0.5)), "\" height=\"", F(frame.bottom() - top),
-                    "\" fill=\"", stage.colour, "\" fill-opacity=\"0.85\"><title>",
-                    EscapeHtml(absl::StrCat(FormatDurationNs(b.lo_ns), " to ",
-                                            FormatDurationNs(b.hi_ns), ": ", b.count,
-                                            b.count == 1 ? " sample" : " samples")),
-                    "</title></rect>\n");
+    absl::StrAppend(
+        &out, "<rect x=\"", F(x0), "\" y=\"", F(top), "\" width=\"",
+        F(std::max(1.0, x1 - x0 - 0.5)), "\" height=\"", F(frame.bottom() - top), "\" fill=\"",
+        stage.colour, "\" fill-opacity=\"0.85\"><title>",
+        EscapeHtml(absl::StrCat(FormatDurationNs(b.lo_ns), " to ", FormatDurationNs(b.hi_ns), ": ",
+                                b.count, b.count == 1 ? " sample" : " samples")),
+        "</title></rect>\n");
   }
   return out + "</svg>\n";
 }
@@ -240,8 +243,8 @@ std::string HistogramSvg(const StagePlots& stage) {
 std::string PercentileSvg(const StagePlots& stage) {
   const PercentileCurve& c = stage.percentiles;
   const std::string id = absl::StrCat("stage-", stage.slug, "-percentiles");
-  std::string out = SvgOpen(id, kPlotWidth, kPlotHeight,
-                            absl::StrCat("latency by percentile of ", stage.stage));
+  std::string out =
+      SvgOpen(id, kPlotWidth, kPlotHeight, absl::StrCat("latency by percentile of ", stage.stage));
   const Frame frame{72, 14, kPlotWidth - 72 - 22, kPlotHeight - 14 - 52};
   if (c.points.empty()) {
     out += Text(frame.x + frame.w / 2, frame.y + frame.h / 2, "no stored samples", "middle",
@@ -258,8 +261,8 @@ std::string PercentileSvg(const StagePlots& stage) {
   const Scale x{1, c.x_max, frame.x, frame.right(), true};
   out += YAxis(frame, y_axis.scale, y_axis.ticks,
                y_axis.scale.log ? "latency (log scale)" : "latency");
-  out += XAxis(frame, x, PercentileAxisTicks(c.x_max), "percentile (1/(1−p) log scale)",
-               kPlotWidth);
+  out +=
+      XAxis(frame, x, PercentileAxisTicks(c.x_max), "percentile (1/(1−p) log scale)", kPlotWidth);
   // The maximum: a dashed line with its value.
   const double y_max = y_axis.scale(c.max_ns);
   absl::StrAppend(&out, "<line x1=\"", F(frame.x), "\" y1=\"", F(y_max), "\" x2=\"",
@@ -274,14 +277,13 @@ std::string PercentileSvg(const StagePlots& stage) {
     absl::StrAppend(&points, F(x(p.x)), ",", F(y_axis.scale(p.value_ns)), " ");
   }
   absl::StrAppend(&out, "<polyline fill=\"none\" stroke=\"", stage.colour,
-                  "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"", points,
-                  "\"/>\n");
+                  "\" stroke-width=\"2\" stroke-linejoin=\"round\" points=\"", points, "\"/>\n");
   for (const PercentilePoint& p : c.points) {
-    absl::StrAppend(&out, "<circle cx=\"", F(x(p.x)), "\" cy=\"", F(y_axis.scale(p.value_ns)),
-                    "\" r=\"2.2\" fill=\"", stage.colour, "\"><title>",
-                    EscapeHtml(absl::StrFormat("p%.6g: %s", p.percentile * 100,
-                                               FormatDurationNs(p.value_ns))),
-                    "</title></circle>\n");
+    absl::StrAppend(
+        &out, "<circle cx=\"", F(x(p.x)), "\" cy=\"", F(y_axis.scale(p.value_ns)),
+        "\" r=\"2.2\" fill=\"", stage.colour, "\"><title>",
+        EscapeHtml(absl::StrFormat("p%.6g: %s", p.percentile * 100, FormatDurationNs(p.value_ns))),
+        "</title></circle>\n");
   }
   return out + "</svg>\n";
 }
@@ -325,53 +327,53 @@ std::string RunHeader(const ReportModel& model) {
            run.kernel_tsc_hz.has_value() ? FormatHz(*run.kernel_tsc_hz) : "-")));
   fact("pipeline", EscapeHtml(absl::StrCat(run.pipeline.empty() ? "-" : run.pipeline,
                                            run.pipeline_learned ? " (learned)" : " (declared)")));
-  fact("counters",
-       EscapeHtml(absl::StrCat(
-           "drained ", CounterValue(s, "drained"), ", dropped ", CounterValue(s, "dropped"),
-           ", malformed ", CounterValue(s, "malformed"), ", orders complete ",
-           CounterValue(s, "orders_complete"), ", incomplete ",
-           CounterValue(s, "orders_incomplete"), ", samples not stored ",
-           CounterValue(s, "samples_not_stored"))));
+  fact("counters", EscapeHtml(absl::StrCat(
+                       "drained ", CounterValue(s, "drained"), ", dropped ",
+                       CounterValue(s, "dropped"), ", malformed ", CounterValue(s, "malformed"),
+                       ", orders complete ", CounterValue(s, "orders_complete"), ", incomplete ",
+                       CounterValue(s, "orders_incomplete"), ", samples not stored ",
+                       CounterValue(s, "samples_not_stored"))));
   std::vector<std::string> others;
   for (const auto& [name, value] : s.counters) {
     if (value == 0) continue;
     if (name == "drained" || name == "dropped" || name == "malformed" ||
-        name == "orders_complete" || name == "orders_incomplete" ||
-        name == "samples_not_stored") {
+        name == "orders_complete" || name == "orders_incomplete" || name == "samples_not_stored") {
       continue;
     }
     others.push_back(absl::StrCat(name, " ", value));
   }
   if (!others.empty()) fact("other counters", EscapeHtml(absl::StrJoin(others, ", ")));
-  const char* flagged = s.include_flagged ? "flagged samples included"
-                                          : "flagged samples excluded";
-  fact("statistics",
-       EscapeHtml(s.from_stage_stats
-                      ? absl::StrCat("the collector's stage_stats (", flagged,
-                                     "); plots from ", model.samples_stored, " stored samples")
-                      : absl::StrCat("exact, from ", s.samples_read, " stored samples; ",
-                                     flagged)));
+  const char* flagged = s.include_flagged ? "flagged samples included" : "flagged samples excluded";
+  fact(
+      "statistics",
+      EscapeHtml(s.from_stage_stats
+                     ? absl::StrCat("the collector's stage_stats (", flagged, "); plots from ",
+                                    model.samples_stored, " stored samples")
+                     : absl::StrCat("exact, from ", s.samples_read, " stored samples; ", flagged)));
   out += "</dl>\n";
 
   if (!model.losses.empty()) {
-    out += "<div class=\"banner loss\" id=\"loss-banner\">Data was lost in this run: the "
-           "numbers below do not cover everything the programs traced.\n<ul>\n";
+    out +=
+        "<div class=\"banner loss\" id=\"loss-banner\">Data was lost in this run: the "
+        "numbers below do not cover everything the programs traced.\n<ul>\n";
     for (const LossCounter& l : model.losses) {
-      absl::StrAppend(&out, "<li><b>", EscapeHtml(l.name), " ", l.value, "</b>: ",
-                      EscapeHtml(l.meaning), "</li>\n");
+      absl::StrAppend(&out, "<li><b>", EscapeHtml(l.name), " ", l.value,
+                      "</b>: ", EscapeHtml(l.meaning), "</li>\n");
     }
     out += "</ul></div>\n";
   } else {
-    out += "<div class=\"banner ok\" id=\"no-loss\">Nothing lost: no records dropped or "
-           "malformed, every sample stored.</div>\n";
+    out +=
+        "<div class=\"banner ok\" id=\"no-loss\">Nothing lost: no records dropped or "
+        "malformed, every sample stored.</div>\n";
   }
   std::vector<const EnvironmentFact*> warnings;
   for (const EnvironmentFact& f : model.environment) {
     if (f.warning) warnings.push_back(&f);
   }
   if (!warnings.empty()) {
-    out += "<div class=\"banner warn\" id=\"environment-warnings\">Environment warnings "
-           "(these can distort latencies)\n<ul>\n";
+    out +=
+        "<div class=\"banner warn\" id=\"environment-warnings\">Environment warnings "
+        "(these can distort latencies)\n<ul>\n";
     for (const EnvironmentFact* f : warnings) {
       absl::StrAppend(&out, "<li><b>", EscapeHtml(f->name), "</b> = ", EscapeHtml(f->value),
                       f->meaning.empty() ? "" : ": ", EscapeHtml(f->meaning), "</li>\n");
@@ -445,12 +447,12 @@ std::string StackSvg(const ReportModel& model, const std::map<std::string, std::
   return out + "</svg>\n";
 }
 
-std::string Breakdown(const ReportModel& model,
-                      const std::map<std::string, std::string>& colours) {
+std::string Breakdown(const ReportModel& model, const std::map<std::string, std::string>& colours) {
   std::string out = "<section id=\"breakdown\">\n<h2>Per-stage breakdown</h2>\n";
-  out += "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
-         "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
-         "<th>negative</th><th>cross-core</th></tr>\n";
+  out +=
+      "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
+      "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
+      "<th>negative</th><th>cross-core</th></tr>\n";
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
     const StageSummary& s = model.summary.stages[i];
     const std::string& slug = model.stages[i].slug;
@@ -458,10 +460,10 @@ std::string Breakdown(const ReportModel& model,
     const auto flag_cell = [](int64_t n) {
       return absl::StrCat(n > 0 ? "<td class=\"num flagged\">" : "<td class=\"num\">", n, "</td>");
     };
-    absl::StrAppend(
-        &out, s.stage == kTotalStage ? "<tr class=\"total\">" : "<tr>", "<td class=\"stage\">",
-        Swatch(it == colours.end() ? "#999" : it->second), "<a href=\"#stage-", slug, "\">",
-        EscapeHtml(s.stage), "</a></td><td class=\"num\">", s.stats.count, "</td>");
+    absl::StrAppend(&out, s.stage == kTotalStage ? "<tr class=\"total\">" : "<tr>",
+                    "<td class=\"stage\">", Swatch(it == colours.end() ? "#999" : it->second),
+                    "<a href=\"#stage-", slug, "\">", EscapeHtml(s.stage),
+                    "</a></td><td class=\"num\">", s.stats.count, "</td>");
     for (const auto& v : {s.stats.min_ns, s.stats.p50_ns, s.stats.p90_ns, s.stats.p99_ns,
                           s.stats.p999_ns, s.stats.max_ns, s.stats.mean_ns}) {
       absl::StrAppend(&out, "<td class=\"num\">", EscapeHtml(FormatDurationNs(v)), "</td>");
@@ -473,10 +475,11 @@ std::string Breakdown(const ReportModel& model,
   if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";
 
   out += "<h3 style=\"margin-top:18px\">Median time per stage, stacked</h3>\n";
-  out += "<p class=\"note\">Each pipeline stage's median laid end to end, above the total's own "
-         "median. Medians do not add: the total's median need not equal the sum of the stages' "
-         "medians, and a wide gap between the two bars points to long tails spread over "
-         "different orders.</p>\n";
+  out +=
+      "<p class=\"note\">Each pipeline stage's median laid end to end, above the total's own "
+      "median. Medians do not add: the total's median need not equal the sum of the stages' "
+      "medians, and a wide gap between the two bars points to long tails spread over "
+      "different orders.</p>\n";
   out += StackSvg(model, colours);
   out += "<div class=\"legend\">\n";
   for (const StackSegment& seg : model.stack.segments) {
@@ -484,8 +487,8 @@ std::string Breakdown(const ReportModel& model,
     const double share = model.stack.sum_ns > 0 ? 100.0 * seg.width_ns / model.stack.sum_ns : 0;
     absl::StrAppend(&out, "<span>", Swatch(it == colours.end() ? "#999" : it->second),
                     EscapeHtml(seg.stage), " <span class=\"num\">",
-                    EscapeHtml(FormatDurationNs(seg.width_ns)),
-                    absl::StrFormat(" (%.0f%%)", share), "</span></span>\n");
+                    EscapeHtml(FormatDurationNs(seg.width_ns)), absl::StrFormat(" (%.0f%%)", share),
+                    "</span></span>\n");
   }
   out += "</div>\n";
   if (!model.stack.left_out.empty()) {
@@ -500,20 +503,20 @@ std::string Breakdown(const ReportModel& model,
 
 std::string StageSections(const ReportModel& model) {
   std::string out = "<section id=\"stages\">\n<h2>Latency distribution per stage</h2>\n";
-  out += "<p class=\"note\">Left: how many samples fell at each latency (both axes log scale). "
-         "Right: latency at each percentile, HdrHistogram style; the x axis stretches the tail "
-         "so that p99, p99.9 and p99.99 can be read.</p>\n";
+  out +=
+      "<p class=\"note\">Left: how many samples fell at each latency (both axes log scale). "
+      "Right: latency at each percentile, HdrHistogram style; the x axis stretches the tail "
+      "so that p99, p99.9 and p99.99 can be read.</p>\n";
   for (size_t i = 0; i < model.stages.size(); ++i) {
     const StagePlots& p = model.stages[i];
     const StageSummary& s = model.summary.stages[i];
-    absl::StrAppend(&out, "<div class=\"stage-block\" id=\"stage-", p.slug, "\">\n<h3>",
-                    Swatch(p.colour), EscapeHtml(p.stage), "</h3>\n<div class=\"note\">",
-                    EscapeHtml(absl::StrCat(
-                        p.histogram.total, " samples plotted; p50 ",
-                        FormatDurationNs(s.stats.p50_ns), ", p99 ",
-                        FormatDurationNs(s.stats.p99_ns), ", p99.9 ",
-                        FormatDurationNs(s.stats.p999_ns), ", max ",
-                        FormatDurationNs(s.stats.max_ns))));
+    absl::StrAppend(
+        &out, "<div class=\"stage-block\" id=\"stage-", p.slug, "\">\n<h3>", Swatch(p.colour),
+        EscapeHtml(p.stage), "</h3>\n<div class=\"note\">",
+        EscapeHtml(absl::StrCat(
+            p.histogram.total, " samples plotted; p50 ", FormatDurationNs(s.stats.p50_ns), ", p99 ",
+            FormatDurationNs(s.stats.p99_ns), ", p99.9 ", FormatDurationNs(s.stats.p999_ns),
+            ", max ", FormatDurationNs(s.stats.max_ns))));
     if (p.excluded_flagged > 0) {
       absl::StrAppend(&out, "; ", p.excluded_flagged, " flagged samples kept out");
     }
@@ -543,8 +546,7 @@ std::string WaterfallSvg(const OrderWaterfall& w, int rank,
   const double height = 10 + rows * kRow + 50;
   std::string out = SvgOpen(absl::StrCat("slowest-", rank), kWideWidth, height,
                             absl::StrCat("waterfall of order ", static_cast<uint64_t>(w.order_id)));
-  const Frame frame{name_px + 20, 6, kWideWidth - name_px - 20 - value_px - 10,
-                    rows * kRow + 4};
+  const Frame frame{name_px + 20, 6, kWideWidth - name_px - 20 - value_px - 10, rows * kRow + 4};
   const LinearAxis lin = NiceLinearAxis(0, w.span_ns, 10);
   const Scale x{lin.lo_ns, lin.hi_ns, frame.x, frame.right(), false};
   out += XAxis(frame, x, lin.ticks, "time since the order's first stamp", kWideWidth);
@@ -598,17 +600,17 @@ std::string Slowest(const ReportModel& model, const std::map<std::string, std::s
   std::string out = "<section id=\"slowest\">\n";
   absl::StrAppend(&out, "<h2>The ", model.slowest.size(), " slowest orders by ",
                   EscapeHtml(model.slowest_stage), "</h2>\n");
-  out += "<p class=\"note\">One bar per stage on the order's own time axis, from its first "
-         "stamp; rows in stamp order. A linked order's total starts at the order it is linked "
-         "to, so that order's stages are drawn too (marked with its id). Every sample counts "
-         "here, flagged or not.</p>\n";
+  out +=
+      "<p class=\"note\">One bar per stage on the order's own time axis, from its first "
+      "stamp; rows in stamp order. A linked order's total starts at the order it is linked "
+      "to, so that order's stages are drawn too (marked with its id). Every sample counts "
+      "here, flagged or not.</p>\n";
   if (model.slowest.empty()) out += "<p class=\"note\">No orders with a total in this run.</p>\n";
   int rank = 0;
   for (const OrderWaterfall& w : model.slowest) {
     ++rank;
-    std::string head = absl::StrCat("#", rank, "  order ", static_cast<uint64_t>(w.order_id),
-                                    ": ", model.slowest_stage, " ",
-                                    FormatDurationNs(w.ranked_ns), " at ",
+    std::string head = absl::StrCat("#", rank, "  order ", static_cast<uint64_t>(w.order_id), ": ",
+                                    model.slowest_stage, " ", FormatDurationNs(w.ranked_ns), " at ",
                                     FormatUtcNs(w.first_utc_ns));
     if (w.parent_order_id.has_value()) {
       absl::StrAppend(&head, ", linked to ", static_cast<uint64_t>(*w.parent_order_id));
@@ -631,8 +633,9 @@ std::string Flags(const ReportModel& model) {
       model.summary.include_flagged ? "<b>included in</b>" : "<b>kept out of</b>",
       " the percentiles and plots above (as the collector counted them for this run); the "
       "waterfalls show them all.</p>\n");
-  out += "<table style=\"width:auto;min-width:60%\"><tr><th>stage</th><th>migrated</th>"
-         "<th>negative</th><th>cross-core</th></tr>\n";
+  out +=
+      "<table style=\"width:auto;min-width:60%\"><tr><th>stage</th><th>migrated</th>"
+      "<th>negative</th><th>cross-core</th></tr>\n";
   int64_t any = 0;
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
     const StageSummary& s = model.summary.stages[i];
@@ -644,13 +647,14 @@ std::string Flags(const ReportModel& model) {
                     EscapeHtml(s.stage), "</td>", cell(s.migrated), cell(s.negative),
                     cell(s.cross_core), "</tr>\n");
   }
-  out += "</table>\n<dl class=\"facts\">\n"
-         "<dt>migrated</dt><dd>the stage's two ends were read on different cores by the same "
-         "thread: it moved between cores mid-stage, so the time includes the move.</dd>\n"
-         "<dt>negative</dt><dd>the end came out before the start: two cores' clocks (TSCs) "
-         "disagree by more than the stage took, so the value is not a real latency.</dd>\n"
-         "<dt>cross-core</dt><dd>the two ends were stamped on different cores (usual between "
-         "processes): the value is right only as far as the cores' TSCs agree.</dd>\n</dl>\n";
+  out +=
+      "</table>\n<dl class=\"facts\">\n"
+      "<dt>migrated</dt><dd>the stage's two ends were read on different cores by the same "
+      "thread: it moved between cores mid-stage, so the time includes the move.</dd>\n"
+      "<dt>negative</dt><dd>the end came out before the start: two cores' clocks (TSCs) "
+      "disagree by more than the stage took, so the value is not a real latency.</dd>\n"
+      "<dt>cross-core</dt><dd>the two ends were stamped on different cores (usual between "
+      "processes): the value is right only as far as the cores' TSCs agree.</dd>\n</dl>\n";
   if (any == 0) out += "<p class=\"note\">No sample of this run is flagged.</p>\n";
   out += "</section>\n";
   return out;

@@ -1,19 +1,18 @@
 #include "ticktrace/view/report_model.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "status_macros.h"
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/query.h"
 #include "ticktrace/view/svg.h"
-#include "status_macros.h"
 
 namespace ticktrace::view {
 namespace {
@@ -118,8 +117,8 @@ MedianStack BuildMedianStack(const Summary& summary, const std::string& pipeline
       stack.total_p50_ns = s.stats.p50_ns;
       continue;
     }
-    const bool in_pipeline = pipeline_matches ? pairs.count(s.stage) > 0
-                                              : s.stage.find("->") != std::string::npos;
+    const bool in_pipeline =
+        pipeline_matches ? pairs.count(s.stage) > 0 : s.stage.find("->") != std::string::npos;
     if (!in_pipeline || !s.stats.p50_ns.has_value()) {
       stack.left_out.push_back(s.stage);
       continue;
@@ -200,8 +199,9 @@ const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings() {
   static const auto* meanings = new std::vector<std::pair<std::string, std::string>>{
       {"dropped", "records the producers lost to full rings"},
       {"malformed", "records with an impossible kind, an unknown tag or an unknown process"},
-      {"samples_not_stored", "samples the store writer could not keep up with (in the statistics, "
-                             "not in the plots)"},
+      {"samples_not_stored",
+       "samples the store writer could not keep up with (in the statistics, "
+       "not in the plots)"},
       {"stamps_not_stored", "stamps the store writer could not keep up with"},
       {"orders_not_stored", "orders the store writer could not keep up with"},
       {"malformed_chunks", "journal/archive chunks with impossible payloads, skipped"},
@@ -258,10 +258,9 @@ absl::StatusOr<ReportModel> BuildReportModel(Store& store, std::optional<int64_t
     model.samples_stored += static_cast<int64_t>(values.sorted_ns.size()) + values.excluded;
     const auto first_positive =
         std::upper_bound(values.sorted_ns.begin(), values.sorted_ns.end(), 0.0);
-    const int bins_per_decade =
-        first_positive == values.sorted_ns.end()
-            ? 10
-            : BinsPerDecadeFor(*first_positive, values.sorted_ns.back());
+    const int bins_per_decade = first_positive == values.sorted_ns.end()
+                                    ? 10
+                                    : BinsPerDecadeFor(*first_positive, values.sorted_ns.back());
     plots.histogram = BuildLogHistogram(values.sorted_ns, bins_per_decade);
     plots.percentiles = BuildPercentileCurve(values.sorted_ns);
     model.stages.push_back(std::move(plots));

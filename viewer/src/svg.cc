@@ -13,7 +13,7 @@ namespace {
 // Mantissas of the ticks of a log axis, and the priority of their labels.
 constexpr std::pair<int, int> kCoarseMantissas[] = {{1, 0}, {2, 1}, {5, 1}};
 constexpr std::pair<int, int> kFineMantissas[] = {{1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 1},
-                                                 {6, 2}, {7, 2}, {8, 2}, {9, 2}};
+                                                  {6, 2}, {7, 2}, {8, 2}, {9, 2}};
 
 // `v` with at most three significant digits and no trailing zeros.
 std::string ThreeDigits(double v) {
@@ -29,12 +29,23 @@ std::string EscapeHtml(absl::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -53,9 +64,8 @@ void ThinLabels(std::vector<AxisTick>& ticks, double font_px, double min_gap_px,
                 const std::function<double(double)>& position_px) {
   std::vector<size_t> order(ticks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return ticks[a].priority < ticks[b].priority;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ticks[a].priority < ticks[b].priority; });
   std::vector<std::pair<double, double>> kept;  // [left, right] in px
   for (const size_t i : order) {
     AxisTick& tick = ticks[i];

@@ -22,9 +22,9 @@ inline constexpr int64_t kDefaultReportSlowest = 5;
 
 // What `ticktrace-view report` was asked for.
 struct ReportRequest {
-  std::string db_path;   // the store (opened read-only, never written)
-  std::string out_path;  // the HTML file; "-" writes to stdout
-  std::optional<int64_t> run_id;  // unset: the latest run
+  std::string db_path;                      // the store (opened read-only, never written)
+  std::string out_path;                     // the HTML file; "-" writes to stdout
+  std::optional<int64_t> run_id;            // unset: the latest run
   int64_t slowest = kDefaultReportSlowest;  // waterfalls drawn; >= 1
   // Replace `out_path` when it exists. Without it an existing file is an
   // error (AlreadyExists) and is left untouched.

@@ -125,10 +125,10 @@ struct OrderWaterfall {
   uint32_t ranked_flags = 0;
   bool complete = false;
   std::string missing;
-  std::vector<WaterfallBar> bars;    // stamp order (start, then pipeline order)
-  std::optional<double> total_ns;    // the `total` sample, drawn apart
-  double total_offset_ns = 0;        // where the `total` sample starts
-  double span_ns = 0;                // the axis: end of the latest bar, >= total
+  std::vector<WaterfallBar> bars;  // stamp order (start, then pipeline order)
+  std::optional<double> total_ns;  // the `total` sample, drawn apart
+  double total_offset_ns = 0;      // where the `total` sample starts
+  double span_ns = 0;              // the axis: end of the latest bar, >= total
 };
 
 // The waterfall of `slow`: its samples as bars relative to its first stamp
