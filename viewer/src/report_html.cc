@@ -204,6 +204,26 @@ std::pair<double, double> WidenLogRange(double lo, double hi, double min_decades
   return {lo / pad, hi * pad};
 }
 
+// [lo, hi] widened out to the nearest 1-2-5 ticks, so that both ends of a
+// log axis carry a tick (and, likely, a label).
+std::pair<double, double> SnapLogRange(double lo, double hi) {
+  const auto down = [](double v) {
+    const double decade = std::pow(10.0, std::floor(std::log10(v)));
+    for (const double m : {5.0, 2.0, 1.0}) {
+      if (m * decade <= v * (1 + 1e-9)) return m * decade;
+    }
+    return decade;
+  };
+  const auto up = [](double v) {
+    const double decade = std::pow(10.0, std::floor(std::log10(v)));
+    for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+      if (m * decade >= v * (1 - 1e-9)) return m * decade;
+    }
+    return 10 * decade;
+  };
+  return {down(lo), up(hi)};
+}
+
 std::string HistogramSvg(const StagePlots& stage) {
   const LogHistogram& h = stage.histogram;
   const std::string id = absl::StrCat("stage-", stage.slug, "-histogram");
@@ -216,7 +236,8 @@ std::string HistogramSvg(const StagePlots& stage) {
                 "middle", "axis-title");
     return out + "</svg>\n";
   }
-  const auto [lo, hi] = WidenLogRange(h.bins.front().lo_ns, h.bins.back().hi_ns, 0.6);
+  const auto [wide_lo, wide_hi] = WidenLogRange(h.bins.front().lo_ns, h.bins.back().hi_ns, 0.6);
+  const auto [lo, hi] = SnapLogRange(wide_lo, wide_hi);
   const Scale x{lo, hi, frame.x, frame.right(), true};
   int64_t peak = 1;
   for (const HistogramBin& b : h.bins) peak = std::max(peak, b.count);
@@ -255,7 +276,7 @@ std::string PercentileSvg(const StagePlots& stage) {
   double hi = std::max(c.max_ns, c.points.back().value_ns);
   LatencyAxis y_axis;
   if (lo > 0 && hi / lo > 20) {
-    std::tie(lo, hi) = WidenLogRange(lo, hi, 0.6);
+    std::tie(lo, hi) = SnapLogRange(lo, hi);
   }
   y_axis = MakeLatencyAxis(lo, hi, frame.bottom(), frame.y, 20, 6);
   const Scale x{1, c.x_max, frame.x, frame.right(), true};
