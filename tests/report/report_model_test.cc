@@ -84,6 +84,18 @@ TEST(PercentileCurveTest, PointsAreMonotoneWithXOfOneOverOneMinusP) {
   EXPECT_GT(c.points.back().x, 1000);
 }
 
+TEST(PercentileCurveTest, OneValueIsOnePoint) {
+  for (const std::vector<double>& values :
+       {std::vector<double>{700}, std::vector<double>{5, 5, 5}}) {
+    const PercentileCurve c = BuildPercentileCurve(values);
+    ASSERT_EQ(c.points.size(), 1u);
+    EXPECT_DOUBLE_EQ(c.points[0].x, 1);
+    EXPECT_DOUBLE_EQ(c.points[0].value_ns, values[0]);
+    EXPECT_DOUBLE_EQ(c.max_ns, values[0]);
+  }
+  EXPECT_TRUE(BuildPercentileCurve({}).points.empty());
+}
+
 TEST(OrderWaterfallTest, BarsStartAtTheFirstStampInStampOrderWithTotalApart) {
   SlowOrder slow;
   slow.order.order_id = 42;

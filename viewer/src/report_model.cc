@@ -97,6 +97,8 @@ PercentileCurve BuildPercentileCurve(const std::vector<double>& sorted_ns) {
     if (line.percentile >= 1.0) continue;
     curve.points.push_back({line.percentile, 1.0 / (1.0 - line.percentile), line.value_ns});
   }
+  // Every value equal (or one sample): the distribution is one point, at p0.
+  if (curve.points.empty()) curve.points.push_back({0, 1, sorted_ns.front()});
   curve.x_max = std::max(100.0, CeilPowerOfTen(static_cast<double>(curve.count)));
   return curve;
 }

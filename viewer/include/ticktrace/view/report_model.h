@@ -67,7 +67,8 @@ struct PercentilePoint {
 
 // The percentile curve of one stage: PercentileDistribution's levels (5
 // ticks per half distance), without the 100% line (x would be infinite),
-// which is kept as max_ns.
+// which is kept as max_ns. When every value is the maximum (one sample, or
+// all equal) the curve is the single point p0.
 struct PercentileCurve {
   std::vector<PercentilePoint> points;  // percentile and value ascending
   double max_ns = 0;
