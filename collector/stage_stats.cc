@@ -22,7 +22,7 @@ void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags,
   if (flags & kFlagMigrated) ++s.migrated;
   if (flags & kFlagNegative) ++s.negative;
   if (flags & kFlagCrossCore) ++s.cross_core;
-  if (flags == 0 || include_flagged_) s.histogram.Add(latency_ns);
+  if ((flags & kFlagsExcludedByDefault) == 0 || include_flagged_) s.histogram.Add(latency_ns);
 }
 
 std::vector<StageSummary> StageStats::Summaries() const {

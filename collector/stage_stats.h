@@ -20,6 +20,13 @@ inline constexpr uint8_t kFlagMigrated = 1;   // a span's two ends on different 
 inline constexpr uint8_t kFlagNegative = 2;   // a difference below zero
 inline constexpr uint8_t kFlagCrossCore = 4;  // the two ends read on different cores
 
+// The flags that keep a sample out of the percentiles unless --include-flagged.
+// cross_core alone is counted but not excluded: every hop between pinned
+// processes is cross-core, and on one machine the cores' TSCs are synchronised
+// (the seeds, §1.4). A hop shorter than the cores' sync error shows up as
+// `negative`, which is excluded.
+inline constexpr uint8_t kFlagsExcludedByDefault = kFlagMigrated | kFlagNegative;
+
 enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
 
 // One stage's summary, ready for the store and the report.

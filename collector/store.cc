@@ -189,12 +189,13 @@ absl::StatusOr<std::unique_ptr<Store>> Store::OpenOrCreate(const std::string& pa
   if (sqlite3_open_v2(path.c_str(), &store->db_, flags, nullptr) != SQLITE_OK) {
     s = store->Error("cannot open store");
   }
+  // First: a reader that opens the store meanwhile must make us wait, not fail.
+  if (s.ok()) sqlite3_busy_timeout(store->db_, 5000);
   if (s.ok()) s = store->Exec("PRAGMA journal_mode=WAL");
   if (s.ok()) s = store->Exec("PRAGMA synchronous=NORMAL");
   // A page cache large enough for the indexes' working set: without it every
   // insert into samples_by_stage reads pages back from the OS.
   if (s.ok()) s = store->Exec("PRAGMA cache_size=-131072");
-  if (s.ok()) sqlite3_busy_timeout(store->db_, 5000);
   if (s.ok() && create) {
     s = store->Exec("BEGIN");
     if (s.ok()) s = store->Exec(kSchemaSql);

@@ -49,7 +49,7 @@ absl::StatusOr<ParsedDemoFlags> ParseDemoFlags(int argc, const char* const* argv
   parser.AddDouble("tsc-hz", &o.tsc_hz, "give the collector this TSC frequency; 0: it calibrates");
   parser.AddUint64("order-timeout-ms", &o.order_timeout_ms, "the collector's --order-timeout-ms");
   parser.AddBool("include-flagged", &o.include_flagged,
-                 "percentiles include flagged (e.g. cross-core) samples; =false: collector default");
+                 "percentiles include migrated and negative samples too (collector's --include-flagged)");
   parser.AddUint64("timeout-s", &o.timeout_s,
                    "give up when the pipeline runs longer; 0: twice the expected time + 60 s");
   parser.AddBool("verbose", &o.verbose, "print every program's full output");

@@ -33,7 +33,7 @@ struct DemoOptions {
   // The collector's --include-flagged: the queue hops between pinned processes
   // are cross-core by construction, and flagged samples are otherwise kept out
   // of the percentiles (their counts are reported either way).
-  bool include_flagged = true;
+  bool include_flagged = false;
   uint64_t timeout_s = 0;           // 0 = expected duration x 2 + 60 s
   bool verbose = false;             // print every child's full output
 };
