@@ -32,7 +32,7 @@ class SecondCollectorTest : public RelTest {
 // a second collector on the same session and store "resumes" the running
 // one's journal and drains the same rings; with another store it drains them
 // too, splitting the records between two stores. Neither is refused.
-TEST_F(SecondCollectorTest, DISABLED_SecondCollectorOnALiveSessionIsRefused) {
+TEST_F(SecondCollectorTest, SecondCollectorOnALiveSessionIsRefused) {
   constexpr uint64_t kOrders = 20000;
   const pid_t c = StartCollector({"--pipeline", "a,b", "--order-timeout-ms", "300"});
   const pid_t p = StartProducer({"--mode", "seq", "--rings", "2", "--ring", "1048576", "--orders",
