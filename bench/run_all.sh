@@ -37,23 +37,7 @@ packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmo
           libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps
           liblttng-ust-dev lttng-tools libspdlog-dev util-linux)
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
-  missing=()
-  for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-      missing+=("$p")
-    fi
-  done
-  if ((${#missing[@]})); then
-    log "installing: ${missing[*]}"
-    sudo_cmd=()
-    if [ "$(id -u)" -ne 0 ]; then
-      command -v sudo >/dev/null || { echo "error: need root or sudo to install ${missing[*]}" >&2; exit 1; }
-      sudo_cmd=(sudo)
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    "${sudo_cmd[@]}" apt-get update -qq
-    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  bash "$root/.ci/install-packages.sh" "${packages[@]}"
 fi
 
 # ---- build ------------------------------------------------------------------
