@@ -82,7 +82,13 @@ absl::StatusOr<uint64_t> ReadProcessStartTicks(uint32_t pid) {
 
 bool ProcessAlive(uint32_t pid, uint64_t start_ticks) {
   absl::StatusOr<uint64_t> now = internal::ProcessStartTicks(pid);
-  return now.ok() && *now == start_ticks;
+  // Only a process that is certainly gone counts as dead: the collector
+  // removes a dead process's segment. A /proc entry that cannot be parsed, or
+  // a creator that could not read its own start time (0), means "unknown",
+  // and an unknown process is treated as alive while its pid exists.
+  if (absl::IsNotFound(now.status())) return false;
+  if (!now.ok() || start_ticks == 0) return true;
+  return *now == start_ticks;
 }
 
 absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {

@@ -45,7 +45,10 @@ absl::Status RemoveSegment(std::string_view name);
 // the process does not exist. With the pid, it identifies a process across pid reuse.
 absl::StatusOr<uint64_t> ReadProcessStartTicks(uint32_t pid);
 
-// True when `pid` is running and started at `start_ticks`.
+// False only when the process is certainly gone: `pid` does not exist, or it
+// started at another time than `start_ticks` (pid reuse). When its start time
+// cannot be read, or `start_ticks` is 0 (unknown), a process whose pid exists
+// counts as alive: its segment must not be removed on a guess.
 bool ProcessAlive(uint32_t pid, uint64_t start_ticks);
 
 // Checks one drained record: a known kind, known flag bits, and a tag id below
