@@ -14,6 +14,32 @@ constexpr int kMaxLinkDepth = 16;
 bool KnownAux(uint32_t aux) { return aux != abi::kAuxUnknown; }
 int32_t CpuOf(uint32_t aux) { return KnownAux(aux) ? static_cast<int32_t>(abi::AuxCpu(aux)) : -1; }
 
+// The flags of a difference between two stamps `a` (earlier) and `b`.
+template <typename Event>
+uint8_t PairFlags(const Event& a, const Event& b, double latency_ns) {
+  uint8_t flags = 0;
+  if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
+  if (latency_ns < 0) flags |= kFlagNegative;
+  return flags;
+}
+
+// The stored row of a stage measured from stamp `a` to stamp `b`.
+template <typename Event>
+SampleRow PairSample(uint64_t order_id, std::string stage, const Event& a, const Event& b,
+                     int64_t start_utc_ns, double latency_ns, uint8_t flags) {
+  SampleRow s;
+  s.order_id = order_id;
+  s.stage = std::move(stage);
+  s.start_utc_ns = start_utc_ns;
+  s.latency_ns = latency_ns;
+  s.process_begin = static_cast<int32_t>(a.process_id);
+  s.process_end = static_cast<int32_t>(b.process_id);
+  s.cpu_begin = CpuOf(a.aux);
+  s.cpu_end = CpuOf(b.aux);
+  s.flags = flags;
+  return s;
+}
+
 }  // namespace
 
 Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
@@ -299,24 +325,13 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
       const Event& a = *prev->event;
       const Event& b = *cur.event;
       const double latency_ns = time_.DiffNs(b.tsc, a.tsc);
-      uint8_t flags = 0;
-      if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
-      if (latency_ns < 0) flags |= kFlagNegative;
+      const uint8_t flags = PairFlags(a, b, latency_ns);
       const uint32_t stage = TransitionStage(a.name_id, b.name_id);
       stats_->Add(stage, latency_ns, flags, time_.DiffNs(a.tsc, first->event->tsc));
       ++samples;
       if (out != nullptr) {
-        SampleRow s;
-        s.order_id = order_id;
-        s.stage = stats_->StageName(stage);
-        s.start_utc_ns = time_.UtcNs(a.tsc);
-        s.latency_ns = latency_ns;
-        s.process_begin = static_cast<int32_t>(a.process_id);
-        s.process_end = static_cast<int32_t>(b.process_id);
-        s.cpu_begin = CpuOf(a.aux);
-        s.cpu_end = CpuOf(b.aux);
-        s.flags = flags;
-        out->samples.push_back(std::move(s));
+        out->samples.push_back(PairSample(order_id, std::string(stats_->StageName(stage)), a, b,
+                                          time_.UtcNs(a.tsc), latency_ns, flags));
       }
     }
     prev = &cur;
@@ -397,23 +412,12 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     const Event& b = *last->event;
     total_ns = time_.DiffNs(b.tsc, a.tsc);
     if (complete && !o.has_children) {
-      uint8_t flags = 0;
-      if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
-      if (total_ns < 0) flags |= kFlagNegative;
+      const uint8_t flags = PairFlags(a, b, total_ns);
       stats_->Add(total_stage_, total_ns, flags, 0);
       ++samples;
       if (out != nullptr) {
-        SampleRow s;
-        s.order_id = order_id;
-        s.stage = "total";
-        s.start_utc_ns = time_.UtcNs(a.tsc);
-        s.latency_ns = total_ns;
-        s.process_begin = static_cast<int32_t>(a.process_id);
-        s.process_end = static_cast<int32_t>(b.process_id);
-        s.cpu_begin = CpuOf(a.aux);
-        s.cpu_end = CpuOf(b.aux);
-        s.flags = flags;
-        out->samples.push_back(std::move(s));
+        out->samples.push_back(
+            PairSample(order_id, "total", a, b, time_.UtcNs(a.tsc), total_ns, flags));
       }
     }
   }
