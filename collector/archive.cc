@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -19,8 +20,6 @@ absl::Status Errno(absl::string_view what, const std::string& path) {
                                         : absl::StatusCode::kInternal,
                       absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
 }
-
-constexpr size_t kReadBufferBytes = 8u << 20;
 
 }  // namespace
 
@@ -149,7 +148,8 @@ absl::Status ArchiveWriter::Close() {
 
 // --- ArchiveReader ---
 
-absl::StatusOr<ArchiveReader> ArchiveReader::Open(const std::string& path) {
+absl::StatusOr<ArchiveReader> ArchiveReader::Open(const std::string& path,
+                                                  size_t read_buffer_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Errno("cannot open archive", path);
   struct stat st;
@@ -178,6 +178,7 @@ absl::StatusOr<ArchiveReader> ArchiveReader::Open(const std::string& path) {
   r.path_ = path;
   r.header_ = *h;
   r.valid_bytes_ = kArchiveHeaderBytes;
+  r.read_buffer_bytes_ = read_buffer_bytes;
   return r;
 }
 
@@ -187,7 +188,8 @@ ArchiveReader::ArchiveReader(ArchiveReader&& o) noexcept
       header_(o.header_),
       valid_bytes_(o.valid_bytes_),
       torn_tail_(o.torn_tail_),
-      malformed_chunks_(o.malformed_chunks_) {}
+      malformed_chunks_(o.malformed_chunks_),
+      read_buffer_bytes_(o.read_buffer_bytes_) {}
 
 ArchiveReader& ArchiveReader::operator=(ArchiveReader&& o) noexcept {
   if (this != &o) {
@@ -198,6 +200,7 @@ ArchiveReader& ArchiveReader::operator=(ArchiveReader&& o) noexcept {
     valid_bytes_ = o.valid_bytes_;
     torn_tail_ = o.torn_tail_;
     malformed_chunks_ = o.malformed_chunks_;
+    read_buffer_bytes_ = o.read_buffer_bytes_;
   }
   return *this;
 }
@@ -208,7 +211,7 @@ ArchiveReader::~ArchiveReader() {
 
 absl::Status ArchiveReader::ReadAll(ChunkVisitor* visitor) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": reader closed"));
-  std::vector<uint8_t> buf(kReadBufferBytes);
+  std::vector<uint8_t> buf(std::max<size_t>(read_buffer_bytes_, kChunkHeaderBytes));
   size_t begin = 0, end = 0;  // unparsed bytes are buf[begin, end)
   uint64_t file_off = valid_bytes_;  // file offset of buf[begin]
   bool eof = false;

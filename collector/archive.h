@@ -84,8 +84,12 @@ class ArchiveWriter {
 // Streams the chunks of an archive file with bounded memory. Single owner thread.
 class ArchiveReader {
  public:
-  // Opens `path` and validates the header.
-  static absl::StatusOr<ArchiveReader> Open(const std::string& path);
+  static constexpr size_t kDefaultReadBufferBytes = 8u << 20;
+
+  // Opens `path` and validates the header. ReadAll reads through a buffer of
+  // `read_buffer_bytes`, grown when one chunk is larger.
+  static absl::StatusOr<ArchiveReader> Open(const std::string& path,
+                                            size_t read_buffer_bytes = kDefaultReadBufferBytes);
   ArchiveReader(ArchiveReader&&) noexcept;
   ArchiveReader& operator=(ArchiveReader&&) noexcept;
   ~ArchiveReader();
@@ -111,6 +115,7 @@ class ArchiveReader {
   uint64_t valid_bytes_ = 0;
   bool torn_tail_ = false;
   uint64_t malformed_chunks_ = 0;
+  size_t read_buffer_bytes_ = kDefaultReadBufferBytes;
 };
 
 }  // namespace ticktrace::collect

@@ -51,7 +51,7 @@ Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
     for (size_t i = 0; i < pipeline_.size(); ++i) pipeline_index_.emplace(pipeline_[i], int(i));
   }
   total_stage_ = stats_->StageId("total", StageKind::kTotal);
-  open_.reserve(1u << 16);
+  open_.reserve(settings_.expected_open_orders);
 }
 
 int Stitcher::PositionOf(uint32_t name_id) {

@@ -62,6 +62,7 @@ struct StitchSettings {
   std::vector<std::string> pipeline;  // declared stage tags in order; empty: learn
   uint64_t timeout_ticks = 0;         // 0: orders finish by last stage or at the end only
   size_t learn_orders = 100;          // orders to learn the pipeline from
+  size_t expected_open_orders = 1u << 16;  // hash-table space reserved up front
 };
 
 // One attributed record (stamp, span or interval) of an order.

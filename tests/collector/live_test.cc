@@ -29,7 +29,7 @@ using testing::TestTscHz;
 using testing::WaitExit;
 using testing::WaitFor;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TICKTRACE_SANITIZED)  // set by cmake/TicktraceSanitizers.cmake
 // Instrumented producers add hundreds of ns around each stamp: the timing
 // bounds hold for optimized builds only.
 constexpr bool kSanitized = true;
@@ -169,7 +169,10 @@ TEST_F(LiveTest, StitchesKnownOrdersFromStaleSegments) {
 }
 
 // Three processes with known busy-wait work in every stage. In-thread stages
-// must come out within 1% + 50 ns of their work; cross-process stages at
+// must come out within 2% + 100 ns of their work (the budget: the histogram's
+// 0.4% bucket error, the collector's own calibration against the kernel's
+// frequency the producers wait with, and the busy-wait's overshoot on a
+// shared host); cross-process stages at
 // least their work and at most kHandoffBoundNs above it (the pipe wake-up on
 // this shared 2-core VM). The collector calibrates itself here; the producers
 // time their work with the kernel's TSC frequency.
@@ -204,7 +207,7 @@ TEST_F(LiveTest, ThreeProcessStagesMatchInjectedWork) {
     if (kSanitized) {
       EXPECT_GE(got, e.work_ns) << e.stage;
     } else if (e.in_thread) {
-      EXPECT_NEAR(got, e.work_ns, e.work_ns * 0.01 + 50) << e.stage;
+      EXPECT_NEAR(got, e.work_ns, e.work_ns * 0.02 + 100) << e.stage;
     } else {
       EXPECT_GE(got, e.work_ns) << e.stage;
       EXPECT_LE(got, e.work_ns + kHandoffBoundNs) << e.stage;

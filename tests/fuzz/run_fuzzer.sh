@@ -15,6 +15,6 @@ if ((${#inputs[@]})); then
 fi
 echo "regressions: ${#inputs[@]} inputs replayed"
 mkdir -p "$work/new"
-"$fuzzer" -runs="$runs" -max_total_time=120 -artifact_prefix="$work/" -print_final_stats=1 \
+"$fuzzer" -runs="$runs" -max_total_time=40 -artifact_prefix="$work/" -print_final_stats=1 \
   "$work/new" "$corpus" >"$work/fuzz.log" 2>&1 || { tail -60 "$work/fuzz.log"; exit 1; }
 grep -E "stat::number_of_executed_units|Done" "$work/fuzz.log" | tail -2
