@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -83,10 +85,8 @@ CREATE TABLE stage_stats(
   PRIMARY KEY(run_id, stage));
 CREATE TABLE counters(run_id INTEGER NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,
   PRIMARY KEY(run_id, name));
-CREATE INDEX samples_by_stage ON samples(run_id, stage, latency_ns);
 CREATE INDEX samples_by_order ON samples(run_id, order_id);
 CREATE INDEX stamps_by_order ON stamps(run_id, order_id);
-CREATE INDEX orders_by_total ON orders(run_id, total_ns);
 INSERT INTO meta(key, value) VALUES('app', 'ticktrace'), ('schema_version', '1');
 )sql";
 
@@ -105,6 +105,53 @@ void BindOptionalInt(sqlite3_stmt* s, int i, int64_t v, bool present) {
 
 void BindText(sqlite3_stmt* s, int i, const std::string& text) {
   sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+constexpr int kSampleColumns = 10;
+constexpr int kStampColumns = 12;
+
+// Binds one samples row at parameter offset `base` (parameters base+1 ...).
+void BindSample(sqlite3_stmt* s, int base, int64_t run_id, const SampleRow& r) {
+  sqlite3_bind_int64(s, base + 1, run_id);
+  sqlite3_bind_int64(s, base + 2, AsInt(r.order_id));
+  BindText(s, base + 3, r.stage);
+  sqlite3_bind_int64(s, base + 4, r.start_utc_ns);
+  sqlite3_bind_double(s, base + 5, r.latency_ns);
+  BindOptionalInt(s, base + 6, r.process_begin, r.process_begin >= 0);
+  BindOptionalInt(s, base + 7, r.process_end, r.process_end >= 0);
+  BindOptionalInt(s, base + 8, r.cpu_begin, r.cpu_begin >= 0);
+  BindOptionalInt(s, base + 9, r.cpu_end, r.cpu_end >= 0);
+  sqlite3_bind_int(s, base + 10, r.flags);
+}
+
+// Binds one stamps row at parameter offset `base`.
+void BindStamp(sqlite3_stmt* s, int base, int64_t run_id, const StampRow& r) {
+  sqlite3_bind_int64(s, base + 1, run_id);
+  sqlite3_bind_int64(s, base + 2, AsInt(r.order_id));
+  BindText(s, base + 3, r.tag);
+  sqlite3_bind_text(s, base + 4, r.is_span ? "span" : "stamp", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, base + 5, r.process_id);
+  sqlite3_bind_int64(s, base + 6, r.tid);
+  BindOptionalInt(s, base + 7, r.cpu, r.cpu >= 0);
+  BindOptionalInt(s, base + 8, r.cpu_end, r.cpu_end >= 0);
+  sqlite3_bind_int64(s, base + 9, AsInt(r.tsc));
+  sqlite3_bind_int64(s, base + 10, r.utc_ns);
+  if (r.is_span) {
+    sqlite3_bind_double(s, base + 11, r.duration_ns);
+  } else {
+    sqlite3_bind_null(s, base + 11);
+  }
+  sqlite3_bind_int(s, base + 12, r.flags);
+}
+
+// "INSERT ... VALUES(?,..),(?,..)...": `rows` groups of `columns` parameters.
+std::string MultiRowInsert(const char* head, int columns, int rows) {
+  std::string group = "(";
+  for (int c = 0; c < columns; ++c) absl::StrAppend(&group, c ? ",?" : "?");
+  group += ")";
+  std::string sql = absl::StrCat(head, " VALUES", group);
+  for (int r = 1; r < rows; ++r) absl::StrAppend(&sql, ",", group);
+  return sql;
 }
 
 // Closes a connection that is only being inspected.
@@ -193,13 +240,18 @@ absl::StatusOr<std::unique_ptr<Store>> Store::OpenOrCreate(const std::string& pa
   if (s.ok()) sqlite3_busy_timeout(store->db_, 5000);
   if (s.ok()) s = store->Exec("PRAGMA journal_mode=WAL");
   if (s.ok()) s = store->Exec("PRAGMA synchronous=NORMAL");
-  // A page cache large enough for the indexes' working set: without it every
-  // insert into samples_by_stage reads pages back from the OS.
+  // A page cache large enough for the indexes' working set.
   if (s.ok()) s = store->Exec("PRAGMA cache_size=-131072");
   if (s.ok() && create) {
     s = store->Exec("BEGIN");
     if (s.ok()) s = store->Exec(kSchemaSql);
     if (s.ok()) s = store->Exec("COMMIT");
+  }
+  // Stores created before the indexes were trimmed (docs/store.md, "Indexes")
+  // lose the two latency indexes, which made every insert a random B-tree
+  // write. Derived data only: no row changes.
+  if (s.ok() && !create) {
+    s = store->Exec("DROP INDEX IF EXISTS samples_by_stage; DROP INDEX IF EXISTS orders_by_total");
   }
   if (s.ok()) s = store->Prepare();
   if (!s.ok()) {
@@ -215,7 +267,8 @@ absl::StatusOr<std::unique_ptr<Store>> Store::OpenOrCreate(const std::string& pa
 }
 
 Store::~Store() {
-  for (sqlite3_stmt* s : {insert_order_, insert_sample_, insert_stamp_, upsert_process_,
+  for (sqlite3_stmt* s : {insert_order_, insert_sample_, insert_samples_, insert_stamp_,
+                          insert_stamps_, upsert_process_,
                           upsert_thread_, upsert_tag_, upsert_counter_, upsert_stage_,
                           update_pipeline_}) {
     if (s != nullptr) sqlite3_finalize(s);
@@ -246,12 +299,6 @@ absl::Status Store::Prepare() {
       {&insert_order_,
        "INSERT OR IGNORE INTO orders(run_id, order_id, parent_order_id, first_utc_ns, total_ns, "
        "complete, missing) VALUES(?,?,?,?,?,?,?)"},
-      {&insert_sample_,
-       "INSERT INTO samples(run_id, order_id, stage, start_utc_ns, latency_ns, process_begin, "
-       "process_end, cpu_begin, cpu_end, flags) VALUES(?,?,?,?,?,?,?,?,?,?)"},
-      {&insert_stamp_,
-       "INSERT INTO stamps(run_id, order_id, tag, kind, process_id, tid, cpu, cpu_end, tsc, "
-       "utc_ns, duration_ns, flags) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&upsert_process_,
        "INSERT OR REPLACE INTO processes(run_id, process_id, pid, start_ticks, name, segment, "
        "first_seen_utc_ns, exited_utc_ns, tags_rejected, threads_without_slot, slotless_dropped) "
@@ -268,11 +315,28 @@ absl::Status Store::Prepare() {
        "include_flagged, samples_all) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&update_pipeline_, "UPDATE runs SET pipeline = ?, pipeline_learned = ? WHERE run_id = ?"},
   };
-  for (auto& st : statements) {
-    if (sqlite3_prepare_v3(db_, st.sql, -1, SQLITE_PREPARE_PERSISTENT, st.stmt, nullptr) !=
+  auto prepare = [this](sqlite3_stmt** stmt, const std::string& sql) -> absl::Status {
+    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr) !=
         SQLITE_OK) {
-      return Error(absl::StrCat("cannot prepare '", st.sql, "'"));
+      return Error(absl::StrCat("cannot prepare '", sql.substr(0, 120), "'"));
     }
+    return absl::OkStatus();
+  };
+  for (auto& st : statements) {
+    if (absl::Status s = prepare(st.stmt, st.sql); !s.ok()) return s;
+  }
+  constexpr const char* kSampleInsert =
+      "INSERT INTO samples(run_id, order_id, stage, start_utc_ns, latency_ns, process_begin, "
+      "process_end, cpu_begin, cpu_end, flags)";
+  constexpr const char* kStampInsert =
+      "INSERT INTO stamps(run_id, order_id, tag, kind, process_id, tid, cpu, cpu_end, tsc, "
+      "utc_ns, duration_ns, flags)";
+  for (const auto& [stmt, head, columns, rows] :
+       {std::tuple(&insert_sample_, kSampleInsert, kSampleColumns, 1),
+        std::tuple(&insert_samples_, kSampleInsert, kSampleColumns, kRowsPerInsert),
+        std::tuple(&insert_stamp_, kStampInsert, kStampColumns, 1),
+        std::tuple(&insert_stamps_, kStampInsert, kStampColumns, kRowsPerInsert)}) {
+    if (absl::Status s = prepare(stmt, MultiRowInsert(head, columns, rows)); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -349,13 +413,20 @@ absl::Status Store::WriteBatch(int64_t run_id, const std::vector<FinishedOrder>&
                                const StoreSnapshot* snapshot, uint64_t* already_stored) {
   absl::Status st = Exec("BEGIN");
   if (!st.ok()) return st;
-  auto step = [&](sqlite3_stmt* s, absl::string_view what) -> absl::Status {
+  // `rebinds_all`: every parameter is bound again before the next step, so
+  // clearing the bindings would be wasted work.
+  auto step = [&](sqlite3_stmt* s, absl::string_view what,
+                  bool rebinds_all = false) -> absl::Status {
     const int rc = sqlite3_step(s);
     sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
+    if (!rebinds_all) sqlite3_clear_bindings(s);
     if (rc != SQLITE_DONE) return Error(what);
     return absl::OkStatus();
   };
+  // Orders one by one (an order stored before a restart is skipped with its
+  // rows); then their samples and stamps, kRowsPerInsert rows per statement.
+  std::vector<const SampleRow*> samples;
+  std::vector<const StampRow*> stamps;
   for (const FinishedOrder& f : orders) {
     sqlite3_stmt* s = insert_order_;
     sqlite3_bind_int64(s, 1, run_id);
@@ -378,42 +449,30 @@ absl::Status Store::WriteBatch(int64_t run_id, const std::vector<FinishedOrder>&
       ++*already_stored;  // stored before a restart: its samples are there too
       continue;
     }
-    for (const SampleRow& r : f.samples) {
-      s = insert_sample_;
-      sqlite3_bind_int64(s, 1, run_id);
-      sqlite3_bind_int64(s, 2, AsInt(r.order_id));
-      BindText(s, 3, r.stage);
-      sqlite3_bind_int64(s, 4, r.start_utc_ns);
-      sqlite3_bind_double(s, 5, r.latency_ns);
-      BindOptionalInt(s, 6, r.process_begin, r.process_begin >= 0);
-      BindOptionalInt(s, 7, r.process_end, r.process_end >= 0);
-      BindOptionalInt(s, 8, r.cpu_begin, r.cpu_begin >= 0);
-      BindOptionalInt(s, 9, r.cpu_end, r.cpu_end >= 0);
-      sqlite3_bind_int(s, 10, r.flags);
-      if (st = step(s, "insert sample"); !st.ok()) break;
+    for (const SampleRow& r : f.samples) samples.push_back(&r);
+    for (const StampRow& r : f.stamps) stamps.push_back(&r);
+  }
+  // Rows [0, n) of `rows` through the multi-row statement, the rest one by one.
+  auto insert_rows = [&](const auto& rows, sqlite3_stmt* one, sqlite3_stmt* many, int columns,
+                         auto bind, absl::string_view what) -> absl::Status {
+    size_t i = 0;
+    for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
+      for (int k = 0; k < kRowsPerInsert; ++k) bind(many, k * columns, run_id, *rows[i + k]);
+      if (absl::Status s = step(many, what, /*rebinds_all=*/true); !s.ok()) return s;
     }
-    if (!st.ok()) break;
-    for (const StampRow& r : f.stamps) {
-      s = insert_stamp_;
-      sqlite3_bind_int64(s, 1, run_id);
-      sqlite3_bind_int64(s, 2, AsInt(r.order_id));
-      BindText(s, 3, r.tag);
-      sqlite3_bind_text(s, 4, r.is_span ? "span" : "stamp", -1, SQLITE_STATIC);
-      sqlite3_bind_int64(s, 5, r.process_id);
-      sqlite3_bind_int64(s, 6, r.tid);
-      BindOptionalInt(s, 7, r.cpu, r.cpu >= 0);
-      BindOptionalInt(s, 8, r.cpu_end, r.cpu_end >= 0);
-      sqlite3_bind_int64(s, 9, AsInt(r.tsc));
-      sqlite3_bind_int64(s, 10, r.utc_ns);
-      if (r.is_span) {
-        sqlite3_bind_double(s, 11, r.duration_ns);
-      } else {
-        sqlite3_bind_null(s, 11);
-      }
-      sqlite3_bind_int(s, 12, r.flags);
-      if (st = step(s, "insert stamp"); !st.ok()) break;
+    for (; i < rows.size(); ++i) {
+      bind(one, 0, run_id, *rows[i]);
+      if (absl::Status s = step(one, what, /*rebinds_all=*/true); !s.ok()) return s;
     }
-    if (!st.ok()) break;
+    return absl::OkStatus();
+  };
+  if (st.ok()) {
+    st = insert_rows(samples, insert_sample_, insert_samples_, kSampleColumns, BindSample,
+                     "insert samples");
+  }
+  if (st.ok()) {
+    st = insert_rows(stamps, insert_stamp_, insert_stamps_, kStampColumns, BindStamp,
+                     "insert stamps");
   }
   if (st.ok() && snapshot != nullptr) {
     for (const ProcessRow& p : snapshot->processes) {

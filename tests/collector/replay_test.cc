@@ -1,8 +1,12 @@
 // Deterministic tests: crafted raw archives replayed through the collector.
 // Archives use 1 GHz, so one tick is one ns.
 
-#include <sstream>
+#include <sqlite3.h>
 
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "collector/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
@@ -373,6 +377,52 @@ TEST_F(ReplayTest, AppendsRunsToAnExistingStore) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 2);
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders"), 2);
   EXPECT_EQ(q.Int("SELECT COUNT(DISTINCT run_id) FROM samples"), 2);
+}
+
+// Eleven orders per run (22 samples, 22 stamps: two 8-row INSERTs and six
+// single rows each); in between, the store gets the latency indexes that
+// older collectors created. The second run drops them and every row of both
+// runs is there.
+TEST_F(ReplayTest, AppendingDropsTheOldLatencyIndexesAndKeepsEveryRow) {
+  ArchiveBuilder b;
+  b.Process(1, {"a", "b"});
+  std::vector<abi::Record> records;
+  for (uint64_t order = 1; order <= 11; ++order) {
+    records.push_back(Stamp(0, order, 1000 * order));
+    records.push_back(Stamp(1, order, 1000 * order + 10 * order));
+  }
+  b.Records(1, records);
+  CollectorOptions o;
+  o.pipeline = {"a", "b"};
+  Replay(b, o);
+  {
+    sqlite3* conn = nullptr;
+    ASSERT_EQ(sqlite3_open(db().c_str(), &conn), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(conn,
+                           "CREATE INDEX samples_by_stage ON samples(run_id, stage, latency_ns);"
+                           "CREATE INDEX orders_by_total ON orders(run_id, total_ns);",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(conn);
+  }
+  Replay(b, o);
+  StoreQuery q(db());
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+                  "('samples_by_stage', 'orders_by_total')"),
+            0);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+                  "('samples_by_order', 'stamps_by_order')"),
+            2);
+  for (int run = 1; run <= 2; ++run) {
+    const std::string where = absl::StrCat(" WHERE run_id = ", run);
+    EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders" + where), 11);
+    EXPECT_EQ(q.Int("SELECT COUNT(*) FROM samples" + where + " AND stage = 'a->b'"), 11);
+    EXPECT_EQ(q.Int("SELECT COUNT(*) FROM samples" + where + " AND stage = 'total'"), 11);
+    EXPECT_EQ(q.Int("SELECT COUNT(*) FROM stamps" + where), 22);
+    EXPECT_EQ(q.Int("SELECT SUM(latency_ns) FROM samples" + where + " AND stage = 'a->b'"),
+              10 * 66);  // 10 ns x (1 + ... + 11)
+    EXPECT_EQ(q.Int("SELECT SUM(order_id) FROM stamps" + where), 2 * 66);
+  }
 }
 
 }  // namespace

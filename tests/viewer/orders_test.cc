@@ -62,6 +62,34 @@ TEST_F(OrdersTest, SlowestNMoreThanOrdersReturnsAll) {
   EXPECT_EQ(report->orders.size(), 1u);
 }
 
+// Order 100 with 60 more md->strategy samples, all slower than any other
+// order's: the ranking holds distinct orders, each by its slowest sample
+// (the store ranks within a window of samples that has to grow here).
+TEST_F(OrdersTest, OrderWithManySamplesOfOneStageCountsOnce) {
+  store_.reset();
+  {
+    testing::StoreWriter edit(dir_.File("known.db"), /*schema_version=*/0);
+    for (int i = 0; i < 60; ++i) {
+      SampleRow r;
+      r.order_id = 100;
+      r.stage = "md->strategy";
+      r.start_utc_ns = KnownStore::FirstUtcNs(100);
+      r.latency_ns = 5000.0 + i;
+      edit.AddSample(KnownStore::kLatestRun, r);
+    }
+  }
+  auto reopened = Store::Open(dir_.File("known.db"));  // SetUp's is an immutable snapshot
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  store_ = std::move(*reopened);
+  auto report = FindSlowestOrders(*store_, std::nullopt, std::string("md->strategy"), 3);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->orders.size(), 3u);
+  EXPECT_EQ(report->orders[0].order.order_id, 100);
+  EXPECT_EQ(report->orders[0].latency_ns, 5059.0);
+  EXPECT_EQ(report->orders[1].order.order_id, 99);
+  EXPECT_EQ(report->orders[2].order.order_id, 98);
+}
+
 TEST_F(OrdersTest, UnknownStageIsNotFound) {
   EXPECT_TRUE(absl::IsNotFound(
       FindSlowestOrders(*store_, std::nullopt, std::string("x->y"), 3).status()));

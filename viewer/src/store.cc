@@ -315,18 +315,17 @@ absl::StatusOr<std::vector<StageStatsRow>> Store::StageStats(int64_t run_id) {
 }
 
 absl::StatusOr<std::vector<std::string>> Store::StageNames(int64_t run_id) {
-  TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s,
-      Statement::Prepare(db_,
-                         "SELECT DISTINCT stage FROM samples WHERE run_id = ?1 "
-                         "UNION SELECT stage FROM stage_stats WHERE run_id = ?1",
-                         "listing stages"));
-  s.BindInt(1, run_id);
   std::vector<std::string> names;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    names.push_back(s.Text(0));
+  for (const char* sql : {"SELECT stage FROM stage_stats WHERE run_id = ?",
+                          "SELECT DISTINCT stage FROM samples WHERE run_id = ?"}) {
+    TICKTRACE_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, sql, "listing stages"));
+    s.BindInt(1, run_id);
+    for (;;) {
+      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
+      if (!row) break;
+      names.push_back(s.Text(0));
+    }
+    if (!names.empty()) break;
   }
   return names;
 }
@@ -442,27 +441,38 @@ absl::StatusOr<std::vector<SampleRow>> Store::SamplesOfOrder(int64_t run_id, int
 absl::StatusOr<std::vector<RankedOrder>> Store::FindSlowest(int64_t run_id,
                                                             const std::string& stage,
                                                             int64_t limit) {
-  // Walks samples_by_stage backwards and stops after `limit` distinct orders;
-  // an order with two samples of one stage is ranked by its slower one.
-  TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s,
-      Statement::Prepare(db_,
-                         "SELECT order_id, latency_ns, flags FROM samples "
-                         "WHERE run_id = ? AND stage = ? ORDER BY latency_ns DESC, order_id ASC",
-                         "ranking orders"));
-  s.BindInt(1, run_id);
-  s.BindText(2, stage);
+  // The store has no latency index (it would make every insert a random
+  // B-tree write; docs/store.md): SQLite keeps the top `rows` samples of the
+  // stage in one pass. An order with two samples of one stage is ranked by
+  // its slower one, so the window doubles until it holds `limit` distinct
+  // orders or every sample of the stage.
   std::vector<RankedOrder> out;
-  std::unordered_set<int64_t> seen;
-  while (static_cast<int64_t>(out.size()) < limit) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    const int64_t order_id = s.Int(0);
-    if (seen.insert(order_id).second) {
-      out.push_back({order_id, s.Double(1), static_cast<uint32_t>(s.Int(2))});
+  if (limit <= 0) return out;
+  for (int64_t rows = limit + 16;; rows *= 2) {
+    TICKTRACE_ASSIGN_OR_RETURN(
+        Statement s,
+        Statement::Prepare(db_,
+                           "SELECT order_id, latency_ns, flags FROM samples "
+                           "WHERE run_id = ? AND stage = ? "
+                           "ORDER BY latency_ns DESC, order_id ASC LIMIT ?",
+                           "ranking orders"));
+    s.BindInt(1, run_id);
+    s.BindText(2, stage);
+    s.BindInt(3, rows);
+    out.clear();
+    std::unordered_set<int64_t> seen;
+    int64_t read = 0;
+    for (;;) {
+      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
+      if (!row) break;
+      ++read;
+      const int64_t order_id = s.Int(0);
+      if (static_cast<int64_t>(out.size()) < limit && seen.insert(order_id).second) {
+        out.push_back({order_id, s.Double(1), static_cast<uint32_t>(s.Int(2))});
+      }
     }
+    if (static_cast<int64_t>(out.size()) >= limit || read < rows) return out;
   }
-  return out;
 }
 
 absl::StatusOr<std::optional<OrderRow>> Store::FindOrder(int64_t run_id, int64_t order_id) {

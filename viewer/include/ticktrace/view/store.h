@@ -82,7 +82,10 @@ class Store {
   absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id);
   // The run's stage_stats rows in pipeline order (position).
   absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id);
-  // Every stage name that has samples or stage_stats in the run, unordered.
+  // Every stage of the run, unordered: its stage_stats rows (the collector
+  // writes one per stage it has aggregated, about once a second and at the
+  // end), or, when the run has none, the stages found in its samples (a scan:
+  // samples have no stage index).
   absl::StatusOr<std::vector<std::string>> StageNames(int64_t run_id);
   // The run's processes, by process_id.
   absl::StatusOr<std::vector<ProcessInfo>> Processes(int64_t run_id);
