@@ -106,13 +106,15 @@ TEST_F(DemoTest, StoreHoldsWhatThePipelineProducedWithTheConfiguredWork) {
   }
 
   // p50 against the configured work. In-thread stages: the work plus the
-  // stamps' own cost (tens of ns), within the histogram's 1% and a fixed 200 ns
-  // of slack for a VM. strat_in->strat_out also holds the span's two rdtscp,
-  // the link and, for a second order, one more queue push: within 1 us.
+  // stamps' own cost (tens of ns), within 2% (the histogram's 0.4% buckets
+  // and the collector's own calibration against the frequency the pipeline
+  // waits with) and a fixed 200 ns of slack for a shared VM.
+  // strat_in->strat_out also holds the span's two rdtscp, the link and, for a
+  // second order, one more queue push: within 1 us.
   auto expect_work = [&](const std::string& stage, uint64_t work_ns, double slack_ns) {
     const double p50 = stages[stage].p50_ns;
-    EXPECT_GE(p50, work_ns * 0.99 - 20) << stage;
-    EXPECT_LE(p50, work_ns * 1.01 + slack_ns) << stage;
+    EXPECT_GE(p50, work_ns * 0.98 - 20) << stage;
+    EXPECT_LE(p50, work_ns * 1.02 + slack_ns) << stage;
   };
   expect_work("md_rx->md_decoded", kFeedWorkNs, 200);
   expect_work("decide", kStrategyWorkNs, 200);
