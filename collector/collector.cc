@@ -12,15 +12,15 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
-#include <deque>
-
-#include "absl/synchronization/mutex.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -420,37 +420,41 @@ class PassQueue {
 
   // Drain thread.
   void Push(Item item) {
-    absl::MutexLock lock(&mu_);
-    while (bytes_ > max_bytes_ && !items_.empty()) cv_.Wait(&mu_);
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return bytes_ <= max_bytes_ || items_.empty(); });
     bytes_ += item.bytes.size();
     items_.push_back(std::move(item));
-    cv_.SignalAll();
+    cv_.notify_all();
   }
   // Drain thread: no more items.
   void Close() {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard lock(mu_);
     closed_ = true;
-    cv_.SignalAll();
+    cv_.notify_all();
   }
   // Analysis thread: false once closed and empty.
   bool Pop(Item* item) {
-    absl::MutexLock lock(&mu_);
-    while (items_.empty() && !closed_) cv_.Wait(&mu_);
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return !items_.empty() || closed_; });
     if (items_.empty()) return false;
     *item = std::move(items_.front());
     items_.pop_front();
     bytes_ -= item->bytes.size();
-    cv_.SignalAll();
+    cv_.notify_all();
     return true;
   }
 
  private:
   const size_t max_bytes_;
-  absl::Mutex mu_;
-  absl::CondVar cv_;
-  std::deque<Item> items_ ABSL_GUARDED_BY(mu_);
-  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // TSan, so TSan cannot see absl::Mutex's synchronisation; pthread mutexes
+  // it intercepts.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_:
+  std::deque<Item> items_;
+  size_t bytes_ = 0;
+  bool closed_ = false;
 };
 
 // One collector per session: the ring protocol has a single consumer per ring

@@ -44,13 +44,12 @@ void StoreWriter::Submit() {
   building_.reserve(options_.max_orders_per_transaction);
   const size_t rows = building_samples_;
   building_samples_ = 0;
-  absl::MutexLock lock(&mu_);
+  std::unique_lock lock(mu_);
   if (options_.block_when_full) {
-    auto room = [this, rows]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    idle_cv_.wait(lock, [this, rows] {
       return queued_samples_ == 0 || queued_samples_ + rows <= options_.max_queued_samples ||
              stop_;
-    };
-    while (!room()) idle_cv_.Wait(&mu_);
+    });
   } else if (queued_samples_ + rows > options_.max_queued_samples && queued_samples_ > 0) {
     // Behind: these orders are not stored; statistics already have them.
     for (const FinishedOrder& f : batch) {
@@ -63,39 +62,39 @@ void StoreWriter::Submit() {
   queued_samples_ += rows;
   queued_hint_.store(queued_samples_, std::memory_order_relaxed);
   queue_.push_back(std::move(batch));
-  work_cv_.Signal();
+  work_cv_.notify_one();
 }
 
 void StoreWriter::SetSnapshot(StoreSnapshot snapshot) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   snapshot_ = std::move(snapshot);
-  work_cv_.Signal();
+  work_cv_.notify_one();
 }
 
 void StoreWriter::Flush() {
   Submit();
-  absl::MutexLock lock(&mu_);
-  while ((!queue_.empty() || snapshot_.has_value() || busy_) && thread_.joinable()) {
-    idle_cv_.Wait(&mu_);
-  }
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [this] {
+    return (queue_.empty() && !snapshot_.has_value() && !busy_) || !thread_.joinable();
+  });
 }
 
 absl::Status StoreWriter::Stop() {
   if (thread_.joinable()) {
     Flush();
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard lock(mu_);
       stop_ = true;
-      work_cv_.Signal();
+      work_cv_.notify_one();
     }
     thread_.join();
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   return error_;
 }
 
 StoreWriterCounters StoreWriter::counters() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard lock(mu_);
   StoreWriterCounters c = counters_;
   c.samples_not_stored += skipped_.samples_not_stored;
   c.stamps_not_stored += skipped_.stamps_not_stored;
@@ -112,8 +111,8 @@ void StoreWriter::Loop() {
     std::optional<StoreSnapshot> snapshot;
     size_t rows = 0;
     {
-      absl::MutexLock lock(&mu_);
-      while (queue_.empty() && !snapshot_.has_value() && !stop_) work_cv_.Wait(&mu_);
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
       if (queue_.empty() && !snapshot_.has_value() && stop_) return;
       // Coalesce what is queued into one transaction, up to a bound.
       while (!queue_.empty() && orders.size() < options_.max_orders_per_transaction) {
@@ -132,7 +131,7 @@ void StoreWriter::Loop() {
     uint64_t already = 0;
     absl::Status s = store_->WriteBatch(run_id_, orders, snapshot ? &*snapshot : nullptr, &already);
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard lock(mu_);
       busy_ = false;
       queued_samples_ -= rows;
       queued_hint_.store(queued_samples_, std::memory_order_relaxed);
@@ -140,7 +139,7 @@ void StoreWriter::Loop() {
       counters_.orders_stored += orders.size() - already;
       ++counters_.transactions;
       if (!s.ok() && error_.ok()) error_ = s;
-      idle_cv_.SignalAll();
+      idle_cv_.notify_all();
     }
   }
 }

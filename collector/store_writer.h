@@ -14,17 +14,17 @@
 #ifndef TICKTRACE_COLLECTOR_STORE_WRITER_H_
 #define TICKTRACE_COLLECTOR_STORE_WRITER_H_
 
-#include <cstdint>
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "collector/store.h"
 #include "collector/stitcher.h"
 
@@ -91,16 +91,20 @@ class StoreWriter : public OrderSink {
   // hint; a stale value only moves the point where rows start being dropped.
   std::atomic<size_t> queued_hint_{0};
 
-  mutable absl::Mutex mu_;
-  absl::CondVar work_cv_;  // signalled when work arrives or stop is asked
-  absl::CondVar idle_cv_;  // signalled when the queue drains or a batch finishes
-  std::deque<std::vector<FinishedOrder>> queue_ ABSL_GUARDED_BY(mu_);
-  std::optional<StoreSnapshot> snapshot_ ABSL_GUARDED_BY(mu_);
-  size_t queued_samples_ ABSL_GUARDED_BY(mu_) = 0;
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-  StoreWriterCounters counters_ ABSL_GUARDED_BY(mu_);
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // TSan, so TSan cannot see absl::Mutex's synchronisation; pthread mutexes
+  // it intercepts.
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // notified when work arrives or stop is asked
+  std::condition_variable idle_cv_;  // notified when the queue drains or a batch finishes
+  // Guarded by mu_:
+  std::deque<std::vector<FinishedOrder>> queue_;
+  std::optional<StoreSnapshot> snapshot_;
+  size_t queued_samples_ = 0;
+  bool busy_ = false;
+  bool stop_ = false;
+  absl::Status error_;
+  StoreWriterCounters counters_;
   std::thread thread_;
 };
 
