@@ -7,7 +7,8 @@
 #                                  #   1. g++ build: every test
 #                                  #   2. clang ASan+UBSan build: every test but those labelled
 #                                  #      `timing` (latency bounds), plus the libFuzzer targets
-#                                  #   3. g++ TSan build of libtrace: its in-process concurrency tests
+#                                  #   3. g++ TSan build: libtrace's tests, the collector's replay
+#                                  #      and live tests (its drain, analysis and store threads)
 #
 # Environment: BUILD_DIR (default build), JOBS (default: nproc),
 # TICKTRACE_SANITIZER_PASSES=0 to run pass 1 only (for quick local iterations).
@@ -68,9 +69,16 @@ CC=clang CXX=clang++ configure_and_build "${build_dir}-asan" "${sanitizer_flags[
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "${build_dir}-asan" --output-on-failure --timeout 600 -LE timing "$@"
 
-echo "== pass 3/3: g++ TSan build of libtrace (${build_dir}-tsan)"
-configure_and_build "${build_dir}-tsan" "${sanitizer_flags[@]}" -DTICKTRACE_BUILD_TESTS=ON \
-  -DTICKTRACE_BUILD_TOOLS=OFF -DTICKTRACE_SANITIZE=thread
+echo "== pass 3/3: g++ TSan build: libtrace's tests and the collector's threads (${build_dir}-tsan)"
+# Only what runs here is built: libtrace's tests, and the collector's replay
+# (analysis and store-writer threads in-process) and live tests (the
+# collector binary, built with TSan, draining real producers).
+tsan_tests='^(libtrace_.*|collector_replay_test|collector_live_test)$'
+cmake -S "$root" -B "${build_dir}-tsan" "${sanitizer_flags[@]}" \
+  -DTICKTRACE_BUILD_TESTS=ON -DTICKTRACE_SANITIZE=thread >/dev/null
+mapfile -t tsan_targets < <(ctest --test-dir "${build_dir}-tsan" -N -R "$tsan_tests" |
+                            sed -n 's/^ *Test *#[0-9]*: //p')
+cmake --build "${build_dir}-tsan" -j "$jobs" --target "${tsan_targets[@]}"
 TSAN_OPTIONS=halt_on_error=1 \
-  ctest --test-dir "${build_dir}-tsan" --output-on-failure --timeout 600 -R '^libtrace_' "$@"
+  ctest --test-dir "${build_dir}-tsan" --output-on-failure --timeout 600 -R "$tsan_tests" "$@"
 echo "== all passes green in $(( $(date +%s) - start_s )) s"
