@@ -33,6 +33,7 @@
 #include "collector/store.h"
 #include "collector/store_writer.h"
 #include "collector/stream.h"
+#include "collector/time_base.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/environment.h"
 #include "ticktrace/tsc.h"
@@ -70,12 +71,6 @@ class SignalScope {
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
 };
-
-int64_t RealtimeNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 std::string HostName() {
   char buf[256] = {};

@@ -1,20 +1,11 @@
 #include "collector/drainer.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <span>
 
+#include "collector/time_base.h"
+
 namespace ticktrace::collect {
-namespace {
-
-int64_t RealtimeNowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 DrainerSeed DrainerSeed::From(const Analyzer& analyzer) {
   DrainerSeed seed;

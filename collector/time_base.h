@@ -5,10 +5,20 @@
 #ifndef TICKTRACE_COLLECTOR_TIME_BASE_H_
 #define TICKTRACE_COLLECTOR_TIME_BASE_H_
 
+#include <time.h>
+
 #include <cmath>
 #include <cstdint>
 
 namespace ticktrace::collect {
+
+// CLOCK_REALTIME now, in ns since the Unix epoch (cold paths: process
+// discovery, run start and end).
+inline int64_t RealtimeNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
 
 struct TimeBase {
   double tsc_hz = 0;
