@@ -64,8 +64,10 @@ if [ "${TICKTRACE_SANITIZER_PASSES:-1}" = 0 ]; then
 fi
 
 echo "== pass 2/3: clang ASan+UBSan build with fuzzers (${build_dir}-asan)"
+# A unity build (source files of a target compiled together): about 0.7x the
+# build time here. Pass 1 keeps the ordinary build that users get.
 CC=clang CXX=clang++ configure_and_build "${build_dir}-asan" "${sanitizer_flags[@]}" \
-  -DTICKTRACE_BUILD_TESTS=ON -DTICKTRACE_SANITIZE=address,undefined
+  -DCMAKE_UNITY_BUILD=ON -DTICKTRACE_BUILD_TESTS=ON -DTICKTRACE_SANITIZE=address,undefined
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "${build_dir}-asan" --output-on-failure --timeout 600 -LE timing "$@"
 

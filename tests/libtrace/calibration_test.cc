@@ -224,9 +224,9 @@ TEST(CalibrationTest, RecoversFromAFewMigratedRounds) {
   internal::CalibrationSources s = m.Sources();
   // The first two rounds see a core change; the rest do not.
   int reads = 0;
-  const int reads_per_round = 2 * (CalibrationOptions{}.sandwich_tries + 1);
+  constexpr int reads_per_round = 2 * (CalibrationOptions{}.sandwich_tries + 1);
   auto inner = s.read_tsc;
-  s.read_tsc = [&reads, reads_per_round, inner](uint32_t* where) {
+  s.read_tsc = [&reads, inner](uint32_t* where) {
     const uint64_t tsc = inner(where);
     if (reads < 2 * reads_per_round && reads % reads_per_round == reads_per_round - 1) *where = 99;
     ++reads;
