@@ -2,6 +2,9 @@
 // library: header-only, included by the programs in this folder only.
 //
 //   MonotonicNs()        CLOCK_MONOTONIC in ns (batch timing)
+//   SleepUntil(ns)       sleeps to an absolute CLOCK_MONOTONIC time (pacing)
+//   InvoluntarySwitches  the calling thread's preemptions so far (quiet batches)
+//   Fmt(format, v)       one number printed with a printf format
 //   BracketBegin/End()   the fenced TSC reads that bracket one call
 //   FloorRing            the least a ring-writing trace point can do, written here
 //   OwnRingDrainer       empties the calling thread's libtrace ring, untimed
@@ -12,6 +15,7 @@
 #ifndef TICKTRACE_BENCH_BENCH_UTIL_H_
 #define TICKTRACE_BENCH_BENCH_UTIL_H_
 
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -39,6 +44,28 @@ inline int64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+inline void SleepUntil(int64_t monotonic_ns) {
+  timespec ts{static_cast<time_t>(monotonic_ns / 1'000'000'000),
+              static_cast<long>(monotonic_ns % 1'000'000'000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// Involuntary context switches of the calling thread so far. A batch during
+// which this grows was preempted by another runnable task (on this shared
+// machine usually another tenant's compiler): its time is partly that task's.
+inline long InvoluntarySwitches() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nivcsw;
+}
+
+inline std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
 }
 
 // The bracket around one measured call (seeds, 1.3). This CPU does not

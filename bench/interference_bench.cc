@@ -63,25 +63,9 @@
 namespace {
 
 namespace tb = ticktrace::bench;
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-long InvoluntarySwitches() {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  return ru.ru_nivcsw;
-}
-
-void SleepUntil(int64_t monotonic_ns) {
-  timespec ts{static_cast<time_t>(monotonic_ns / 1'000'000'000),
-              static_cast<long>(monotonic_ns % 1'000'000'000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
+using tb::Fmt;
+using tb::InvoluntarySwitches;
+using tb::SleepUntil;
 
 // ---------------------------------------------------------------------------
 // Producer

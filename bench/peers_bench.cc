@@ -82,6 +82,8 @@
 namespace {
 
 namespace tb = ticktrace::bench;
+using tb::Fmt;
+using tb::InvoluntarySwitches;
 
 constexpr int kBatch = 4096;
 constexpr uint32_t kRingRecords = 1u << 14;  // >= kBatch: drained after every batch
@@ -105,15 +107,6 @@ struct Variant {
   std::vector<double> call_ticks;
   std::vector<bool> call_batch_preempted;       // one flag per bracketed batch
 };
-
-// Involuntary context switches of the calling thread so far. A batch during
-// which this grows was preempted by another runnable task (on this shared
-// machine usually another tenant's compiler): its time is partly that task's.
-long InvoluntarySwitches() {
-  rusage ru{};
-  getrusage(RUSAGE_THREAD, &ru);
-  return ru.ru_nivcsw;
-}
 
 template <typename Op>
 __attribute__((noinline)) int64_t TimedBatch(const Op& op, uint64_t base) {
@@ -141,12 +134,6 @@ Variant MakeVariant(std::string name, std::string what, Op op, std::function<voi
   v.bracketed = [op](uint64_t base, uint64_t* ticks) { BracketedBatch(op, base, ticks); };
   v.after = std::move(after);
   return v;
-}
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 }  // namespace

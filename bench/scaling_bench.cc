@@ -49,16 +49,10 @@
 namespace {
 
 namespace tb = ticktrace::bench;
+using tb::SleepUntil;
 
 constexpr int kBatch = 4096;
 constexpr uint32_t kRingRecords = 1u << 14;
-
-void SleepUntil(int64_t monotonic_ns) {
-  timespec ts{static_cast<time_t>(monotonic_ns / 1'000'000'000),
-              static_cast<long>(monotonic_ns % 1'000'000'000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
-}
 
 struct WriterResult {
   uint64_t stamps = 0;

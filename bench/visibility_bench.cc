@@ -47,24 +47,13 @@
 namespace {
 
 namespace tb = ticktrace::bench;
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using tb::Fmt;
+using tb::SleepUntil;
 
 int64_t RealtimeNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-void SleepUntil(int64_t monotonic_ns) {
-  timespec ts{static_cast<time_t>(monotonic_ns / 1'000'000'000),
-              static_cast<long>(monotonic_ns % 1'000'000'000)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
 }
 
 pid_t SpawnCollector(const std::vector<std::string>& argv, const std::string& log) {
