@@ -9,6 +9,9 @@
 //
 // A plain program, not a test: it measures and prints; nothing passes or fails.
 //   collector_bench [--records N] [--store-records N] [--stamps N] [--rounds N]
+//                   [--store-db PATH]
+// --store-db keeps the store of step 2 at PATH (a new file) for querying
+// afterwards, e.g. timing ticktrace-view on a large store.
 
 #include <fcntl.h>
 #include <malloc.h>
@@ -290,7 +293,11 @@ int main(int argc, char** argv) {
     store_archive = dir + "/bench_store.raw";
     WriteArchive(store_archive, store_records);
   }
-  const ReplayResult on = Replay(store_archive, dir + "/bench.db");
+  std::string store_db = dir + "/bench.db";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--store-db") == 0) store_db = argv[i + 1];
+  }
+  const ReplayResult on = Replay(store_archive, store_db);
   std::printf("replay, store on  : %llu records in %.3f s wall until the last row is committed: "
               "%.2f M records/s (orders, samples and stamps rows: all of them; %lld samples: "
               "%.3f M samples/s)\n",
