@@ -6,6 +6,10 @@
 #
 # Usage: tests/reliability/soak.sh <build-dir> [minutes=10] [scale=4]
 #   e.g. tests/reliability/soak.sh build-rel 60 4
+# SOAK_TESTS="name ..." runs only those tests, e.g. the producer kills alone
+# under ASan:
+#   SOAK_TESTS=reliability_producer_kill_test ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+#     tests/reliability/soak.sh build-asan 25 1
 # The build dir must have the reliability tests built
 #   (cmake --build <dir> --target reliability_producer_kill_test ... ).
 set -euo pipefail
@@ -13,8 +17,9 @@ build="${1:?usage: soak.sh <build-dir> [minutes] [scale]}"
 minutes="${2:-10}"
 scale="${3:-4}"
 bin="$build/bin"
-tests=(reliability_producer_kill_test reliability_collector_restart_test
-       reliability_hostile_segment_test reliability_churn_test reliability_no_collector_test)
+default_tests="reliability_producer_kill_test reliability_collector_restart_test"
+default_tests+=" reliability_hostile_segment_test reliability_churn_test reliability_no_collector_test"
+read -r -a tests <<<"${SOAK_TESTS:-$default_tests}"
 for t in "${tests[@]}"; do
   [ -x "$bin/$t" ] || { echo "soak: $bin/$t not built" >&2; exit 1; }
 done
