@@ -28,8 +28,9 @@ jobs="${JOBS:-$(nproc)}"
 packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps)
 if [ "$mode" = test ]; then
-  # clang for the sanitizer pass and libFuzzer; chromium for the report's browser test.
-  packages+=(clang libclang-rt-14-dev chromium)
+  # clang for the sanitizer pass and libFuzzer; chromium for the report's browser
+  # test; zlib to read the PNG that test takes.
+  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev)
 fi
 
 bash "$root/.ci/install-packages.sh" "${packages[@]}"
