@@ -29,13 +29,8 @@ class MeasureTest : public ::testing::Test {
     options.session = ticktrace::testing::UniqueSession("measure");
     options.ring_records = 1024;
     options.rings = 4;
-    ASSERT_TRUE(Init(options).ok());
-  }
-  static void TearDownTestSuite() {
-    const std::string name = CurrentSegmentName();
-    if (!name.empty()) {
-      EXPECT_TRUE(RemoveSegment(name).ok());
-    }
+    // Once per process (also under --gtest_repeat); removed at exit.
+    ASSERT_TRUE(ticktrace::testing::InitOnce(options).ok());
   }
 
   // Every record this thread published since the last call (none before the
@@ -132,6 +127,40 @@ TEST_F(MeasureTest, IntervalTimerEdgesCanBeRecorded) {
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].tsc, t.last_start_tsc(0));
   EXPECT_EQ(records[0].payload.span.duration_ticks, t.ticks(0));
+}
+
+// The duration rule of abi.h for spans and intervals: up to 2^32-1 ticks it
+// is exact; from 2^32 ticks on it saturates at 0xffffffff with
+// kRecordSpanSaturated (a lower bound); an end below the begin (two cores)
+// writes 0 with kRecordSpanBackwards. Checked at the edges through
+// record_interval, which takes both TSC values from the caller.
+TEST_F(MeasureTest, LongAndBackwardsIntervalsAreFlagged) {
+  static const Tag kLong{"long_interval"};
+  Drain();
+  constexpr uint64_t kBegin = 1'000'000;
+  constexpr uint64_t k2to32 = uint64_t{1} << 32;
+  record_interval(kLong, kBegin, kBegin + k2to32 - 1, 1);  // longest exact duration
+  record_interval(kLong, kBegin, kBegin + k2to32, 2);      // first saturated one
+  record_interval(kLong, kBegin, kBegin + 5 * k2to32, 3);  // far beyond
+  record_interval(kLong, kBegin, kBegin - 1, 4);           // end one tick before the begin
+  record_interval(kLong, kBegin, kBegin, 5);               // zero length: not backwards
+
+  const std::vector<abi::Record> records = Drain();
+  ASSERT_EQ(records.size(), 5u);
+  for (const abi::Record& r : records) {
+    EXPECT_EQ(r.kind, abi::kMeasure);
+    EXPECT_EQ(r.tsc, kBegin);
+  }
+  EXPECT_EQ(records[0].payload.span.duration_ticks, 0xffffffffu);
+  EXPECT_EQ(records[0].flags, 0);
+  EXPECT_EQ(records[1].payload.span.duration_ticks, 0xffffffffu);
+  EXPECT_EQ(records[1].flags, abi::kRecordSpanSaturated);
+  EXPECT_EQ(records[2].payload.span.duration_ticks, 0xffffffffu);
+  EXPECT_EQ(records[2].flags, abi::kRecordSpanSaturated);
+  EXPECT_EQ(records[3].payload.span.duration_ticks, 0u);
+  EXPECT_EQ(records[3].flags, abi::kRecordSpanBackwards);
+  EXPECT_EQ(records[4].payload.span.duration_ticks, 0u);
+  EXPECT_EQ(records[4].flags, 0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,14 +40,26 @@ inline void DrainSlot(SegmentReader& reader, uint32_t slot, std::vector<abi::Rec
   }
 }
 
-// Removes this process's segment when the test binary ends.
-class RemoveSegmentAtExit : public ::testing::Environment {
- public:
-  void TearDown() override {
-    const std::string name = CurrentSegmentName();
-    if (!name.empty()) (void)RemoveSegment(name);
-  }
-};
+// Creates this process's segment with `options` on the first call and
+// removes it when the process exits. Later calls return the first call's
+// status and keep its segment: a process has one segment for its lifetime,
+// so a suite set up again (--gtest_repeat) or a second suite of the same
+// binary shares it. Tests that depend on the segment's state must therefore
+// measure from a baseline they read themselves (indices, counters), never
+// from the values of a fresh segment.
+inline absl::Status InitOnce(const Options& options) {
+  static const absl::Status status = [&options] {
+    absl::Status s = Init(options);
+    if (s.ok()) {
+      std::atexit([] {
+        const std::string name = CurrentSegmentName();
+        if (!name.empty()) (void)RemoveSegment(name);
+      });
+    }
+    return s;
+  }();
+  return status;
+}
 
 }  // namespace ticktrace::testing
 
