@@ -299,7 +299,10 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
   // Acquire: pairs with the producer's release store of write_index in
   // internal::Write(); the records below it are complete.
   const uint64_t w = c->write_index.load(std::memory_order_acquire);
-  if (w < r || w - r > info_.ring_capacity) {
+  // Indices grow forever and wrap at 2^64 (abi.h): the published count is
+  // w - r modulo 2^64. Write behind read shows up as a huge difference, so
+  // this one check refuses both impossible states, also across the wrap.
+  if (w - r > info_.ring_capacity) {
     return absl::DataLossError(absl::StrCat("segment ", info_.name, " slot ", slot,
                                             ": impossible indices (read ", r, ", write ", w,
                                             ", capacity ", info_.ring_capacity, ")"));

@@ -389,7 +389,7 @@ void WriteSlow(const abi::Record& record) noexcept {
       // Acquire: the collector finished copying the cells below read_index;
       // pairs with its release store in SegmentReader::Commit().
       ring.write_limit = slot->read_index.load(std::memory_order_acquire) + tls_cold.capacity;
-      if (w < ring.write_limit) {
+      if (IndexBefore(w, ring.write_limit)) {
         ring.records[w & ring.mask] = record;
         ring.next_write = w + 1;
         // Release: publishes the record; pairs with the acquire in SegmentReader::Peek().

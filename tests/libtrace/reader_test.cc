@@ -5,7 +5,10 @@
 
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <functional>
 #include <random>
 #include <vector>
@@ -21,19 +24,26 @@ namespace {
 namespace bip = boost::interprocess;
 
 constexpr uint32_t kFakePid = 999'999'001;  // above pid_max: no real process has it
+constexpr uint32_t kRing = 16;              // records per ring of this process's segment
 
 class ReaderTest : public ::testing::Test {
  protected:
+  // This process's segment (once per process, also under --gtest_repeat):
+  // the main thread's ring holds exactly two stamps, which the copies below
+  // carry. Nothing drains that ring.
   static void SetUpTestSuite() {
-    ::testing::AddGlobalTestEnvironment(new testing::RemoveSegmentAtExit);
     Options options;
     options.session = testing::UniqueSession("reader");
-    options.ring_records = 16;
+    options.ring_records = kRing;
     options.rings = 2;
-    ASSERT_TRUE(Init(options).ok());
-    static const Tag tag("reader");
-    stamp(tag, 1);
-    stamp(tag, 2);
+    ASSERT_TRUE(testing::InitOnce(options).ok());
+    static const bool stamped = [] {
+      static const Tag tag("reader");
+      stamp(tag, 1);
+      stamp(tag, 2);
+      return true;
+    }();
+    (void)stamped;
   }
   void TearDown() override { (void)RemoveSegment(FakeName()); }
 
@@ -78,11 +88,17 @@ TEST_F(ReaderTest, AnUndamagedCopyOpens) {
   absl::StatusOr<std::unique_ptr<SegmentReader>> r = SegmentReader::Open(FakeName());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)->info().pid, kFakePid);
-  EXPECT_EQ((*r)->info().ring_capacity, 16u);
+  EXPECT_EQ((*r)->info().ring_capacity, kRing);
+  // The main thread's ring, found by its tid (another test's thread may have
+  // claimed a slot first when tests run shuffled).
+  const int slot = testing::FindSlotByTid(**r, static_cast<uint32_t>(gettid()));
+  ASSERT_GE(slot, 0);
   std::vector<abi::Record> out;
-  absl::StatusOr<uint64_t> end = (*r)->Peek(0, 100, &out);
+  absl::StatusOr<uint64_t> end = (*r)->Peek(static_cast<uint32_t>(slot), 100, &out);
   ASSERT_TRUE(end.ok());
-  EXPECT_EQ(out.size(), 2u);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].order_id, 1u);
+  EXPECT_EQ(out[1].order_id, 2u);
   for (const abi::Record& rec : out) EXPECT_TRUE(ValidateRecord(rec, 1).ok());
 }
 
@@ -174,6 +190,214 @@ TEST_F(ReaderTest, RandomHeaderDamageNeverCrashes) {
     (void)(*r)->Tags();
   }
   EXPECT_GT(refused, 0);
+}
+
+// --- Ring indices near 2^64 ---------------------------------------------
+//
+// Indices grow forever and are compared modulo 2^64 (abi.h): the number of
+// published records is write - read, whatever the two values are. These tests
+// start a ring a few records below 2^64 and run it past the wrap.
+
+// A one-slot segment built by hand (no producer process), `kCapacity` records
+// per ring, opened through OpenMemory().
+class CraftedSegment {
+ public:
+  static constexpr uint32_t kCapacity = 8;
+
+  CraftedSegment() {
+    size_ = abi::SegmentSize(/*tag_capacity=*/1, /*slot_count=*/1, kCapacity);
+    base_ = static_cast<uint8_t*>(std::aligned_alloc(abi::kCacheLineSize, size_));
+    std::memset(base_, 0, size_);
+    auto* h = reinterpret_cast<abi::SegmentHeader*>(base_);
+    h->abi_version = abi::kAbiVersion;
+    h->header_size = sizeof(abi::SegmentHeader);
+    h->record_size = sizeof(abi::Record);
+    h->ring_capacity = kCapacity;
+    h->slot_count = 1;
+    h->tag_capacity = 1;
+    h->tag_table_offset = abi::TagTableOffset();
+    h->slots_offset = abi::SlotsOffset(1);
+    h->slot_stride = abi::SlotStride(kCapacity);
+    h->segment_size = size_;
+    h->pid = kFakePid;
+    h->magic.store(abi::kMagic, std::memory_order_release);
+  }
+  ~CraftedSegment() { std::free(base_); }
+  CraftedSegment(const CraftedSegment&) = delete;
+  CraftedSegment& operator=(const CraftedSegment&) = delete;
+
+  abi::SlotControl* slot() {
+    return reinterpret_cast<abi::SlotControl*>(base_ + abi::SlotsOffset(1));
+  }
+  absl::StatusOr<std::unique_ptr<SegmentReader>> Open() {
+    return SegmentReader::OpenMemory(SegmentName("t_crafted", kFakePid), base_, size_);
+  }
+
+  // The producer's side of abi.h's ring protocol, done by hand: writes a
+  // stamp carrying `seq` and publishes it, or counts it dropped when full.
+  void Publish(uint64_t seq) {
+    abi::SlotControl* c = slot();
+    const uint64_t w = c->write_index.load(std::memory_order_relaxed);
+    if (w - c->read_index.load(std::memory_order_acquire) >= kCapacity) {
+      c->dropped.store(c->dropped.load() + 1, std::memory_order_relaxed);
+      return;
+    }
+    auto* records = reinterpret_cast<abi::Record*>(reinterpret_cast<uint8_t*>(c) +
+                                                   sizeof(abi::SlotControl));
+    abi::Record& r = records[w & (kCapacity - 1)];
+    r = abi::Record{};
+    r.tsc = 1000 + seq;
+    r.order_id = seq;
+    r.aux = abi::kAuxUnknown;
+    r.kind = abi::kStamp;
+    c->write_index.store(w + 1, std::memory_order_release);
+  }
+
+ private:
+  uint8_t* base_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// Drains slot 0 of `reader` `step` records at a time; returns every index
+// Peek() returned, in order.
+std::vector<uint64_t> DrainInSteps(SegmentReader& reader, size_t step,
+                                   std::vector<abi::Record>* out) {
+  std::vector<uint64_t> ends;
+  for (int guard = 0; guard < 1000; ++guard) {
+    absl::StatusOr<uint64_t> end = reader.Peek(0, step, out);
+    if (!end.ok()) {
+      ADD_FAILURE() << end.status();
+      break;
+    }
+    if (*end == reader.Slot(0).read_index) break;
+    ends.push_back(*end);
+    reader.Commit(0, *end);
+  }
+  return ends;
+}
+
+TEST(ReaderWrapTest, ACraftedRingDrainsInOrderAcross2To64) {
+  CraftedSegment seg;
+  constexpr uint64_t kStart = ~uint64_t{0} - 4;  // 2^64 - 5
+  seg.slot()->write_index.store(kStart);
+  seg.slot()->read_index.store(kStart);
+  absl::StatusOr<std::unique_ptr<SegmentReader>> opened = seg.Open();
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  SegmentReader& reader = **opened;
+
+  // Ten stamps into an empty ring of 8: 0..7 published (indices 2^64-5 ..
+  // 2^64+2, so write_index wraps to 3), 8 and 9 dropped.
+  for (uint64_t seq = 0; seq < 10; ++seq) seg.Publish(seq);
+  EXPECT_EQ(reader.Slot(0).write_index, 3u);
+  EXPECT_EQ(reader.Slot(0).dropped, 2u);
+  std::vector<abi::Record> out;
+  const std::vector<uint64_t> ends = DrainInSteps(reader, 3, &out);
+  // 3 + 3 + 2 records; the second step crosses 2^64.
+  EXPECT_EQ(ends, (std::vector<uint64_t>{kStart + 3, kStart + 6, kStart + 8}));
+  EXPECT_EQ(kStart + 8, 3u);
+  ASSERT_EQ(out.size(), 8u);
+  for (uint64_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].order_id, i) << i;
+
+  // After the wrap the ring goes on as before: five more, nothing dropped.
+  for (uint64_t seq = 10; seq < 15; ++seq) seg.Publish(seq);
+  out.clear();
+  DrainInSteps(reader, 4, &out);
+  ASSERT_EQ(out.size(), 5u);
+  for (uint64_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].order_id, 10 + i) << i;
+  EXPECT_EQ(reader.Slot(0).read_index, 8u);
+  EXPECT_EQ(reader.Slot(0).write_index, 8u);
+  EXPECT_EQ(reader.Slot(0).dropped, 2u);
+}
+
+TEST(ReaderWrapTest, ImpossibleIndicesAcross2To64AreStillRefused) {
+  CraftedSegment seg;
+  absl::StatusOr<std::unique_ptr<SegmentReader>> opened = seg.Open();
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  SegmentReader& reader = **opened;
+  std::vector<abi::Record> out;
+  // Exactly a full ring across the wrap: fine.
+  seg.slot()->read_index.store(~uint64_t{0} - 1);  // 2^64 - 2
+  seg.slot()->write_index.store(6);                // 2^64 + 6: 8 published
+  absl::StatusOr<uint64_t> end = reader.Peek(0, 100, &out);
+  ASSERT_TRUE(end.ok()) << end.status();
+  EXPECT_EQ(*end, 6u);
+  EXPECT_EQ(out.size(), 8u);
+  // One more than the ring holds, across the wrap.
+  out.clear();
+  seg.slot()->write_index.store(7);
+  EXPECT_EQ(reader.Peek(0, 100, &out).status().code(), absl::StatusCode::kDataLoss);
+  // Write behind read across the wrap (read 2, write 2^64 - 3).
+  seg.slot()->read_index.store(2);
+  seg.slot()->write_index.store(~uint64_t{0} - 2);
+  EXPECT_EQ(reader.Peek(0, 100, &out).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(out.empty());
+}
+
+// The real producer (libtrace's hot path and its slow path) writing into a
+// ring of this process's segment whose indices start 20 below 2^64: every
+// record that fit is drained once, in order; every one that did not is
+// counted in `dropped`; nothing else is lost at the wrap.
+TEST_F(ReaderTest, TheProducerRunsPast2To64WithExactDrops) {
+  constexpr uint64_t kStart = ~uint64_t{0} - 19;  // 2^64 - 20
+  absl::StatusOr<std::unique_ptr<SegmentReader>> self = SegmentReader::Open(CurrentSegmentName());
+  ASSERT_TRUE(self.ok()) << self.status();
+  SegmentReader& reader = **self;
+  // Every slot a new thread could claim (free, or retired and drained)
+  // starts at kStart; the owned one is the main thread's.
+  std::vector<uint64_t> dropped_before(reader.info().slot_count);
+  for (uint32_t s = 0; s < reader.info().slot_count; ++s) {
+    auto* c = reinterpret_cast<abi::SlotControl*>(
+        reader.base_for_testing() + abi::SlotsOffset(reader.info().tag_capacity) +
+        s * abi::SlotStride(reader.info().ring_capacity));
+    const SlotView v = reader.Slot(s);
+    dropped_before[s] = v.dropped;
+    if (v.state == abi::kSlotOwned || v.write_index != v.read_index) continue;
+    c->write_index.store(kStart);
+    c->read_index.store(kStart);
+  }
+
+  static const Tag tag("wrap");
+  std::atomic<int> phase{0};  // 1: first batch written; 2: drained; 3: second batch written
+  std::atomic<int> slot{-1};
+  std::thread producer([&] {
+    // 16 fit the empty ring (indices 2^64-20 .. 2^64-5); 4 more are dropped.
+    for (uint64_t seq = 0; seq < 20; ++seq) stamp(tag, seq);
+    slot.store(testing::FindSlotByTid(reader, static_cast<uint32_t>(gettid())));
+    phase.store(1);
+    while (phase.load() != 2) std::this_thread::yield();
+    // The ring is empty again at 2^64-4: 16 fit (up to index 2^64+11), 8 dropped.
+    for (uint64_t seq = 20; seq < 44; ++seq) stamp(tag, seq);
+    phase.store(3);
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  const int s = slot.load();
+  if (s < 0) {
+    phase.store(2);
+    producer.join();
+    FAIL() << "the producer thread found no slot";
+  }
+  const auto us = static_cast<uint32_t>(s);
+  EXPECT_EQ(reader.Slot(us).write_index, kStart + 16);
+  EXPECT_EQ(reader.Slot(us).dropped - dropped_before[us], 4u);
+  std::vector<abi::Record> first;
+  testing::DrainSlot(reader, us, &first);
+  phase.store(2);
+  while (phase.load() != 3) std::this_thread::yield();
+  producer.join();
+  std::vector<abi::Record> second;
+  testing::DrainSlot(reader, us, &second);
+
+  ASSERT_EQ(first.size(), 16u);
+  for (uint64_t i = 0; i < 16; ++i) EXPECT_EQ(first[i].order_id, i) << i;
+  ASSERT_EQ(second.size(), 16u);
+  for (uint64_t i = 0; i < 16; ++i) EXPECT_EQ(second[i].order_id, 20 + i) << i;
+  const SlotView v = reader.Slot(us);
+  EXPECT_EQ(v.write_index, kStart + 32);  // 12: wrapped
+  EXPECT_EQ(v.read_index, kStart + 32);
+  EXPECT_EQ(v.dropped - dropped_before[us], 12u);
+  // Attempted = consumed + dropped, across the wrap.
+  EXPECT_EQ(first.size() + second.size() + (v.dropped - dropped_before[us]), 44u);
+  EXPECT_TRUE(reader.FreeIfDrained(us));
 }
 
 }  // namespace

@@ -95,7 +95,7 @@ struct ThreadRing {
   abi::Record* records;                // this thread's ring, in the segment
   std::atomic<uint64_t>* write_index;  // its shared write index (we are the only writer)
   uint64_t next_write;                 // our copy of *write_index
-  uint64_t write_limit;                // cached read_index + capacity: below it, there is room
+  uint64_t write_limit;                // cached read_index + capacity: IndexBefore it, there is room
   uint64_t mask;                       // capacity - 1
 };
 
@@ -119,13 +119,21 @@ inline abi::Record MakeRecord(uint64_t tsc, uint64_t order_id, uint64_t payload,
   return r;
 }
 
+// True when ring index `a` comes before `b`. Indices grow forever and wrap at
+// 2^64 (a limit of read_index + capacity wraps first), so they are compared
+// by their difference, which is always within +-capacity here; the same one
+// compare-and-branch as `a < b`.
+inline constexpr bool IndexBefore(uint64_t a, uint64_t b) noexcept {
+  return static_cast<int64_t>(a - b) < 0;
+}
+
 // Writes one record into the calling thread's ring. The fields are stored
 // straight into the ring cell (no temporary), then published.
 inline void Write(uint64_t tsc, uint64_t order_id, uint64_t payload, uint32_t aux, uint16_t tag_id,
                   uint8_t kind, uint8_t flags) noexcept {
   ThreadRing& ring = tls_ring;
   const uint64_t w = ring.next_write;
-  if (__builtin_expect(w < ring.write_limit, 1)) {
+  if (__builtin_expect(internal::IndexBefore(w, ring.write_limit), 1)) {
     abi::Record* cell = &ring.records[w & ring.mask];
     cell->tsc = tsc;
     cell->order_id = order_id;
