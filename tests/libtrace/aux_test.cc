@@ -1,10 +1,18 @@
 // rdtscp's aux names the core: pinned to each allowed CPU in turn, the decoded
-// cpu is the one we pinned to and the one sched_getcpu() reports.
+// cpu is the one we pinned to and the one the getcpu system call reports, and
+// the node is getcpu's node. Whether rdtscp is native is checked against the
+// kernel's /proc/cpuinfo flags.
 
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -22,11 +30,34 @@ TEST(AuxTest, DecodeSplitsNodeAndCpu) {
   EXPECT_EQ(DecodeAux((3u << 12) | 0xfff), (CpuLocation{0xfff, 3}));
 }
 
+// The words of the first "flags" line of /proc/cpuinfo: the kernel's view of
+// the CPU, read here independently of libtrace's own CPUID probe.
+std::set<std::string> CpuinfoFlags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::istringstream words(line.substr(colon + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
+TEST(AuxTest, NativeRdtscpAgreesWithTheKernel) {
+  const std::set<std::string> flags = CpuinfoFlags();
+  ASSERT_FALSE(flags.empty()) << "/proc/cpuinfo has no flags line";
+  ASSERT_TRUE(flags.count("tsc")) << "ticktrace's tests need a TSC";
+  EXPECT_EQ(NativeRdtscp(), flags.count("rdtscp") == 1);
+  EXPECT_EQ(ProbeTscEnvironment().has_rdtscp, flags.count("rdtscp") == 1);
+}
+
 TEST(AuxTest, DecodedCpuIsThePinnedCpu) {
   // Where CPUID reports no rdtscp, Linux does not program IA32_TSC_AUX and
   // ReadTscp emulates the instruction with getcpu(): the aux still names the core.
-  const TscEnvironment env = ProbeTscEnvironment();
-  EXPECT_EQ(NativeRdtscp(), env.has_rdtscp);
   std::printf("rdtscp: %s\n", NativeRdtscp() ? "native" : "emulated (lfence; rdtsc + getcpu)");
   cpu_set_t allowed;
   ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
@@ -44,10 +75,16 @@ TEST(AuxTest, DecodedCpuIsThePinnedCpu) {
     ReadTscp(&aux);
     ASSERT_NE(aux, abi::kAuxUnknown);
     EXPECT_EQ(DecodeAux(aux).cpu, static_cast<uint32_t>(cpu)) << "aux " << aux;
-    EXPECT_EQ(sched_getcpu(), cpu);
+    // The kernel's answer, through the getcpu system call (not the vDSO that
+    // the emulation may use): the same cpu, and the same NUMA node.
+    unsigned kernel_cpu = 0, kernel_node = 0;
+    ASSERT_EQ(::syscall(SYS_getcpu, &kernel_cpu, &kernel_node, nullptr), 0);
+    EXPECT_EQ(kernel_cpu, static_cast<unsigned>(cpu));
+    EXPECT_EQ(DecodeAux(aux).node, kernel_node) << "aux " << aux;
     uint32_t aux_fenced = 0;
     ReadTscFencedEnd(&aux_fenced);
-    EXPECT_EQ(aux_fenced, aux) << "cpu " << cpu;
+    EXPECT_EQ(DecodeAux(aux_fenced).cpu, static_cast<uint32_t>(cpu)) << "aux " << aux_fenced;
+    EXPECT_EQ(DecodeAux(aux_fenced).node, kernel_node) << "aux " << aux_fenced;
   }
   sched_setaffinity(0, sizeof(allowed), &allowed);
 }

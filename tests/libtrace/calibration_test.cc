@@ -15,6 +15,10 @@
 #include <string_view>
 #include <array>
 #include <cstdio>
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
@@ -317,15 +321,65 @@ TEST(CalibrationTest, ParsesTheKernelLog) {
             absl::StatusCode::kNotFound);
 }
 
-TEST(CalibrationTest, ReadKernelTscHzAnswersEitherWay) {
+// The frequencies, in Hz, of every "tsc: ... <number> MHz ..." line of `text`,
+// parsed here without libtrace's parser.
+std::vector<double> TscMhzLinesHz(const std::string& text) {
+  std::vector<double> hz;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("tsc: ") == std::string::npos) continue;
+    const size_t mhz = line.find(" MHz");
+    if (mhz == std::string::npos) continue;
+    const size_t start = line.rfind(' ', mhz - 1);
+    if (start == std::string::npos) continue;
+    try {
+      hz.push_back(std::stod(line.substr(start + 1, mhz - start - 1)) * 1e6);
+    } catch (const std::exception&) {
+    }
+  }
+  return hz;
+}
+
+std::string CommandOutput(const char* command) {
+  std::string out;
+  if (FILE* p = ::popen(command, "r")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
+// ReadKernelTscHz against the same facts read independently: the sysfs file
+// when the kernel exports it (then exactly its value), else a tsc line that
+// the dmesg program or /var/log/kern.log shows; NotFound only when none of
+// these has one.
+TEST(CalibrationTest, ReadKernelTscHzAgreesWithTheKernelsOwnRecords) {
   std::string where;
   absl::StatusOr<double> hz = ReadKernelTscHz(&where);
-  if (hz.ok()) {
-    EXPECT_GT(*hz, 1e8);
-    EXPECT_FALSE(where.empty());
-  } else {
-    EXPECT_EQ(hz.status().code(), absl::StatusCode::kNotFound) << hz.status();
+  std::printf("kernel TSC frequency: %s (%s)\n",
+              hz.ok() ? std::to_string(*hz).c_str() : hz.status().ToString().c_str(),
+              where.c_str());
+
+  std::ifstream sysfs("/sys/devices/system/cpu/cpu0/tsc_freq_khz");
+  double khz = 0;
+  if (sysfs >> khz && khz > 0) {
+    ASSERT_TRUE(hz.ok()) << hz.status();
+    EXPECT_EQ(*hz, khz * 1e3);
+    EXPECT_EQ(where, "/sys/devices/system/cpu/cpu0/tsc_freq_khz");
+    return;
   }
+  std::vector<double> logged = TscMhzLinesHz(CommandOutput("dmesg 2>/dev/null"));
+  const std::vector<double> kern_log = TscMhzLinesHz(CommandOutput("cat /var/log/kern.log 2>/dev/null"));
+  logged.insert(logged.end(), kern_log.begin(), kern_log.end());
+  if (logged.empty()) {
+    EXPECT_EQ(hz.status().code(), absl::StatusCode::kNotFound) << hz.status();
+    return;
+  }
+  ASSERT_TRUE(hz.ok()) << hz.status() << " although the kernel log has a tsc line";
+  EXPECT_NE(std::find(logged.begin(), logged.end(), *hz), logged.end())
+      << *hz << " Hz is in no tsc line of the kernel log";
+  EXPECT_NE(where.find("MHz"), std::string::npos) << where;  // names the line it used
 }
 
 TEST(CalibrationTest, ReportMentionsWhatMatters) {
