@@ -252,8 +252,10 @@ void Stitcher::FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator i
     if (pool_[idx].has_parent) {
       if (Order* p = FindAny(pool_[idx].parent_id); p && p->open_children > 0) --p->open_children;
     }
-    held_.emplace(order_id, idx);
-    held_order_.push_back(order_id);
+    // An id used again while learning is a second order: both are held (and
+    // later emitted) by pool index; the map finds the latest as a parent.
+    held_.insert_or_assign(order_id, idx);
+    held_order_.emplace_back(order_id, idx);
   }
 }
 
@@ -440,9 +442,8 @@ void Stitcher::Learn() {
   // Mean offset of each stamp tag from its order's chain start.
   absl::flat_hash_map<uint32_t, std::pair<double, uint64_t>> offsets;
   absl::flat_hash_map<uint32_t, uint64_t> first_tsc;  // scratch, per order
-  for (uint64_t id : held_order_) {
-    const Order* o = FindAny(id);
-    if (o == nullptr) continue;
+  for (const auto& [id, idx] : held_order_) {
+    const Order* o = &pool_[idx];
     first_tsc.clear();
     const Order* a = o;
     for (int depth = 0; a != nullptr && depth <= kMaxLinkDepth; ++depth) {
@@ -479,18 +480,9 @@ void Stitcher::Learn() {
   if (on_learned && !held_order_.empty()) on_learned(pipeline_, held_order_.size());
 
   // Emit what was held, in the order it finished (children before parents).
-  for (uint64_t id : held_order_) {
-    auto it = held_.find(id);
-    if (it == held_.end()) continue;
-    Emit(id, pool_[it->second]);
-  }
-  for (uint64_t id : held_order_) {
-    auto it = held_.find(id);
-    if (it == held_.end()) continue;
-    const uint32_t idx = it->second;
-    held_.erase(it);
-    Release(idx, /*held=*/true);
-  }
+  for (const auto& [id, idx] : held_order_) Emit(id, pool_[idx]);
+  held_.clear();
+  for (const auto& [id, idx] : held_order_) Release(idx, /*held=*/true);
   held_order_.clear();
 
   // Open orders that already reached the last stage finish soon.

@@ -44,6 +44,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -243,7 +244,8 @@ class Stitcher {
   // clears them at amortized O(1).
   size_t erased_since_rehash_ = 0;
   absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
-  std::vector<uint64_t> held_order_;               // in finishing order
+  // (order id, pool index) in finishing order; an id may appear more than once.
+  std::vector<std::pair<uint64_t, uint32_t>> held_order_;
   std::vector<uint64_t> pending_current_, pending_previous_;
 
   uint64_t clock_ = 0;
