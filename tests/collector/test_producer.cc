@@ -9,9 +9,10 @@
 //   --pace-us P        first stage: pause between orders
 //   --cpu C            pin to this cpu
 //   --tsc-hz HZ        busy-wait on the TSC at this frequency (else CLOCK_MONOTONIC)
-// spin: stamps tags a and b for orders 1..N, pausing --pace-ns between orders,
-//   and after each order stores its id in the 8-byte file --progress (mmap), so a
-//   test that SIGKILLs it knows what was certainly published.
+// spin: stamps tags a and b for orders F..F+N-1 (--first-id F, default 1),
+//   pausing --pace-ns between orders (busy), and after each order stores how
+//   many orders are done in the 8-byte file --progress (mmap), so a test that
+//   SIGKILLs it knows what was certainly published.
 // migrate: N spans 'moved' whose thread is moved from cpu 0 to cpu 1 between
 //   begin and end (sched_setaffinity), and N spans 'pinned' that stay on cpu 0.
 
@@ -135,6 +136,7 @@ int Chain() {
 
 int Spin() {
   const uint64_t orders = static_cast<uint64_t>(Num("orders", 1000000000));
+  const uint64_t first_id = static_cast<uint64_t>(Num("first-id", 1));
   const int64_t pace_ns = Num("pace-ns", 1000);
   const std::string progress_path = Arg("progress");
   std::atomic<uint64_t>* progress = nullptr;
@@ -147,11 +149,13 @@ int Spin() {
   }
   ticktrace::Tag a("a");
   ticktrace::Tag b("b");
-  for (uint64_t id = 1; id <= orders; ++id) {
+  for (uint64_t n = 1; n <= orders; ++n) {
+    const uint64_t id = first_id + n - 1;
     ticktrace::stamp(a, id);
     ticktrace::stamp(b, id);
     // After both stamps returned: both are published (release store of write_index).
-    if (progress != nullptr) progress->store(id, std::memory_order_release);
+    // The count of orders done, whatever the first id.
+    if (progress != nullptr) progress->store(n, std::memory_order_release);
     BusyNs(pace_ns);
   }
   return 0;
