@@ -1,10 +1,13 @@
 // export --format chrome|csv on the known store.
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
@@ -52,7 +55,8 @@ TEST_F(ExportTest, ChromeParsesAndHoldsEveryStampOfEveryOrder) {
     if (ph == "X") {
       ASSERT_TRUE(e.at("ts").is_number());
       ASSERT_TRUE(e.at("dur").is_number());
-      ++stamp_events[e.at("args").at("order_id").get<int64_t>()];
+      ASSERT_TRUE(e.at("args").at("order_id").is_string());
+      ++stamp_events[std::stoll(e["args"]["order_id"].get<std::string>())];
       if (e["cat"] == "span") {
         EXPECT_GT(e["dur"].get<double>(), 0.1);
       } else {
@@ -64,7 +68,8 @@ TEST_F(ExportTest, ChromeParsesAndHoldsEveryStampOfEveryOrder) {
         named_threads.insert({e["pid"].get<int64_t>(), e["tid"].get<int64_t>()});
       }
     } else if (ph == "s" || ph == "t" || ph == "f") {
-      flows[e.at("id").get<int64_t>()].push_back(ph);
+      ASSERT_TRUE(e.at("id").is_string());
+      flows[std::stoll(e["id"].get<std::string>(), nullptr, 16)].push_back(ph);
     }
   }
   ASSERT_EQ(stamp_events.size(), 102u);
@@ -110,11 +115,103 @@ TEST_F(ExportTest, ChromeLimitTakesFirstOrdersByTime) {
   const nlohmann::json j = nlohmann::json::parse(out.str());
   std::set<int64_t> orders;
   for (const auto& e : j["traceEvents"]) {
-    if (e["ph"] == "X") orders.insert(e["args"]["order_id"].get<int64_t>());
+    if (e["ph"] == "X") orders.insert(std::stoll(e["args"]["order_id"].get<std::string>()));
   }
   EXPECT_EQ(orders.size(), 10u);
   EXPECT_EQ(*orders.begin(), 1);
   EXPECT_EQ(*orders.rbegin(), 10);
+}
+
+// Order IDs above 2^53 (where a JSON number, a double in JavaScript, no
+// longer tells neighbours apart) and at 2^63 and above (stored as negative
+// INTEGERs) each survive as their own string: decimal in args, hex in the
+// flow id. The expected strings are written out by hand.
+TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
+  testing::TempDir dir;
+  const std::string path = dir.File("big.db");
+  struct Id {
+    int64_t stored;       // as the store keeps it
+    const char* decimal;  // unsigned decimal
+    const char* hex;      // the flow id
+  };
+  const std::vector<Id> ids = {
+      {int64_t{1} << 53, "9007199254740992", "0x20000000000000"},
+      {(int64_t{1} << 53) + 1, "9007199254740993", "0x20000000000001"},
+      {(int64_t{1} << 53) + 2, "9007199254740994", "0x20000000000002"},
+      {INT64_MAX, "9223372036854775807", "0x7fffffffffffffff"},
+      {INT64_MIN, "9223372036854775808", "0x8000000000000000"},          // 2^63
+      {INT64_MIN + 1, "9223372036854775809", "0x8000000000000001"},      // 2^63 + 1
+      {-1, "18446744073709551615", "0xffffffffffffffff"},                 // 2^64 - 1
+  };
+  {
+    testing::StoreWriter w(path);
+    RunInfo run;
+    run.run_id = 1;
+    run.session = "big";
+    run.host = "h";
+    run.started_utc_ns = testing::KnownStore::BaseUtcNs();
+    run.tsc_hz = 1e9;
+    run.calibration_source = "given";
+    run.environment = "[]";
+    run.settings = "{}";
+    run.pipeline = "a,b";
+    w.AddRun(run);
+    w.AddProcess(1, {1, 500, "p", "ticktrace.big.500", std::nullopt, std::nullopt});
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int64_t first = run.started_utc_ns + static_cast<int64_t>(i) * 1000;
+      OrderRow o;
+      o.order_id = ids[i].stored;
+      o.first_utc_ns = first;
+      o.total_ns = 100;
+      o.complete = true;
+      if (i > 0) o.parent_order_id = ids[i - 1].stored;
+      w.AddOrder(1, o);
+      for (int k = 0; k < 2; ++k) {
+        StampRow s;
+        s.order_id = ids[i].stored;
+        s.tag = k == 0 ? "a" : "b";
+        s.kind = "stamp";
+        s.process_id = 1;
+        s.tid = 501;
+        s.tsc = 1000 + static_cast<int64_t>(i) * 1000 + k * 100;
+        s.utc_ns = first + k * 100;
+        w.AddStamp(1, s);
+      }
+    }
+  }
+  auto store = Store::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  std::stringstream out;
+  auto result = ExportChrome(**store, ExportOptions(), out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->orders, static_cast<int64_t>(ids.size()));
+
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  std::map<std::string, int> args_ids, flow_ids;
+  std::map<std::string, std::string> parent_of;  // decimal id -> decimal parent
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e.at("ph");
+    if (ph == "X") {
+      ASSERT_TRUE(e["args"]["order_id"].is_string()) << e.dump();
+      ++args_ids[e["args"]["order_id"].get<std::string>()];
+      if (e["args"].contains("parent_order_id")) {
+        ASSERT_TRUE(e["args"]["parent_order_id"].is_string()) << e.dump();
+        parent_of[e["args"]["order_id"]] = e["args"]["parent_order_id"];
+      }
+    } else if (ph == "s" || ph == "f") {
+      ASSERT_TRUE(e["id"].is_string()) << e.dump();
+      ++flow_ids[e["id"].get<std::string>()];
+    }
+  }
+  ASSERT_EQ(args_ids.size(), ids.size());
+  ASSERT_EQ(flow_ids.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(args_ids[ids[i].decimal], 2) << ids[i].decimal;  // both stamps
+    EXPECT_EQ(flow_ids[ids[i].hex], 2) << ids[i].hex;          // "s" and "f"
+    if (i > 0) {
+      EXPECT_EQ(parent_of[ids[i].decimal], ids[i - 1].decimal);
+    }
+  }
 }
 
 TEST_F(ExportTest, CsvHasHeaderAndOneRowPerSample) {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,19 @@ std::map<int64_t, int64_t> ChromePids(const std::vector<ProcessInfo>& processes)
     out[p.process_id] = used.insert(p.pid).second ? p.pid : next_synthetic++;
   }
   return out;
+}
+
+// Order IDs are 64-bit unsigned (the store keeps 2^63 and above as negative
+// INTEGERs). A JSON number is a double in JavaScript, where IDs above 2^53
+// collapse (2^53 + 1 reads as 2^53), so IDs are written as strings: decimal
+// in `args`, as everywhere else in the viewer, and "0x" + hex in a flow's
+// "id", which is how Perfetto's importer reads a string id (base 16) and
+// which chrome://tracing takes as an opaque key.
+std::string OrderIdDecimal(int64_t stored_id) {
+  return absl::StrCat(static_cast<uint64_t>(stored_id));
+}
+std::string OrderIdFlowId(int64_t stored_id) {
+  return absl::StrCat("0x", absl::Hex(static_cast<uint64_t>(stored_id)));
 }
 
 // Streams the traceEvents array: one comma-separated event per call.
@@ -94,11 +108,15 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
     TICKTRACE_ASSIGN_OR_RETURN(const std::vector<StampRow> stamps,
                                store.Stamps(run.run_id, order.order_id));
     for (const StampRow& s : stamps) {
-      Json args = {{"order_id", static_cast<uint64_t>(s.order_id)}, {"utc", FormatUtcNs(s.utc_ns)}, {"tsc", s.tsc}};
+      Json args = {{"order_id", OrderIdDecimal(s.order_id)},
+                   {"utc", FormatUtcNs(s.utc_ns)},
+                   {"tsc", s.tsc}};
       if (s.cpu.has_value()) args["core"] = *s.cpu;
       if (s.cpu_end.has_value()) args["core_end"] = *s.cpu_end;
       if (s.flags != 0) args["flags"] = FlagWords(s.flags);
-      if (order.parent_order_id.has_value()) args["parent_order_id"] = static_cast<uint64_t>(*order.parent_order_id);
+      if (order.parent_order_id.has_value()) {
+        args["parent_order_id"] = OrderIdDecimal(*order.parent_order_id);
+      }
       const bool span = s.kind == "span";
       events.Add({{"name", s.tag},
                   {"cat", span ? "span" : "stamp"},
@@ -122,7 +140,7 @@ absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& opt
         const StampRow& s = *by_time[k];
         const char* phase = k == 0 ? "s" : (k + 1 == by_time.size() ? "f" : "t");
         Json flow = {{"name", "order"}, {"cat", "order"}, {"ph", phase},
-                     {"id", static_cast<uint64_t>(order.order_id)}, {"ts", ts_us(s.utc_ns)},
+                     {"id", OrderIdFlowId(order.order_id)}, {"ts", ts_us(s.utc_ns)},
                      {"pid", pid_of(s.process_id)}, {"tid", s.tid}};
         if (k > 0) flow["bp"] = "e";
         events.Add(flow);

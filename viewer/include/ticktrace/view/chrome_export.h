@@ -6,7 +6,8 @@
 // event ("ph":"X") 1 ns long (so that flow arrows bind to it) and every span a
 // complete event with its duration, on the thread that recorded it; the stamps of one order are
 // joined by flow events ("ph":"s" at the first, "t" between, "f" at the
-// last, "id" = the order ID). Timestamps are microseconds since
+// last, "id" = the order ID as a hex string "0x..."; args.order_id is the
+// decimal string: JSON numbers lose IDs above 2^53 in JavaScript). Timestamps are microseconds since
 // otherData.base_utc (the first exported order's first stamp, or the run's
 // start if earlier), so that a double keeps nanoseconds.
 #ifndef TICKTRACE_VIEW_CHROME_EXPORT_H_
