@@ -203,20 +203,52 @@ TscEnvironment ProbeTscEnvironment() {
   return env;
 }
 
-uint64_t MeasureTscStepTicks(int reads) {
-  uint64_t best = 0;
-  uint64_t prev = ReadTsc();
-  for (int i = 0; i < reads; ++i) {
-    const uint64_t now = ReadTsc();
-    // A backwards step (the thread moved to a core with a smaller offset) is
-    // not a step of the counter; skip it.
-    if (now > prev) {
-      const uint64_t d = now - prev;
-      if (best == 0 || d < best) best = d;
+uint64_t EstimateTscStepTicks(const std::vector<uint64_t>& reads) {
+  std::vector<uint64_t> advances;  // from one real advance to the next
+  advances.reserve(reads.size());
+  bool have_base = false;
+  uint64_t base = 0;  // the value of the last real advance
+  for (size_t i = 1; i < reads.size(); ++i) {
+    const uint64_t prev = reads[i - 1], now = reads[i];
+    if (now < prev) {  // moved to another core: start over
+      have_base = false;
+      continue;
     }
-    prev = now;
+    if (now - prev <= 1) continue;  // the same step (equal, or AMD's +1)
+    if (have_base) advances.push_back(now - base);
+    base = now;
+    have_base = true;
   }
-  return best;
+  if (advances.empty()) {
+    // Never two real advances: the counter moves by 1 or not at all per read.
+    for (size_t i = 1; i < reads.size(); ++i) {
+      if (reads[i] > reads[i - 1]) return 1;
+    }
+    return 0;
+  }
+  std::sort(advances.begin(), advances.end());
+  const uint64_t largest_candidate = advances[advances.size() / 10];
+  const size_t needed = advances.size() - advances.size() / 10;  // 90%
+  for (uint64_t g = largest_candidate; g > 1; --g) {
+    size_t multiples = 0;
+    for (uint64_t a : advances) multiples += (a % g == 0);
+    if (multiples >= needed) return g;
+  }
+  return 1;
+}
+
+uint64_t MeasureTscStepTicks(int reads) {
+  if (reads < 2) return 0;
+  std::vector<uint64_t> values(static_cast<size_t>(reads));
+  uint64_t sink = 1;
+  for (int i = 0; i < reads; ++i) {
+    // 0..16 rounds of a dependent multiply: a few ns each, so consecutive reads
+    // are not a constant read cost apart.
+    for (int k = i % 17; k > 0; --k) sink = sink * 6364136223846793005ull + 1;
+    asm volatile("" : "+r"(sink));
+    values[static_cast<size_t>(i)] = ReadTsc();
+  }
+  return EstimateTscStepTicks(values);
 }
 
 namespace {

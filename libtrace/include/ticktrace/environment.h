@@ -36,9 +36,25 @@ struct TscEnvironment {
 // reported as findings.
 TscEnvironment ProbeTscEnvironment();
 
-// The smallest non-zero difference between two consecutive rdtsc reads over
-// `reads` reads, in ticks: differences near it are quantisation, not signal.
+// The TSC step: the increment by which the counter really advances, in ticks
+// (2 on many Intel parts; about 10 ns worth on AMD Zen, e.g. 21 ticks at
+// 2.096 GHz, 24 at 2.445 GHz). Differences near it are quantisation, not
+// signal. Takes `reads` reads spaced unevenly (a short busy loop of varying
+// length between them) and hands them to EstimateTscStepTicks. 0 if the
+// counter never advanced.
 uint64_t MeasureTscStepTicks(int reads = 100000);
+
+// The step of a counter from consecutive reads `reads` (oldest first), in
+// ticks; 0 if it never advanced. How: a read that returns the previous value
+// or the previous value + 1 (AMD returns +1 for a read within the same step)
+// is not an advance; each real advance is measured from the value of the
+// previous real advance (so the +1s in between do not shorten it); the step
+// is the largest g such that at least 90% of those advances are multiples of
+// g (searched from the 10th percentile of the advances down to 1). A read
+// below its predecessor (a move to a core whose counter lags) restarts the
+// measurement. Spacing the reads unevenly matters where a read costs more
+// than a step: evenly spaced reads would make the read cost look like a step.
+uint64_t EstimateTscStepTicks(const std::vector<uint64_t>& reads);
 
 // The cost of an empty measurement (two back-to-back reads), in ticks: the
 // minimum and the median over `tries`, for rdtsc and for the fenced pair.
