@@ -7,7 +7,10 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 #include "ticktrace/view/store.h"
@@ -182,96 +185,226 @@ class ReportModelStoreTest : public ::testing::Test {
   std::string path_;
 };
 
-TEST_F(ReportModelStoreTest, PlotsHoldTheStageCounts) {
+// The known store's run 2, by hand (store_fixture.h tells the story): the
+// values in each stage's percentiles under the documented flag rule
+// (docs/store.md: migrated and negative out, cross_core alone in).
+//   md->strategy       10*i ns for i = 1..100, without order 13 (-5 ns, negative)
+//   risk               100 + i ns, without order 21 (migrated)
+//   strategy->gateway  1000 + i ns for i = 1..100 (order 7 only cross-core: in),
+//                      and order 102's 1200 ns
+//   total              1000 + 11*i ns, order 13's 1008 ns, order 102's 301200 ns
+std::vector<double> HandValues(const std::string& stage) {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) {
+    if (stage == "md->strategy" && i != 13) v.push_back(10.0 * i);
+    if (stage == "risk" && i != 21) v.push_back(100.0 + i);
+    if (stage == "strategy->gateway") v.push_back(1000.0 + i);
+    if (stage == "total") v.push_back(i == 13 ? 1008.0 : 1000.0 + 11 * i);
+  }
+  if (stage == "strategy->gateway") v.push_back(1200);
+  if (stage == "total") v.push_back(301200);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Nearest rank: the smallest value with at least p of the values at or below it.
+double HandRank(const std::vector<double>& sorted, double p) {
+  const double exact = p * static_cast<double>(sorted.size());
+  size_t rank = static_cast<size_t>(std::ceil(exact - 1e-9));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+TEST_F(ReportModelStoreTest, PlotsHoldTheHandCountedValues) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   auto model = BuildReportModel(*store, std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(model->summary.run.run_id, KnownStore::kLatestRun);
-  ASSERT_EQ(model->stages.size(), model->summary.stages.size());
   ASSERT_EQ(model->stages.size(), 4u);
+  const std::vector<std::string> order = {"md->strategy", "risk", "strategy->gateway", "total"};
+  const std::vector<int64_t> counts = {99, 99, 101, 101};
   for (size_t i = 0; i < model->stages.size(); ++i) {
     const StagePlots& p = model->stages[i];
-    const StageSummary& s = model->summary.stages[i];
-    EXPECT_EQ(p.stage, s.stage);
-    // The histogram holds exactly the samples the summary counted.
-    EXPECT_EQ(SumOfBins(p.histogram) + p.histogram.nonpositive, s.stats.count) << p.stage;
-    EXPECT_EQ(p.histogram.total, s.stats.count) << p.stage;
-    EXPECT_EQ(p.percentiles.count, s.stats.count) << p.stage;
-    if (s.stats.max_ns.has_value()) {
-      EXPECT_DOUBLE_EQ(p.percentiles.max_ns, *s.stats.max_ns) << p.stage;
+    ASSERT_EQ(p.stage, order[i]);
+    const std::vector<double> values = HandValues(p.stage);
+    ASSERT_EQ(static_cast<int64_t>(values.size()), counts[i]) << p.stage;  // the story itself
+    // The histogram holds exactly these values: each bin counts the hand
+    // values between its edges, and none is at or below zero.
+    EXPECT_EQ(p.histogram.total, counts[i]) << p.stage;
+    EXPECT_EQ(p.histogram.nonpositive, 0) << p.stage;
+    EXPECT_EQ(SumOfBins(p.histogram), counts[i]) << p.stage;
+    for (const HistogramBin& b : p.histogram.bins) {
+      const auto n = std::count_if(values.begin(), values.end(),
+                                   [&](double v) { return v >= b.lo_ns && v < b.hi_ns; });
+      EXPECT_EQ(b.count, n) << p.stage << " [" << b.lo_ns << ", " << b.hi_ns << ")";
+    }
+    // Every point of the percentile curve is the hand list's nearest rank.
+    EXPECT_EQ(p.percentiles.count, counts[i]) << p.stage;
+    EXPECT_EQ(p.percentiles.max_ns, values.back()) << p.stage;
+    ASSERT_FALSE(p.percentiles.points.empty()) << p.stage;
+    for (const PercentilePoint& pt : p.percentiles.points) {
+      EXPECT_EQ(pt.value_ns, HandRank(values, pt.percentile)) << p.stage << " at " << pt.percentile;
     }
   }
+  // The excluded flagged samples: order 13 (negative) and order 21 (migrated).
+  EXPECT_EQ(model->stages[0].excluded_flagged, 1);
+  EXPECT_EQ(model->stages[1].excluded_flagged, 1);
+  EXPECT_EQ(model->stages[2].excluded_flagged, 0);
   EXPECT_EQ(model->stages.back().stage, "total");
-  // Distinct colours for the stages.
   EXPECT_NE(model->stages[0].colour, model->stages[1].colour);
   EXPECT_NE(model->stages[1].colour, model->stages[2].colour);
 
-  // The stacked bar: the pipeline's two stages, not the span.
+  // The stacked bar: the pipeline's two stages by hand, p50 of md->strategy
+  // (rank 50 of 99: 510 ns) and of strategy->gateway (rank 51 of 101:
+  // 1051 ns), not the span; the total's own p50 is rank 51 of 101: 1561 ns.
   ASSERT_EQ(model->stack.segments.size(), 2u);
   EXPECT_EQ(model->stack.segments[0].stage, "md->strategy");
+  EXPECT_EQ(model->stack.segments[0].width_ns, 510.0);
   EXPECT_EQ(model->stack.segments[1].stage, "strategy->gateway");
-  EXPECT_DOUBLE_EQ(model->stack.sum_ns,
-                   *model->summary.stages[0].stats.p50_ns + *model->summary.stages[2].stats.p50_ns);
+  EXPECT_EQ(model->stack.segments[1].offset_ns, 510.0);
+  EXPECT_EQ(model->stack.segments[1].width_ns, 1051.0);
+  EXPECT_EQ(model->stack.sum_ns, 1561.0);
+  ASSERT_TRUE(model->stack.total_p50_ns.has_value());
+  EXPECT_EQ(*model->stack.total_p50_ns, 1561.0);
   EXPECT_EQ(model->stack.left_out, std::vector<std::string>{"risk"});
 
-  // The known store lost data: both loss counters are reported.
+  // The known store lost data (counters dropped 3, malformed 1).
   ASSERT_EQ(model->losses.size(), 2u);
   EXPECT_EQ(model->losses[0].name, "dropped");
   EXPECT_EQ(model->losses[0].value, 3);
   EXPECT_EQ(model->losses[1].name, "malformed");
+  EXPECT_EQ(model->losses[1].value, 1);
 }
 
-TEST_F(ReportModelStoreTest, WaterfallsAreTheSlowestOrdersFromTheirFirstStamp) {
+// The text of each cell of each row of the page's breakdown table.
+std::vector<std::vector<std::string>> BreakdownCells(const std::string& html) {
+  const size_t begin = html.find("<section id=\"breakdown\">");
+  const size_t end = html.find("</table>", begin);
+  std::vector<std::vector<std::string>> rows;
+  if (begin == std::string::npos || end == std::string::npos) return rows;
+  const std::string table = html.substr(begin, end - begin);
+  for (size_t tr = table.find("<tr"); tr != std::string::npos; tr = table.find("<tr", tr + 1)) {
+    const size_t tr_end = table.find("</tr>", tr);
+    const std::string row = table.substr(tr, tr_end - tr);
+    std::vector<std::string> cells;
+    for (size_t td = row.find("<td"); td != std::string::npos; td = row.find("<td", td + 1)) {
+      const size_t open_end = row.find('>', td);
+      const size_t close = row.find("</td>", open_end);
+      std::string text;
+      bool in_tag = false;
+      for (char c : row.substr(open_end + 1, close - open_end - 1)) {
+        if (c == '<') in_tag = true;
+        if (!in_tag) text += c;
+        if (c == '>') in_tag = false;
+      }
+      cells.push_back(text);
+    }
+    if (!cells.empty()) rows.push_back(cells);  // the header row has <th> only
+  }
+  return rows;
+}
+
+// The page's breakdown, cell by cell, against the story computed by hand
+// (nearest-rank percentiles of HandValues; three significant digits).
+TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto model = BuildReportModel(*store, std::nullopt, 3);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string html = RenderReportHtml(*model);
+  const std::vector<std::vector<std::string>> expected = {
+      // stage, count, min, p50, p90, p99, p99.9, max, mean, migrated, negative, cross-core
+      // md->strategy: mean 50370/99 = 508.8 ns; p50 rank 50 = order 51.
+      {"md-&gt;strategy", "99", "10.0 ns", "510 ns", "910 ns", "1.00 µs", "1.00 µs", "1.00 µs",
+       "509 ns", "0", "1", "1"},
+      // risk: 101..200 without 121; mean 14929/99 = 150.8 ns.
+      {"risk", "99", "101 ns", "151 ns", "191 ns", "200 ns", "200 ns", "200 ns", "151 ns", "1", "0",
+       "0"},
+      // strategy->gateway: 1001..1100 and 1200; mean 106250/101 = 1052 ns.
+      {"strategy-&gt;gateway", "101", "1.00 µs", "1.05 µs", "1.09 µs", "1.10 µs", "1.20 µs",
+       "1.20 µs", "1.05 µs", "0", "0", "1"},
+      // total: mean 456615/101 = 4521 ns; p99.9 rank 101 = order 102.
+      {"total", "101", "1.01 µs", "1.56 µs", "2.00 µs", "2.10 µs", "301 µs", "301 µs", "4.52 µs",
+       "0", "0", "0"},
+  };
+  EXPECT_EQ(BreakdownCells(html), expected);
+}
+
+// The three slowest orders by total, by hand: 102 (linked to 50: 301.2 µs),
+// 100 (1000 + 1100 ns) and 99 (990 + 1099 ns). Bars are placed from the
+// chain's first stamp; 102's chain starts at order 50's md stamp.
+TEST_F(ReportModelStoreTest, WaterfallsAreTheHandPickedSlowestOrders) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   auto model = BuildReportModel(*store, std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(model->slowest.size(), 3u);
-  int linked_orders = 0;
-  for (size_t i = 0; i < model->slowest.size(); ++i) {
-    const OrderWaterfall& w = model->slowest[i];
-    if (i > 0) {
-      EXPECT_LE(w.ranked_ns, model->slowest[i - 1].ranked_ns);
+  struct Bar {
+    std::string stage;
+    bool linked;
+    double offset_ns, latency_ns;
+    bool operator==(const Bar&) const = default;
+  };
+  const auto bars_of = [](const OrderWaterfall& w) {
+    std::vector<Bar> out;
+    for (const WaterfallBar& b : w.bars) out.push_back({b.stage, b.linked, b.offset_ns, b.latency_ns});
+    return out;
+  };
+  const auto print = [](const std::vector<Bar>& bars) {
+    std::string s;
+    for (const Bar& b : bars) {
+      s += absl::StrCat(b.stage, b.linked ? " (linked)" : "", " +", b.offset_ns, " ", b.latency_ns,
+                        "\n");
     }
-    ASSERT_FALSE(w.bars.empty());
-    EXPECT_DOUBLE_EQ(w.bars.front().offset_ns, 0) << "order " << w.order_id;
-    for (size_t b = 1; b < w.bars.size(); ++b) {
-      EXPECT_GE(w.bars[b].offset_ns, w.bars[b - 1].offset_ns) << "order " << w.order_id;
-    }
-    ASSERT_TRUE(w.total_ns.has_value());
-    EXPECT_DOUBLE_EQ(*w.total_ns, w.ranked_ns);
-    // The bars are the order's samples (and its parent's, for a linked
-    // order) as the store has them, placed from the earliest stamp.
-    const auto check = [&](int64_t order_id, bool linked) {
-      auto samples = store->SamplesOfOrder(KnownStore::kLatestRun, order_id);
-      ASSERT_TRUE(samples.ok());
-      size_t expected = 0;
-      for (const SampleRow& s : *samples) {
-        if (s.stage == "total") continue;
-        ++expected;
-        const auto it = std::find_if(w.bars.begin(), w.bars.end(), [&](const WaterfallBar& bar) {
-          return bar.stage == s.stage && bar.linked == linked;
-        });
-        ASSERT_NE(it, w.bars.end()) << s.stage;
-        EXPECT_DOUBLE_EQ(it->offset_ns, static_cast<double>(s.start_utc_ns - w.first_utc_ns));
-        EXPECT_DOUBLE_EQ(it->latency_ns, s.latency_ns);
-      }
-      EXPECT_EQ(static_cast<size_t>(
-                    std::count_if(w.bars.begin(), w.bars.end(),
-                                  [&](const WaterfallBar& bar) { return bar.linked == linked; })),
-                expected);
-    };
-    check(w.order_id, false);
-    if (w.parent_order_id.has_value()) {
-      ++linked_orders;
-      check(*w.parent_order_id, true);
-    } else {
-      EXPECT_DOUBLE_EQ(w.total_offset_ns, 0);
-    }
+    return s;
+  };
+
+  const OrderWaterfall& w102 = model->slowest[0];
+  EXPECT_EQ(w102.order_id, 102);
+  ASSERT_TRUE(w102.parent_order_id.has_value());
+  EXPECT_EQ(*w102.parent_order_id, 50);
+  EXPECT_EQ(w102.ranked_ns, 301200.0);
+  ASSERT_TRUE(w102.total_ns.has_value());
+  EXPECT_EQ(*w102.total_ns, 301200.0);
+  EXPECT_EQ(w102.total_offset_ns, 0.0);
+  EXPECT_EQ(w102.first_utc_ns, KnownStore::FirstUtcNs(50));
+  // Order 50: md->strategy 500 ns, strategy at +500; risk 150 ns at +510;
+  // strategy->gateway 1050 ns at +500. Order 102: strategy at +300 µs, 1.2 µs.
+  const std::vector<Bar> expected102 = {{"md->strategy", true, 0, 500},
+                                        {"strategy->gateway", true, 500, 1050},
+                                        {"risk", true, 510, 150},
+                                        {"strategy->gateway", false, 300000, 1200}};
+  EXPECT_EQ(bars_of(w102), expected102) << print(bars_of(w102));
+
+  const OrderWaterfall& w100 = model->slowest[1];
+  EXPECT_EQ(w100.order_id, 100);
+  EXPECT_FALSE(w100.parent_order_id.has_value());
+  EXPECT_EQ(w100.ranked_ns, 2100.0);
+  const std::vector<Bar> expected100 = {{"md->strategy", false, 0, 1000},
+                                        {"strategy->gateway", false, 1000, 1100},
+                                        {"risk", false, 1010, 200}};
+  EXPECT_EQ(bars_of(w100), expected100) << print(bars_of(w100));
+
+  const OrderWaterfall& w99 = model->slowest[2];
+  EXPECT_EQ(w99.order_id, 99);
+  EXPECT_EQ(w99.ranked_ns, 2089.0);
+  const std::vector<Bar> expected99 = {{"md->strategy", false, 0, 990},
+                                       {"strategy->gateway", false, 990, 1099},
+                                       {"risk", false, 1000, 199}};
+  EXPECT_EQ(bars_of(w99), expected99) << print(bars_of(w99));
+
+  // The page draws them with these values as labels.
+  const std::string html = RenderReportHtml(*model);
+  const size_t first = html.find("id=\"slowest-1\"");
+  const size_t second = html.find("id=\"slowest-2\"");
+  ASSERT_NE(first, std::string::npos);
+  ASSERT_NE(second, std::string::npos);
+  const std::string svg = html.substr(first, second - first);
+  EXPECT_NE(svg.find("waterfall of order 102"), std::string::npos);
+  for (const char* label : {">500 ns  (order 50)<", ">1.05 µs  (order 50)<",
+                            ">150 ns  (order 50)<", ">1.20 µs<", ">301 µs<"}) {
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
   }
-  // Order 102 (linked to 50) is among the slowest: its parent's stages count.
-  EXPECT_EQ(linked_orders, 1);
 }
 
 TEST_F(ReportModelStoreTest, UnknownRunIsNotFound) {
