@@ -1,6 +1,7 @@
 // The binary's contract: one clear line on stderr and exit 2 for usage
 // errors, exit 1 for runtime errors, and nothing created or overwritten.
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -156,18 +157,69 @@ TEST_F(CliTest, ReplaysAnArchiveIntoAStore) {
   EXPECT_EQ(q.Text("SELECT calibration_source FROM runs"), "replay");
 }
 
-// A live run with --raw, then a replay of that archive: same numbers.
+// A live run with --raw, then a replay of that archive: the same numbers.
+// The live run has known content: one real producer (spin mode) stamps a,
+// then b, for orders 1..300. By hand: 600 records drained, 300 complete
+// orders, 300 samples of a->b and of total. Both stores' per-stage figures
+// are equal, and their a->b extremes equal the stamps' own TSC differences
+// (at the given 2 GHz: ticks / 2 ns), computed here with SQL on `stamps`.
 TEST_F(CliTest, RawArchiveReplaysToTheSameResult) {
+  constexpr int kOrders = 300;
+  const std::string session = "t_cli_raw_" + std::to_string(getpid());
   const std::string raw = dir_.File("live.raw");
-  const std::string db = dir_.File("live.db");
-  EXPECT_EQ(Run({"--raw", raw, "--db", db, "--tsc-hz", "2e9", "--duration-s", "0.2",
-                 "--session", "t_cli_raw_" + std::to_string(getpid())}),
-            0)
-      << out_;
+  const std::string live_db = dir_.File("live.db");
+  const std::string replay_db = dir_.File("replay.db");
+  const std::string live_log = dir_.File("live.log");
+  const pid_t collector =
+      Spawn({TICKTRACE_COLLECTOR_BIN, "--raw", raw, "--db", live_db, "--tsc-hz", "2e9",
+             "--session", session, "--pipeline", "a,b"},
+            live_log);
+  // Ready once the calibration report is out (the drain loop starts right after).
+  const bool ready = testing::WaitFor(
+      [&] { return ReadFile(live_log).find("order timeout") != std::string::npos; },
+      std::chrono::seconds(20));
+  pid_t producer = -1;
+  if (ready) {
+    producer = Spawn({TICKTRACE_TEST_PRODUCER_BIN, "--session", session, "--mode", "spin",
+                      "--orders", std::to_string(kOrders), "--pace-ns", "1000"},
+                     dir_.File("producer.log"));
+    EXPECT_EQ(WaitExit(producer, std::chrono::seconds(60)), 0) << ReadFile(dir_.File("producer.log"));
+    // Drained to the end: the collector removes an exited producer's segment.
+    EXPECT_TRUE(testing::WaitFor([&] { return testing::SegmentCount(session) == 0; },
+                                 std::chrono::seconds(30)));
+  }
+  kill(collector, SIGTERM);
+  const int live_rc = WaitExit(collector, std::chrono::seconds(30));
+  testing::RemoveSessionSegments(session);
+  ASSERT_TRUE(ready) << ReadFile(live_log);
+  ASSERT_EQ(live_rc, 0) << ReadFile(live_log);
   ASSERT_TRUE(Exists(raw));
-  EXPECT_EQ(Run({"--replay", raw, "--db", db}), 0) << out_;
-  StoreQuery q(db);
-  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 2);
+
+  EXPECT_EQ(Run({"--replay", raw, "--db", replay_db, "--pipeline", "a,b"}), 0) << out_;
+  StoreQuery live(live_db), replay(replay_db);
+  for (StoreQuery* q : {&live, &replay}) {
+    EXPECT_EQ(q->Int("SELECT value FROM counters WHERE name = 'drained'"), 2 * kOrders);
+    EXPECT_EQ(q->Int("SELECT COUNT(*) FROM orders WHERE complete = 1"), kOrders);
+    EXPECT_EQ(q->Int("SELECT COUNT(*) FROM samples WHERE stage = 'a->b'"), kOrders);
+    EXPECT_EQ(q->Int("SELECT count FROM stage_stats WHERE stage = 'a->b'"), kOrders);
+    EXPECT_EQ(q->Int("SELECT count FROM stage_stats WHERE stage = 'total'"), kOrders);
+    EXPECT_EQ(q->Int("SELECT SUM(order_id) FROM orders"), kOrders * (kOrders + 1) / 2);
+    // a->b's extremes from the stamps themselves: b's TSC minus a's, in ns.
+    const std::string diffs =
+        "(SELECT (b.tsc - a.tsc) / 2.0 AS ns FROM stamps a JOIN stamps b "
+        "ON a.order_id = b.order_id AND a.run_id = b.run_id WHERE a.tag = 'a' AND b.tag = 'b')";
+    EXPECT_EQ(q->Real("SELECT min_ns FROM stage_stats WHERE stage = 'a->b'"),
+              q->Real("SELECT MIN(ns) FROM " + diffs));
+    EXPECT_EQ(q->Real("SELECT max_ns FROM stage_stats WHERE stage = 'a->b'"),
+              q->Real("SELECT MAX(ns) FROM " + diffs));
+  }
+  const std::string sql =
+      "SELECT stage, position, count, min_ns, max_ns, mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, "
+      "migrated, negative, cross_core, samples_all FROM stage_stats ORDER BY stage";
+  EXPECT_EQ(live.Rows(sql), replay.Rows(sql));
+  EXPECT_EQ(live.Rows("SELECT order_id, stage, latency_ns, flags FROM samples ORDER BY 1, 2"),
+            replay.Rows("SELECT order_id, stage, latency_ns, flags FROM samples ORDER BY 1, 2"));
+  EXPECT_EQ(replay.Text("SELECT calibration_source FROM runs"), "replay");
 }
 
 // A journal left by a collector killed before it wrote anything is discarded;
