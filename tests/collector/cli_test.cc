@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,15 @@ using testing::WaitExit;
 class CliTest : public ::testing::Test {
  protected:
   // Runs the collector with `args`; returns the exit code; output in out_.
+  // Unless `args` name a session, the run gets one of its own, so that no
+  // test here can drain (or be refused by) another collector's session.
   int Run(std::vector<std::string> args) {
+    if (std::none_of(args.begin(), args.end(),
+                     [](const std::string& a) { return a.rfind("--session", 0) == 0; })) {
+      static int runs = 0;
+      args.push_back("--session");
+      args.push_back("t_cli_" + std::to_string(getpid()) + "_" + std::to_string(++runs));
+    }
     args.insert(args.begin(), TICKTRACE_COLLECTOR_BIN);
     const std::string log = dir_.File("out.log");
     std::remove(log.c_str());
