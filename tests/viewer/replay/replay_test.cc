@@ -374,6 +374,10 @@ TEST_F(ReplayTest, CsvHasOneRowPerSample) {
   ASSERT_TRUE(result.ok()) << result.status();
   const std::vector<std::string> lines = absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
   EXPECT_EQ(static_cast<int64_t>(lines.size()) - 1, CountRows(db_, "SELECT count(*) FROM samples"));
+  // By hand: orders 1..200 have md->strategy, risk, strategy->gateway and
+  // total; 5001 (linked to 5000) md->strategy, strategy->gateway and total;
+  // 5000 (fanned out) and 9999 (incomplete) none.
+  EXPECT_EQ(static_cast<int64_t>(lines.size()) - 1, kOrders * 4 + 3);
 }
 
 TEST_F(ReplayTest, BinaryJsonAndStoreUntouched) {
