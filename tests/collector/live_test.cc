@@ -130,8 +130,9 @@ TEST_F(LiveTest, ProducerKilledMidRunIsAccountedFor) {
 TEST_F(LiveTest, CollectorKilledAndRestartedLosesAndDuplicatesNothing) {
   constexpr uint64_t kOrders = 60000;
   const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "500"};
-  const pid_t p = StartProducer(
-      {"--mode", "spin", "--pace-ns", "15000", "--orders", std::to_string(kOrders)});
+  const std::string progress = dir_.File("progress");
+  const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "15000", "--orders",
+                                 std::to_string(kOrders), "--progress", progress});
   const std::string journal = db() + ".ttjournal";
   pid_t c = StartCollector(args);
   for (int kill_round = 0; kill_round < 2; ++kill_round) {
@@ -141,6 +142,7 @@ TEST_F(LiveTest, CollectorKilledAndRestartedLosesAndDuplicatesNothing) {
     EXPECT_TRUE(WaitFor([&] { return FileSize(journal) >= journal_at_start + 32 * 1024; }, 30s))
         << "journal " << FileSize(journal) << " bytes\n"
         << ReadFile(log());
+    EXPECT_LT(ReadProgress(progress), kOrders) << "the producer finished before the kill";
     kill(c, SIGKILL);
     EXPECT_EQ(WaitExit(c, 5s), 128 + SIGKILL);
     Forget(c);
