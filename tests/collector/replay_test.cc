@@ -184,6 +184,33 @@ TEST_F(ReplayTest, KeepsNegativeCrossCoreDifferences) {
             30);
 }
 
+// The documented default policy (docs/store.md, "Flagged samples"; docs/
+// collector.md): negative (and migrated) samples are out of the percentiles,
+// a sample that is only cross-core is in. Hard-coded here: 20 hops from cpu0
+// to cpu1, 5 of them 30 ns negative, the other 15 take 100 + id ns.
+TEST_F(ReplayTest, CrossCoreAloneCountsAndNegativeDoesNotByDefault) {
+  ArchiveBuilder b;
+  b.Process(1, {"enqueue"}).Process(2, {"dequeue"});
+  std::vector<abi::Record> p1, p2;
+  for (uint64_t id = 1; id <= 20; ++id) {
+    const uint64_t t = id * 100000;
+    p1.push_back(Stamp(0, id, t, kCpu0));
+    p2.push_back(Stamp(0, id, id % 4 == 0 ? t - 30 : t + 100 + id, kCpu1));
+  }
+  b.Records(1, p1).Records(2, p2);
+  CollectorOptions o;
+  o.pipeline = {"enqueue", "dequeue"};
+  RunSummary s = Replay(b, o);
+  const StageSummary* st = s.stage("enqueue->dequeue");
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(st->cross_core, 20u);
+  EXPECT_EQ(st->negative, 5u);
+  EXPECT_EQ(st->count, 15u);  // the 15 cross-core-only hops
+  EXPECT_EQ(st->samples_all, 20u);
+  EXPECT_DOUBLE_EQ(st->min_ns, 101);  // id 1; the negative ones are out
+  EXPECT_DOUBLE_EQ(st->max_ns, 119);  // id 19
+}
+
 // Orders missing a stage are incomplete, with the missing stage named and counted.
 TEST_F(ReplayTest, NamesMissingStagesOfIncompleteOrders) {
   ArchiveBuilder b;
