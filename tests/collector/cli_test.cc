@@ -206,7 +206,8 @@ TEST_F(CliTest, RawArchiveReplaysToTheSameResult) {
     producer = Spawn({TICKTRACE_TEST_PRODUCER_BIN, "--session", session, "--mode", "spin",
                       "--orders", std::to_string(kOrders), "--pace-ns", "1000"},
                      dir_.File("producer.log"));
-    EXPECT_EQ(WaitExit(producer, std::chrono::seconds(60)), 0) << ReadFile(dir_.File("producer.log"));
+    EXPECT_EQ(WaitExit(producer, std::chrono::seconds(60)), 0)
+        << ReadFile(dir_.File("producer.log"));
     // Drained to the end: the collector removes an exited producer's segment.
     EXPECT_TRUE(testing::WaitFor([&] { return testing::SegmentCount(session) == 0; },
                                  std::chrono::seconds(30)));

@@ -370,7 +370,8 @@ TEST(CalibrationTest, ReadKernelTscHzAgreesWithTheKernelsOwnRecords) {
     return;
   }
   std::vector<double> logged = TscMhzLinesHz(CommandOutput("dmesg 2>/dev/null"));
-  const std::vector<double> kern_log = TscMhzLinesHz(CommandOutput("cat /var/log/kern.log 2>/dev/null"));
+  const std::vector<double> kern_log =
+      TscMhzLinesHz(CommandOutput("cat /var/log/kern.log 2>/dev/null"));
   logged.insert(logged.end(), kern_log.begin(), kern_log.end());
   if (logged.empty()) {
     EXPECT_EQ(hz.status().code(), absl::StatusCode::kNotFound) << hz.status();

@@ -347,7 +347,8 @@ TEST_F(ReportModelStoreTest, WaterfallsAreTheHandPickedSlowestOrders) {
   };
   const auto bars_of = [](const OrderWaterfall& w) {
     std::vector<Bar> out;
-    for (const WaterfallBar& b : w.bars) out.push_back({b.stage, b.linked, b.offset_ns, b.latency_ns});
+    for (const WaterfallBar& b : w.bars)
+      out.push_back({b.stage, b.linked, b.offset_ns, b.latency_ns});
     return out;
   };
   const auto print = [](const std::vector<Bar>& bars) {
