@@ -12,13 +12,18 @@ namespace {
 constexpr int kMaxLinkDepth = 16;
 
 bool KnownAux(uint32_t aux) { return aux != abi::kAuxUnknown; }
+// Two reads on different cores. By cpu number only: an aux from rseq carries
+// no node (abi.h), and a cpu number is unique across nodes.
+bool DifferentCores(uint32_t a, uint32_t b) {
+  return KnownAux(a) && KnownAux(b) && abi::AuxCpu(a) != abi::AuxCpu(b);
+}
 int32_t CpuOf(uint32_t aux) { return KnownAux(aux) ? static_cast<int32_t>(abi::AuxCpu(aux)) : -1; }
 
 // The flags of a difference between two stamps `a` (earlier) and `b`.
 template <typename Event>
 uint8_t PairFlags(const Event& a, const Event& b, double latency_ns) {
   uint8_t flags = 0;
-  if (KnownAux(a.aux) && KnownAux(b.aux) && a.aux != b.aux) flags |= kFlagCrossCore;
+  if (DifferentCores(a.aux, b.aux)) flags |= kFlagCrossCore;
   if (latency_ns < 0) flags |= kFlagNegative;
   return flags;
 }
@@ -120,7 +125,7 @@ void Stitcher::AddEvent(const StitchEvent& e) {
   if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
     // An interval with no order: a sample of its tag, nothing to stitch.
     uint8_t flags = 0;
-    if (KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) flags |= kFlagMigrated;
+    if (DifferentCores(e.aux, e.end_aux)) flags |= kFlagMigrated;
     if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
     stats_->Add(SpanStage(e.name_id), time_.TicksToNs(e.duration_ticks), flags, 0);
     ++counters_.standalone_samples;
@@ -353,7 +358,7 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
     if (is_span) {
       uint8_t flags = 0;
-      if (KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) flags |= kFlagMigrated;
+      if (DifferentCores(e.aux, e.end_aux)) flags |= kFlagMigrated;
       // The end read below the begin (two cores): the producer wrote 0.
       if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
       const double latency_ns = time_.TicksToNs(e.duration_ticks);
@@ -385,7 +390,7 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
       st.tsc = e.tsc;
       st.utc_ns = time_.UtcNs(e.tsc);
       st.duration_ns = is_span ? time_.TicksToNs(e.duration_ticks) : 0;
-      if (is_span && KnownAux(e.aux) && KnownAux(e.end_aux) && e.aux != e.end_aux) {
+      if (is_span && DifferentCores(e.aux, e.end_aux)) {
         st.flags = kFlagMigrated;
       }
       if (is_span && (e.flags & abi::kRecordSpanBackwards)) st.flags |= kFlagNegative;

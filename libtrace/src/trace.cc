@@ -4,6 +4,7 @@
 
 #include "ticktrace/trace.h"
 
+#include <linux/rseq.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -377,10 +378,39 @@ Tag::Tag(std::string_view name) {
   }
 }
 
+// glibc >= 2.35 exports where each thread's rseq area sits (an offset from
+// the thread pointer) and its size, 0 when registration is disabled
+// (GLIBC_TUNABLES=glibc.pthread.rseq=0). Weak, so an older glibc links and
+// reads them as absent.
+extern "C" {
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+}
+
+namespace {
+
+// The calling thread's rseq cpu_id, or nullptr when the kernel does not
+// maintain one for it. Cold path: once per thread.
+const volatile uint32_t* ThreadRseqCpuId() noexcept {
+  if (&__rseq_offset == nullptr || &__rseq_size == nullptr || __rseq_size == 0) return nullptr;
+  uintptr_t thread_pointer;
+  asm("mov %%fs:0, %0" : "=r"(thread_pointer));  // x86-64: the TCB points to itself
+  auto* area = reinterpret_cast<const volatile struct rseq*>(thread_pointer + __rseq_offset);
+  // Negative: RSEQ_CPU_ID_UNINITIALIZED or RSEQ_CPU_ID_REGISTRATION_FAILED.
+  if (static_cast<int32_t>(area->cpu_id) < 0) return nullptr;
+  return &area->cpu_id;
+}
+
+}  // namespace
+
 namespace internal {
 
 void WriteSlow(const abi::Record& record) noexcept {
-  if (tls_cold.mode == ThreadMode::kUnattached) Attach();
+  if (tls_cold.mode == ThreadMode::kUnattached) {
+    Attach();
+    // Whatever the outcome: ReadTscAndCore() only needs the rseq area.
+    tls_ring.rseq_cpu_id = ThreadRseqCpuId();
+  }
   switch (tls_cold.mode) {
     case ThreadMode::kAttached: {
       ThreadRing& ring = tls_ring;

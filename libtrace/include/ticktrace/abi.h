@@ -69,7 +69,8 @@
 // the old write_index, which equals read_index once the slot was drained.
 //
 // Records (32 bytes, two per cache line). Record::kind says how to read it:
-//   kStamp  tsc = the stamp's TSC; aux = rdtscp aux or kAuxUnknown (plain rdtsc);
+//   kStamp  tsc = the stamp's TSC; aux = rdtscp aux (stamp_rdtscp), the cpu from
+//           the kernel's rseq area with node bits 0 (stamp), or kAuxUnknown;
 //           order_id = correlation key; payload unused (0).
 //   kSpan   tsc = begin TSC; aux = begin aux; payload.span = {end aux,
 //           duration ticks (saturated at 0xffffffff with flag kRecordSpanSaturated;
@@ -153,7 +154,9 @@ struct Record {
 };
 
 // The rdtscp aux as Linux programs it: low 12 bits cpu, the rest the NUMA node.
-inline constexpr uint32_t AuxCpu(uint32_t aux) { return aux & 0xfffu; }
+// An aux taken from rseq has the cpu only (node 0): compare cores with AuxCpu.
+inline constexpr uint32_t kAuxCpuMask = 0xfffu;
+inline constexpr uint32_t AuxCpu(uint32_t aux) { return aux & kAuxCpuMask; }
 inline constexpr uint32_t AuxNode(uint32_t aux) { return aux >> 12; }
 
 struct TagEntry {
