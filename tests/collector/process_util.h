@@ -1,11 +1,17 @@
 // Test helper: spawn the collector binary and test producers as real
 // processes, wait for them, and clean a session's segments up.
+//
+// Every child Spawn() starts leads its own process group and gets SIGKILL as
+// its parent-death signal: a test binary that aborts (an ASan report with
+// abort_on_error, a crash) takes its children with it, and KillGroup() stops
+// a child together with anything it started.
 
 #ifndef TICKTRACE_TESTS_COLLECTOR_PROCESS_UTIL_H_
 #define TICKTRACE_TESTS_COLLECTOR_PROCESS_UTIL_H_
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,23 +28,51 @@
 
 namespace ticktrace::collect::testing {
 
+// In a child right after fork(): its own process group, SIGKILL when the
+// parent (`parent`, the forking process's pid) dies. If the parent died before
+// prctl took effect, the child exits at once (126). Async-signal-safe.
+// REQUIRES: called in the child between fork() and exec(), from a fork done by
+// the thread that lives as long as the child should (PDEATHSIG follows the
+// forking thread); tests fork from their main thread.
+inline void BecomeTestChild(pid_t parent) {
+  setpgid(0, 0);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(126);
+  if (getppid() != parent) _exit(126);
+}
+
 // Starts `argv[0]` with `argv`; stdout and stderr go to `log_path`; the fds in
 // `keep` stay open in the child (everything else of ours is close-on-exec).
+// The child leads its own process group and dies with this process
+// (BecomeTestChild).
 inline pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path,
                    const std::vector<int>& keep = {}) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid != 0) return pid;
+  if (pid != 0) {
+    // Also here, so that the group exists before anyone signals it.
+    if (pid > 0) setpgid(pid, pid);
+    return pid;
+  }
+  BecomeTestChild(parent);
   const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   if (log >= 0) {
     dup2(log, 1);
     dup2(log, 2);
   }
   for (int fd : keep) fcntl(fd, F_SETFD, 0);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
   execv(args[0], args.data());
   _exit(127);
+}
+
+// SIGKILLs `pid`'s process group (the child and whatever it started), then
+// `pid` itself (in case it left its group). REQUIRES: `pid` came from Spawn().
+inline void KillGroup(pid_t pid) {
+  if (pid <= 0) return;
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
 }
 
 // Waits for `pid` up to `timeout`; returns its exit code, 128+signal, or -1
@@ -54,7 +88,7 @@ inline int WaitExit(pid_t pid, std::chrono::milliseconds timeout = std::chrono::
       return -1;
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
+      KillGroup(pid);
       waitpid(pid, &status, 0);
       return -1;
     }

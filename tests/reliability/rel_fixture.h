@@ -1,6 +1,13 @@
 // Shared fixture of the reliability tests: a session of its own, a temporary
 // directory, the collector binary and rel_producer processes, and cleanup of
 // every process and segment the test started.
+//
+// Cleanup is done by members' destructors, so it happens whatever the test
+// body did (a failed ASSERT returns early): the children's process groups are
+// SIGKILLed and reaped first, then the session's segments and the temporary
+// directory go. A test binary that dies without running destructors (an ASan
+// abort) still takes its children along: each has SIGKILL as parent-death
+// signal (process_util.h, Spawn).
 
 #ifndef TICKTRACE_TESTS_RELIABILITY_REL_FIXTURE_H_
 #define TICKTRACE_TESTS_RELIABILITY_REL_FIXTURE_H_
@@ -11,11 +18,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +38,7 @@
 namespace ticktrace::reliability {
 
 using namespace std::chrono_literals;
+using collect::testing::KillGroup;
 using collect::testing::ReadFile;
 using collect::testing::RemoveSessionSegments;
 using collect::testing::SegmentCount;
@@ -68,19 +78,44 @@ inline std::string SegmentPath(const std::string& session, pid_t pid) {
 
 inline bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
+// Removes every segment of a session when it goes out of scope.
+class SessionSegments {
+ public:
+  explicit SessionSegments(std::string session) : session_(std::move(session)) {}
+  SessionSegments(const SessionSegments&) = delete;
+  SessionSegments& operator=(const SessionSegments&) = delete;
+  ~SessionSegments() { RemoveSessionSegments(session_); }
+
+ private:
+  std::string session_;
+};
+
+// The processes a test started: on destruction each one's process group is
+// SIGKILLed and the process reaped.
+class Children {
+ public:
+  Children() = default;
+  Children(const Children&) = delete;
+  Children& operator=(const Children&) = delete;
+  ~Children() {
+    for (pid_t p : pids_) {
+      KillGroup(p);
+      WaitExit(p, 10s);
+    }
+  }
+  void Add(pid_t pid) { pids_.push_back(pid); }
+  // The process was reaped by the test: do not signal its (reusable) pid.
+  void Forget(pid_t pid) { std::erase(pids_, pid); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
 class RelTest : public ::testing::Test {
  protected:
   // `what` names the test in the session: t_rel_<what>_<pid>.
   explicit RelTest(const std::string& what)
-      : session_(absl::StrCat("t_rel_", what, "_", getpid())) {}
-
-  void TearDown() override {
-    for (pid_t p : pids_) {
-      kill(p, SIGKILL);
-      WaitExit(p, 5s);
-    }
-    RemoveSessionSegments(session_);
-  }
+      : session_(absl::StrCat("t_rel_", what, "_", getpid())), segments_(session_) {}
 
   std::string db() const { return dir_.File("store.db"); }
   std::string log() const { return dir_.File("collector.log"); }
@@ -97,7 +132,7 @@ class RelTest : public ::testing::Test {
   pid_t StartCollector(const std::vector<std::string>& extra, bool wait_ready = true) {
     const size_t before = ReadFile(log()).size();
     const pid_t pid = Spawn(CollectorArgv(extra), log());
-    pids_.push_back(pid);
+    children_.Add(pid);
     if (wait_ready) {
       EXPECT_TRUE(WaitFor(
           [&] { return ReadFile(log()).find("order timeout", before) != std::string::npos; },
@@ -114,14 +149,15 @@ class RelTest : public ::testing::Test {
     Forget(pid);
   }
 
-  void Forget(pid_t pid) { std::erase(pids_, pid); }
+  // `pid` was reaped by the test (WaitExit): the fixture no longer kills it.
+  void Forget(pid_t pid) { children_.Forget(pid); }
 
   // Starts rel_producer in this session; its output goes to `log_name` in the temp dir.
   pid_t StartProducer(const std::vector<std::string>& args, const std::string& log_name) {
     std::vector<std::string> argv = {kProducer, "--session", session_};
     argv.insert(argv.end(), args.begin(), args.end());
     const pid_t pid = Spawn(argv, dir_.File(log_name));
-    pids_.push_back(pid);
+    children_.Add(pid);
     return pid;
   }
 
@@ -139,9 +175,59 @@ class RelTest : public ::testing::Test {
     return reader;
   }
 
+  // Waits until the collector has consumed records of `pid`'s segment (a
+  // ring's read_index moved): it attached the segment and drains it.
+  bool WaitCollectorReads(pid_t pid, std::chrono::milliseconds timeout = 30s) {
+    std::unique_ptr<SegmentReader> seg = OpenSegment(pid, timeout);
+    if (seg == nullptr) return false;
+    return WaitFor(
+        [&] {
+          for (uint32_t s = 0; s < seg->info().slot_count; ++s) {
+            if (seg->Slot(s).read_index > 0) return true;
+          }
+          return false;
+        },
+        timeout);
+  }
+
+  // Polls the store (read-only, beside the running collector: WAL) until
+  // `cond(counter value)` holds for the counter `name`; the store has it only
+  // once the collector wrote a snapshot (about once a second while records flow).
+  bool WaitStoreCounter(const std::string& name, const std::function<bool(int64_t)>& cond,
+                        std::chrono::milliseconds timeout = 30s) {
+    return WaitFor(
+        [&] {
+          if (!FileExists(db())) return false;
+          try {
+            StoreQuery q(db());
+            const auto rows =
+                q.Rows(absl::StrCat("SELECT value FROM counters WHERE name='", name, "'"));
+            return !rows.empty() && !rows[0].empty() && !rows[0][0].empty() &&
+                   cond(std::stoll(rows[0][0]));
+          } catch (const std::exception&) {
+            return false;  // not created yet, or busy
+          }
+        },
+        timeout);
+  }
+
   // A counter of the (only) run in the store.
   static int64_t Counter(StoreQuery& q, const std::string& name) {
     return q.Int(absl::StrCat("SELECT value FROM counters WHERE name='", name, "'"));
+  }
+
+  // The row-level checks (samples, stamps, orders tables) need every row
+  // stored. The store writer drops rows, and counts them, only when it falls
+  // more than a million samples behind; these tests' loads are far below that,
+  // so a non-zero count is a failure, not a reason to skip the checks.
+  static void ExpectStoreWriterKeptUp(StoreQuery& q) {
+    const int64_t samples = Counter(q, "samples_not_stored");
+    const int64_t stamps = Counter(q, "stamps_not_stored");
+    const int64_t orders = Counter(q, "orders_not_stored");
+    EXPECT_TRUE(samples == 0 && stamps == 0 && orders == 0)
+        << "the store writer fell behind: samples_not_stored " << samples
+        << ", stamps_not_stored " << stamps << ", orders_not_stored " << orders
+        << "; the row-level checks below cannot hold";
   }
 
   // Waits for every segment of the session to be gone.
@@ -151,9 +237,12 @@ class RelTest : public ::testing::Test {
         << ReadFile(log());
   }
 
+  // Destroyed in reverse order: the children die first, then the segments
+  // and the directory go.
   std::string session_;
+  SessionSegments segments_;
   TempDir dir_;
-  std::vector<pid_t> pids_;
+  Children children_;
 };
 
 // "key value" pairs of a producer's output, the last value of each key
