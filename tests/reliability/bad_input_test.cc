@@ -8,16 +8,31 @@
 // out-of-range and non-finite numbers, overlong names, bool flags with a value,
 // a store that is a directory, empty, truncated or in a missing directory,
 // archives that are empty, a directory, cut inside the header, or of a newer
-// format, output paths that cannot be written. Unreadable files cannot be made
-// for root (tests run as root in CI): those cases run only as non-root and say so.
+// format, output paths that cannot be written, files the program may not read.
+//
+// Unreadable files: root reads a file whatever its mode, and CI runs as root,
+// so as root the binary runs in a child that drops to `nobody` before exec
+// (setgroups, setgid, setuid); the file is root's with mode 0600 in a
+// directory that belongs to `nobody` (so that a file the binary wrongly
+// created would show). The child checks, before exec, that it cannot open the
+// file: the case fails if the privilege drop did not take. As non-root the
+// file is simply made mode 0000.
+//
+// The good store and archive every case refers to are made once per suite
+// (one collector replay), in a directory the cases never change.
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "tests/reliability/rel_fixture.h"
 
@@ -53,83 +68,183 @@ struct Result {
   std::string out, err;
 };
 
+// The account unreadable-file cases run as when the test runs as root:
+// `nobody` (65534 when the name is unknown).
+struct Account {
+  uid_t uid = 65534;
+  gid_t gid = 65534;
+};
+Account Nobody() {
+  Account a;
+  if (const passwd* pw = getpwnam("nobody"); pw != nullptr) {
+    a.uid = pw->pw_uid;
+    a.gid = pw->pw_gid;
+  }
+  return a;
+}
+
+// Who runs a case, and the file it must not be able to read.
+struct RunAs {
+  std::optional<Account> account;  // empty: this process's own user
+  std::string unreadable;          // checked unreadable before exec, when set
+};
+
+// Writes `msg` and errno's text to fd 2 and exits 125; between fork and exec.
+[[noreturn]] void ChildFail(const char* msg) {
+  const char* e = std::strerror(errno);
+  (void)!write(2, msg, std::strlen(msg));
+  (void)!write(2, ": ", 2);
+  (void)!write(2, e, std::strlen(e));
+  (void)!write(2, "\n", 1);
+  _exit(125);
+}
+
+// Runs `program` with `args` in `cwd`, stdout and stderr to `logs`/out and
+// `logs`/err; as `as.account` when set.
+Result RunProgram(const std::string& program, const std::vector<std::string>& args,
+                  const std::string& logs, const RunAs& as = {}) {
+  const std::string out_path = logs + "/out", err_path = logs + "/err";
+  std::vector<char*> argv = {const_cast<char*>(program.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    collect::testing::BecomeTestChild(parent);
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    dup2(err, 2);
+    // Run in the logs dir: a relative file created by mistake would not hide in data/.
+    if (chdir(logs.c_str()) != 0) ChildFail("chdir");
+    if (as.account.has_value()) {
+      if (setgroups(0, nullptr) != 0) ChildFail("setgroups");
+      if (setgid(as.account->gid) != 0) ChildFail("setgid");
+      if (setuid(as.account->uid) != 0) ChildFail("setuid");
+    }
+    if (!as.unreadable.empty()) {
+      const int fd = open(as.unreadable.c_str(), O_RDONLY);
+      if (fd >= 0) {
+        errno = 0;
+        ChildFail("test setup: the file meant to be unreadable can be read");
+      }
+      if (errno != EACCES) ChildFail("test setup: the unreadable file cannot be reached");
+    }
+    execv(program.c_str(), argv.data());
+    ChildFail("execv");
+  }
+  if (pid > 0) setpgid(pid, pid);
+  Result r;
+  r.code = WaitExit(pid, 60s);
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+// The files every case refers to, made once for the suite: a real store and a
+// real raw archive (written by the collector itself) and broken variants.
+struct SuiteData {
+  TempDir dir;
+  std::string data, archive, store, truncated_store, empty, subdir, short_archive, newer_archive,
+      missing_dir_file;
+  std::string error;  // why the data could not be made, or ""
+};
+
 class BadInputTest : public RelTest {
  protected:
   BadInputTest() : RelTest("badin") {}
 
-  void SetUp() override {
-    data_ = dir_.File("data");
-    logs_ = dir_.File("logs");
-    fs::create_directory(data_);
-    fs::create_directory(logs_);
-    // A real store and a real raw archive, written by the collector itself.
+  static void SetUpTestSuite() {
+    suite_ = new SuiteData;
+    SuiteData& d = *suite_;
+    d.data = d.dir.File("data");
+    const std::string logs = d.dir.File("logs");
+    fs::create_directory(d.data);
+    fs::create_directory(logs);
     collect::testing::ArchiveBuilder b;
     b.Process(1, {"a", "b"});
     for (uint64_t id = 1; id <= 50; ++id) {
       b.Records(1, {collect::testing::Stamp(0, id, id * 1000),
                     collect::testing::Stamp(1, id, id * 1000 + 250)});
     }
-    archive_ = data_ + "/good.raw";
-    b.Write(archive_);
-    store_ = data_ + "/good.db";
-    const Result r = Run(kCollector, {"--replay", archive_, "--db", store_, "--pipeline", "a,b"});
-    ASSERT_EQ(r.code, 0) << r.err;
-    const std::string store_bytes = ReadFile(store_);
-    ASSERT_GT(store_bytes.size(), 8192u);
-    truncated_store_ = data_ + "/truncated.db";
-    std::ofstream(truncated_store_, std::ios::binary) << store_bytes.substr(0, store_bytes.size() / 2);
-    empty_ = data_ + "/empty";
-    std::ofstream(empty_, std::ios::binary).flush();
-    subdir_ = data_ + "/adir";
-    fs::create_directory(subdir_);
-    const std::string archive_bytes = ReadFile(archive_);
-    short_archive_ = data_ + "/short.raw";
-    std::ofstream(short_archive_, std::ios::binary) << archive_bytes.substr(0, 20);
-    newer_archive_ = data_ + "/newer.raw";
+    d.archive = d.data + "/good.raw";
+    b.Write(d.archive);
+    d.store = d.data + "/good.db";
+    const Result r =
+        RunProgram(kCollector, {"--replay", d.archive, "--db", d.store, "--pipeline", "a,b"}, logs);
+    fs::remove_all(logs);
+    const std::string store_bytes = ReadFile(d.store);
+    if (r.code != 0 || store_bytes.size() <= 8192) {
+      d.error = absl::StrCat("the collector could not make the good store (exit ", r.code,
+                             ", ", store_bytes.size(), " bytes): ", r.err);
+      return;
+    }
+    d.truncated_store = d.data + "/truncated.db";
+    std::ofstream(d.truncated_store, std::ios::binary)
+        << store_bytes.substr(0, store_bytes.size() / 2);
+    d.empty = d.data + "/empty";
+    std::ofstream(d.empty, std::ios::binary).flush();
+    d.subdir = d.data + "/adir";
+    fs::create_directory(d.subdir);
+    const std::string archive_bytes = ReadFile(d.archive);
+    d.short_archive = d.data + "/short.raw";
+    std::ofstream(d.short_archive, std::ios::binary) << archive_bytes.substr(0, 20);
+    d.newer_archive = d.data + "/newer.raw";
     std::string newer = archive_bytes;
     newer[8] = 2;  // format version 2
-    std::ofstream(newer_archive_, std::ios::binary) << newer;
-    missing_dir_file_ = data_ + "/no/such/dir/x";
+    std::ofstream(d.newer_archive, std::ios::binary) << newer;
+    d.missing_dir_file = d.data + "/no/such/dir/x";
+  }
+  static void TearDownTestSuite() {
+    delete suite_;
+    suite_ = nullptr;
   }
 
-  // Runs `program` with `args`; stdout and stderr captured apart.
-  Result Run(const std::string& program, const std::vector<std::string>& args) {
-    const std::string out_path = logs_ + "/out", err_path = logs_ + "/err";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(out, 1);
-      dup2(err, 2);
-      // Run in the logs dir: a relative file created by mistake would not hide in data/.
-      if (chdir(logs_.c_str()) != 0) _exit(126);
-      std::vector<char*> argv = {const_cast<char*>(program.c_str())};
-      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(program.c_str(), argv.data());
-      _exit(127);
-    }
-    Result r;
-    r.code = WaitExit(pid, 60s);
-    r.out = ReadFile(out_path);
-    r.err = ReadFile(err_path);
-    return r;
+  void SetUp() override {
+    ASSERT_NE(suite_, nullptr);
+    ASSERT_EQ(suite_->error, "");
+    data_ = suite_->data;
+    archive_ = suite_->archive;
+    store_ = suite_->store;
+    truncated_store_ = suite_->truncated_store;
+    empty_ = suite_->empty;
+    subdir_ = suite_->subdir;
+    short_archive_ = suite_->short_archive;
+    newer_archive_ = suite_->newer_archive;
+    missing_dir_file_ = suite_->missing_dir_file;
+    logs_ = dir_.File("logs");
+    fs::create_directory(logs_);
+  }
+
+  Result Run(const std::string& program, const std::vector<std::string>& args,
+             const RunAs& as = {}) {
+    return RunProgram(program, args, logs_, as);
   }
 
   // `args` fails with `code`, one stderr line starting with `prefix`, empty
-  // stdout, and data/ exactly as before (bytes, mtimes, no new file).
+  // stdout, and `watched` (default data/) exactly as before (bytes, mtimes,
+  // no new file).
   void ExpectRefused(const std::string& program, const std::string& prefix,
-                     const std::vector<std::string>& args, int code) {
+                     const std::vector<std::string>& args, int code, const RunAs& as = {},
+                     const std::string& watched = "") {
+    const std::string root = watched.empty() ? data_ : watched;
     std::string what;
     for (const std::string& a : args) what += " '" + a + "'";
-    const auto before = SnapshotTree(data_);
-    const Result r = Run(program, args);
+    const auto before = SnapshotTree(root);
+    const Result r = Run(program, args, as);
     ++cases_;
+    if (!as.unreadable.empty()) {
+      EXPECT_NE(r.err.find(as.unreadable), std::string::npos)
+          << what << ": the error does not name the unreadable file\n"
+          << r.err;
+      absl::PrintF("unreadable %s, run as uid %d: exit %d, %s", as.unreadable,
+                   as.account.has_value() ? int(as.account->uid) : int(geteuid()), r.code, r.err);
+    }
     EXPECT_EQ(r.code, code) << what << "\n" << r.err;
     EXPECT_EQ(r.out, "") << what;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << "\n" << r.err;
     EXPECT_EQ(r.err.rfind(prefix, 0), 0u) << what << "\n" << r.err;
-    const auto after = SnapshotTree(data_);
+    const auto after = SnapshotTree(root);
     EXPECT_TRUE(before == after) << "files created or changed by" << what;
     if (before != after) {
       for (const auto& [path, st] : after) {
@@ -142,17 +257,48 @@ class BadInputTest : public RelTest {
     EXPECT_EQ(std::distance(fs::directory_iterator(logs_), fs::directory_iterator()), 2) << what;
   }
 
-  void Collector(const std::vector<std::string>& args, int code) {
-    ExpectRefused(kCollector, "ticktrace-collector: ", args, code);
+  void Collector(const std::vector<std::string>& args, int code, const RunAs& as = {},
+                 const std::string& watched = "") {
+    ExpectRefused(kCollector, "ticktrace-collector: ", args, code, as, watched);
   }
-  void Viewer(const std::vector<std::string>& args, int code) {
-    ExpectRefused(TICKTRACE_VIEW_BIN, "ticktrace-view: ", args, code);
+  void Viewer(const std::vector<std::string>& args, int code, const RunAs& as = {},
+              const std::string& watched = "") {
+    ExpectRefused(TICKTRACE_VIEW_BIN, "ticktrace-view: ", args, code, as, watched);
   }
   // A live collector run of 0.1 s on this test's session, storing into `db`.
   std::vector<std::string> Live(const std::string& db) {
     return {"--session", session_, "--tsc-hz", "2e9", "--duration-s", "0.1", "--db", db};
   }
 
+  // A directory the binary may write to, holding a copy of `source` that it
+  // may not read: as root, the directory is nobody's (mode 0755) and the copy
+  // root's with mode 0600, and the binary runs as nobody; otherwise the copy
+  // has mode 0000. The test's temp dir is opened for traversal (0711).
+  struct Unreadable {
+    std::string dir, file;
+    RunAs as;
+  };
+  Unreadable MakeUnreadable(const std::string& source, const std::string& name) {
+    Unreadable u;
+    u.dir = dir_.File("unreadable");
+    u.file = u.dir + "/" + name;
+    fs::create_directory(u.dir);
+    fs::copy_file(source, u.file);
+    EXPECT_EQ(chmod(dir_.path().c_str(), 0711), 0);
+    if (geteuid() == 0) {
+      const Account nobody = Nobody();
+      EXPECT_EQ(chown(u.dir.c_str(), nobody.uid, nobody.gid), 0) << std::strerror(errno);
+      EXPECT_EQ(chmod(u.dir.c_str(), 0755), 0);
+      EXPECT_EQ(chmod(u.file.c_str(), 0600), 0);
+      u.as.account = nobody;
+    } else {
+      EXPECT_EQ(chmod(u.file.c_str(), 0), 0);
+    }
+    u.as.unreadable = u.file;
+    return u;
+  }
+
+  static inline SuiteData* suite_ = nullptr;
   std::string data_, logs_, archive_, store_, truncated_store_, empty_, subdir_, short_archive_,
       newer_archive_, missing_dir_file_;
   int cases_ = 0;
@@ -211,15 +357,14 @@ TEST_F(BadInputTest, CollectorBadStoreFilesAreRuntimeErrors) {
   for (const std::string& db : {subdir_, truncated_store_, missing_dir_file_}) {
     Collector({"--replay", archive_, "--db", db}, 1);
   }
-  if (geteuid() == 0) {
-    std::printf("unreadable store: skipped, root reads files whatever their mode\n");
-  } else {
-    const std::string locked = data_ + "/locked.db";
-    fs::copy_file(store_, locked);
-    chmod(locked.c_str(), 0);
-    Collector(Live(locked), 1);
-    chmod(locked.c_str(), 0600);
-  }
+  // A store it may not read (as nobody when the test runs as root).
+  const Unreadable locked = MakeUnreadable(store_, "locked.db");
+  Collector(Live(locked.file), 1, locked.as, locked.dir);
+  // Replay into it, from an archive it may read.
+  const std::string readable_archive = locked.dir + "/good.raw";
+  fs::copy_file(archive_, readable_archive);
+  chmod(readable_archive.c_str(), 0644);
+  Collector({"--replay", readable_archive, "--db", locked.file}, 1, locked.as, locked.dir);
   absl::PrintF("FIGURE bad_input collector store files: %d cases\n", cases_);
 }
 
@@ -236,15 +381,11 @@ TEST_F(BadInputTest, CollectorBadArchivesAreRuntimeErrors) {
        {empty_, subdir_, short_archive_, newer_archive_, store_, missing_dir_file_}) {
     Collector({"--replay", archive, "--db", db}, 1);
   }
-  if (geteuid() == 0) {
-    std::printf("unreadable archive: skipped, root reads files whatever their mode\n");
-  } else {
-    const std::string locked = data_ + "/locked.raw";
-    fs::copy_file(archive_, locked);
-    chmod(locked.c_str(), 0);
-    Collector({"--replay", locked, "--db", db}, 1);
-    chmod(locked.c_str(), 0600);
-  }
+  // An archive it may not read; the store would go beside it (a writable
+  // directory), and must not be created.
+  const Unreadable locked = MakeUnreadable(archive_, "locked.raw");
+  Collector({"--replay", locked.file, "--db", locked.dir + "/replayed.db"}, 1, locked.as,
+            locked.dir);
   // A raw archive that cannot be created: the store is not created either.
   // (A --raw in a missing directory: CollectorRawInAMissingDirectoryCreatesNoStore.)
   Collector({"--raw", subdir_, "--db", db, "--session", session_, "--tsc-hz", "2e9",
@@ -271,15 +412,10 @@ TEST_F(BadInputTest, ViewerBadFilesAreRuntimeErrors) {
     Viewer({"summary", "--db", db}, 1);
     Viewer({"runs", "--db", db}, 1);
   }
-  if (geteuid() == 0) {
-    std::printf("unreadable store: skipped, root reads files whatever their mode\n");
-  } else {
-    const std::string locked = data_ + "/locked.db";
-    fs::copy_file(store_, locked);
-    chmod(locked.c_str(), 0);
-    Viewer({"summary", "--db", locked}, 1);
-    chmod(locked.c_str(), 0600);
-  }
+  // A store it may not read.
+  const Unreadable locked = MakeUnreadable(store_, "locked.db");
+  Viewer({"summary", "--db", locked.file}, 1, locked.as, locked.dir);
+  Viewer({"runs", "--db", locked.file}, 1, locked.as, locked.dir);
   // Well-formed values naming nothing in the store.
   Viewer({"summary", "--db", store_, "--run", "0"}, 1);
   // Export targets that cannot be written.
