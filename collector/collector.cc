@@ -23,9 +23,11 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "collector/analyzer.h"
 #include "collector/archive.h"
+#include "collector/core_skew.h"
 #include "collector/drainer.h"
 #include "collector/journal.h"
 #include "collector/report.h"
@@ -150,6 +152,37 @@ AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
   return s;
 }
 
+// Measures every allowed core's TSC offset against the first (ping-pong,
+// collector/core_skew.h) into r->cores, and says what it found as one
+// environment note per core. A failed measurement is a warning, not an error:
+// the run goes on with cross-core samples of unknown uncertainty.
+void MeasureCores(RunInfo* r) {
+  const std::vector<int> cpus = AllowedCpus();
+  if (cpus.size() < 2) return;
+  absl::StatusOr<std::vector<CoreOffset>> offsets = MeasureCoreOffsets(cpus);
+  if (!offsets.ok()) {
+    r->environment.push_back(EnvironmentNote{
+        "core_skew", "not measured", std::string(offsets.status().message()), true});
+    return;
+  }
+  const double ns_per_tick = 1e9 / r->tsc_hz;
+  const int64_t now = RealtimeNowNs();
+  for (const CoreOffset& c : *offsets) {
+    r->cores.push_back(CoreSkew{c.cpu, c.offset_ticks * ns_per_tick, c.bound_ticks * ns_per_tick,
+                                c.consistent, now});
+    if (c.cpu == cpus.front()) continue;
+    r->environment.push_back(EnvironmentNote{
+        absl::StrCat("core ", c.cpu),
+        absl::StrFormat("%+.1f ns +- %.1f ns against cpu %d", c.offset_ticks * ns_per_tick,
+                        c.bound_ticks * ns_per_tick, cpus.front()),
+        c.consistent ? "TSC offset measured by ping-pong: a difference between stamps on this "
+                       "core and the reference is uncertain by this bound plus the other core's"
+                     : "the ping-pong rounds disagree: this core's counter is not a constant "
+                       "offset from the reference's; cross-core differences are not trustworthy",
+        !c.consistent});
+  }
+}
+
 // Calibrates (or takes --tsc-hz) and probes the environment.
 absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   RunInfo r;
@@ -196,6 +229,7 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   for (const EnvironmentFinding& f : env.findings) {
     r.environment.push_back(EnvironmentNote{f.name, f.value, f.meaning, f.is_warning});
   }
+  MeasureCores(&r);
   return r;
 }
 

@@ -49,6 +49,14 @@ std::string RunInfo::ToJson() const {
   if (spread_ppm) j["spread_ppm"] = *spread_ppm;
   if (kernel_tsc_hz) j["kernel_tsc_hz"] = *kernel_tsc_hz;
   if (tsc_step_ns) j["tsc_step_ns"] = *tsc_step_ns;
+  if (!cores.empty()) {
+    json a = json::array();
+    for (const CoreSkew& c : cores) {
+      a.push_back({{"cpu", c.cpu}, {"offset_ns", c.offset_ns}, {"bound_ns", c.bound_ns},
+                   {"consistent", c.consistent}, {"measured_at_utc_ns", c.measured_at_utc_ns}});
+    }
+    j["cores"] = a;
+  }
   return j.dump();
 }
 
@@ -78,6 +86,20 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
         n.meaning = e.value("meaning", "");
         n.warning = e.value("warning", false);
         r.environment.push_back(std::move(n));
+      }
+    }
+    if (j.contains("cores") && j["cores"].is_array()) {
+      for (const json& c : j["cores"]) {
+        CoreSkew k;
+        k.cpu = c.at("cpu").get<int>();
+        k.offset_ns = c.at("offset_ns").get<double>();
+        k.bound_ns = c.at("bound_ns").get<double>();
+        k.consistent = c.value("consistent", true);
+        k.measured_at_utc_ns = c.value("measured_at_utc_ns", int64_t{0});
+        if (k.cpu < 0 || !std::isfinite(k.offset_ns) || !(k.bound_ns >= 0)) {
+          return absl::InvalidArgumentError("run info: impossible core offset");
+        }
+        r.cores.push_back(k);
       }
     }
     if (j.contains("settings") && j["settings"].is_object()) {

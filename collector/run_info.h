@@ -22,6 +22,16 @@ struct EnvironmentNote {
   bool warning = false;
 };
 
+// One core's TSC against the reference core's, measured by ping-pong at the
+// start of the run (collector/core_skew.h). The reference core has 0 and 0.
+struct CoreSkew {
+  int cpu = 0;
+  double offset_ns = 0;  // this core's TSC minus the reference core's
+  double bound_ns = 0;   // the true offset is within offset_ns +- bound_ns
+  bool consistent = true;
+  int64_t measured_at_utc_ns = 0;
+};
+
 struct RunInfo {
   std::string session;
   std::string host;
@@ -38,6 +48,7 @@ struct RunInfo {
   uint64_t anchor_tsc = 0;
   int64_t anchor_utc_ns = 0;
   std::vector<EnvironmentNote> environment;
+  std::vector<CoreSkew> cores;  // empty: not measured (one core, replay of an old archive)
   // Settings.
   std::vector<std::string> pipeline;  // declared; empty: learned
   int64_t order_timeout_ms = 1000;
