@@ -176,7 +176,7 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
   SlotTrack& t = s.slots[slot];
   if (t.corrupt) return 0;
   const std::optional<uint64_t> high_water = t.high_water;
-  {
+  while (true) {
     buffer_.clear();
     uint64_t generation = 0;
     absl::StatusOr<uint64_t> end =
@@ -195,7 +195,17 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
     if (high_water.has_value() && *high_water > first) {
       skip = static_cast<size_t>(std::min<uint64_t>(*high_water - first, n));
     }
-    if (skip < n) {
+    if (skip == n) {
+      // The whole batch is in the journal already, so it is durable: consume
+      // it now and look again. Left for CommitPass() it would never be
+      // committed when nothing else in the pass makes a chunk (a pass without
+      // chunks is idle and commits nothing), and each pass would peek the same
+      // batch: the ring, and a stopping collector, would never get past it.
+      // Bounded: each round moves read_index towards the mark.
+      s.reader->Commit(slot, *end);
+      continue;
+    }
+    {
       // The generation is read after the copy: unconsumed records keep the
       // slot from being re-claimed, so they all belong to this generation.
       // The slot's line 0 (tid, name) is read only when a new owner appears.

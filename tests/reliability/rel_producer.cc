@@ -6,8 +6,11 @@
 //   base + (t << 32) + 1 .. + N (N = --orders, 0: forever), sleeping --pace-us
 //   every --pace-every orders (0: full speed). After each stamp returns, the
 //   thread stores how many records it attempted into the 8-byte cell t of
-//   the --progress file (mmap). At exit each thread prints
-//   "thread <t> tid <tid> attempted <n>" and the process "elapsed_ns <ns>".
+//   the --progress file (mmap). SIGTERM ends every thread's loop after its
+//   current order (--orders 0 and SIGTERM: run at full speed until told to
+//   stop). At exit each thread prints "thread <t> tid <tid> attempted <n>"
+//   and the process "elapsed_ns <ns>"; with --hold 1 the process then stays
+//   (alive, segment in place) until SIGTERM.
 // churn: --waves W of --threads T threads each, all alive at once (a barrier),
 //   each stamping --records R records (R-1 with tags a/b, the last one with a
 //   tag that found the tag table full), then exiting; --gap-ms between waves.
@@ -16,6 +19,7 @@
 //   "tags_constructed <n>", "rejected_tag_id <id>".
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -56,6 +60,10 @@ int64_t MonoNs() {
 
 std::mutex g_print_mu;
 
+// Set by SIGTERM. Relaxed: a flag polled once per order; nothing is published through it.
+std::atomic<bool> g_stop{false};
+extern "C" void OnTerm(int) { g_stop.store(true, std::memory_order_relaxed); }
+
 // The 8-byte progress cells of `threads` threads, or null without --progress.
 std::atomic<uint64_t>* MapProgress(uint32_t threads) {
   const std::string path = Arg("progress");
@@ -77,11 +85,16 @@ int Seq() {
   std::atomic<uint64_t>* progress = MapProgress(threads);
   static ticktrace::Tag a("a");
   static ticktrace::Tag b("b");
+  struct sigaction sa = {};
+  sa.sa_handler = OnTerm;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
   const int64_t start_ns = MonoNs();
   auto body = [&](uint32_t t) {
     uint64_t attempted = 0;
     const uint64_t first = base + (uint64_t{t} << 32);
-    for (uint64_t i = 1; orders == 0 || i <= orders; ++i) {
+    for (uint64_t i = 1; (orders == 0 || i <= orders) && !g_stop.load(std::memory_order_relaxed);
+         ++i) {
       ticktrace::stamp(a, first + i);
       ++attempted;
       // Relaxed is enough: the reader (the test) looks only after this process is dead.
@@ -101,6 +114,9 @@ int Seq() {
   for (std::thread& th : pool) th.join();
   std::printf("elapsed_ns %lld\n", static_cast<long long>(MonoNs() - start_ns));
   std::fflush(stdout);
+  if (Num("hold") != 0) {
+    while (!g_stop.load(std::memory_order_relaxed)) usleep(10000);
+  }
   return 0;
 }
 
