@@ -204,6 +204,15 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
                           absl::StrCat("calibration failed: ", c.status().message()));
     }
     cal = *c;
+    if (cal.source == "cpuid-0x15") {
+      // CPUID's crystal ratio is exact only if the platform told it the truth
+      // (hypervisors and some boards do not): compare with a short measurement.
+      CalibrationOptions check;
+      check.allow_cpuid = false;
+      check.rounds = 3;
+      check.baseline_ms = 50;
+      if (absl::StatusOr<Calibration> m = Calibrate(check); m.ok()) r.measured_tsc_hz = m->tsc_hz;
+    }
   }
   r.tsc_hz = cal.tsc_hz;
   r.calibration_source = cal.source;

@@ -49,6 +49,7 @@ std::string RunInfo::ToJson() const {
   if (spread_ppm) j["spread_ppm"] = *spread_ppm;
   if (kernel_tsc_hz) j["kernel_tsc_hz"] = *kernel_tsc_hz;
   if (tsc_step_ns) j["tsc_step_ns"] = *tsc_step_ns;
+  if (measured_tsc_hz) j["measured_tsc_hz"] = *measured_tsc_hz;
   if (!cores.empty()) {
     json a = json::array();
     for (const CoreSkew& c : cores) {
@@ -78,6 +79,7 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
     if (j.contains("spread_ppm")) r.spread_ppm = j["spread_ppm"].get<double>();
     if (j.contains("kernel_tsc_hz")) r.kernel_tsc_hz = j["kernel_tsc_hz"].get<double>();
     if (j.contains("tsc_step_ns")) r.tsc_step_ns = j["tsc_step_ns"].get<double>();
+    if (j.contains("measured_tsc_hz")) r.measured_tsc_hz = j["measured_tsc_hz"].get<double>();
     if (j.contains("environment") && j["environment"].is_array()) {
       for (const json& e : j["environment"]) {
         EnvironmentNote n;

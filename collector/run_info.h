@@ -45,6 +45,9 @@ struct RunInfo {
   std::optional<double> kernel_tsc_hz;
   std::string kernel_source;
   std::optional<double> tsc_step_ns;
+  // A frequency from CPUID 0x15 checked against a short self-calibration
+  // (CLOCK_MONOTONIC_RAW); unset for other sources.
+  std::optional<double> measured_tsc_hz;
   uint64_t anchor_tsc = 0;
   int64_t anchor_utc_ns = 0;
   std::vector<EnvironmentNote> environment;
