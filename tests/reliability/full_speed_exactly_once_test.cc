@@ -59,7 +59,11 @@ TEST_F(FullSpeedTest, KilledCollectorAtFullSpeedLosesAndDuplicatesNothing) {
   constexpr uint64_t kRing = 4096;
   const int kKills = 4 * Scale();
   std::mt19937_64 rng(Seed());
-  const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "300"};
+  // An order timeout far longer than a restart takes: an order whose first
+  // stamp the killed collector journaled and whose second is still in the
+  // ring must not time out across the restart (docs/reliability.md, open
+  // questions: the stream clock jumps over the downtime).
+  const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "10000"};
 
   std::vector<Producer> producers(kProducers);
   for (int i = 0; i < kProducers; ++i) {
@@ -195,6 +199,12 @@ TEST_F(FullSpeedTest, KilledCollectorAtFullSpeedLosesAndDuplicatesNothing) {
       << "orders and stamps disagree";
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM processes WHERE exited_utc_ns IS NULL"), 0);
   EXPECT_FALSE(FileExists(db() + ".ttjournal")) << "journal left after a clean end";
+  if (HasFailure()) {
+    for (const auto& row : q.Rows("SELECT name, value FROM counters ORDER BY name")) {
+      absl::PrintF("  counter %s %s\n", row[0], row[1]);
+    }
+    absl::PrintF("%s", ReadFile(log()));
+  }
   absl::PrintF("FIGURE full_speed: %llu kills with producers running, rings %zu x %llu records, "
               "attempted %llu = drained %lld + dropped %lld, unaccounted %lld, "
               "duplicates_skipped %lld, stored twice %lld\n",
