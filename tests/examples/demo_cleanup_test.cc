@@ -14,25 +14,42 @@ namespace ticktrace::examples {
 namespace {
 
 using ::ticktrace::examples::testing::DemoTest;
+using ::ticktrace::examples::testing::PollUntil;
 using ::ticktrace::examples::testing::ProcessesWithArgument;
 using ::ticktrace::examples::testing::RunProgram;
 using ::ticktrace::examples::testing::StartProgram;
+using ::ticktrace::examples::testing::TestChild;
+
+// The demo's pipeline runs: the feed, strategy and gateway carry the session
+// as an argument, and their queues and trace segments exist (three segments
+// and two queues, ticktrace-example.<session>.*; the collector's own segment
+// count is not relied on).
+bool PipelineRuns(const std::string& session) {
+  if (ProcessesWithArgument(session).size() < 3) return false;
+  size_t queues = 0, segments = 0;
+  for (const std::string& name : SessionShmEntries(session)) {
+    if (name.rfind("ticktrace-example.", 0) == 0) ++queues;
+    if (name.rfind("ticktrace.", 0) == 0) ++segments;
+  }
+  return queues >= 2 && segments >= 3;
+}
 
 TEST_F(DemoTest, CtrlCStopsEverythingAndLeavesNothing) {
   if (!NeedCollector()) GTEST_SKIP() << "ticktrace-collector is not built";
-  absl::StatusOr<Child> demo = StartProgram(
+  absl::StatusOr<TestChild> demo = StartProgram(
       "ticktrace-demo", DemoArgs({"--ticks", "10000000", "--rate", "10000", "--tsc-hz", "2e9"}),
       dir_, "demo");
   ASSERT_TRUE(demo.ok()) << demo.status();
-  // Interrupt once the feed runs (its queue exists and ticks flow).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline && !demo->Poll() &&
-         ReadFileOrEmpty(demo->log_path()).find("== running") == std::string::npos) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  // Interrupt once the pipeline runs (its programs, queues and segments exist).
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return demo->Poll() ||
+               (ReadFileOrEmpty(demo->log_path()).find("== running") != std::string::npos &&
+                PipelineRuns(session_));
+      },
+      std::chrono::seconds(60)))
+      << ReadFileOrEmpty(demo->log_path());
   ASSERT_FALSE(demo->Poll()) << ReadFileOrEmpty(demo->log_path());
-  EXPECT_FALSE(ProcessesWithArgument(session_).empty()) << "the pipeline should be running";
   demo->Signal(SIGINT);
   ASSERT_TRUE(demo->WaitFor(std::chrono::seconds(60))) << ReadFileOrEmpty(demo->log_path());
   EXPECT_EQ(demo->exit_code(), kDemoInterrupted) << ReadFileOrEmpty(demo->log_path());
@@ -42,30 +59,33 @@ TEST_F(DemoTest, CtrlCStopsEverythingAndLeavesNothing) {
 TEST_F(DemoTest, AKilledDemoTakesItsChildrenAlongAndTheNextDemoSweepsTheRest) {
   if (!NeedCollector()) GTEST_SKIP() << "ticktrace-collector is not built";
   // No --session: the demo names it demo-<time>-<its pid>, which the sweep recognises.
-  absl::StatusOr<Child> demo = StartProgram(
+  absl::StatusOr<TestChild> demo = StartProgram(
       "ticktrace-demo",
       {"--db", db_, "--bin-dir", testing::BinDir(), "--ticks", "10000000", "--tsc-hz", "2e9"},
       dir_, "demo");
   ASSERT_TRUE(demo.ok()) << demo.status();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline && !demo->Poll() &&
-         ReadFileOrEmpty(demo->log_path()).find("== running") == std::string::npos) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return demo->Poll() ||
+               ReadFileOrEmpty(demo->log_path()).find("session demo-") != std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << ReadFileOrEmpty(demo->log_path());
   const std::string log = ReadFileOrEmpty(demo->log_path());
   const size_t at = log.find("session demo-");
   ASSERT_NE(at, std::string::npos) << log;
-  session_ = log.substr(at + 8, log.find(',', at) - (at + 8));
+  SetSession(log.substr(at + 8, log.find(',', at) - (at + 8)));
   ASSERT_EQ(session_, absl::StrCat(session_.substr(0, session_.rfind('-')), "-", demo->pid()));
+  // Kill it once its pipeline runs.
+  ASSERT_TRUE(PollUntil([&] { return demo->Poll() || PipelineRuns(session_); },
+                        std::chrono::seconds(60)))
+      << ReadFileOrEmpty(demo->log_path());
+  ASSERT_FALSE(demo->Poll()) << ReadFileOrEmpty(demo->log_path());
   demo->Signal(SIGKILL);
   ASSERT_TRUE(demo->WaitFor(std::chrono::seconds(10)));
   // The children got SIGTERM from the kernel (parent-death signal) and stop.
-  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!ProcessesWithArgument(session_).empty() && std::chrono::steady_clock::now() < gone_by) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(ProcessesWithArgument(session_).empty());
+  EXPECT_TRUE(PollUntil([&] { return ProcessesWithArgument(session_).empty(); },
+                        std::chrono::seconds(30)));
   // What the next ticktrace-demo does first. A process that has just exited
   // may not be reaped yet (kill(pid, 0) still succeeds), and the sweep leaves
   // the segments of live pids alone: retry for a while.

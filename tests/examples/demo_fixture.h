@@ -1,5 +1,7 @@
 // The fixture shared by the demo tests: a temp dir, a fresh session and store,
-// a way to run ticktrace-demo, and the "nothing left behind" check.
+// a way to run ticktrace-demo, and the "nothing left behind" check. Whatever
+// the test did, its destructors kill what still runs in the session and
+// remove the session's /dev/shm entries and the temp dir.
 
 #ifndef TICKTRACE_TESTS_EXAMPLES_DEMO_FIXTURE_H_
 #define TICKTRACE_TESTS_EXAMPLES_DEMO_FIXTURE_H_
@@ -44,12 +46,17 @@ inline std::map<std::string, int64_t> QueryPairs(const std::string& db_path, con
 class DemoTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = MakeTempDir();
+    dir_ = temp_.path();
     ASSERT_FALSE(dir_.empty());
-    session_ = absl::StrCat("demo-test-", getpid(), "-", ++counter_);
+    SetSession(absl::StrCat("demo-test-", getpid(), "-", ++counter_));
     db_ = dir_ + "/demo.db";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The session the test's programs use; cleaned up at the end.
+  void SetSession(const std::string& session) {
+    session_ = session;
+    cleanup_.set_session(session);
+  }
 
   bool NeedCollector() const { return HaveProgram("ticktrace-collector"); }
 
@@ -68,6 +75,10 @@ class DemoTest : public ::testing::Test {
   }
 
   static inline int counter_ = 0;
+  // Destroyed in reverse order: the session's processes and segments go
+  // first, then the directory.
+  ScopedTempDir temp_;
+  ScopedSessionCleanup cleanup_;
   std::string dir_;
   std::string session_;
   std::string db_;

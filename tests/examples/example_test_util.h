@@ -1,21 +1,38 @@
 // Helpers shared by the example tests: run the built programs, find leftovers.
+//
+// Every program a test starts (TestChild) leads its own process group and has
+// SIGKILL as its parent-death signal, so a test binary that aborts (an ASan
+// report with abort_on_error) takes it along; a TestChild going out of scope
+// SIGKILLs its group and reaps it. Temporary directories (ScopedTempDir) and
+// a session's /dev/shm entries (ScopedSessionShm) are removed by destructors,
+// so a failed ASSERT cannot leave them behind.
 
 #ifndef TICKTRACE_TESTS_EXAMPLES_EXAMPLE_TEST_UTIL_H_
 #define TICKTRACE_TESTS_EXAMPLES_EXAMPLE_TEST_UTIL_H_
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "child_process.h"
+#include "demo_runner.h"
 
 namespace ticktrace::examples::testing {
 
@@ -26,23 +43,137 @@ inline bool HaveProgram(const std::string& name) {
   return access((BinDir() + "/" + name).c_str(), X_OK) == 0;
 }
 
-// A fresh directory under /tmp, removed by the caller.
-inline std::string MakeTempDir() {
-  char tmpl[] = "/tmp/ticktrace-example-test.XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  return dir != nullptr ? std::string(dir) : std::string();
-}
+// A fresh directory under /tmp, removed (with its content) on destruction.
+class ScopedTempDir {
+ public:
+  ScopedTempDir() {
+    char tmpl[] = "/tmp/ticktrace-example-test.XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (dir != nullptr) path_ = dir;
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  ~ScopedTempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  // "" when mkdtemp failed.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A program started by a test; see the file comment. Move-only.
+class TestChild {
+ public:
+  // Forks and execs `path` with `args`; stdout and stderr to `log_path`
+  // (truncated), stdin from /dev/null. Errors: the log file or fork failed.
+  // REQUIRES: called from the test's main thread (the parent-death signal
+  // follows the thread that forked).
+  static absl::StatusOr<TestChild> Spawn(const std::string& path,
+                                         const std::vector<std::string>& args,
+                                         const std::string& log_path) {
+    const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (log_fd < 0) {
+      return absl::InternalError(absl::StrCat("cannot create ", log_path, ": ", std::strerror(errno)));
+    }
+    const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    std::vector<std::string> storage = {path};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      const int err = errno;
+      close(log_fd);
+      if (null_fd >= 0) close(null_fd);
+      return absl::InternalError(absl::StrCat("fork: ", std::strerror(err)));
+    }
+    if (pid == 0) {
+      // Only async-signal-safe calls until exec.
+      setpgid(0, 0);
+      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(126);
+      if (getppid() != parent) _exit(126);  // the test died before prctl took effect
+      if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) _exit(126);
+      if (null_fd >= 0) dup2(null_fd, 0);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      execv(path.c_str(), argv.data());
+      _exit(127);
+    }
+    setpgid(pid, pid);  // also here: the group exists before anyone signals it
+    close(log_fd);
+    if (null_fd >= 0) close(null_fd);
+    return TestChild(pid, log_path);
+  }
+
+  TestChild(TestChild&& o) noexcept
+      : pid_(std::exchange(o.pid_, -1)),
+        log_path_(std::move(o.log_path_)),
+        exited_(o.exited_),
+        exit_code_(o.exit_code_) {}
+  TestChild& operator=(TestChild&&) = delete;
+  TestChild(const TestChild&) = delete;
+  ~TestChild() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);  // the group: whatever the program started in it too
+    if (!exited_) {
+      kill(pid_, SIGKILL);
+      int status = 0;
+      waitpid(pid_, &status, 0);
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  const std::string& log_path() const { return log_path_; }
+
+  // Reaps the child if it has exited (non-blocking). True once exited.
+  bool Poll() {
+    if (exited_) return true;
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exited_ = true;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    } else if (r < 0 && errno == ECHILD) {
+      exited_ = true;
+      exit_code_ = 255;
+    }
+    return exited_;
+  }
+  // Polls every 10 ms until the child exits or `timeout` passes. Returns exited.
+  bool WaitFor(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!Poll() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return exited_;
+  }
+  // REQUIRES: Poll() or WaitFor() returned true. Exit code, or 128 + signal.
+  int exit_code() const { return exit_code_; }
+  // Sends `signo` to the child (not its group) while it runs.
+  void Signal(int signo) const {
+    if (!exited_) kill(pid_, signo);
+  }
+
+ private:
+  TestChild(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
+
+  pid_t pid_;
+  std::string log_path_;
+  bool exited_ = false;
+  int exit_code_ = 0;
+};
 
 // Starts <build>/bin/<program> with `args`; output to <log_dir>/<tag>.log.
-inline absl::StatusOr<Child> StartProgram(const std::string& program,
-                                          const std::vector<std::string>& args,
-                                          const std::string& log_dir, const std::string& tag) {
-  ChildSpec spec;
-  spec.name = tag;
-  spec.path = BinDir() + "/" + program;
-  spec.args = args;
-  spec.log_path = log_dir + "/" + tag + ".log";
-  return Child::Spawn(spec);
+inline absl::StatusOr<TestChild> StartProgram(const std::string& program,
+                                              const std::vector<std::string>& args,
+                                              const std::string& log_dir, const std::string& tag) {
+  return TestChild::Spawn(BinDir() + "/" + program, args, log_dir + "/" + tag + ".log");
 }
 
 struct ProgramResult {
@@ -55,7 +186,7 @@ inline ProgramResult RunProgram(const std::string& program, const std::vector<st
                                 const std::string& log_dir, const std::string& tag,
                                 std::chrono::milliseconds timeout) {
   ProgramResult r;
-  absl::StatusOr<Child> child = StartProgram(program, args, log_dir, tag);
+  absl::StatusOr<TestChild> child = StartProgram(program, args, log_dir, tag);
   if (!child.ok()) {
     r.output = std::string(child.status().message());
     return r;
@@ -93,6 +224,39 @@ inline std::vector<pid_t> ProcessesWithArgument(const std::string& needle) {
   closedir(proc);
   return pids;
 }
+
+// Polls `cond` every 10 ms until it holds or `timeout` passes; returns it.
+template <typename Cond>
+bool PollUntil(Cond cond, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// On destruction: SIGKILLs every process that carries the session name as an
+// argument (what a test's program started, e.g. the demo's pipeline, which
+// runs in process groups of its own), then removes the session's /dev/shm
+// entries. The session name is unique to the test, so nothing else matches.
+class ScopedSessionCleanup {
+ public:
+  ScopedSessionCleanup() = default;
+  ScopedSessionCleanup(const ScopedSessionCleanup&) = delete;
+  ScopedSessionCleanup& operator=(const ScopedSessionCleanup&) = delete;
+  ~ScopedSessionCleanup() { Run(); }
+  void set_session(std::string session) { session_ = std::move(session); }
+  void Run() const {
+    if (session_.empty()) return;
+    for (pid_t pid : ProcessesWithArgument(session_)) kill(pid, SIGKILL);
+    PollUntil([&] { return ProcessesWithArgument(session_).empty(); }, std::chrono::seconds(10));
+    for (const std::string& name : SessionShmEntries(session_)) shm_unlink(name.c_str());
+  }
+
+ private:
+  std::string session_;
+};
 
 }  // namespace ticktrace::examples::testing
 

@@ -17,32 +17,43 @@
 namespace ticktrace::examples {
 namespace {
 
-using ::ticktrace::examples::testing::MakeTempDir;
+using ::ticktrace::examples::testing::PollUntil;
 using ::ticktrace::examples::testing::RunProgram;
+using ::ticktrace::examples::testing::ScopedSessionCleanup;
+using ::ticktrace::examples::testing::ScopedTempDir;
 using ::ticktrace::examples::testing::StartProgram;
+
+// Whether process `pid` maps the shared-memory object `name`.
+bool Maps(pid_t pid, const std::string& name) {
+  return ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/maps")).find("/dev/shm/" + name) !=
+         std::string::npos;
+}
 
 class PipelineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    log_dir_ = MakeTempDir();
+    log_dir_ = temp_.path();
     ASSERT_FALSE(log_dir_.empty());
     session_ = absl::StrCat("pipeline-test-", getpid(), "-", ++counter_);
+    cleanup_.set_session(session_);
   }
   void TearDown() override {
-    // No collector ran: the trace segments are ours to remove. The example's
-    // queues must already be gone; report them if not.
+    // The example's queues must already be gone; report them if not (the
+    // trace segments stay: no collector ran). cleanup_ removes both.
     for (const std::string& name : SessionShmEntries(session_)) {
       EXPECT_EQ(name.rfind("ticktrace-example.", 0), std::string::npos)
           << "queue left behind: " << name;
-      shm_unlink(name.c_str());
     }
-    std::filesystem::remove_all(log_dir_);
   }
   std::vector<std::string> Stage(uint64_t work_ns) const {
     return {"--session", session_, "--work-ns", absl::StrCat(work_ns), "--tsc-hz", "2.6e9"};
   }
+  // Both queues and both programs' trace segments exist.
+  bool QueuesUp() const { return SessionShmEntries(session_).size() >= 4; }
 
   static inline int counter_ = 0;
+  ScopedTempDir temp_;
+  ScopedSessionCleanup cleanup_;
   std::string log_dir_;
   std::string session_;
 };
@@ -79,10 +90,7 @@ TEST_F(PipelineTest, SigtermStopsTheStrategyAndTheGatewayFinishes) {
   auto strategy = StartProgram("ticktrace-example-strategy", Stage(100), log_dir_, "strategy");
   ASSERT_TRUE(gateway.ok() && strategy.ok());
   // Wait until both queues exist, i.e. both programs are in their loops.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (SessionShmEntries(session_).size() < 4 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ASSERT_TRUE(PollUntil([&] { return QueuesUp(); }, std::chrono::seconds(30)));
   strategy->Signal(SIGTERM);
   ASSERT_TRUE(strategy->WaitFor(std::chrono::seconds(10)));
   EXPECT_EQ(strategy->exit_code(), 3) << ReadFileOrEmpty(strategy->log_path());
@@ -94,11 +102,11 @@ TEST_F(PipelineTest, GatewayNoticesAStrategyKilledWithoutClosing) {
   auto gateway = StartProgram("ticktrace-example-gateway", Stage(100), log_dir_, "gateway");
   auto strategy = StartProgram("ticktrace-example-strategy", Stage(100), log_dir_, "strategy");
   ASSERT_TRUE(gateway.ok() && strategy.ok());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (SessionShmEntries(session_).size() < 4 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the strategy opens "orders"
+  ASSERT_TRUE(PollUntil([&] { return QueuesUp(); }, std::chrono::seconds(30)));
+  // The strategy has opened (mapped) the gateway's "orders" queue.
+  ASSERT_TRUE(PollUntil(
+      [&] { return Maps(strategy->pid(), QueueSegmentName(session_, kOrdersChannel)); },
+      std::chrono::seconds(30)));
   strategy->Signal(SIGKILL);
   ASSERT_TRUE(strategy->WaitFor(std::chrono::seconds(10)));
   ASSERT_TRUE(gateway->WaitFor(std::chrono::seconds(10)));
