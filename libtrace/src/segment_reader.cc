@@ -243,6 +243,8 @@ SegmentCounters SegmentReader::counters() const {
   c.tags_rejected = h->tags_rejected.load(std::memory_order_relaxed);
   c.threads_without_slot = h->threads_without_slot.load(std::memory_order_relaxed);
   c.slotless_dropped = h->slotless_dropped.load(std::memory_order_relaxed);
+  c.rings_refused = h->rings_refused.load(std::memory_order_relaxed);
+  c.last_refusal_errno = h->last_refusal_errno.load(std::memory_order_relaxed);
   return c;
 }
 

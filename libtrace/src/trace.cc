@@ -1,11 +1,14 @@
 // The producer side of libtrace: options, the process's segment, tag
 // registration, slot claim and retire, the slow write path, and fork handling.
-// Layout and protocol: ticktrace/abi.h.
+// Layout and protocol: ticktrace/abi.h; which pages are reserved when: its
+// "Pages" paragraph.
 
 #include "ticktrace/trace.h"
 
+#include <fcntl.h>
 #include <linux/rseq.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +31,11 @@
 #include "src/process_info.h"
 #include "ticktrace/calibration.h"
 
+// Linux >= 5.14; older headers lack the name, older kernels answer EINVAL.
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 namespace ticktrace {
 namespace internal {
 
@@ -47,6 +55,7 @@ constexpr uint32_t kTagCapacity = 1024;
 // other threads may be writing into it without a lock.
 struct ProcessSegment {
   std::string name;
+  bip::shared_memory_object shm;  // kept open: each claim reserves its ring's pages through it
   bip::mapped_region region;
   abi::SegmentHeader* header = nullptr;
   uint8_t* base = nullptr;
@@ -78,6 +87,11 @@ uint64_t g_tags_rejected_before_segment = 0;
 Options* g_options = nullptr;                      // set by Init or the first attach
 std::atomic<ProcessSegment*> g_segment{nullptr};
 std::atomic<uint64_t> g_dropped_without_segment{0};
+std::string* g_segment_error = nullptr;  // why the last creation failed; leaked on purpose
+// For TraceStatus(); relaxed: statistics, nothing hangs on them.
+std::atomic<uint64_t> g_rings_reserved{0};
+std::atomic<uint64_t> g_rings_refused{0};
+std::atomic<int> g_last_refusal_errno{0};
 pthread_key_t g_exit_key;
 bool g_process_hooks_installed = false;
 
@@ -114,6 +128,10 @@ void ForkChild() {
   internal::tls_ring = {};
   tls_cold = {};
   pthread_setspecific(g_exit_key, nullptr);
+  g_rings_reserved.store(0, std::memory_order_relaxed);
+  g_rings_refused.store(0, std::memory_order_relaxed);
+  g_last_refusal_errno.store(0, std::memory_order_relaxed);
+  if (g_segment_error != nullptr) g_segment_error->clear();
   g_mu.unlock();
 }
 
@@ -131,6 +149,89 @@ uint32_t RoundUpPowerOfTwo(uint32_t v) {
   return p;
 }
 
+uint64_t PageSize() {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// Makes the file's pages under bytes [begin, end) of the segment exist, so that
+// no later access to them can raise SIGBUS, and enters them into this
+// process's page tables, writable, so that no later access page-faults.
+//   Reserve: fallocate(2) mode 0, which fails cleanly (ENOSPC) when /dev/shm
+//   cannot hold them. Not posix_fallocate(): where the file system cannot
+//   fallocate, glibc emulates it by writing a zero byte into every block,
+//   which would clobber our neighbours' records.
+//   Populate: madvise(MADV_POPULATE_WRITE), which also allocates any page not
+//   yet allocated and fails cleanly (EFAULT/ENOMEM) instead of raising SIGBUS.
+// So: fallocate unsupported (EOPNOTSUPP) -> the populate alone reserves;
+// populate unsupported (EINVAL, Linux < 5.14) -> *populated = false and the
+// caller may touch the pages, which fallocate made safe; neither -> refused
+// with EOPNOTSUPP rather than risked. Returns 0 or the errno of the refusal.
+// Cold path: segment creation and a thread's first trace call.
+int ReservePages(ProcessSegment& seg, uint64_t begin, uint64_t end, bool* populated) {
+  const int fd = seg.shm.get_mapping_handle().handle;
+  int rc;
+  do {
+    rc = fallocate(fd, 0, static_cast<off_t>(begin), static_cast<off_t>(end - begin));
+  } while (rc != 0 && errno == EINTR);
+  const bool reserved = rc == 0;
+  if (!reserved && errno != EOPNOTSUPP) return errno;
+  const uint64_t page = PageSize();
+  const uint64_t first = begin / page * page;
+  const uint64_t last = (end + page - 1) / page * page;  // the mapping covers whole pages
+  do {
+    rc = madvise(seg.base + first, last - first, MADV_POPULATE_WRITE);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) {
+    *populated = true;
+    return 0;
+  }
+  if (errno == EINVAL && reserved) {
+    *populated = false;
+    return 0;
+  }
+  return errno == EINVAL ? EOPNOTSUPP : errno;
+}
+
+// Write-faults each page of the claimed `slot`'s hot line and records once, for
+// kernels without MADV_POPULATE_WRITE. REQUIRES: the pages are reserved
+// (ReservePages), so no touch can raise SIGBUS; the calling thread owns `slot`.
+// Each touch reads one byte and writes the same value back, and only bytes no
+// other thread or process writes now are touched: a reserved byte of line 1
+// (the line of write_index, which only the owner writes) and, per page, the
+// first byte of this ring's records on it. The collector writes none of them
+// and reads records only in [read_index, write_index), which is empty at a
+// claim (a slot is claimed free or retired-and-drained); were it to read one
+// anyway it would see the value it was. Line 0 (the collector frees slots
+// there), line 2 (read_index) and the neighbouring slots' bytes that share our
+// first and last pages are not touched: writing back a byte another thread may
+// store to meanwhile could undo that store.
+void TouchRing(abi::SlotControl* slot, uint64_t capacity) {
+  const uint64_t page = PageSize();
+  volatile uint8_t* hot = &slot->reserved_line1[0];
+  *hot = *hot;
+  auto* records = reinterpret_cast<uint8_t*>(slot) + sizeof(abi::SlotControl);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(records);
+  const uintptr_t end = begin + capacity * sizeof(abi::Record);
+  for (uintptr_t p = begin; p < end; p = (p / page + 1) * page) {
+    volatile uint8_t* b = reinterpret_cast<volatile uint8_t*>(p);
+    *b = *b;
+  }
+}
+
+// Reserves and maps the pages of a slot the calling thread just claimed (abi.h,
+// "Pages"). Returns 0, or the errno saying why /dev/shm cannot hold it.
+int ReserveRing(ProcessSegment& seg, abi::SlotControl* slot) {
+  const uint64_t begin = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(slot) - seg.base);
+  bool populated = false;
+  if (const int err = ReservePages(seg, begin, begin + seg.header->slot_stride, &populated);
+      err != 0) {
+    return err;
+  }
+  if (!populated) TouchRing(slot, seg.header->ring_capacity);
+  return 0;
+}
+
 // Creates and maps this process's segment.
 // REQUIRES: g_mu held; no segment yet.
 absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
@@ -144,7 +245,9 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
     // are unique among live processes. It is replaced.
     bip::shared_memory_object::remove(seg->name.c_str());
     bip::permissions perms(options.segment_mode);
-    bip::shared_memory_object shm(bip::create_only, seg->name.c_str(), bip::read_write, perms);
+    seg->shm = bip::shared_memory_object(bip::create_only, seg->name.c_str(), bip::read_write,
+                                         perms);
+    bip::shared_memory_object& shm = seg->shm;
     if (!options.segment_group.empty()) {
       struct group* gr = getgrnam(options.segment_group.c_str());
       if (gr == nullptr || fchown(shm.get_mapping_handle().handle, -1, gr->gr_gid) != 0) {
@@ -155,6 +258,7 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
     }
     // fchmod: the mode the user asked for, whatever the umask.
     fchmod(shm.get_mapping_handle().handle, options.segment_mode);
+    // Sparse: sizing reserves nothing (abi.h, "Pages").
     shm.truncate(static_cast<bip::offset_t>(size));
     seg->region = bip::mapped_region(shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
@@ -163,6 +267,25 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
         absl::StrCat("segment ", seg->name, " (", size, " bytes): ", e.what()));
   }
   seg->base = static_cast<uint8_t*>(seg->region.get_address());
+  // Before anything is written: the header, the tag table and every slot's
+  // control lines, which the collector reads for every slot. A ring's records
+  // wait for the thread that claims it (ReserveRing).
+  const uint64_t slots_offset = abi::SlotsOffset(kTagCapacity);
+  const uint64_t stride = abi::SlotStride(capacity);
+  bool populated = false;
+  int err = ReservePages(*seg, 0, slots_offset, &populated);
+  for (uint32_t i = 0; err == 0 && i < options.rings; ++i) {
+    const uint64_t control = slots_offset + i * stride;
+    err = ReservePages(*seg, control, control + sizeof(abi::SlotControl), &populated);
+  }
+  if (err != 0) {
+    const std::string name = seg->name;
+    seg.reset();  // unmaps and closes
+    bip::shared_memory_object::remove(name.c_str());
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "segment ", name, ": /dev/shm cannot hold its header, tag table and ", options.rings,
+        " slot headers: ", std::strerror(err)));
+  }
   auto* h = new (seg->base) abi::SegmentHeader();  // the file is all zero: a valid empty state
   seg->header = h;
   h->abi_version = abi::kAbiVersion;
@@ -194,15 +317,26 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
 }
 
 // REQUIRES: g_mu held.
+void NoteSegmentError(const absl::Status& status) {
+  if (g_segment_error == nullptr) g_segment_error = new std::string();
+  *g_segment_error = status.ToString();
+}
+
+// REQUIRES: g_mu held.
 absl::StatusOr<ProcessSegment*> SegmentLocked() {
   if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) return seg;
   InstallProcessHooks();
   if (g_options == nullptr) {
     absl::StatusOr<Options> env = Options::FromEnvironment();
-    if (!env.ok()) return env.status();
+    if (!env.ok()) {
+      NoteSegmentError(env.status());
+      return env.status();
+    }
     g_options = new Options(*std::move(env));
   }
-  return CreateSegment(*g_options);
+  absl::StatusOr<ProcessSegment*> seg = CreateSegment(*g_options);
+  if (!seg.ok()) NoteSegmentError(seg.status());
+  return seg;
 }
 
 // Claims a slot for the calling thread: CAS free -> owned, or retired -> owned
@@ -235,12 +369,29 @@ void Attach() {
     return;
   }
   abi::SlotControl* slot = ClaimSlot(**seg);
-  tls_cold.header = (*seg)->header;
+  abi::SegmentHeader* header = (*seg)->header;
+  tls_cold.header = header;
   if (slot == nullptr) {
-    (*seg)->header->threads_without_slot.fetch_add(1, std::memory_order_relaxed);
+    header->threads_without_slot.fetch_add(1, std::memory_order_relaxed);
     tls_cold.mode = ThreadMode::kSlotless;
     return;
   }
+  if (const int err = ReserveRing(**seg, slot); err != 0) {
+    // /dev/shm cannot hold the ring: the claim is undone and the thread's
+    // calls become counted no-ops, as for a thread that found no free slot.
+    // Release: hands the slot back with its indices and generation untouched;
+    // pairs with the acquire CAS in ClaimSlot() of the next claimer.
+    slot->state.store(abi::kSlotFree, std::memory_order_release);
+    // Relaxed: counters; the collector needs no ordering with them.
+    header->rings_refused.fetch_add(1, std::memory_order_relaxed);
+    header->last_refusal_errno.store(static_cast<uint32_t>(err), std::memory_order_relaxed);
+    header->threads_without_slot.fetch_add(1, std::memory_order_relaxed);
+    g_rings_refused.fetch_add(1, std::memory_order_relaxed);
+    g_last_refusal_errno.store(err, std::memory_order_relaxed);
+    tls_cold.mode = ThreadMode::kSlotless;
+    return;
+  }
+  g_rings_reserved.fetch_add(1, std::memory_order_relaxed);
   slot->tid = static_cast<uint32_t>(gettid());
   std::memset(slot->thread_name, 0, sizeof(slot->thread_name));
   pthread_getname_np(pthread_self(), slot->thread_name, sizeof(slot->thread_name));
@@ -331,7 +482,9 @@ absl::Status Init(const Options& options) {
   InstallProcessHooks();
   delete g_options;
   g_options = new Options(options);
-  return CreateSegment(options).status();
+  absl::Status status = CreateSegment(options).status();
+  if (!status.ok()) NoteSegmentError(status);
+  return status;
 }
 
 std::string SegmentName(std::string_view session, uint32_t pid) {
@@ -346,6 +499,26 @@ std::string CurrentSegmentName() {
 
 uint64_t DroppedWithoutSegment() noexcept {
   return g_dropped_without_segment.load(std::memory_order_relaxed);
+}
+
+TracerStatus TraceStatus() {
+  TracerStatus s;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) {
+    const abi::SegmentHeader& h = *seg->header;
+    s.segment_name = seg->name;
+    s.ring_bytes = uint64_t{h.ring_capacity} * sizeof(abi::Record);
+    // Relaxed: counters, read at one moment.
+    s.threads_without_slot = h.threads_without_slot.load(std::memory_order_relaxed);
+    s.slotless_dropped = h.slotless_dropped.load(std::memory_order_relaxed);
+  } else if (g_segment_error != nullptr) {
+    s.segment_error = *g_segment_error;
+  }
+  s.rings_reserved = g_rings_reserved.load(std::memory_order_relaxed);
+  s.rings_refused = g_rings_refused.load(std::memory_order_relaxed);
+  s.last_refusal_errno = g_last_refusal_errno.load(std::memory_order_relaxed);
+  s.dropped_without_segment = g_dropped_without_segment.load(std::memory_order_relaxed);
+  return s;
 }
 
 Tag::Tag(std::string_view name) {

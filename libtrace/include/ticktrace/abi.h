@@ -28,8 +28,8 @@
 //
 // Who writes what
 //   SegmentHeader identity, sizes, anchor ... the creating process, once, before magic.
-//   SegmentHeader counters (tags_rejected, slotless_dropped, threads_without_slot)
-//                                         ... the creating process (any thread), fetch_add.
+//   SegmentHeader counters (tags_rejected, slotless_dropped, threads_without_slot,
+//     rings_refused, last_refusal_errno) .. the creating process (any thread), fetch_add/store.
 //   TagEntry, tag_count ..................... the creating process, under its registry lock.
 //   SlotControl line 0 ...................... the claiming thread (slow path), and the
 //                                             collector for the retired -> free transition.
@@ -63,6 +63,7 @@
 //   kSlotOwned --owning thread exits (release)------> kSlotRetired
 //   kSlotRetired --collector drained it (CAS)-------> kSlotFree
 //   kSlotRetired --claimer sees read == write (CAS)-> kSlotOwned  (already drained)
+//   kSlotOwned --claimer could not reserve its pages-> kSlotFree   (generation unchanged)
 //
 // Each claim increments `generation`, so the collector can tell the threads
 // that used one slot apart. Indices are never reset: a new owner continues at
@@ -78,6 +79,24 @@
 //   kLink   tsc = when linked; order_id = child; payload.parent_order_id = parent.
 //   kMeasure like kSpan, written by END_MEASURE / interval timers (no order id).
 // Tag ids index the tag table; kTagInvalid marks a Tag that found the table full.
+//
+// Pages (the /dev/shm footprint). The file is sized to segment_size but
+// sparse: a page of /dev/shm exists only once it is reserved, and touching a
+// page that /dev/shm cannot supply raises SIGBUS in whoever touches it. So:
+//   - the creator reserves (fallocate) the header, the tag table and every
+//     slot's SlotControl before it publishes `magic`; a reader may touch those;
+//   - a slot's records are reserved by the thread that claims it, before it
+//     bumps `generation`, and stay reserved for the life of the segment.
+//     When /dev/shm cannot hold them, the claim is undone (state back to
+//     kSlotFree, generation unchanged), rings_refused and threads_without_slot
+//     go up, last_refusal_errno says why, and that thread's records count in
+//     slotless_dropped;
+//   - nobody touches the records of a slot that was never claimed
+//     (generation 0): they are holes. Readers copy only [read_index,
+//     write_index), which is empty for such a slot.
+// Footprint: header + tag table + the pages holding the SlotControls (at most
+// one or two 4 KiB pages per slot), plus ring_capacity * 32 bytes (+ at most a
+// page) per slot ever claimed. docs/abi.md, "/dev/shm footprint", shows how to size it.
 //
 // Versioning: kAbiVersion changes whenever anything below changes. Fields are
 // only ever appended inside reserved space; nothing is reordered or reused. A
@@ -97,7 +116,7 @@
 namespace ticktrace::abi {
 
 inline constexpr uint64_t kMagic = 0x3143525454434954ull;  // "TICTTRC1" little-endian
-inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kAbiVersion = 2;  // 2: rings_refused, last_refusal_errno
 inline constexpr size_t kCacheLineSize = 64;
 
 inline constexpr uint32_t kTagNameMax = 47;  // bytes, without the terminating NUL
@@ -191,7 +210,11 @@ struct alignas(kCacheLineSize) SegmentHeader {
   std::atomic<uint64_t> tags_rejected;         // +168 Tag constructions that found the table full
   std::atomic<uint64_t> threads_without_slot;  // +176 threads that found no free slot
   std::atomic<uint64_t> slotless_dropped;      // +184 records those threads attempted
-  uint8_t reserved[1024 - 192];                // room to append fields
+  // Since version 2: rings whose pages /dev/shm could not hold (see "Pages" above).
+  std::atomic<uint64_t> rings_refused;         // +192 threads refused a ring (also in threads_without_slot)
+  std::atomic<uint32_t> last_refusal_errno;    // +200 errno of the latest refusal (ENOSPC: /dev/shm full)
+  uint32_t reserved2;                          // +204
+  uint8_t reserved[1024 - 208];                // room to append fields
 };
 
 struct alignas(kCacheLineSize) SlotControl {
@@ -265,6 +288,8 @@ static_assert(offsetof(SegmentHeader, tag_count) == 160);
 static_assert(offsetof(SegmentHeader, tags_rejected) == 168);
 static_assert(offsetof(SegmentHeader, threads_without_slot) == 176);
 static_assert(offsetof(SegmentHeader, slotless_dropped) == 184);
+static_assert(offsetof(SegmentHeader, rings_refused) == 192);
+static_assert(offsetof(SegmentHeader, last_refusal_errno) == 200);
 
 static_assert(sizeof(SlotControl) == 3 * kCacheLineSize);
 static_assert(alignof(SlotControl) == kCacheLineSize);

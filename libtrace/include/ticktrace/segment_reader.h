@@ -75,6 +75,8 @@ struct SegmentCounters {
   uint64_t tags_rejected = 0;
   uint64_t threads_without_slot = 0;
   uint64_t slotless_dropped = 0;
+  uint64_t rings_refused = 0;       // of threads_without_slot: /dev/shm could not hold their ring
+  uint32_t last_refusal_errno = 0;  // why the latest was refused (ENOSPC: /dev/shm full); 0: none
 };
 
 // One slot's control words, read at one moment.

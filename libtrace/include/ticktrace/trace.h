@@ -19,9 +19,12 @@
 // __tls_get_addr (the per-thread block uses the initial-exec TLS model).
 //
 // Nothing is ever lost silently: a full ring drops the record and counts it in
-// the ring's `dropped`; a thread that finds no free ring, or a process that
-// cannot create its segment, counts its records in the segment header (or,
-// without a segment, in DroppedWithoutSegment()).
+// the ring's `dropped`; a thread that finds no free ring, or whose ring
+// /dev/shm cannot hold, counts its records in the segment header; a process
+// that cannot create its segment counts them in DroppedWithoutSegment().
+// No trace call raises a signal, whatever /dev/shm holds: every page a call
+// writes is reserved (fallocate) and mapped in that thread's first call, or
+// the call is a counted no-op (TraceStatus() says which and why).
 //
 // Any thread may call every function here. A child created by fork() gets its
 // own segment on its first trace call.
@@ -71,6 +74,25 @@ std::string CurrentSegmentName();
 
 // Records this process could not write because it has no segment (creation failed).
 uint64_t DroppedWithoutSegment() noexcept;
+
+// What this process's tracing got from /dev/shm, read at one moment.
+struct TracerStatus {
+  std::string segment_name;    // "" when the process has no segment
+  std::string segment_error;   // why the segment could not be created; "" otherwise
+  uint64_t ring_bytes = 0;     // /dev/shm bytes one ring's records take (ring_records * 32)
+  uint64_t rings_reserved = 0;  // thread attaches that got a ring with its pages reserved
+  uint64_t rings_refused = 0;   // threads refused a ring because /dev/shm could not hold it
+  int last_refusal_errno = 0;   // errno of the latest refusal (ENOSPC: /dev/shm full); 0: none
+  // The segment header's counters (0 without a segment): threads with no ring
+  // (no free slot, or refused) and the records those threads attempted.
+  uint64_t threads_without_slot = 0;
+  uint64_t slotless_dropped = 0;
+  uint64_t dropped_without_segment = 0;  // as DroppedWithoutSegment()
+};
+
+// A cold-path query for logs and health checks: takes a lock; do not call it
+// on a hot path. Any thread may call it, at any time.
+TracerStatus TraceStatus();
 
 // A stage name, registered once per process into the segment's tag table.
 // Construct once (a global or a static) and reuse: construction takes a lock.
