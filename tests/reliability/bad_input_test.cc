@@ -87,6 +87,10 @@ Account Nobody() {
 struct RunAs {
   std::optional<Account> account;  // empty: this process's own user
   std::string unreadable;          // checked unreadable before exec, when set
+  // When set, the program runs from a copy in this directory: the build tree
+  // may sit where `account` cannot reach it (the binaries need no library
+  // from the build tree).
+  std::string exec_dir;
 };
 
 // Writes `msg` and errno's text to fd 2 and exits 125; between fork and exec.
@@ -101,9 +105,16 @@ struct RunAs {
 
 // Runs `program` with `args` in `cwd`, stdout and stderr to `logs`/out and
 // `logs`/err; as `as.account` when set.
-Result RunProgram(const std::string& program, const std::vector<std::string>& args,
+Result RunProgram(const std::string& program_path, const std::vector<std::string>& args,
                   const std::string& logs, const RunAs& as = {}) {
   const std::string out_path = logs + "/out", err_path = logs + "/err";
+  std::string program = program_path;
+  if (!as.exec_dir.empty()) {
+    program = as.exec_dir + "/" + fs::path(program_path).filename().string();
+    std::error_code ec;
+    if (!fs::exists(program)) fs::copy_file(program_path, program, ec);
+    chmod(program.c_str(), 0755);
+  }
   std::vector<char*> argv = {const_cast<char*>(program.c_str())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -295,6 +306,9 @@ class BadInputTest : public RelTest {
       EXPECT_EQ(chmod(u.file.c_str(), 0), 0);
     }
     u.as.unreadable = u.file;
+    u.as.exec_dir = dir_.File("bin");
+    fs::create_directories(u.as.exec_dir);
+    EXPECT_EQ(chmod(u.as.exec_dir.c_str(), 0755), 0);
     return u;
   }
 
