@@ -642,7 +642,10 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     if (session.writer() != nullptr) session.writer()->set_block_when_full(true);
     absl::StatusOr<Journal::Recovered> r = Journal::Recover(journal_path, &session.analyzer());
     if (session.writer() != nullptr) {
-      session.writer()->Submit();
+      // Wait until the recovered orders are written, not only queued: a full
+      // queue would make the live mode drop the rows of the orders the journal
+      // left open or pending, which finish in the first passes.
+      session.writer()->Flush();
       session.writer()->set_block_when_full(false);
     }
     if (!r.ok()) return r.status();
