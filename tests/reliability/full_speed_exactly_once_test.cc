@@ -108,7 +108,7 @@ TEST_F(FullSpeedTest, KilledCollectorAtFullSpeedLosesAndDuplicatesNothing) {
         30s))
         << "collector " << k << " does not drain\n"
         << ReadFile(log());
-    std::this_thread::sleep_for(std::chrono::milliseconds(50 + rng() % 250));  // a random moment
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 130));  // a random moment
     const std::vector<uint64_t> before = accounted_now();
     ASSERT_EQ(kill(c, SIGKILL), 0);
     EXPECT_EQ(WaitExit(c, 10s), 128 + SIGKILL);
