@@ -22,6 +22,7 @@ namespace {
 class SigtermStartupTest : public RelTest {
  protected:
   SigtermStartupTest() : RelTest("sigterm") {}
+  explicit SigtermStartupTest(const std::string& what) : RelTest(what) {}
 
   // Starts the collector on this session and store without --tsc-hz: it
   // calibrates (~0.5 s of baseline rounds unless CPUID 0x15 gives the
@@ -157,6 +158,10 @@ TEST_F(SigtermStartupTest, SigtermWhileCalibratingDrainsEverythingAndExitsZero) 
 // processes exited and remove their segments.
 class JournalRecoveryTest : public SigtermStartupTest {
  protected:
+  // A session of its own per test: t_rel_jrecover<n>_<pid>.
+  JournalRecoveryTest() : SigtermStartupTest(absl::StrCat("jrecover", ++tests_)) {}
+  static inline int tests_ = 0;
+
   static constexpr uint64_t kOrders = 80000;  // 160 000 records per ring
   static constexpr uint64_t kBatch = 65536;   // the collector's batch per ring and pass
 
