@@ -83,6 +83,19 @@ Account Nobody() {
   return a;
 }
 
+// Whether a child of this process can switch to `a` (setgroups, setgid, setuid).
+bool CanBecome(const Account& a) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const bool ok = setgroups(0, nullptr) == 0 && setgid(a.gid) == 0 && setuid(a.uid) == 0 &&
+                    geteuid() == a.uid;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+         WEXITSTATUS(status) == 0;
+}
+
 // Who runs a case, and the file it must not be able to read.
 struct RunAs {
   std::optional<Account> account;  // empty: this process's own user
@@ -289,9 +302,10 @@ class BadInputTest : public RelTest {
     std::string dir, file;
     RunAs as;
   };
-  Unreadable MakeUnreadable(const std::string& source, const std::string& name) {
+  Unreadable MakeUnreadable(const std::string& source, const std::string& subdir,
+                            const std::string& name) {
     Unreadable u;
-    u.dir = dir_.File("unreadable");
+    u.dir = dir_.File(subdir);
     u.file = u.dir + "/" + name;
     fs::create_directory(u.dir);
     fs::copy_file(source, u.file);
@@ -371,14 +385,7 @@ TEST_F(BadInputTest, CollectorBadStoreFilesAreRuntimeErrors) {
   for (const std::string& db : {subdir_, truncated_store_, missing_dir_file_}) {
     Collector({"--replay", archive_, "--db", db}, 1);
   }
-  // A store it may not read (as nobody when the test runs as root).
-  const Unreadable locked = MakeUnreadable(store_, "locked.db");
-  Collector(Live(locked.file), 1, locked.as, locked.dir);
-  // Replay into it, from an archive it may read.
-  const std::string readable_archive = locked.dir + "/good.raw";
-  fs::copy_file(archive_, readable_archive);
-  chmod(readable_archive.c_str(), 0644);
-  Collector({"--replay", readable_archive, "--db", locked.file}, 1, locked.as, locked.dir);
+  // A store it may not read: UnreadableFilesAreRuntimeErrors.
   absl::PrintF("FIGURE bad_input collector store files: %d cases\n", cases_);
 }
 
@@ -395,11 +402,7 @@ TEST_F(BadInputTest, CollectorBadArchivesAreRuntimeErrors) {
        {empty_, subdir_, short_archive_, newer_archive_, store_, missing_dir_file_}) {
     Collector({"--replay", archive, "--db", db}, 1);
   }
-  // An archive it may not read; the store would go beside it (a writable
-  // directory), and must not be created.
-  const Unreadable locked = MakeUnreadable(archive_, "locked.raw");
-  Collector({"--replay", locked.file, "--db", locked.dir + "/replayed.db"}, 1, locked.as,
-            locked.dir);
+  // An archive it may not read: UnreadableFilesAreRuntimeErrors.
   // A raw archive that cannot be created: the store is not created either.
   // (A --raw in a missing directory: CollectorRawInAMissingDirectoryCreatesNoStore.)
   Collector({"--raw", subdir_, "--db", db, "--session", session_, "--tsc-hz", "2e9",
@@ -426,16 +429,40 @@ TEST_F(BadInputTest, ViewerBadFilesAreRuntimeErrors) {
     Viewer({"summary", "--db", db}, 1);
     Viewer({"runs", "--db", db}, 1);
   }
-  // A store it may not read.
-  const Unreadable locked = MakeUnreadable(store_, "locked.db");
-  Viewer({"summary", "--db", locked.file}, 1, locked.as, locked.dir);
-  Viewer({"runs", "--db", locked.file}, 1, locked.as, locked.dir);
+  // A store it may not read: UnreadableFilesAreRuntimeErrors.
   // Well-formed values naming nothing in the store.
   Viewer({"summary", "--db", store_, "--run", "0"}, 1);
   // Export targets that cannot be written.
   Viewer({"export", "--db", store_, "--format", "csv", "--out", missing_dir_file_}, 1);
   Viewer({"export", "--db", store_, "--format", "chrome", "--out", subdir_}, 1);
   absl::PrintF("FIGURE bad_input viewer files: %d cases\n", cases_);
+}
+
+// Files the program may not read: exit 1, one line that names the file,
+// nothing created beside them. As root (CI) the program runs as nobody (see
+// the top of this file); as another user the files are mode 0000.
+TEST_F(BadInputTest, UnreadableFilesAreRuntimeErrors) {
+  if (geteuid() == 0 && !CanBecome(Nobody())) {
+    GTEST_SKIP() << "root here may not setuid to nobody (a restricted container?): no "
+                    "unreadable file can be made for the programs";
+  }
+  // A store: for a live run, and for a replay from an archive it may read.
+  const Unreadable store = MakeUnreadable(store_, "store", "locked.db");
+  Collector(Live(store.file), 1, store.as, store.dir);
+  const std::string readable_archive = store.dir + "/good.raw";
+  fs::copy_file(archive_, readable_archive);
+  ASSERT_EQ(chmod(readable_archive.c_str(), 0644), 0);
+  Collector({"--replay", readable_archive, "--db", store.file}, 1, store.as, store.dir);
+  // An archive to replay; the store would go beside it and must not appear.
+  const Unreadable archive = MakeUnreadable(archive_, "archive", "locked.raw");
+  Collector({"--replay", archive.file, "--db", archive.dir + "/replayed.db"}, 1, archive.as,
+            archive.dir);
+  // A store for the viewer.
+  const Unreadable view = MakeUnreadable(store_, "view", "locked.db");
+  Viewer({"summary", "--db", view.file}, 1, view.as, view.dir);
+  Viewer({"runs", "--db", view.file}, 1, view.as, view.dir);
+  absl::PrintF("FIGURE bad_input unreadable files: %d cases, run as uid %d\n", cases_,
+               geteuid() == 0 ? int(Nobody().uid) : int(geteuid()));
 }
 
 TEST_F(BadInputTest, ViewerBadFlagValuesAreUsageErrors) {
