@@ -11,6 +11,7 @@ namespace ticktrace::collect {
 namespace {
 
 std::string Ns(double ns) {
+  if (std::isnan(ns)) return "-";  // a percentile with too few samples
   const double a = std::fabs(ns);
   if (a >= 1e9) return absl::StrFormat("%.3fs", ns / 1e9);
   if (a >= 1e6) return absl::StrFormat("%.3fms", ns / 1e6);

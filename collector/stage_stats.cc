@@ -1,6 +1,7 @@
 #include "collector/stage_stats.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ticktrace::collect {
 
@@ -39,10 +40,15 @@ std::vector<StageSummary> StageStats::Summaries() const {
     m.min_ns = s.histogram.min();
     m.max_ns = s.histogram.max();
     m.mean_ns = s.histogram.mean();
-    m.p50_ns = s.histogram.Quantile(0.5);
-    m.p90_ns = s.histogram.Quantile(0.9);
-    m.p99_ns = s.histogram.Quantile(0.99);
-    m.p999_ns = s.histogram.Quantile(0.999);
+    const auto percentile = [&s](double percent) {
+      return s.histogram.count() >= MinSamplesForPercentile(percent)
+                 ? s.histogram.Quantile(percent / 100)
+                 : std::numeric_limits<double>::quiet_NaN();
+    };
+    m.p50_ns = percentile(50);
+    m.p90_ns = percentile(90);
+    m.p99_ns = percentile(99);
+    m.p999_ns = percentile(99.9);
     m.migrated = s.migrated;
     m.negative = s.negative;
     m.cross_core = s.cross_core;

@@ -29,6 +29,15 @@ inline constexpr uint8_t kFlagsExcludedByDefault = kFlagMigrated | kFlagNegative
 
 enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
 
+// The fewest samples for which a tail percentile says more than "the largest
+// sample": 1 / (1 - q), i.e. 10 for p90, 100 for p99, 1000 for p99.9 (p99.9
+// of 200 samples would be their maximum, printed as if it were a p99.9). With
+// fewer it is not reported as a number (DESIGN §5). The median (and below)
+// needs one sample.
+inline constexpr uint64_t MinSamplesForPercentile(double percent) {
+  return percent <= 50 ? 1 : static_cast<uint64_t>(100.0 / (100.0 - percent) + 0.5);
+}
+
 // One stage's summary, ready for the store and the report.
 struct StageSummary {
   std::string stage;
@@ -37,6 +46,7 @@ struct StageSummary {
   uint64_t count = 0;     // samples in the percentiles
   uint64_t samples_all = 0;
   double min_ns = 0, max_ns = 0, mean_ns = 0;
+  // NaN when count < MinSamplesForPercentile (stored as NULL, printed "-").
   double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
   uint64_t migrated = 0, negative = 0, cross_core = 0;
 };

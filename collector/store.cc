@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <tuple>
@@ -531,10 +532,15 @@ absl::Status Store::WriteBatch(int64_t run_id, const std::vector<FinishedOrder>&
         sqlite3_bind_double(s, 5, m.min_ns);
         sqlite3_bind_double(s, 6, m.max_ns);
         sqlite3_bind_double(s, 7, m.mean_ns);
-        sqlite3_bind_double(s, 8, m.p50_ns);
-        sqlite3_bind_double(s, 9, m.p90_ns);
-        sqlite3_bind_double(s, 10, m.p99_ns);
-        sqlite3_bind_double(s, 11, m.p999_ns);
+        // A percentile with too few samples for its rank is NaN: NULL.
+        const double percentiles[] = {m.p50_ns, m.p90_ns, m.p99_ns, m.p999_ns};
+        for (int i = 0; i < 4; ++i) {
+          if (std::isnan(percentiles[i])) {
+            sqlite3_bind_null(s, 8 + i);
+          } else {
+            sqlite3_bind_double(s, 8 + i, percentiles[i]);
+          }
+        }
       }
       sqlite3_bind_int64(s, 12, AsInt(m.migrated));
       sqlite3_bind_int64(s, 13, AsInt(m.negative));

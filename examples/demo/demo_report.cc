@@ -1,5 +1,7 @@
 #include "demo_report.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,7 @@
 namespace ticktrace::examples {
 
 std::string FormatDuration(double ns) {
+  if (std::isnan(ns)) return "-";  // a percentile with too few samples
   const double a = ns < 0 ? -ns : ns;
   if (a < 1e3) return absl::StrFormat("%.0f ns", ns);
   if (a < 1e6) return absl::StrFormat("%.2f us", ns / 1e3);

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -147,10 +148,16 @@ absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_i
       st.min_ns = sqlite3_column_double(s->get(), 3);
       st.max_ns = sqlite3_column_double(s->get(), 4);
       st.mean_ns = sqlite3_column_double(s->get(), 5);
-      st.p50_ns = sqlite3_column_double(s->get(), 6);
-      st.p90_ns = sqlite3_column_double(s->get(), 7);
-      st.p99_ns = sqlite3_column_double(s->get(), 8);
-      st.p999_ns = sqlite3_column_double(s->get(), 9);
+      // NULL: too few samples for that percentile's rank (NaN, printed "-").
+      const auto percentile = [&s](int column) {
+        return sqlite3_column_type(s->get(), column) == SQLITE_NULL
+                   ? std::numeric_limits<double>::quiet_NaN()
+                   : sqlite3_column_double(s->get(), column);
+      };
+      st.p50_ns = percentile(6);
+      st.p90_ns = percentile(7);
+      st.p99_ns = percentile(8);
+      st.p999_ns = percentile(9);
       st.migrated = sqlite3_column_int64(s->get(), 10);
       st.negative = sqlite3_column_int64(s->get(), 11);
       st.cross_core = sqlite3_column_int64(s->get(), 12);

@@ -354,10 +354,16 @@ StageStatsRow StatsOf(const std::string& stage, int64_t position,
   row.min_ns = v.front();
   row.max_ns = v.back();
   row.mean_ns = sum / static_cast<double>(v.size());
-  row.p50_ns = marker.value_or(pct(0.5));
-  row.p90_ns = marker.value_or(pct(0.9));
-  row.p99_ns = marker.value_or(pct(0.99));
-  row.p999_ns = marker.value_or(pct(0.999));
+  // As the collector writes them (DESIGN §5): a tail percentile needs
+  // 1 / (1 - q) samples (10, 100, 1000), else NULL.
+  const auto stored = [&](double p, size_t min_samples) -> std::optional<double> {
+    if (v.size() < min_samples) return std::nullopt;
+    return marker.value_or(pct(p));
+  };
+  row.p50_ns = stored(0.5, 1);
+  row.p90_ns = stored(0.9, 10);
+  row.p99_ns = stored(0.99, 100);
+  row.p999_ns = stored(0.999, 1000);
   return row;
 }
 

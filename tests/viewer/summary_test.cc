@@ -72,7 +72,8 @@ TEST_F(SummaryTest, StageStatsAreReportedAsStored) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   for (const StageSummary& s : summary->stages) {
     EXPECT_EQ(s.stats.p50_ns, 12345.0) << s.stage;
-    EXPECT_EQ(s.stats.p999_ns, 12345.0) << s.stage;
+    // Every stage has fewer than 1000 samples: the store holds NULL, shown as unset.
+    EXPECT_EQ(s.stats.p999_ns, std::nullopt) << s.stage;
   }
   // A time filter makes the viewer compute from samples instead.
   QueryOptions q;
@@ -99,7 +100,8 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(md->stats.max_ns, 1000.0);
   EXPECT_EQ(md->stats.p50_ns, 510.0);  // rank 50 of 99, skipping 130
   EXPECT_EQ(md->stats.p90_ns, 910.0);
-  EXPECT_EQ(md->stats.p99_ns, 1000.0);
+  // 99 values: fewer than the 100 a p99 needs (its rank would be the max).
+  EXPECT_EQ(md->stats.p99_ns, std::nullopt);
   EXPECT_NEAR(*md->stats.mean_ns, 50370.0 / 99.0, 1e-9);
   EXPECT_EQ(md->negative, 1);
   EXPECT_EQ(md->cross_core, 1);
@@ -112,7 +114,7 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(total->stats.min_ns, 1008.0);
   EXPECT_EQ(total->stats.p50_ns, 1561.0);
   EXPECT_EQ(total->stats.p99_ns, 2100.0);
-  EXPECT_EQ(total->stats.p999_ns, 301200.0);
+  EXPECT_EQ(total->stats.p999_ns, std::nullopt);  // 101 values: a p99.9 needs 1000
   EXPECT_EQ(total->stats.max_ns, 301200.0);
 
   const StageSummary* risk = Find(*summary, "risk");
@@ -299,10 +301,14 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
     for (const char* name : {"count", "migrated", "negative", "cross_core"}) {
       EXPECT_TRUE(s.at(name).is_number_integer()) << name;
     }
-    for (const char* name :
-         {"min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "max_ns", "mean_ns"}) {
+    for (const char* name : {"min_ns", "p50_ns", "p90_ns", "max_ns", "mean_ns"}) {
       EXPECT_TRUE(s.at(name).is_number()) << name;
     }
+    // Every stage has fewer than 1000 samples: no p99.9 (null, never a number).
+    EXPECT_TRUE(s.at("p999_ns").is_null());
+    // A p99 needs 100: the two stages of 99 samples have none, those of 101 do.
+    EXPECT_EQ(s.at("p99_ns").is_number(), s.at("count").get<int64_t>() >= 100) << s.at("stage");
+    EXPECT_EQ(s.at("p99_ns").is_null(), s.at("count").get<int64_t>() < 100) << s.at("stage");
   }
   EXPECT_EQ(stages[0]["stage"], "md->strategy");
   EXPECT_EQ(stages[3]["stage"], "total");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace ticktrace::view {
 
@@ -24,10 +25,19 @@ LatencyStats ComputeLatencyStats(std::vector<double>& values_ns) {
   stats.min_ns = values_ns.front();
   stats.max_ns = values_ns.back();
   stats.mean_ns = sum / static_cast<double>(values_ns.size());
-  stats.p50_ns = NearestRankPercentile(values_ns, 50);
-  stats.p90_ns = NearestRankPercentile(values_ns, 90);
-  stats.p99_ns = NearestRankPercentile(values_ns, 99);
-  stats.p999_ns = NearestRankPercentile(values_ns, 99.9);
+  // A tail percentile is reported only with at least 1 / (1 - q) samples (10
+  // for p90, 100 for p99, 1000 for p99.9: the collector's rule, stage_stats.h);
+  // with fewer it would be the maximum under another name. Otherwise unset,
+  // printed "-" and null in JSON.
+  const auto percentile = [&values_ns](double percent, size_t min_samples) {
+    return values_ns.size() >= min_samples
+               ? std::optional<double>(NearestRankPercentile(values_ns, percent))
+               : std::nullopt;
+  };
+  stats.p50_ns = percentile(50, 1);
+  stats.p90_ns = percentile(90, 10);
+  stats.p99_ns = percentile(99, 100);
+  stats.p999_ns = percentile(99.9, 1000);
   return stats;
 }
 

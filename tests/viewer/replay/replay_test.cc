@@ -252,12 +252,16 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsStageStats) {
   // value (same rank rule) reported at its bucket's midpoint, within 1/256
   // of the value (docs/collector.md derives it from the bucket layout:
   // buckets 2^e/128 wide above 2^e, midpoint at most 2^e/256 away).
-  for (const auto& [p, reported] : {std::pair{0.5, *md->stats.p50_ns},
-                                    std::pair{0.9, *md->stats.p90_ns},
-                                    std::pair{0.99, *md->stats.p99_ns},
-                                    std::pair{0.999, *md->stats.p999_ns}}) {
+  // About 200 values: p50, p90 and p99 are reported; p99.9 needs 1000
+  // samples (DESIGN §5) and is NULL in stage_stats.
+  ASSERT_LT(md_values.size(), 1000u);
+  EXPECT_EQ(md->stats.p999_ns, std::nullopt);
+  for (const auto& [p, reported] : {std::pair{0.5, md->stats.p50_ns},
+                                    std::pair{0.9, md->stats.p90_ns},
+                                    std::pair{0.99, md->stats.p99_ns}}) {
+    ASSERT_TRUE(reported.has_value()) << "p" << p;
     const double exact = Rank(md_values, p);
-    EXPECT_NEAR(reported, exact, exact * kHistogramRelativeError * (1 + 1e-12)) << "p" << p;
+    EXPECT_NEAR(*reported, exact, exact * kHistogramRelativeError * (1 + 1e-12)) << "p" << p;
   }
 
   const StageSummary* risk = Find(*summary, "risk");
@@ -292,7 +296,7 @@ TEST_F(ReplayTest, ExactPercentilesFromSamplesWhenFiltered) {
   EXPECT_EQ(row->stats.count, static_cast<int64_t>(md.size()));
   EXPECT_DOUBLE_EQ(*row->stats.p50_ns, Rank(md, 0.5));
   EXPECT_DOUBLE_EQ(*row->stats.p90_ns, Rank(md, 0.9));
-  EXPECT_DOUBLE_EQ(*row->stats.p999_ns, Rank(md, 0.999));
+  EXPECT_EQ(row->stats.p999_ns, std::nullopt);  // fewer than 1000 samples
   const std::vector<double> total = ExpectedTotal();
   const StageSummary* t = Find(*summary, "total");
   ASSERT_NE(t, nullptr);

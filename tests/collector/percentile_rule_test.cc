@@ -1,0 +1,92 @@
+// A tail percentile needs 1 / (1 - q) samples (DESIGN §5): with fewer it would
+// be the maximum printed as if it were p99 or p99.9. The collector then keeps
+// it out of its summary (NaN), the store (NULL) and its report ("-").
+// Archives use 1 GHz, so one tick is one ns.
+
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "collector/collector.h"
+#include "gtest/gtest.h"
+#include "tests/collector/archive_builder.h"
+#include "tests/collector/store_query.h"
+
+namespace ticktrace::collect {
+namespace {
+
+using testing::ArchiveBuilder;
+using testing::Stamp;
+using testing::StoreQuery;
+using testing::TempDir;
+
+// Replays `orders_ab` orders a -> b, order id i taking 100 + i ns; returns
+// the summary and leaves the store in `dir`.
+RunSummary ReplayOrders(const TempDir& dir, int orders_ab, std::string* log_out) {
+  ArchiveBuilder b;
+  b.Process(1, {"a", "b"});
+  for (int id = 1; id <= orders_ab; ++id) {
+    const uint64_t t = uint64_t(id) * 10'000;
+    b.Records(1, {Stamp(0, id, t), Stamp(1, id, t + 100 + id)});
+  }
+  b.Clock(uint64_t(orders_ab + 1) * 10'000);
+  const std::string raw = dir.File("in.raw");
+  b.Write(raw);
+  CollectorOptions o;
+  o.replay_path = raw;
+  o.db_path = dir.File("store.db");
+  o.pipeline = {"a", "b"};
+  std::ostringstream log;
+  o.out = &log;
+  o.handle_signals = false;
+  RunSummary s;
+  const absl::Status st = RunCollector(o, &s);
+  EXPECT_TRUE(st.ok()) << st;
+  *log_out = log.str();
+  return s;
+}
+
+TEST(PercentileRule, NinetyNineSamplesHaveNoP99) {
+  TempDir dir;
+  std::string log;
+  const RunSummary s = ReplayOrders(dir, 99, &log);
+  const StageSummary* ab = s.stage("a->b");
+  ASSERT_NE(ab, nullptr) << log;
+  EXPECT_EQ(ab->count, 99u);
+  EXPECT_FALSE(std::isnan(ab->p50_ns));
+  EXPECT_FALSE(std::isnan(ab->p90_ns));  // 99 >= 10
+  EXPECT_TRUE(std::isnan(ab->p99_ns));   // 99 < 100
+  EXPECT_TRUE(std::isnan(ab->p999_ns));  // 99 < 1000
+  // Nearest rank of p90 over latencies 101..199: rank 90 -> 190 (within 1/256).
+  EXPECT_NEAR(ab->p90_ns, 190, 190.0 / 256);
+  StoreQuery q(dir.File("store.db"));
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM stage_stats WHERE stage = 'a->b' AND p99_ns IS NULL "
+                  "AND p999_ns IS NULL AND p90_ns IS NOT NULL AND p50_ns IS NOT NULL"),
+            1);
+}
+
+TEST(PercentileRule, AHundredSamplesHaveAP99ButNoP999) {
+  TempDir dir;
+  std::string log;
+  const RunSummary s = ReplayOrders(dir, 100, &log);
+  const StageSummary* ab = s.stage("a->b");
+  ASSERT_NE(ab, nullptr) << log;
+  EXPECT_EQ(ab->count, 100u);
+  // Nearest rank 99 of 101..200 -> 199.
+  EXPECT_NEAR(ab->p99_ns, 199, 199.0 / 256);
+  EXPECT_TRUE(std::isnan(ab->p999_ns));
+}
+
+TEST(PercentileRule, OneSampleHasAMedianOnly) {
+  TempDir dir;
+  std::string log;
+  const RunSummary s = ReplayOrders(dir, 1, &log);
+  const StageSummary* ab = s.stage("a->b");
+  ASSERT_NE(ab, nullptr) << log;
+  EXPECT_DOUBLE_EQ(ab->p50_ns, 101);
+  EXPECT_TRUE(std::isnan(ab->p90_ns));
+  EXPECT_TRUE(std::isnan(ab->p99_ns));
+}
+
+}  // namespace
+}  // namespace ticktrace::collect
