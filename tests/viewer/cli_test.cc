@@ -2,6 +2,7 @@
 // --help everywhere, and the store left byte-for-byte alone by every command.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +29,13 @@ struct CliResult {
 pid_t Spawn(const std::vector<std::string>& args, const testing::TempDir& dir) {
   const std::string out_path = dir.File(".cli-stdout");
   const std::string err_path = dir.File(".cli-stderr");
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // Its own process group, and SIGKILL if the test dies first (a `top` left
+    // running by an aborted test would otherwise outlive it).
+    ::setpgid(0, 0);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
     const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out, 1);
