@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Soak: runs the fault trials (producer SIGKILLs, collector SIGKILL+restart,
-# hostile segment, thread churn, no collector) over and over for N minutes,
+# the same at full speed, SIGTERM at start-up, hostile segment, thread churn,
+# no collector) over and over for N minutes,
 # with TICKTRACE_REL_SCALE trials per run, and prints the figures of every
 # round. Stops at the first failure and keeps its output.
 #
@@ -18,6 +19,7 @@ minutes="${2:-10}"
 scale="${3:-4}"
 bin="$build/bin"
 default_tests="reliability_producer_kill_test reliability_collector_restart_test"
+default_tests+=" reliability_full_speed_exactly_once_test reliability_sigterm_startup_test"
 default_tests+=" reliability_hostile_segment_test reliability_churn_test reliability_no_collector_test"
 read -r -a tests <<<"${SOAK_TESTS:-$default_tests}"
 for t in "${tests[@]}"; do
