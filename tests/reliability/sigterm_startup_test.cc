@@ -5,12 +5,11 @@
 // journal a SIGKILLed collector left. Checked for both: exit 0 within a
 // generous bound (no hang), nothing lost (per ring drained + dropped =
 // attempted, every order and stamp once), the run closed, no journal and no
-// segment left.
-
-#include <sys/stat.h>
+// segment left. The journal tests also check that a restarted collector gets
+// past records its predecessor journaled but did not consume (a bug they
+// found: collector/drainer.cc).
 
 #include <cstdio>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -35,8 +34,8 @@ class SigtermStartupTest : public RelTest {
     return pid;
   }
 
-  // Producers that stamp `orders` orders (2 records each) into rings of
-  // `ring` records and exit; returns their pids once all exited 0.
+  // Starts `n` producers that stamp `orders` orders (2 records each) into
+  // rings of `ring` records and exit; returns their pids.
   std::vector<pid_t> RunProducers(int n, uint64_t orders, uint64_t ring) {
     std::vector<pid_t> pids;
     for (int i = 0; i < n; ++i) {
