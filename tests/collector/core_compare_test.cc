@@ -2,17 +2,18 @@
 // cpu only, rdtscp's has node << 12 | cpu; the same cpu read both ways is one
 // core. Archives use 1 GHz, so one tick is one ns.
 
-#include <sstream>
 #include <string>
 
 #include "collector/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
+#include "tests/collector/replay_util.h"
 
 namespace ticktrace::collect {
 namespace {
 
 using testing::ArchiveBuilder;
+using testing::ReplayArchive;
 using testing::Stamp;
 using testing::TempDir;
 
@@ -34,20 +35,13 @@ TEST(CoreCompare, SameCpuWithAndWithoutNodeIsOneCoreOtherCpusCross) {
   b.Clock(10'000'000);
 
   TempDir dir;
-  const std::string raw = dir.File("in.raw");
-  b.Write(raw);
   CollectorOptions o;
-  o.replay_path = raw;
   o.db_path = "";
   o.pipeline = {"a", "b"};
-  std::ostringstream log;
-  o.out = &log;
-  o.handle_signals = false;
-  RunSummary s;
-  const absl::Status st = RunCollector(o, &s);
-  ASSERT_TRUE(st.ok()) << st;
-  const StageSummary* stage = s.stage("a->b");
-  ASSERT_NE(stage, nullptr) << log.str();
+  const testing::Replayed r = ReplayArchive(b, dir, o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  const StageSummary* stage = r.summary.stage("a->b");
+  ASSERT_NE(stage, nullptr) << r.log;
   EXPECT_EQ(stage->count, 35u);
   EXPECT_EQ(stage->cross_core, 20u);
   EXPECT_EQ(stage->migrated, 0u);

@@ -4,17 +4,18 @@
 // lost the second (samples {100, 100, 200} instead of {100, 500, 200}).
 // Archives use 1 GHz, so one tick is one ns.
 
-#include <sstream>
 #include <string>
 
 #include "collector/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
+#include "tests/collector/replay_util.h"
 
 namespace ticktrace::collect {
 namespace {
 
 using testing::ArchiveBuilder;
+using testing::ReplayArchive;
 using testing::Stamp;
 using testing::TempDir;
 
@@ -38,23 +39,17 @@ TEST(LearnedPipelineReuse, EachUseOfAnIdIsItsOwnOrder) {
   b.Clock(t + kGap);
 
   TempDir dir;
-  const std::string raw = dir.File("in.raw");
-  b.Write(raw);
   CollectorOptions o;
-  o.replay_path = raw;
   o.db_path = "";  // statistics only: the store's id key is another finding
   o.learn_orders = 3;
   o.order_timeout_ms = 1;
-  std::ostringstream log;
-  o.out = &log;
-  o.handle_signals = false;
-  RunSummary s;
-  const absl::Status st = RunCollector(o, &s);
-  ASSERT_TRUE(st.ok()) << st;
+  const testing::Replayed r = ReplayArchive(b, dir, o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  const RunSummary& s = r.summary;
 
-  ASSERT_TRUE(s.pipeline_learned) << log.str();
+  ASSERT_TRUE(s.pipeline_learned) << r.log;
   const StageSummary* stage = s.stage("md_rx->order_sent");
-  ASSERT_NE(stage, nullptr) << log.str();
+  ASSERT_NE(stage, nullptr) << r.log;
   // By hand: samples {100, 500, 200} ns.
   EXPECT_EQ(stage->count, 3u);
   EXPECT_DOUBLE_EQ(stage->min_ns, 100);

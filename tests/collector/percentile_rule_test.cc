@@ -4,18 +4,19 @@
 // Archives use 1 GHz, so one tick is one ns.
 
 #include <cmath>
-#include <sstream>
 #include <string>
 
 #include "collector/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
+#include "tests/collector/replay_util.h"
 #include "tests/collector/store_query.h"
 
 namespace ticktrace::collect {
 namespace {
 
 using testing::ArchiveBuilder;
+using testing::ReplayArchive;
 using testing::Stamp;
 using testing::StoreQuery;
 using testing::TempDir;
@@ -30,20 +31,13 @@ RunSummary ReplayOrders(const TempDir& dir, int orders_ab, std::string* log_out)
     b.Records(1, {Stamp(0, id, t), Stamp(1, id, t + 100 + id)});
   }
   b.Clock(uint64_t(orders_ab + 1) * 10'000);
-  const std::string raw = dir.File("in.raw");
-  b.Write(raw);
   CollectorOptions o;
-  o.replay_path = raw;
   o.db_path = dir.File("store.db");
   o.pipeline = {"a", "b"};
-  std::ostringstream log;
-  o.out = &log;
-  o.handle_signals = false;
-  RunSummary s;
-  const absl::Status st = RunCollector(o, &s);
-  EXPECT_TRUE(st.ok()) << st;
-  *log_out = log.str();
-  return s;
+  testing::Replayed r = ReplayArchive(b, dir, o);
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  *log_out = r.log;
+  return r.summary;
 }
 
 TEST(PercentileRule, NinetyNineSamplesHaveNoP99) {

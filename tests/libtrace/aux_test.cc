@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpuinfo_util.h"
 #include "gtest/gtest.h"
 #include "ticktrace/abi.h"
 #include "ticktrace/environment.h"
@@ -30,22 +31,7 @@ TEST(AuxTest, DecodeSplitsNodeAndCpu) {
   EXPECT_EQ(DecodeAux((3u << 12) | 0xfff), (CpuLocation{0xfff, 3}));
 }
 
-// The words of the first "flags" line of /proc/cpuinfo: the kernel's view of
-// the CPU, read here independently of libtrace's own CPUID probe.
-std::set<std::string> CpuinfoFlags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
-    std::istringstream words(line.substr(colon + 1));
-    std::set<std::string> flags;
-    for (std::string w; words >> w;) flags.insert(w);
-    return flags;
-  }
-  return {};
-}
+using testing::CpuinfoFlags;
 
 TEST(AuxTest, NativeRdtscpAgreesWithTheKernel) {
   const std::set<std::string> flags = CpuinfoFlags();

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cpuinfo_util.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace {
@@ -26,22 +27,7 @@ const EnvironmentFinding* Find(const TscEnvironment& env, const std::string& nam
   return it == env.findings.end() ? nullptr : &*it;
 }
 
-// The words of the first "flags" line of /proc/cpuinfo, read here on its own:
-// the kernel's view of the CPU.
-std::set<std::string> CpuinfoFlags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
-    std::istringstream words(line.substr(colon + 1));
-    std::set<std::string> flags;
-    for (std::string w; words >> w;) flags.insert(w);
-    return flags;
-  }
-  return {};
-}
+using testing::CpuinfoFlags;
 
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
