@@ -176,6 +176,10 @@ absl::Status Store::CheckExisting(const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": exists and is not a regular file; refusing to use it as a store"));
   }
+  if (::access(path.c_str(), R_OK | W_OK) != 0) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        path, ": cannot open the store for reading and writing: ", std::strerror(errno)));
+  }
   char header[16] = {};
   {
     std::ifstream in(path, std::ios::binary);

@@ -261,6 +261,10 @@ class BadInputTest : public RelTest {
       EXPECT_NE(r.err.find(as.unreadable), std::string::npos)
           << what << ": the error does not name the unreadable file\n"
           << r.err;
+      // And says why: the system's word for EACCES, not a guess at the content.
+      EXPECT_NE(r.err.find("Permission denied"), std::string::npos)
+          << what << ": the error does not say permission was denied\n"
+          << r.err;
       absl::PrintF("unreadable %s, run as uid %d: exit %d, %s", as.unreadable,
                    as.account.has_value() ? int(as.account->uid) : int(geteuid()), r.code, r.err);
     }
