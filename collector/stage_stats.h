@@ -19,13 +19,16 @@ namespace ticktrace::collect {
 inline constexpr uint8_t kFlagMigrated = 1;   // a span's two ends on different cores
 inline constexpr uint8_t kFlagNegative = 2;   // a difference below zero
 inline constexpr uint8_t kFlagCrossCore = 4;  // the two ends read on different cores
+// A span of 2^32 ticks or more: the producer kept 2^32 - 1, so the value is
+// only a lower bound.
+inline constexpr uint8_t kFlagSaturated = 8;
 
 // The flags that keep a sample out of the percentiles unless --include-flagged.
 // cross_core alone is counted but not excluded: every hop between pinned
 // processes is cross-core, and on one machine the cores' TSCs are synchronised
 // (the seeds, §1.4). A hop shorter than the cores' sync error shows up as
 // `negative`, which is excluded.
-inline constexpr uint8_t kFlagsExcludedByDefault = kFlagMigrated | kFlagNegative;
+inline constexpr uint8_t kFlagsExcludedByDefault = kFlagMigrated | kFlagNegative | kFlagSaturated;
 
 enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
 

@@ -17,6 +17,26 @@ bool KnownAux(uint32_t aux) { return aux != abi::kAuxUnknown; }
 bool DifferentCores(uint32_t a, uint32_t b) {
   return KnownAux(a) && KnownAux(b) && abi::AuxCpu(a) != abi::AuxCpu(b);
 }
+
+// A span's (or interval's) flags: migrated when its ends are on two cores;
+// negative when the end read below the begin; saturated when it lasted 2^32
+// ticks or more (its duration is then a lower bound).
+template <typename SpanEvent>
+uint8_t SpanFlags(const SpanEvent& e) {
+  uint8_t flags = 0;
+  if (DifferentCores(e.aux, e.end_aux)) flags |= kFlagMigrated;
+  if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
+  if (e.flags & abi::kRecordSpanSaturated) flags |= kFlagSaturated;
+  return flags;
+}
+
+// A span's duration in ns: negative when it ran backwards (the producer
+// keeps how far), never clamped to 0.
+template <typename SpanEvent>
+double SpanNs(const TimeBase& time, const SpanEvent& e) {
+  const double ns = time.TicksToNs(e.duration_ticks);
+  return (e.flags & abi::kRecordSpanBackwards) ? -ns : ns;
+}
 int32_t CpuOf(uint32_t aux) { return KnownAux(aux) ? static_cast<int32_t>(abi::AuxCpu(aux)) : -1; }
 
 // The flags of a difference between two stamps `a` (earlier) and `b`.
@@ -124,10 +144,8 @@ uint32_t Stitcher::SpanStage(uint32_t name_id) {
 void Stitcher::AddEvent(const StitchEvent& e) {
   if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
     // An interval with no order: a sample of its tag, nothing to stitch.
-    uint8_t flags = 0;
-    if (DifferentCores(e.aux, e.end_aux)) flags |= kFlagMigrated;
-    if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
-    stats_->Add(SpanStage(e.name_id), time_.TicksToNs(e.duration_ticks), flags, 0);
+    const uint8_t flags = SpanFlags(e);
+    stats_->Add(SpanStage(e.name_id), SpanNs(time_, e), flags, 0);
     ++counters_.standalone_samples;
     return;
   }
@@ -357,11 +375,8 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
   for (const Event& e : o.events) {
     const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
     if (is_span) {
-      uint8_t flags = 0;
-      if (DifferentCores(e.aux, e.end_aux)) flags |= kFlagMigrated;
-      // The end read below the begin (two cores): the producer wrote 0.
-      if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
-      const double latency_ns = time_.TicksToNs(e.duration_ticks);
+      const uint8_t flags = SpanFlags(e);
+      const double latency_ns = SpanNs(time_, e);
       const uint32_t stage = SpanStage(e.name_id);
       stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start));
       ++samples;
@@ -389,11 +404,8 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
       st.cpu_end = is_span ? CpuOf(e.end_aux) : -1;
       st.tsc = e.tsc;
       st.utc_ns = time_.UtcNs(e.tsc);
-      st.duration_ns = is_span ? time_.TicksToNs(e.duration_ticks) : 0;
-      if (is_span && DifferentCores(e.aux, e.end_aux)) {
-        st.flags = kFlagMigrated;
-      }
-      if (is_span && (e.flags & abi::kRecordSpanBackwards)) st.flags |= kFlagNegative;
+      st.duration_ns = is_span ? SpanNs(time_, e) : 0;
+      if (is_span) st.flags = SpanFlags(e);
       out->stamps.push_back(std::move(st));
     }
   }

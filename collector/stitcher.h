@@ -30,8 +30,9 @@
 //
 // Flags: cross_core when both ends carry a known core and the cores differ;
 // negative when a difference is below zero (for a span: the producer saw its
-// end read below its begin, kRecordSpanBackwards, and wrote 0); migrated when
-// a span's begin and end cores differ.
+// end read below its begin, kRecordSpanBackwards, and kept how far: the span
+// is stored negative); migrated when a span's begin and end cores differ;
+// saturated when a span lasted 2^32 ticks or more (a lower bound).
 //
 // Not thread-safe: one analysis thread owns a Stitcher.
 

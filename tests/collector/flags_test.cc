@@ -93,9 +93,10 @@ CollectorOptions Pipeline(std::vector<std::string> stages) {
 
 // store.md: `spans_saturated` counts spans longer than the 32-bit duration
 // holds; the producer then writes 0xffffffff ticks and kRecordSpanSaturated,
-// and the duration is a lower bound. The count follows the flag: a span of
-// exactly 2^32-1 ticks is exact, not saturated.
-TEST_F(FlagsTest, SaturatedSpansAreCountedAndKeptAsLowerBounds) {
+// and the duration is a lower bound: flag 8 (saturated), kept out of the
+// percentiles. The count follows the flag: a span of exactly 2^32-1 ticks is
+// exact, not saturated.
+TEST_F(FlagsTest, SaturatedSpansAreCountedFlaggedAndKeptOutOfThePercentiles) {
   ArchiveBuilder b;
   b.Process(1, {"a", "b", "parse"});
   b.Records(1, {
@@ -114,36 +115,38 @@ TEST_F(FlagsTest, SaturatedSpansAreCountedAndKeptAsLowerBounds) {
   EXPECT_EQ(s.counter("spans_saturated"), 2);  // order 1's span and the interval
   EXPECT_EQ(StoredCounter("spans_saturated"), 2);
   EXPECT_EQ(s.counter("standalone_samples"), 1);
-  // Saturation is no timing flag: all four samples are in the percentiles,
-  // at their lower bound of 4294967295 ns.
+  // The two saturated samples are lower bounds: out of the percentiles. The
+  // exact 2^32-1 ticks (order 2) and the 500 ns span (order 3) are in.
   const StageSummary* parse = s.stage("parse");
   ASSERT_NE(parse, nullptr);
   EXPECT_EQ(parse->samples_all, 4u);
-  EXPECT_EQ(parse->count, 4u);
+  EXPECT_EQ(parse->count, 2u);
   EXPECT_DOUBLE_EQ(parse->min_ns, 500);
   EXPECT_DOUBLE_EQ(parse->max_ns, 4294967295.0);
   EXPECT_EQ(parse->negative, 0u);
   StoreQuery q(db());
   EXPECT_EQ(q.Real("SELECT latency_ns FROM samples WHERE stage = 'parse' AND order_id = 1"),
             4294967295.0);
-  EXPECT_EQ(q.Int("SELECT flags FROM samples WHERE stage = 'parse' AND order_id = 1"), 0);
+  EXPECT_EQ(q.Int("SELECT flags FROM samples WHERE stage = 'parse' AND order_id = 1"), 8);
+  EXPECT_EQ(q.Int("SELECT flags FROM samples WHERE stage = 'parse' AND order_id = 2"), 0);
+  EXPECT_EQ(q.Int("SELECT flags FROM stamps WHERE kind = 'span' AND order_id = 1"), 8);
   EXPECT_EQ(q.Real("SELECT duration_ns FROM stamps WHERE kind = 'span' AND order_id = 1"),
             4294967295.0);
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM samples WHERE stage = 'parse'"), 3);  // not the interval
 }
 
 // collector.md: `negative` covers "a span the producer saw end before it
-// began" (kRecordSpanBackwards, duration 0); store.md: flag 2. Negative
-// samples are counted and kept out of the percentiles unless
-// --include-flagged.
+// began" (kRecordSpanBackwards, the duration how far backwards); store.md:
+// flag 2, stored negative, never clamped. Negative samples are counted and
+// kept out of the percentiles unless --include-flagged.
 TEST_F(FlagsTest, BackwardsSpansAreNegativeAndKeptOutOfThePercentiles) {
   ArchiveBuilder b;
   b.Process(1, {"a", "b", "parse"});
   b.Records(1, {
-                   Stamp(0, 1, 1000), FlaggedSpan(2, 1, 1100, 0, abi::kRecordSpanBackwards),
+                   Stamp(0, 1, 1000), FlaggedSpan(2, 1, 1100, 70, abi::kRecordSpanBackwards),
                    Stamp(1, 1, 2000),
                    Stamp(0, 2, 3000), FlaggedSpan(2, 2, 3100, 400, 0), Stamp(1, 2, 4000),
-                   Interval(2, 5000, 0, abi::kRecordSpanBackwards),
+                   Interval(2, 5000, 30, abi::kRecordSpanBackwards),
                });
   RunSummary s = Replay(b, Pipeline({"a", "b"}));
   const StageSummary* parse = s.stage("parse");
@@ -160,7 +163,9 @@ TEST_F(FlagsTest, BackwardsSpansAreNegativeAndKeptOutOfThePercentiles) {
   EXPECT_DOUBLE_EQ(s.stage("a->b")->max_ns, 1000);
   StoreQuery q(db());
   EXPECT_EQ(q.Int("SELECT flags FROM samples WHERE stage = 'parse' AND order_id = 1"), 2);
-  EXPECT_EQ(q.Real("SELECT latency_ns FROM samples WHERE stage = 'parse' AND order_id = 1"), 0);
+  // 70 ticks backwards at 1 GHz: -70 ns, not 0.
+  EXPECT_EQ(q.Real("SELECT latency_ns FROM samples WHERE stage = 'parse' AND order_id = 1"), -70);
+  EXPECT_EQ(q.Real("SELECT duration_ns FROM stamps WHERE kind = 'span' AND order_id = 1"), -70);
   EXPECT_EQ(q.Int("SELECT flags FROM samples WHERE stage = 'parse' AND order_id = 2"), 0);
   EXPECT_EQ(q.Int("SELECT flags FROM stamps WHERE kind = 'span' AND order_id = 1"), 2);
   EXPECT_EQ(q.Int("SELECT negative FROM stage_stats WHERE stage = 'parse'"), 2);
@@ -176,7 +181,7 @@ TEST_F(FlagsTest, BackwardsSpansAreNegativeAndKeptOutOfThePercentiles) {
   RunSummary s2;
   ASSERT_TRUE(RunCollector(all, &s2).ok());
   EXPECT_EQ(s2.stage("parse")->count, 3u);
-  EXPECT_DOUBLE_EQ(s2.stage("parse")->min_ns, 0);
+  EXPECT_DOUBLE_EQ(s2.stage("parse")->min_ns, -70);  // kept negative: -70, -30 and 400 ns
 }
 
 // store.md: `repeated_stages` counts a stage stamped twice in one order; the

@@ -132,7 +132,7 @@ TEST_F(MeasureTest, IntervalTimerEdgesCanBeRecorded) {
 // The duration rule of abi.h for spans and intervals: up to 2^32-1 ticks it
 // is exact; from 2^32 ticks on it saturates at 0xffffffff with
 // kRecordSpanSaturated (a lower bound); an end below the begin (two cores)
-// writes 0 with kRecordSpanBackwards. Checked at the edges through
+// writes begin - end (how far backwards) with kRecordSpanBackwards. Checked at the edges through
 // record_interval, which takes both TSC values from the caller.
 TEST_F(MeasureTest, LongAndBackwardsIntervalsAreFlagged) {
   static const Tag kLong{"long_interval"};
@@ -157,7 +157,7 @@ TEST_F(MeasureTest, LongAndBackwardsIntervalsAreFlagged) {
   EXPECT_EQ(records[1].flags, abi::kRecordSpanSaturated);
   EXPECT_EQ(records[2].payload.span.duration_ticks, 0xffffffffu);
   EXPECT_EQ(records[2].flags, abi::kRecordSpanSaturated);
-  EXPECT_EQ(records[3].payload.span.duration_ticks, 0u);
+  EXPECT_EQ(records[3].payload.span.duration_ticks, 1u);  // one tick backwards
   EXPECT_EQ(records[3].flags, abi::kRecordSpanBackwards);
   EXPECT_EQ(records[4].payload.span.duration_ticks, 0u);
   EXPECT_EQ(records[4].flags, 0);

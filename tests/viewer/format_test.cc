@@ -33,6 +33,9 @@ TEST(FormatTest, UtcAndFlags) {
   EXPECT_EQ(FlagLetters(0), "");
   EXPECT_EQ(FlagLetters(7), "MNX");
   EXPECT_EQ(FlagWords(6), "negative,cross_core");
+  // store.md's bit 8: saturated.
+  EXPECT_EQ(FlagLetters(15), "MNXS");
+  EXPECT_EQ(FlagWords(8), "saturated");
 }
 
 TEST(TimeArgTest, Rfc3339) {

@@ -56,6 +56,7 @@ std::string FlagLetters(uint32_t flags) {
   if (flags & kFlagMigrated) out += 'M';
   if (flags & kFlagNegative) out += 'N';
   if (flags & kFlagCrossCore) out += 'X';
+  if (flags & kFlagSaturated) out += 'S';
   return out;
 }
 
@@ -64,6 +65,7 @@ std::string FlagWords(uint32_t flags) {
   if (flags & kFlagMigrated) words.push_back("migrated");
   if (flags & kFlagNegative) words.push_back("negative");
   if (flags & kFlagCrossCore) words.push_back("cross_core");
+  if (flags & kFlagSaturated) words.push_back("saturated");
   return absl::StrJoin(words, ",");
 }
 

@@ -75,7 +75,8 @@
 //           order_id = correlation key; payload unused (0).
 //   kSpan   tsc = begin TSC; aux = begin aux; payload.span = {end aux,
 //           duration ticks (saturated at 0xffffffff with flag kRecordSpanSaturated;
-//           0 with flag kRecordSpanBackwards when the end read below the begin)}.
+//           with flag kRecordSpanBackwards when the end read below the begin,
+//           the duration is begin - end: how far backwards, saturated likewise)}.
 //   kLink   tsc = when linked; order_id = child; payload.parent_order_id = parent.
 //   kMeasure like kSpan, written by END_MEASURE / interval timers (no order id).
 // Tag ids index the tag table; kTagInvalid marks a Tag that found the table full.
@@ -142,7 +143,7 @@ enum RecordKind : uint8_t {
 enum RecordFlags : uint8_t {
   kRecordFenced = 1u << 0,         // read with lfence/rdtscp fences (micro-measurement)
   kRecordSpanSaturated = 1u << 1,  // span longer than 2^32-1 ticks; duration is a lower bound
-  kRecordSpanBackwards = 1u << 2,  // end TSC below begin TSC (read on two cores); duration 0
+  kRecordSpanBackwards = 1u << 2,  // end TSC below begin TSC (two cores); duration = begin - end
 };
 
 enum SlotState : uint32_t {

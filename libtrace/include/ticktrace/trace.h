@@ -209,9 +209,12 @@ inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_t
                             uint8_t* flags) noexcept {
   uint64_t ticks = end_tsc - begin_tsc;
   if (__builtin_expect(end_tsc < begin_tsc, 0)) {
-    ticks = 0;  // only possible across cores whose counters differ
+    // Only possible across cores whose counters differ: keep how far back
+    // (the collector stores it as a negative duration, never clamped to 0).
+    ticks = begin_tsc - end_tsc;
     *flags |= abi::kRecordSpanBackwards;
-  } else if (__builtin_expect(ticks > 0xffffffffull, 0)) {
+  }
+  if (__builtin_expect(ticks > 0xffffffffull, 0)) {
     ticks = 0xffffffffull;
     *flags |= abi::kRecordSpanSaturated;
   }

@@ -17,9 +17,10 @@ namespace ticktrace::view {
 
 // The flags that keep a sample out of the percentiles unless
 // --include-flagged is given, as the collector does (collector/stage_stats.h):
-// migrated and negative samples are untrustworthy; cross_core alone is counted
-// but kept, since every hop between processes on different cores has it.
-inline constexpr uint32_t kExcludedFlags = kFlagMigrated | kFlagNegative;
+// migrated and negative samples are untrustworthy and saturated ones only a
+// lower bound; cross_core alone is counted but kept, since every hop between
+// processes on different cores has it.
+inline constexpr uint32_t kExcludedFlags = kFlagMigrated | kFlagNegative | kFlagSaturated;
 
 // What the user asked for, before it is checked against the store.
 struct QueryOptions {

@@ -16,6 +16,7 @@ namespace ticktrace::view {
 inline constexpr uint32_t kFlagMigrated = 1;   // a span's two ends on different cores
 inline constexpr uint32_t kFlagNegative = 2;   // a cross-core difference below zero
 inline constexpr uint32_t kFlagCrossCore = 4;  // the two ends read on different cores
+inline constexpr uint32_t kFlagSaturated = 8;  // a span of 2^32 ticks or more: a lower bound
 
 // The name of the stage that spans an order from its first stamp to its last.
 inline constexpr char kTotalStage[] = "total";
