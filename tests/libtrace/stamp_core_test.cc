@@ -134,8 +134,10 @@ TEST(StampCore, WithoutRseqStampsHaveNoCoreAndSpansUseRdtscp) {
   if (pid == 0) {
     setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0", 1);
     setenv("TICKTRACE_CORE_TEST_SESSION", session.c_str(), 1);
+    // Once, whatever GTEST_REPEAT the parent runs under: Init() works once per process.
     execl("/proc/self/exe", "stamp_core_child", "--gtest_also_run_disabled_tests",
-          "--gtest_filter=StampCore.DISABLED_ChildWithoutRseq", static_cast<char*>(nullptr));
+          "--gtest_filter=StampCore.DISABLED_ChildWithoutRseq", "--gtest_repeat=1",
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   const std::string segment = SegmentName(session, static_cast<uint32_t>(pid));
