@@ -138,11 +138,26 @@ bool MountPrivateShm(const char* size_option, ChildReport* report) {
     SetMessage(report, "unshare(CLONE_NEWNS)");
     return false;
   }
-  // Private: our tmpfs must not propagate to the parent's namespace.
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    report->outcome = errno == EPERM ? ChildReport::kCannotIsolate : ChildReport::kFailed;
-    report->err = errno;
-    SetMessage(report, "mount --make-rprivate /");
+  // Private: our tmpfs must not propagate to the parent's namespace. "/" is
+  // not a mount point inside a chroot (EINVAL); then the mount our tmpfs goes
+  // on top of is made private: /dev/shm's own, or /dev's.
+  bool private_done = false;
+  for (const char* where : {"/", "/dev/shm", "/dev"}) {
+    if (mount(nullptr, where, nullptr, MS_REC | MS_PRIVATE, nullptr) == 0) {
+      private_done = true;
+      break;
+    }
+    if (errno != EINVAL) {
+      report->outcome = errno == EPERM ? ChildReport::kCannotIsolate : ChildReport::kFailed;
+      report->err = errno;
+      SetMessage(report, std::string("mount --make-rprivate ") + where);
+      return false;
+    }
+  }
+  if (!private_done) {
+    report->outcome = ChildReport::kFailed;
+    report->err = EINVAL;
+    SetMessage(report, "mount --make-rprivate: none of /, /dev/shm, /dev is a mount point");
     return false;
   }
   if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, size_option) != 0) {
