@@ -168,8 +168,12 @@ TEST(EnvironmentTest, ReadCostAgreesWithAnIndependentMeasurement) {
   if (CpuinfoFlags().count("rdtscp")) {
     const std::vector<uint64_t> fenced = OwnPairCosts(/*fenced=*/true, 10000);
     ASSERT_FALSE(fenced.empty());
-    EXPECT_LE(c.fenced_min_ticks, fenced[fenced.size() / 2]);
-    EXPECT_LE(fenced.front(), c.fenced_median_ticks);
+    // Half a median of slack: the fenced pair's cost moves with what runs
+    // around it (under ThreadSanitizer the library's loop and the test's are
+    // instrumented differently: 76 against a median of 68 ticks was seen).
+    // A wrong unit or pair is off by 2x or more.
+    EXPECT_LE(c.fenced_min_ticks, fenced[fenced.size() / 2] * 3 / 2);
+    EXPECT_LE(fenced.front(), c.fenced_median_ticks * 3 / 2);
   }
   EXPECT_GT(c.fenced_median_ticks, 0u);
   std::printf("rdtsc pair: min %llu median %llu ticks; fenced pair: min %llu median %llu ticks\n",
