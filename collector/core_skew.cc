@@ -159,15 +159,4 @@ absl::StatusOr<std::vector<CoreOffset>> MeasureCoreOffsets(const std::vector<int
   return out;
 }
 
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
-}
-
 }  // namespace ticktrace::collect

@@ -54,9 +54,6 @@ CoreOffset OffsetFromRounds(int cpu, const std::vector<PingPongRound>& rounds);
 absl::StatusOr<std::vector<CoreOffset>> MeasureCoreOffsets(const std::vector<int>& cpus,
                                                            int rounds = 2000);
 
-// The cores this process may run on (sched_getaffinity), ascending.
-std::vector<int> AllowedCpus();
-
 }  // namespace ticktrace::collect
 
 #endif  // TICKTRACE_COLLECTOR_CORE_SKEW_H_

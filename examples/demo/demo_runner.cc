@@ -27,6 +27,7 @@
 #include "demo_store.h"
 #include "messages.h"
 #include "shared_queue.h"
+#include "ticktrace/environment.h"
 
 namespace ticktrace::examples {
 namespace {
@@ -77,16 +78,6 @@ std::string ResolveBinDir(const DemoOptions& options) {
     return env;
   }
   return ExecutableDir();
-}
-
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
 }
 
 // A path as short as it can be said from the current directory.

@@ -203,6 +203,17 @@ TscEnvironment ProbeTscEnvironment() {
   return env;
 }
 
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
 uint64_t EstimateTscStepTicks(const std::vector<uint64_t>& reads) {
   std::vector<uint64_t> advances;  // from one real advance to the next
   advances.reserve(reads.size());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "ticktrace/environment.h"
 
 namespace ticktrace::collect {
 namespace {

@@ -32,6 +32,10 @@ struct TscEnvironment {
   std::vector<EnvironmentFinding> findings;  // every item above, explained
 };
 
+// The cpus the calling thread may run on (sched_getaffinity), ascending;
+// empty if they cannot be read.
+std::vector<int> AllowedCpus();
+
 // Probes CPUID, /proc/cpuinfo and sysfs. Never fails: unreadable items are
 // reported as findings.
 TscEnvironment ProbeTscEnvironment();
