@@ -1,62 +1,13 @@
-// A log-linear histogram of latencies in ns with bounded relative error.
-//
-// Each power-of-two range [2^e, 2^(e+1)) of |value| is split into
-// kSubBuckets equal buckets, so a bucket is at most 1/128 of its lower edge
-// wide; a percentile reports the bucket's midpoint (clamped to the exact
-// min/max), which is within 1/256 < 0.4% of every value in the bucket.
-// Values with |v| below kMinResolvedNs share one bucket around zero (they are
-// far below the TSC step). Negative values (cross-core differences) have
-// their own mirrored buckets. min, max, count and the sum (mean) are exact.
-//
-// Not thread-safe; one owner thread.
+// The histogram lives with the store's schema (collector/store/histogram.h),
+// which the viewer shares; the collector's code names it from here.
 
 #ifndef TICKTRACE_COLLECTOR_HISTOGRAM_H_
 #define TICKTRACE_COLLECTOR_HISTOGRAM_H_
 
-#include <array>
-#include <cstdint>
-#include <vector>
+#include "collector/store/histogram.h"
 
 namespace ticktrace::collect {
-
-class Histogram {
- public:
-  static constexpr int kSubBucketBits = 7;
-  static constexpr int kSubBuckets = 1 << kSubBucketBits;  // 128 per octave
-  static constexpr int kMinExponent = -4;                  // 1/16 ns
-  static constexpr int kMaxExponent = 63;
-  static constexpr int kOctaves = kMaxExponent - kMinExponent + 1;
-  static constexpr int kBuckets = kOctaves * kSubBuckets;
-  static constexpr double kMinResolvedNs = 1.0 / 16;
-
-  Histogram();
-
-  // Adds one value in ns. Any thread that owns the histogram.
-  void Add(double value_ns);
-  // Adds every value of `other`.
-  void Merge(const Histogram& other);
-
-  uint64_t count() const { return count_; }
-  double min() const { return count_ ? min_ : 0; }
-  double max() const { return count_ ? max_ : 0; }
-  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
-  // The q-quantile (0 <= q <= 1), e.g. 0.999; 0 when empty. Relative error
-  // at most 1/256 for |values| >= kMinResolvedNs.
-  double Quantile(double q) const;
-
- private:
-  static int BucketOf(double magnitude);  // REQUIRES: magnitude >= kMinResolvedNs
-  static double Midpoint(int bucket);
-
-  std::vector<uint64_t> positive_;  // kBuckets
-  std::vector<uint64_t> negative_;  // kBuckets, by |value|
-  uint64_t near_zero_ = 0;
-  uint64_t count_ = 0;
-  double sum_ = 0;
-  double min_ = 0;
-  double max_ = 0;
-};
-
+using Histogram = store::Histogram;
 }  // namespace ticktrace::collect
 
 #endif  // TICKTRACE_COLLECTOR_HISTOGRAM_H_
