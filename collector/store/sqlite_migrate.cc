@@ -190,6 +190,7 @@ absl::Status MigrateToCurrent(SqliteWriter* writer, int from_version, const std:
     if (s.ok()) s = Exec(db, sql, path);
   }
   if (s.ok()) s = Exec(db, SqliteSchemaSql(), path);
+  if (s.ok()) s = writer->PrepareStatements();
   if (s.ok()) {
     s = Exec(db,
              "INSERT INTO stage_stats(run_id, stage, position, count, min_ns, max_ns, mean_ns, "

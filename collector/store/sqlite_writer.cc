@@ -208,8 +208,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
                                             kSqliteSchemaVersion, "; the old store is kept at ",
                                             *backup));
         }
-        s = writer->Prepare();
-        if (s.ok()) s = MigrateToCurrent(writer.get(), *version, path);
+        s = MigrateToCurrent(writer.get(), *version, path);
       }
     }
   }
@@ -251,6 +250,7 @@ absl::Status SqliteWriter::Exec(const char* sql) {
 }
 
 absl::Status SqliteWriter::Prepare() {
+  if (st_->insert_order != nullptr) return absl::OkStatus();
   const std::string flag_columns = [] {
     std::vector<std::string> names;
     for (const FlagName& f : kFlagNames) names.emplace_back(f.name);

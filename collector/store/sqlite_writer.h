@@ -67,6 +67,8 @@ class SqliteWriter : public Writer {
   sqlite3* db() { return db_; }
   void set_in_migration(bool in) { in_migration_ = in; }
   void set_interval_ns(int64_t ns) { interval_ns_ = ns; }
+  // Prepares the statements (once) after the migration created the tables.
+  absl::Status PrepareStatements() { return Prepare(); }
 
  private:
   SqliteWriter() = default;
