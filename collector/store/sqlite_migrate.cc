@@ -186,6 +186,7 @@ absl::Status MigrateToCurrent(SqliteWriter* writer, int from_version, const std:
            "ALTER TABLE stage_stats RENAME TO v1_stage_stats",
            "ALTER TABLE runs ADD COLUMN interval_ns INTEGER NOT NULL DEFAULT 1000000000",
            "ALTER TABLE runs ADD COLUMN detail TEXT NOT NULL DEFAULT 'all'",
+           "ALTER TABLE runs ADD COLUMN utc_drift_ppm REAL",
        }) {
     if (s.ok()) s = Exec(db, sql, path);
   }

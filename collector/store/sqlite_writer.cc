@@ -102,12 +102,15 @@ struct SqliteWriter::Statements {
   sqlite3_stmt* upsert_stage_stats = nullptr;
   sqlite3_stmt* upsert_core = nullptr;
   sqlite3_stmt* update_pipeline = nullptr;
+  sqlite3_stmt* insert_anchor = nullptr;
+  sqlite3_stmt* update_drift = nullptr;
 
   std::vector<sqlite3_stmt*> all() const {
     return {insert_order,   insert_sample,        insert_samples,    insert_name,
             insert_stage,   read_interval,        write_interval,    add_interval_orders,
             add_interval_kept, upsert_process,    upsert_thread,     upsert_tag,
-            upsert_counter, upsert_stage_stats,   upsert_core,       update_pipeline};
+            upsert_counter, upsert_stage_stats,   upsert_core,       update_pipeline,
+            insert_anchor,  update_drift};
   }
 };
 
@@ -264,8 +267,8 @@ absl::Status SqliteWriter::Prepare() {
       ", histogram FROM intervals WHERE run_id = ? AND stage_id = ? AND start_utc_ns = ?");
   const std::string upsert_stage_stats = absl::StrCat(
       "INSERT OR REPLACE INTO stage_stats(run_id, stage, position, count, min_ns, max_ns, "
-      "mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, include_flagged, samples_all, ",
-      flag_columns, ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, include_flagged, samples_all, uncertainty_ns, ",
+      flag_columns, ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   struct {
     sqlite3_stmt** stmt;
     std::string sql;
@@ -306,8 +309,10 @@ absl::Status SqliteWriter::Prepare() {
       {&st_->upsert_counter, "INSERT OR REPLACE INTO counters(run_id, name, value) VALUES(?,?,?)"},
       {&st_->upsert_stage_stats, upsert_stage_stats},
       {&st_->upsert_core,
-       "INSERT OR REPLACE INTO cores(run_id, cpu, measured_utc_ns, offset_ns, bound_ns) "
-       "VALUES(?,?,?,?,?)"},
+       "INSERT OR REPLACE INTO cores(run_id, cpu, measured_utc_ns, offset_ns, bound_ns, "
+       "consistent) VALUES(?,?,?,?,?,?)"},
+      {&st_->insert_anchor, "INSERT OR IGNORE INTO anchors(run_id, tsc, utc_ns) VALUES(?,?,?)"},
+      {&st_->update_drift, "UPDATE runs SET utc_drift_ppm = ? WHERE run_id = ?"},
       {&st_->update_pipeline,
        "UPDATE runs SET pipeline = ?, pipeline_learned = ? WHERE run_id = ?"},
   };
@@ -727,6 +732,7 @@ absl::Status SqliteWriter::WriteSnapshot(int64_t run_id, const Snapshot& snapsho
     }
     sqlite3_bind_int(s, i++, r.include_flagged ? 1 : 0);
     sqlite3_bind_int64(s, i++, AsInt(r.samples_all));
+    BindOptionalDouble(s, i++, r.uncertainty_ns);
     for (uint64_t f : r.flag_counts) sqlite3_bind_int64(s, i++, AsInt(f));
     if (absl::Status st = step(s, "upsert stage_stats"); !st.ok()) return st;
   }
@@ -737,7 +743,21 @@ absl::Status SqliteWriter::WriteSnapshot(int64_t run_id, const Snapshot& snapsho
     sqlite3_bind_int64(s, 3, c.measured_utc_ns);
     sqlite3_bind_double(s, 4, c.offset_ns);
     sqlite3_bind_double(s, 5, c.bound_ns);
+    sqlite3_bind_int(s, 6, c.consistent ? 1 : 0);
     if (absl::Status st = step(s, "upsert core"); !st.ok()) return st;
+  }
+  for (const AnchorRow& a : snapshot.anchors) {
+    sqlite3_stmt* s = st_->insert_anchor;
+    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_int64(s, 2, AsInt(a.tsc));
+    sqlite3_bind_int64(s, 3, a.utc_ns);
+    if (absl::Status st = step(s, "insert anchor"); !st.ok()) return st;
+  }
+  if (snapshot.utc_drift_ppm.has_value()) {
+    sqlite3_stmt* s = st_->update_drift;
+    sqlite3_bind_double(s, 1, *snapshot.utc_drift_ppm);
+    sqlite3_bind_int64(s, 2, run_id);
+    if (absl::Status st = step(s, "update drift"); !st.ok()) return st;
   }
   if (snapshot.pipeline.has_value()) {
     sqlite3_stmt* s = st_->update_pipeline;

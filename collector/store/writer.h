@@ -90,6 +90,13 @@ struct CoreRow {
   int64_t measured_utc_ns = 0;
   double offset_ns = 0;
   double bound_ns = 0;
+  bool consistent = true;  // the measurement's rounds agreed
+};
+
+// A (TSC, CLOCK_REALTIME) pair: UTC is mapped piecewise between anchors.
+struct AnchorRow {
+  uint64_t tsc = 0;
+  int64_t utc_ns = 0;
 };
 
 // Whole-run statistics of one stage (table stage_stats): what a reader gets
@@ -103,6 +110,9 @@ struct StageStatsRow {
   std::optional<double> p50_ns, p90_ns, p99_ns, p999_ns;  // unset: too few samples
   std::array<uint64_t, kFlagNames.size()> flag_counts{};  // by kFlagNames order
   bool include_flagged = false;
+  // The largest uncertainty of a cross-core sample (sum of its cores'
+  // bounds); unset when none was cross-core or offsets were not measured.
+  std::optional<double> uncertainty_ns;
 };
 
 // Everything besides detail and intervals, replaced as a whole.
@@ -112,7 +122,10 @@ struct Snapshot {
   std::vector<TagRow> tags;
   std::vector<std::pair<std::string, int64_t>> counters;
   std::vector<StageStatsRow> stages;
+  // Rows the store does not have yet are added; none is removed.
   std::vector<CoreRow> cores;
+  std::vector<AnchorRow> anchors;
+  std::optional<double> utc_drift_ppm;
   std::optional<std::pair<std::string, bool>> pipeline;  // (comma-separated, learned)
 };
 
