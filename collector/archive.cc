@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "collector/private_file.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -68,10 +69,11 @@ absl::StatusOr<ArchiveHeader> DecodeArchiveHeader(std::string_view bytes) {
 // --- ArchiveWriter ---
 
 absl::StatusOr<ArchiveWriter> ArchiveWriter::Create(const std::string& path,
-                                                    const ArchiveHeader& header, bool durable) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("cannot create archive", path);
-  ArchiveWriter w(fd, path, 0, durable);
+                                                    const ArchiveHeader& header, bool durable,
+                                                    bool group_readable) {
+  absl::StatusOr<int> fd = CreatePrivateFile(path, group_readable);
+  if (!fd.ok()) return fd.status();
+  ArchiveWriter w(*fd, path, 0, durable);
   absl::Status s = w.Append(EncodeArchiveHeader(header));
   if (s.ok()) s = w.Sync();
   if (!s.ok()) {
@@ -84,8 +86,9 @@ absl::StatusOr<ArchiveWriter> ArchiveWriter::Create(const std::string& path,
 
 absl::StatusOr<ArchiveWriter> ArchiveWriter::OpenForAppend(const std::string& path,
                                                            uint64_t valid_bytes, bool durable) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open archive for appending", path);
+  absl::StatusOr<int> opened = OpenOwnFileForWriting(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   if (::ftruncate(fd, static_cast<off_t>(valid_bytes)) != 0 ||
       ::lseek(fd, static_cast<off_t>(valid_bytes), SEEK_SET) < 0) {
     absl::Status s = Errno("cannot cut the torn tail", path);

@@ -50,12 +50,16 @@ absl::StatusOr<ArchiveHeader> DecodeArchiveHeader(std::string_view bytes);
 // Appends chunk bytes to a new file. Single owner thread.
 class ArchiveWriter {
  public:
-  // Creates `path` (it must not exist: nothing is ever overwritten) and writes
-  // the header. `durable`: Sync() calls fdatasync.
+  // Creates `path` (it must not exist: nothing is ever overwritten; a symlink
+  // there is refused, never followed) with mode 0600, or 0640 when
+  // `group_readable` (collector/private_file.h), and writes the header.
+  // `durable`: Sync() calls fdatasync.
   static absl::StatusOr<ArchiveWriter> Create(const std::string& path,
-                                              const ArchiveHeader& header, bool durable);
-  // Opens an existing archive for appending at byte `valid_bytes` (the file is
-  // truncated there first: a torn tail is cut off).
+                                              const ArchiveHeader& header, bool durable,
+                                              bool group_readable = false);
+  // Opens an existing archive of this uid for appending at byte `valid_bytes`
+  // (the file is truncated there first: a torn tail is cut off). A symlink, or
+  // a file another uid owns, is refused.
   static absl::StatusOr<ArchiveWriter> OpenForAppend(const std::string& path,
                                                      uint64_t valid_bytes, bool durable);
   ArchiveWriter(ArchiveWriter&& other) noexcept;

@@ -1,10 +1,10 @@
 #include "collector/collector.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
-#include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -304,7 +304,14 @@ class Session {
     if (d != nullptr) {
       c.emplace_back("slots_corrupt", v(d->slots_corrupt));
       c.emplace_back("segments_removed", v(d->segments_removed));
+      // Segments not drained, and why (docs/security.md).
+      c.emplace_back("segments_foreign", v(d->segments_foreign));
+      c.emplace_back("segments_unreadable", v(d->segments_unreadable));
+      c.emplace_back("segments_oversized", v(d->segments_oversized));
+      c.emplace_back("segments_truncated", v(d->segments_truncated));
+      c.emplace_back("records_in_refused_segments", v(d->records_in_refused_segments));
     }
+
     if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
     c.emplace_back("restarts", restarts_);
     std::sort(c.begin(), c.end());
@@ -496,31 +503,45 @@ class PassQueue {
 };
 
 // One collector per session: the ring protocol has a single consumer per ring
-// (abi.h), and exactly-once needs one journal writer. The lock is a bound
-// abstract-namespace UNIX socket, "@ticktrace-collector.<session>": nothing
-// on disk, released by the kernel however the holder dies (SIGKILL included).
+// (abi.h), and exactly-once needs one journal writer. The lock is an flock(2)
+// on "collector.<session>.lock" in a directory that only this uid can create
+// files in, so no other local user can hold it or plant it (docs/security.md):
+//   root:      /run/ticktrace (/run is root's), else /tmp/ticktrace-0;
+//   other uid: ~/.ticktrace (the home directory from the password database),
+//              else /tmp/ticktrace-<uid> for users without a home.
+// The directory is created 0700 and must be a real directory (not a link)
+// owned by us with no group/other access; the lock file is opened with
+// O_NOFOLLOW. The kernel releases the lock however the holder dies (SIGKILL
+// included); the file stays (never unlinked, so two collectors can never lock
+// two different files of one name).
 class SessionLock {
  public:
+  // Called once by RunLive() before anything is created.
   static absl::StatusOr<SessionLock> Acquire(const std::string& session) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    absl::StatusOr<std::string> dir = LockDirectory();
+    if (!dir.ok()) return dir.status();
+    const std::string path = absl::StrCat(*dir, "/collector.", session, ".lock");
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-      return absl::InternalError(absl::StrCat("session lock: socket: ", std::strerror(errno)));
+      return absl::FailedPreconditionError(
+          absl::StrCat("session lock ", path, ": ", std::strerror(errno)));
     }
-    sockaddr_un addr;
-    std::memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    const std::string name = "ticktrace-collector." + session;  // session: <= 64 chars
-    std::memcpy(addr.sun_path + 1, name.data(), name.size());   // sun_path[0] = 0: abstract
-    const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+      ::close(fd);
+      return absl::FailedPreconditionError(
+          absl::StrCat("session lock ", path, ": not a regular file of this uid"));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       ::close(fd);
-      if (err == EADDRINUSE) {
+      if (err == EWOULDBLOCK) {
         return absl::AlreadyExistsError(absl::StrCat(
-            "session '", session, "' is already being drained by another collector (lock @",
-            name, " is held); refusing to start a second one"));
+            "session '", session, "' is already being drained by another collector (lock ",
+            path, " is held); refusing to start a second one"));
       }
-      return absl::InternalError(absl::StrCat("session lock: bind: ", std::strerror(err)));
+      return absl::InternalError(absl::StrCat("session lock ", path, ": flock: ",
+                                              std::strerror(err)));
     }
     return SessionLock(fd);
   }
@@ -532,6 +553,63 @@ class SessionLock {
 
  private:
   explicit SessionLock(int fd) : fd_(fd) {}
+
+  // Creates `dir` 0700 if absent; OK when it is a directory (not a link) of
+  // this uid that no one else may enter, after a chmod if it was ours but open.
+  static absl::Status MakePrivateDir(const std::string& dir) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("session lock: cannot create ", dir, ": ", std::strerror(errno)));
+    }
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("session lock: ", dir, " is not a directory"));
+    }
+    if (st.st_uid != ::geteuid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "session lock: ", dir, " belongs to uid ", st.st_uid, ", not to this collector's uid ",
+          ::geteuid(), "; remove it (it may be planted) and start again"));
+    }
+    if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("session lock: cannot make ", dir, " private: ", std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+
+  static absl::StatusOr<std::string> LockDirectory() {
+    const uid_t uid = ::geteuid();
+    struct stat st;
+    if (uid == 0) {
+      if (::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+          (st.st_mode & 022) == 0) {
+        absl::Status s = MakePrivateDir("/run/ticktrace");
+        if (!s.ok()) return s;
+        return std::string("/run/ticktrace");
+      }
+    } else {
+      // The home directory of the password database, not $HOME (which the
+      // caller sets): only this uid (and root) can create files in it.
+      std::vector<char> buf(16384);
+      passwd pw;
+      passwd* found = nullptr;
+      if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+          found->pw_dir != nullptr && found->pw_dir[0] == '/' &&
+          ::lstat(found->pw_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+          (st.st_mode & 022) == 0) {
+        const std::string dir = absl::StrCat(found->pw_dir, "/.ticktrace");
+        absl::Status s = MakePrivateDir(dir);
+        if (!s.ok()) return s;
+        return dir;
+      }
+    }
+    const std::string dir = absl::StrCat("/tmp/ticktrace-", uid);
+    absl::Status s = MakePrivateDir(dir);
+    if (!s.ok()) return s;
+    return dir;
+  }
+
   int fd_;
 };
 
@@ -662,7 +740,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     session.set_restarts(1);
     if (session.writer() != nullptr) session.writer()->Submit();
   } else if (journaled) {
-    absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id());
+    absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id(), o.group_readable);
     if (!j.ok()) return j.status();
     journal.emplace(*std::move(j));
     std::string chunk;
@@ -674,7 +752,8 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   if (!o.raw_path.empty()) {
     ArchiveHeader h;
     h.kind = ArchiveKind::kRaw;
-    absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(o.raw_path, h, /*durable=*/false);
+    absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(o.raw_path, h, /*durable=*/false,
+                                                            o.group_readable);
     if (!w.ok()) return w.status();
     raw.emplace(*std::move(w));
     absl::Status s;
@@ -693,6 +772,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   // runs on its own thread behind a bounded queue of passes.
   DrainerOptions dopt;
   dopt.session = info.session;
+  dopt.limits.allowed_uids = o.allow_uids;
   Drainer drainer(dopt, DrainerSeed::From(session.analyzer()));
   PassQueue queue(o.max_queued_pass_bytes);
   // Written by the analysis thread after each pass, read by this one to know

@@ -1,6 +1,9 @@
 #include "collector/drainer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 #include <span>
 
 #include "collector/time_base.h"
@@ -37,16 +40,55 @@ Drainer::Drainer(const DrainerOptions& options, DrainerSeed seed)
 
 Drainer::~Drainer() = default;
 
+std::ostream& Drainer::log() const { return options_.log != nullptr ? *options_.log : std::cerr; }
+
+bool Drainer::Refuse(const absl::Status& status, const SegmentOpenError& why) {
+  switch (why.refusal) {
+    case SegmentRefusal::kForeign:
+      ++counters_.segments_foreign;
+      counters_.records_in_refused_segments += why.unconsumed_records;
+      log() << "ticktrace-collector: " << status.message() << "; not drained ("
+            << why.unconsumed_records << " records waiting in it)\n";
+      return true;
+    case SegmentRefusal::kOversized:
+      ++counters_.segments_oversized;
+      counters_.records_in_refused_segments += why.unconsumed_records;
+      log() << "ticktrace-collector: " << status.message() << "; not drained ("
+            << why.unconsumed_records << " records waiting in it)\n";
+      return true;
+    case SegmentRefusal::kUnreadable:
+      if (why.error_number == ENOENT) return false;  // gone meanwhile: nothing to count
+      ++counters_.segments_unreadable;
+      log() << "ticktrace-collector: " << status.message()
+            << "; not drained (its records cannot be counted)\n";
+      return true;
+    default:
+      ++counters_.segments_corrupt;
+      log() << "ticktrace-collector: " << status.message() << "; not drained\n";
+      return true;
+  }
+}
+
 void Drainer::Attach(const SegmentId& id, std::string* out) {
-  absl::StatusOr<std::unique_ptr<SegmentReader>> reader = SegmentReader::Open(id.name);
+  SegmentOpenError why;
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
+      SegmentReader::Open(id.name, options_.limits, &why);
   const auto now = std::chrono::steady_clock::now();
   if (!reader.ok()) {
-    // A segment may be caught mid-creation (magic not yet published): retry
-    // for a grace period before calling it corrupt.
+    const bool final_refusal = why.refusal == SegmentRefusal::kForeign ||
+                               why.refusal == SegmentRefusal::kOversized ||
+                               (why.refusal == SegmentRefusal::kUnreadable &&
+                                why.error_number != ENOENT);
+    if (final_refusal) {
+      if (Refuse(reader.status(), why)) refused_.insert(id.name);
+      failing_.erase(id.name);
+      return;
+    }
+    // A segment may be caught mid-creation (magic not yet published, or a
+    // header not yet complete): retry for a grace period before calling it corrupt.
     auto [it, inserted] = failing_.try_emplace(id.name, now);
     if (now - it->second >= options_.open_grace) {
-      ++counters_.segments_corrupt;
-      refused_.insert(id.name);
+      if (Refuse(reader.status(), why)) refused_.insert(id.name);
       failing_.erase(it);
     }
     return;
@@ -165,6 +207,7 @@ void Drainer::Discover(std::string* out) {
     }
   }
   for (auto& [name, seg] : segments_) {
+    if (seg->reader->truncated()) continue;  // dropped in CommitPass()
     const SegmentInfo& info = seg->reader->info();
     if (!seg->dying && !ProcessAlive(info.pid, info.process_start_ticks)) seg->dying = true;
     AnnounceTags(*seg, out);
@@ -182,6 +225,7 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
     absl::StatusOr<uint64_t> end =
         s.reader->Peek(slot, options_.max_records_per_ring, &buffer_, &generation);
     if (!end.ok()) {
+      if (s.reader->truncated()) return 0;  // the whole segment goes in CommitPass()
       t.corrupt = true;
       ++counters_.slots_corrupt;
       return 0;
@@ -251,6 +295,7 @@ size_t Drainer::Pass(bool discover, std::string* out) {
     for (uint32_t i = 0; i < seg->slots.size(); ++i) {
       records += DrainSlot(*seg, i, out);
     }
+    if (seg->reader->truncated()) continue;  // dropped in CommitPass()
     if (seg->dying && !seg->exited_announced) {
       // Is everything out? Only when no ring had anything left this pass.
       bool drained = true;
@@ -291,6 +336,20 @@ void Drainer::CommitPass() {
     segments_.erase(it);
   }
   to_remove_.clear();
+  // Segments found shrunk under the reader (a SIGBUS was caught): whatever
+  // they still hold cannot be read safely. Dropped, named once, not retried
+  // while the name exists; never removed (the file may not be ours to judge).
+  for (auto it = segments_.begin(); it != segments_.end();) {
+    if (!it->second->reader->truncated()) {
+      ++it;
+      continue;
+    }
+    ++counters_.segments_truncated;
+    log() << "ticktrace-collector: segment " << it->first
+          << ": shrank while being drained; dropped (records drained before are kept)\n";
+    refused_.insert(it->first);
+    it = segments_.erase(it);
+  }
 }
 
 }  // namespace ticktrace::collect

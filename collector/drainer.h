@@ -14,6 +14,12 @@
 // kProcessExited chunk follow, and after the commit its segment is removed.
 // Stale segments of dead processes found at start go the same way.
 //
+// Trust (docs/security.md): only segments owned by the collector's own uid,
+// or by a uid in options.limits.allowed_uids, are drained. Every other segment,
+// and every segment that cannot be opened, is too large, or shrinks under the
+// reader, is named once on the log stream and counted (DrainerCounters); a
+// refused segment is not tried again while its name exists.
+//
 // Not thread-safe: the collector's drain thread owns a Drainer. It never
 // reads the Analyzer (which the analysis thread owns): what the journal
 // already held comes in a DrainerSeed captured before draining starts.
@@ -23,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,13 +50,23 @@ struct DrainerOptions {
   size_t max_records_per_ring = 1u << 16;  // per pass; a dying segment is drained fully
   std::chrono::milliseconds discovery_interval{100};
   std::chrono::milliseconds open_grace{1000};  // a segment may be mid-creation this long
+  SegmentOpenLimits limits;                      // whose segments, and how large
+  std::ostream* log = nullptr;                   // refusals, one line each; null: std::cerr
 };
 
 struct DrainerCounters {
-  uint64_t segments_corrupt = 0;  // segments that could not be opened/validated
-  uint64_t slots_corrupt = 0;     // rings with impossible indices (skipped)
-  uint64_t segments_removed = 0;  // segments of exited processes removed
+  uint64_t segments_corrupt = 0;     // segments whose header does not hold together
+  uint64_t slots_corrupt = 0;        // rings with impossible indices (skipped)
+  uint64_t segments_removed = 0;     // segments of exited processes removed
   uint64_t segments_attached = 0;
+  uint64_t segments_foreign = 0;     // owned by a uid neither ours nor allowed: not drained
+  uint64_t segments_unreadable = 0;  // open/fstat/mmap failed (e.g. EACCES): not drained
+  uint64_t segments_oversized = 0;   // geometry above limits.max_segment_bytes: not drained
+  uint64_t segments_truncated = 0;   // shrank under the collector (SIGBUS caught): dropped
+  // Records published and never consumed in the foreign and oversized
+  // segments, counted (pread) when each was refused; an unreadable segment's
+  // records cannot be counted by a collector that cannot read them.
+  uint64_t records_in_refused_segments = 0;
 };
 
 // What the stream already holds (after a journal recovery): known processes,
@@ -119,6 +136,9 @@ class Drainer {
 
   void Discover(std::string* out);
   void Attach(const SegmentId& id, std::string* out);
+  // Counts and names a segment Open() refused; false when it may be retried.
+  bool Refuse(const absl::Status& status, const SegmentOpenError& why);
+  std::ostream& log() const;
   void AnnounceTags(Segment& s, std::string* out);
   void RefreshCounters(Segment& s, std::string* out);
   size_t DrainSlot(Segment& s, uint32_t slot, std::string* out);

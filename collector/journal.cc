@@ -31,11 +31,12 @@ absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path,
   return r;
 }
 
-absl::StatusOr<Journal> Journal::Create(const std::string& path, int64_t run_id) {
+absl::StatusOr<Journal> Journal::Create(const std::string& path, int64_t run_id,
+                                        bool group_readable) {
   ArchiveHeader h;
   h.kind = ArchiveKind::kJournal;
   h.run_id = static_cast<uint64_t>(run_id);
-  absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(path, h, /*durable=*/true);
+  absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(path, h, /*durable=*/true, group_readable);
   if (!w.ok()) return w.status();
   return Journal(std::move(*w));
 }

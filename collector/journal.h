@@ -47,8 +47,10 @@ class Journal {
   // NotFound when there is none; InvalidArgument when the file is not a journal.
   static absl::StatusOr<Recovered> Recover(const std::string& path, ChunkVisitor* visitor);
 
-  // Starts a new journal for `run_id`. The file must not exist.
-  static absl::StatusOr<Journal> Create(const std::string& path, int64_t run_id);
+  // Starts a new journal for `run_id`. The file must not exist; it is created
+  // 0600 (0640 with `group_readable`), never through a symlink (private_file.h).
+  static absl::StatusOr<Journal> Create(const std::string& path, int64_t run_id,
+                                        bool group_readable = false);
   // Continues a recovered journal (cuts a torn tail).
   static absl::StatusOr<Journal> Continue(const std::string& path, const Recovered& recovered);
 

@@ -34,6 +34,11 @@ ABSL_FLAG(std::string, duration_s, "0", "stop after this many seconds (0: until 
 ABSL_FLAG(std::string, raw, "", "write a raw archive of every drained record to this new file");
 ABSL_FLAG(std::string, replay, "", "run from this raw archive instead of shared memory, then exit");
 ABSL_FLAG(std::string, tsc_hz, "", "TSC frequency in Hz: skip calibration");
+ABSL_FLAG(std::string, allow_uid, "",
+          "also drain segments owned by these users (UID or name, comma-separated); by "
+          "default only this collector's own uid's segments are drained");
+ABSL_FLAG(bool, group_readable, false,
+          "create the store, journal and raw archive 0640 (group may read) instead of 0600");
 ABSL_FLAG(bool, include_flagged, false,
           "percentiles include flagged (migrated, negative, cross-core) samples");
 
@@ -41,12 +46,13 @@ namespace {
 
 constexpr const char* kProgram = "ticktrace-collector";
 const std::vector<std::string> kValueFlags = {"session", "db",  "pipeline", "order_timeout_ms",
-                                              "duration_s", "raw", "replay", "tsc_hz"};
+                                              "duration_s", "raw", "replay", "tsc_hz",
+                                              "allow_uid"};
 // Abseil's --flagfile/--fromenv/--tryfromenv/--undefok are not offered: their
 // errors would bypass our one-line usage errors.
 const std::vector<std::string> kOtherFlags = {
     "include_flagged", "noinclude_flagged", "help", "helpfull", "helpshort", "helppackage",
-    "version", "only_check_args", "helpon", "helpmatch"};
+    "version", "only_check_args", "helpon", "helpmatch", "group_readable", "nogroup_readable"};
 
 // The spellings Abseil accepts for a bool flag's value.
 bool IsBoolText(std::string v) {
@@ -91,7 +97,8 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
                                                                       ? std::string::npos
                                                                       : eq - dashes)));
     }
-    if ((name == "include_flagged" || name == "noinclude_flagged") && eq != std::string::npos &&
+    if ((name == "include_flagged" || name == "noinclude_flagged" || name == "group_readable" ||
+         name == "nogroup_readable") && eq != std::string::npos &&
         !IsBoolText(a.substr(eq + 1))) {
       UsageError(absl::StrCat("--include-flagged '", a.substr(eq + 1), "': not true or false"));
     }
@@ -168,6 +175,11 @@ int main(int argc, char** argv) {
     if (o.tsc_hz == 0) UsageError("--tsc-hz 0: must be between 1e6 and 1e11");
   }
   o.include_flagged = absl::GetFlag(FLAGS_include_flagged);
+  absl::StatusOr<std::vector<uint32_t>> uids =
+      ticktrace::collect::ParseUidList(absl::GetFlag(FLAGS_allow_uid));
+  if (!uids.ok()) UsageError(uids.status().message());
+  o.allow_uids = *uids;
+  o.group_readable = absl::GetFlag(FLAGS_group_readable);
   if (absl::Status s = ticktrace::collect::ValidateOptions(o); !s.ok()) UsageError(s.message());
 
   absl::Status s = ticktrace::collect::RunCollector(o);

@@ -1,13 +1,38 @@
 #include "collector/options.h"
 
+#include <pwd.h>
+
 #include <cmath>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "ticktrace/abi.h"
 
 namespace ticktrace::collect {
+
+absl::StatusOr<std::vector<uint32_t>> ParseUidList(absl::string_view text) {
+  std::vector<uint32_t> out;
+  if (text.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const std::string p(part);
+    uint32_t uid = 0;
+    if (!p.empty() && p.find_first_not_of("0123456789") == std::string::npos) {
+      if (!absl::SimpleAtoi(p, &uid) || uid == UINT32_MAX) {
+        return absl::InvalidArgumentError(absl::StrCat("--allow-uid '", p, "': not a uid"));
+      }
+    } else {
+      const passwd* pw = p.empty() ? nullptr : getpwnam(p.c_str());
+      if (pw == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat("--allow-uid '", p, "': no such user"));
+      }
+      uid = pw->pw_uid;
+    }
+    out.push_back(uid);
+  }
+  return out;
+}
 
 absl::StatusOr<std::vector<std::string>> ParsePipeline(absl::string_view text) {
   std::vector<std::string> out;

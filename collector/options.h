@@ -27,6 +27,8 @@ struct CollectorOptions {
   std::string replay_path;               // run from this archive instead of shared memory
   double tsc_hz = 0;                     // 0: calibrate (live) / the archive's (replay)
   bool include_flagged = false;
+  std::vector<uint32_t> allow_uids;      // also drain segments of these uids (besides our own)
+  bool group_readable = false;           // new store/journal/archive files 0640 instead of 0600
 
   // --- for tests and the bench ---
   size_t learn_orders = 100;
@@ -45,6 +47,11 @@ struct CollectorOptions {
 // "a,b,c" -> {"a","b","c"}. InvalidArgument for an empty name, a name longer
 // than a tag can be, or a repeated name.
 absl::StatusOr<std::vector<std::string>> ParsePipeline(absl::string_view text);
+
+// "1001,trader" -> the uids (numbers, or user names looked up in the
+// password database); "" -> none. InvalidArgument for an unknown name or a
+// malformed number.
+absl::StatusOr<std::vector<uint32_t>> ParseUidList(absl::string_view text);
 
 // InvalidArgument unless [A-Za-z0-9_-]{1,64}.
 absl::Status ValidateSession(absl::string_view session);

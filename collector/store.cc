@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/private_file.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -229,9 +230,19 @@ absl::Status Store::CheckExisting(const std::string& path) {
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::OpenOrCreate(const std::string& path) {
+  // A symlink is refused, never followed (collector/private_file.h).
+  if (absl::Status s = CheckNotSymlink(path); !s.ok()) return s;
   absl::Status existing = CheckExisting(path);
   const bool create = absl::IsNotFound(existing);
   if (!create && !existing.ok()) return existing;
+  if (create) {
+    // Created empty, 0600, O_EXCL|O_NOFOLLOW; SQLite takes an empty file as a
+    // new database and gives its -wal/-shm/-journal files the db file's mode.
+    // TODO(lead): pass --group-readable (CollectorOptions::group_readable) here.
+    absl::StatusOr<int> fd = CreatePrivateFile(path, /*group_readable=*/false);
+    if (!fd.ok()) return fd.status();
+    ::close(*fd);
+  }
   std::unique_ptr<Store> store(new Store());
   store->path_ = path;
   // NOMUTEX: one thread at a time uses the connection (see store.h).

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -348,6 +349,7 @@ bool DemoRun::StopCollector(milliseconds grace) {
 
 void DemoRun::RemoveLeftovers(bool report) {
   for (const std::string& name : SessionShmEntries(session_)) {
+    if (!ShmEntryIsOurs(name)) continue;  // another user's: not ours to remove
     if (shm_unlink(name.c_str()) == 0 && report) {
       Complain(absl::StrCat("removed leftover /dev/shm/", name));
     }
@@ -454,6 +456,12 @@ void InstallDemoSignalHandlers() {
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
 }
 
+bool ShmEntryIsOurs(const std::string& name) {
+  struct stat st;
+  return lstat(absl::StrCat("/dev/shm/", name).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         st.st_uid == geteuid();
+}
+
 std::vector<std::string> SessionShmEntries(const std::string& session) {
   std::vector<std::string> found;
   const std::string trace_prefix = absl::StrCat("ticktrace.", session, ".");
@@ -502,9 +510,13 @@ std::vector<std::string> SweepStaleDemoSessions() {
   while (const dirent* e = readdir(dir)) names.emplace_back(e->d_name);
   closedir(dir);
   for (const std::string& name : names) {
-    // "ticktrace.<session>.<pid>" or "ticktrace-example.<session>.<channel>"
+    // "ticktrace.<session>.<pid>", "ticktrace.<session>.<pid>.<n>" (the plain
+    // name was taken: docs/abi.md) or "ticktrace-example.<session>.<channel>";
+    // only files of our uid (another user's are not ours to remove).
     std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
-    if (parts.size() != 3 || (parts[0] != "ticktrace" && parts[0] != "ticktrace-example")) continue;
+    const bool trace = parts.size() >= 3 && parts.size() <= 4 && parts[0] == "ticktrace";
+    const bool queue = parts.size() == 3 && parts[0] == "ticktrace-example";
+    if ((!trace && !queue) || !ShmEntryIsOurs(name)) continue;
     const pid_t demo_pid = DemoPidOfSession(parts[1]);
     if (demo_pid == 0 || IsRunningDemo(demo_pid)) continue;
     if (parts[0] == "ticktrace") {
@@ -550,6 +562,9 @@ int RunDemo(const DemoOptions& options) {
           ? absl::StrFormat("demo-%d-%d", static_cast<int64_t>(std::time(nullptr)), getpid())
           : options.session;
   for (const std::string& name : SessionShmEntries(session)) {
+    // Another user's file cannot make the session ours in use: the programs
+    // pick another segment name and the collector does not drain it.
+    if (!ShmEntryIsOurs(name)) continue;
     Complain(absl::StrCat("session ", session, " is in use (/dev/shm/", name,
                           " exists); choose another --session"));
     return kDemoBadInput;

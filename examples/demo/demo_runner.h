@@ -39,6 +39,10 @@ int RunDemo(const DemoOptions& options);
 // and the example's queues ("ticktrace-example.<session>.*").
 std::vector<std::string> SessionShmEntries(const std::string& session);
 
+// True when /dev/shm/<name> is a regular file of this process's effective uid:
+// the only entries the demo removes or counts as its session's (docs/security.md).
+bool ShmEntryIsOurs(const std::string& name);
+
 // Removes what earlier demo runs left in /dev/shm when they were killed
 // outright (SIGKILL: the children get SIGTERM and stop, but the collector may
 // exit before it has removed their trace segments). Only sessions named like

@@ -4,11 +4,18 @@
 #include "ticktrace/segment_reader.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 #include <cstring>
+#include <mutex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -41,16 +48,21 @@ absl::StatusOr<SegmentId> ParseSegmentName(std::string_view name_view) {
   if (name.compare(0, kPrefix.size(), kPrefix) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a ticktrace segment name"));
   }
-  const std::string rest = name.substr(kPrefix.size());
-  const size_t dot = rest.rfind('.');
+  // Sessions are [A-Za-z0-9_-] (no dot): session.pid or session.pid.suffix.
+  const std::vector<std::string> parts = absl::StrSplit(name.substr(kPrefix.size()), '.');
   SegmentId id;
-  if (dot == std::string::npos || dot == 0 || !absl::SimpleAtoi(rest.substr(dot + 1), &id.pid) ||
-      id.pid == 0) {
+  const bool shape_ok = (parts.size() == 2 || parts.size() == 3) && !parts[0].empty() &&
+                        absl::SimpleAtoi(parts[1], &id.pid) && id.pid != 0;
+  const bool suffix_ok = parts.size() == 2 ||
+                         (shape_ok && absl::SimpleAtoi(parts[2], &id.suffix) && id.suffix >= 1 &&
+                          id.suffix <= kMaxSegmentNameSuffix &&
+                          parts[2] == absl::StrCat(id.suffix));
+  if (!shape_ok || !suffix_ok) {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", name, "' is not of the form ticktrace.<session>.<pid>"));
+        absl::StrCat("'", name, "' is not of the form ticktrace.<session>.<pid>[.<n>]"));
   }
   id.name = name;
-  id.session = rest.substr(0, dot);
+  id.session = parts[0];
   return id;
 }
 
@@ -64,7 +76,9 @@ absl::StatusOr<std::vector<SegmentId>> ListSegments(std::string_view session) {
   }
   closedir(dir);
   std::sort(found.begin(), found.end(),
-            [](const SegmentId& a, const SegmentId& b) { return a.pid < b.pid; });
+            [](const SegmentId& a, const SegmentId& b) {
+              return a.pid != b.pid ? a.pid < b.pid : a.suffix < b.suffix;
+            });
   return found;
 }
 
@@ -116,31 +130,216 @@ absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_view name) {
-  absl::StatusOr<SegmentId> id = ParseSegmentName(name);
-  if (!id.ok()) return id.status();
-  const std::string n(name);
-  bip::offset_t file_size = 0;
-  bip::mapped_region region;
-  try {
-    bip::shared_memory_object shm(bip::open_only, n.c_str(), bip::read_write);
-    if (!shm.get_size(file_size)) {
-      return absl::UnavailableError(absl::StrCat("segment ", n, ": cannot read its size"));
-    }
-    if (file_size < static_cast<bip::offset_t>(sizeof(abi::SegmentHeader))) {
-      return absl::DataLossError(absl::StrCat("segment ", n, ": truncated (", file_size,
-                                              " bytes, the header alone is ",
-                                              sizeof(abi::SegmentHeader), ")"));
-    }
-    region = bip::mapped_region(shm, bip::read_write);
-  } catch (const bip::interprocess_exception& e) {
-    return absl::UnavailableError(absl::StrCat("segment ", n, ": ", e.what()));
+namespace {
+
+// --- The SIGBUS guard ------------------------------------------------------
+//
+// A thread inside SegmentReader::Guarded() publishes the mapping it touches
+// and a jump buffer here. The handler jumps back only for a fault inside
+// that range on that thread; any other SIGBUS goes to the handler that was
+// installed before ours, or gets the default action.
+
+struct BusGuard {
+  sigjmp_buf env;
+  const uint8_t* begin;
+  const uint8_t* end;
+};
+
+thread_local BusGuard* volatile tls_bus_guard = nullptr;
+struct sigaction g_previous_sigbus;
+
+extern "C" void OnSigbus(int sig, siginfo_t* info, void* context) {
+  BusGuard* guard = tls_bus_guard;
+  const auto* addr = static_cast<const uint8_t*>(info->si_addr);
+  if (guard != nullptr && addr >= guard->begin && addr < guard->end) {
+    tls_bus_guard = nullptr;
+    siglongjmp(guard->env, 1);  // SA_NODEFER: SIGBUS is not left blocked
   }
-  auto mapping = std::make_shared<bip::mapped_region>(std::move(region));
-  const uint64_t mapped_size = std::min<uint64_t>(static_cast<uint64_t>(file_size),
-                                                  mapping->get_size());
-  auto* base = static_cast<uint8_t*>(mapping->get_address());
-  return Adopt(n, id->pid, base, mapped_size, std::move(mapping));
+  if ((g_previous_sigbus.sa_flags & SA_SIGINFO) != 0 &&
+      g_previous_sigbus.sa_sigaction != nullptr) {
+    g_previous_sigbus.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN &&
+      g_previous_sigbus.sa_handler != nullptr) {
+    g_previous_sigbus.sa_handler(sig);
+    return;
+  }
+  // Default action: re-executing the faulting access raises it again, uncaught.
+  signal(SIGBUS, SIG_DFL);
+}
+
+// Installs the handler once per process, on the first mapping of a file.
+void InstallSigbusGuard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_previous_sigbus);
+  });
+}
+
+// An mmap()ed range, unmapped with the last reader that shares it.
+struct Mapping {
+  void* address = MAP_FAILED;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (address != MAP_FAILED) munmap(address, bytes);
+  }
+};
+
+// Closes a descriptor at scope exit.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+bool PreadAll(int fd, void* buf, size_t bytes, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (bytes > 0) {
+    const ssize_t n = pread(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+// Records published and not consumed in every slot of a refused segment,
+// read with pread() (nothing mapped; a file shrunk meanwhile reads short and
+// ends the count). A slot whose indices are impossible counts 0.
+uint64_t CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_bytes) {
+  uint64_t total = 0;
+  for (uint32_t slot = 0; slot < h.slot_count; ++slot) {
+    const uint64_t control = h.slots_offset + uint64_t{slot} * h.slot_stride;
+    if (control + sizeof(abi::SlotControl) > file_bytes) break;
+    uint64_t write_index = 0, read_index = 0;
+    if (!PreadAll(fd, &write_index, sizeof(write_index),
+                  control + offsetof(abi::SlotControl, write_index)) ||
+        !PreadAll(fd, &read_index, sizeof(read_index),
+                  control + offsetof(abi::SlotControl, read_index))) {
+      break;
+    }
+    if (write_index - read_index <= h.ring_capacity) total += write_index - read_index;
+  }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_view name,
+                                                                   const SegmentOpenLimits& limits,
+                                                                   SegmentOpenError* error) {
+  SegmentOpenError scratch;
+  SegmentOpenError& why = error != nullptr ? *error : scratch;
+  why = SegmentOpenError();
+  auto refuse = [&why](SegmentRefusal kind, absl::Status status) {
+    why.refusal = kind;
+    return status;
+  };
+  absl::StatusOr<SegmentId> id = ParseSegmentName(name);
+  if (!id.ok()) return refuse(SegmentRefusal::kCorrupt, id.status());
+  const std::string n(name);
+  const std::string path = absl::StrCat("/dev/shm/", n);
+  // lstat first: never open (with its side effects) a device, FIFO or link.
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) {
+    why.error_number = errno;
+    return refuse(SegmentRefusal::kUnreadable,
+                  absl::UnavailableError(absl::StrCat("segment ", n, ": ", std::strerror(errno))));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return refuse(SegmentRefusal::kCorrupt,
+                  absl::DataLossError(absl::StrCat("segment ", n, ": not a regular file")));
+  }
+  const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    why.error_number = errno;
+    why.owner_uid = st.st_uid;
+    return refuse(SegmentRefusal::kUnreadable,
+                  absl::PermissionDeniedError(absl::StrCat("segment ", n, " (owner uid ", st.st_uid,
+                                                           "): cannot open: ",
+                                                           std::strerror(errno))));
+  }
+  FdCloser closer{fd};
+  // The owner of what was opened, not of the name (which may have changed).
+  if (fstat(fd, &st) != 0) {
+    why.error_number = errno;
+    return refuse(SegmentRefusal::kUnreadable,
+                  absl::UnavailableError(absl::StrCat("segment ", n, ": fstat: ",
+                                                      std::strerror(errno))));
+  }
+  why.owner_uid = st.st_uid;
+  if (!S_ISREG(st.st_mode)) {
+    return refuse(SegmentRefusal::kCorrupt,
+                  absl::DataLossError(absl::StrCat("segment ", n, ": not a regular file")));
+  }
+  const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
+  abi::SegmentHeader header;
+  const bool header_read = file_bytes >= sizeof(header) && [&] {
+    // The magic first, then the rest: a reader that sees the magic sees the
+    // fields the creator wrote before it (abi.h); each pread copies after the last.
+    uint64_t magic = 0;
+    if (!PreadAll(fd, &magic, sizeof(magic), 0)) return false;
+    if (!PreadAll(fd, &header, sizeof(header), 0)) return false;
+    header.magic.store(magic, std::memory_order_relaxed);
+    return true;
+  }();
+  const uint32_t euid = static_cast<uint32_t>(geteuid());
+  const bool owner_ok = st.st_uid == euid || std::find(limits.allowed_uids.begin(),
+                                                       limits.allowed_uids.end(),
+                                                       st.st_uid) != limits.allowed_uids.end();
+  if (!owner_ok) {
+    absl::StatusOr<std::unique_ptr<SegmentReader>> probe =
+        header_read ? Validate(n, id->pid, header, file_bytes, UINT64_MAX)
+                    : absl::DataLossError("unread");
+    if (probe.ok()) why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+    return refuse(SegmentRefusal::kForeign,
+                  absl::PermissionDeniedError(absl::StrCat(
+                      "segment ", n, ": owned by uid ", st.st_uid, ", not by this collector's uid ",
+                      euid, " (--allow-uid ", st.st_uid, " drains it)")));
+  }
+  if (!header_read) {
+    return refuse(SegmentRefusal::kCorrupt,
+                  absl::DataLossError(absl::StrCat("segment ", n, ": truncated (", file_bytes,
+                                                   " bytes, the header alone is ",
+                                                   sizeof(abi::SegmentHeader), ")")));
+  }
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
+      Validate(n, id->pid, header, file_bytes, limits.max_segment_bytes);
+  if (!reader.ok()) {
+    const uint64_t magic = header.magic.load(std::memory_order_relaxed);
+    if (magic == 0) return refuse(SegmentRefusal::kNotReady, reader.status());
+    if (absl::IsResourceExhausted(reader.status())) {
+      if (Validate(n, id->pid, header, file_bytes, UINT64_MAX).ok()) {
+        why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+      }
+      return refuse(SegmentRefusal::kOversized, reader.status());
+    }
+    return refuse(SegmentRefusal::kCorrupt, reader.status());
+  }
+  auto mapping = std::make_shared<Mapping>();
+  mapping->bytes = static_cast<size_t>((*reader)->info_.segment_size);
+  mapping->address = mmap(nullptr, mapping->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (mapping->address == MAP_FAILED) {
+    why.error_number = errno;
+    return refuse(SegmentRefusal::kUnreadable,
+                  absl::UnavailableError(absl::StrCat("segment ", n, ": mmap: ",
+                                                      std::strerror(errno))));
+  }
+  InstallSigbusGuard();
+  (*reader)->base_ = static_cast<uint8_t*>(mapping->address);
+  (*reader)->mapped_size_ = mapping->bytes;
+  (*reader)->mapping_ = std::move(mapping);
+  (*reader)->owner_uid_ = static_cast<uint32_t>(st.st_uid);
+  return reader;
 }
 
 absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::string_view name,
@@ -153,17 +352,29 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::st
                                             " bytes, the header alone is ",
                                             sizeof(abi::SegmentHeader), ")"));
   }
-  return Adopt(std::string(name), id->pid, base, size, nullptr);
+  abi::SegmentHeader header;
+  std::memcpy(static_cast<void*>(&header), base, sizeof(header));
+  // Acquire: pairs with the creator's release store of magic; the copy above
+  // may predate it, so a published magic is re-read and the copy taken again.
+  const uint64_t magic =
+      reinterpret_cast<abi::SegmentHeader*>(base)->magic.load(std::memory_order_acquire);
+  std::memcpy(static_cast<void*>(&header), base, sizeof(header));
+  header.magic.store(magic, std::memory_order_relaxed);
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
+      Validate(std::string(name), id->pid, header, size, UINT64_MAX);
+  if (!reader.ok()) return reader.status();
+  (*reader)->base_ = base;
+  (*reader)->mapped_size_ = size;
+  (*reader)->owner_uid_ = static_cast<uint32_t>(geteuid());
+  return reader;
 }
 
-absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Adopt(
-    const std::string& n, uint32_t name_pid, uint8_t* base, uint64_t size,
-    std::shared_ptr<void> mapping) {
+absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
+    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size,
+    uint64_t max_segment_bytes) {
   auto reader = std::unique_ptr<SegmentReader>(new SegmentReader());
-  auto* h = reinterpret_cast<abi::SegmentHeader*>(base);
-  // Acquire: pairs with the creator's release store of magic; every field
-  // below was written before it.
-  const uint64_t magic = h->magic.load(std::memory_order_acquire);
+  const abi::SegmentHeader* h = &header;
+  const uint64_t magic = h->magic.load(std::memory_order_relaxed);  // a private copy
   if (magic == 0) {
     return absl::UnavailableError(absl::StrCat("segment ", n, ": not initialised yet"));
   }
@@ -210,6 +421,11 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Adopt(
     return absl::DataLossError(
         absl::StrCat("segment ", n, ": offsets do not match its geometry"));
   }
+  if (info.segment_size > max_segment_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "segment ", n, ": ", info.slot_count, " rings of ", info.ring_capacity, " records (",
+        info.segment_size, " bytes) exceed the limit of ", max_segment_bytes, " bytes"));
+  }
   if (info.segment_size > size) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": truncated (", size,
                                             " bytes, its header says ", info.segment_size, ")"));
@@ -225,43 +441,78 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Adopt(
   info.anchor_tsc = h->anchor_tsc;
   info.anchor_realtime_ns = h->anchor_realtime_ns;
 
-  reader->mapped_size_ = size;
   reader->tag_table_offset_ = tag_table_offset;
   reader->slots_offset_ = slots_offset;
   reader->slot_stride_ = slot_stride;
-  reader->base_ = base;
-  reader->mapping_ = std::move(mapping);
   return reader;
 }
 
 SegmentReader::~SegmentReader() = default;
 
+template <typename Access>
+bool SegmentReader::Guarded(Access&& access) const {
+  if (truncated_) return false;
+  BusGuard guard;
+  guard.begin = base_;
+  guard.end = base_ + mapped_size_;
+  BusGuard* const outer = tls_bus_guard;
+  if (sigsetjmp(guard.env, /*savemask=*/0) != 0) {
+    // A read or write of the mapping faulted: the file is shorter than it was.
+    tls_bus_guard = outer;
+    truncated_ = true;
+    return false;
+  }
+  tls_bus_guard = &guard;
+  // Signal fences: the compiler keeps the accesses between the two stores of
+  // tls_bus_guard, which the handler (on this thread) reads.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  access();
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  tls_bus_guard = outer;
+  return true;
+}
+
 SegmentCounters SegmentReader::counters() const {
   const auto* h = reinterpret_cast<const abi::SegmentHeader*>(base_);
   SegmentCounters c;
-  // Relaxed: plain counters, no data hangs on them.
-  c.tags_rejected = h->tags_rejected.load(std::memory_order_relaxed);
-  c.threads_without_slot = h->threads_without_slot.load(std::memory_order_relaxed);
-  c.slotless_dropped = h->slotless_dropped.load(std::memory_order_relaxed);
-  c.rings_refused = h->rings_refused.load(std::memory_order_relaxed);
-  c.last_refusal_errno = h->last_refusal_errno.load(std::memory_order_relaxed);
-  return c;
+  const bool ok = Guarded([&] {
+    // Relaxed: plain counters, no data hangs on them.
+    c.tags_rejected = h->tags_rejected.load(std::memory_order_relaxed);
+    c.threads_without_slot = h->threads_without_slot.load(std::memory_order_relaxed);
+    c.slotless_dropped = h->slotless_dropped.load(std::memory_order_relaxed);
+    c.rings_refused = h->rings_refused.load(std::memory_order_relaxed);
+    c.last_refusal_errno = h->last_refusal_errno.load(std::memory_order_relaxed);
+  });
+  return ok ? c : SegmentCounters();
 }
 
 absl::StatusOr<std::vector<std::string>> SegmentReader::Tags() const {
   const auto* h = reinterpret_cast<const abi::SegmentHeader*>(base_);
-  // Acquire: pairs with the release store in Tag::Tag(); names below the count are complete.
-  const uint32_t count = std::min(h->tag_count.load(std::memory_order_acquire), info_.tag_capacity);
   const auto* table = reinterpret_cast<const abi::TagEntry*>(base_ + tag_table_offset_);
   std::vector<std::string> names;
-  names.reserve(count);
-  for (uint32_t id = 0; id < count; ++id) {
-    std::string name = CopyCString(table[id].name, abi::kTagNameMax);
-    if (name.empty() || !Printable(name)) {
-      return absl::DataLossError(
-          absl::StrCat("segment ", info_.name, ": tag ", id, " has no printable name"));
+  bool unprintable = false;
+  uint32_t bad_id = 0;
+  const bool ok = Guarded([&] {
+    // Acquire: pairs with the release store in Tag::Tag(); names below the count are complete.
+    const uint32_t count =
+        std::min(h->tag_count.load(std::memory_order_acquire), info_.tag_capacity);
+    names.reserve(count);
+    for (uint32_t id = 0; id < count; ++id) {
+      std::string name = CopyCString(table[id].name, abi::kTagNameMax);
+      if (name.empty() || !Printable(name)) {
+        unprintable = true;
+        bad_id = id;
+        return;
+      }
+      names.push_back(std::move(name));
     }
-    names.push_back(std::move(name));
+  });
+  if (!ok) {
+    return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
+  }
+  if (unprintable) {
+    return absl::DataLossError(
+        absl::StrCat("segment ", info_.name, ": tag ", bad_id, " has no printable name"));
   }
   return names;
 }
@@ -278,17 +529,22 @@ const abi::Record* SegmentReader::records(uint32_t slot) const {
 SlotView SegmentReader::Slot(uint32_t slot) const {
   const abi::SlotControl* c = control(slot);
   SlotView v;
-  // Acquire: a retired state comes with the owner's final write_index;
-  // pairs with the release store in RetireSlotAtThreadExit().
-  v.state = c->state.load(std::memory_order_acquire);
-  // Acquire: pairs with the claimer's release increment; tid and name are complete.
-  v.generation = c->generation.load(std::memory_order_acquire);
-  v.tid = c->tid;
-  v.thread_name = CopyCString(c->thread_name, abi::kThreadNameMax);
+  char name[abi::kThreadNameMax + 1];
+  const bool ok = Guarded([&] {
+    // Acquire: a retired state comes with the owner's final write_index;
+    // pairs with the release store in RetireSlotAtThreadExit().
+    v.state = c->state.load(std::memory_order_acquire);
+    // Acquire: pairs with the claimer's release increment; tid and name are complete.
+    v.generation = c->generation.load(std::memory_order_acquire);
+    v.tid = c->tid;
+    std::memcpy(name, c->thread_name, sizeof(name));
+    v.write_index = c->write_index.load(std::memory_order_acquire);
+    v.read_index = c->read_index.load(std::memory_order_relaxed);
+    v.dropped = c->dropped.load(std::memory_order_relaxed);
+  });
+  if (!ok) return SlotView();
+  v.thread_name = CopyCString(name, abi::kThreadNameMax);
   if (!Printable(v.thread_name)) v.thread_name = "?";
-  v.write_index = c->write_index.load(std::memory_order_acquire);
-  v.read_index = c->read_index.load(std::memory_order_relaxed);
-  v.dropped = c->dropped.load(std::memory_order_relaxed);
   return v;
 }
 
@@ -296,11 +552,17 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
                                              std::vector<abi::Record>* out,
                                              uint64_t* generation) const {
   const abi::SlotControl* c = control(slot);
-  // Relaxed: only the consumer writes read_index.
-  const uint64_t r = c->read_index.load(std::memory_order_relaxed);
-  // Acquire: pairs with the producer's release store of write_index in
-  // internal::Write(); the records below it are complete.
-  const uint64_t w = c->write_index.load(std::memory_order_acquire);
+  uint64_t r = 0, w = 0;
+  const bool indices_read = Guarded([&] {
+    // Relaxed: only the consumer writes read_index.
+    r = c->read_index.load(std::memory_order_relaxed);
+    // Acquire: pairs with the producer's release store of write_index in
+    // internal::Write(); the records below it are complete.
+    w = c->write_index.load(std::memory_order_acquire);
+  });
+  if (!indices_read) {
+    return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
+  }
   // Indices grow forever and wrap at 2^64 (abi.h): the published count is
   // w - r modulo 2^64. Write behind read shows up as a huge difference, so
   // this one check refuses both impossible states, also across the wrap.
@@ -312,39 +574,53 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
   const uint64_t n = std::min<uint64_t>(w - r, max_records);
   const uint64_t mask = info_.ring_capacity - 1;
   const abi::Record* ring = records(slot);
-  if (n == 0) {
-    if (generation != nullptr) *generation = c->generation.load(std::memory_order_acquire);
-    return r;
-  }
   const size_t old_size = out->size();
-  out->resize(old_size + n);
+  out->resize(old_size + n);  // allocated outside the guard: a jump never leaks it
   const uint64_t first = r & mask;
   const uint64_t first_part = std::min<uint64_t>(n, info_.ring_capacity - first);
-  std::memcpy(out->data() + old_size, ring + first, first_part * sizeof(abi::Record));
-  if (n > first_part) {
-    std::memcpy(out->data() + old_size + first_part, ring, (n - first_part) * sizeof(abi::Record));
+  abi::Record* dest = out->data() + old_size;
+  uint64_t gen = 0;
+  const bool copied = Guarded([&] {
+    if (n > 0) {
+      std::memcpy(dest, ring + first, first_part * sizeof(abi::Record));
+      if (n > first_part) {
+        std::memcpy(dest + first_part, ring, (n - first_part) * sizeof(abi::Record));
+      }
+    }
+    if (generation != nullptr) gen = c->generation.load(std::memory_order_acquire);
+  });
+  if (!copied) {
+    out->resize(old_size);
+    return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
   }
-  if (generation != nullptr) *generation = c->generation.load(std::memory_order_acquire);
+  if (generation != nullptr) *generation = gen;
   return r + n;
 }
 
-void SegmentReader::Commit(uint32_t slot, uint64_t new_read_index) {
-  // Release: our copy of the cells below new_read_index is finished before the
-  // producer may overwrite them; pairs with the acquire in internal::WriteSlow().
-  control(slot)->read_index.store(new_read_index, std::memory_order_release);
+bool SegmentReader::Commit(uint32_t slot, uint64_t new_read_index) {
+  abi::SlotControl* c = control(slot);
+  return Guarded([&] {
+    // Release: our copy of the cells below new_read_index is finished before the
+    // producer may overwrite them; pairs with the acquire in internal::WriteSlow().
+    c->read_index.store(new_read_index, std::memory_order_release);
+  });
 }
 
 bool SegmentReader::FreeIfDrained(uint32_t slot) {
   abi::SlotControl* c = control(slot);
-  uint32_t state = c->state.load(std::memory_order_acquire);
-  if (state != abi::kSlotRetired) return false;
-  if (c->write_index.load(std::memory_order_acquire) !=
-      c->read_index.load(std::memory_order_relaxed)) {
-    return false;
-  }
-  // Release: our final read_index is visible to the next claimer; pairs with
-  // the acquire CAS in ClaimSlot().
-  return c->state.compare_exchange_strong(state, abi::kSlotFree, std::memory_order_acq_rel);
+  bool freed = false;
+  Guarded([&] {
+    uint32_t state = c->state.load(std::memory_order_acquire);
+    if (state != abi::kSlotRetired) return;
+    if (c->write_index.load(std::memory_order_acquire) !=
+        c->read_index.load(std::memory_order_relaxed)) {
+      return;
+    }
+    // Release: our final read_index is visible to the next claimer; pairs with
+    // the acquire CAS in ClaimSlot().
+    freed = c->state.compare_exchange_strong(state, abi::kSlotFree, std::memory_order_acq_rel);
+  });
+  return freed;
 }
 
 }  // namespace ticktrace

@@ -30,6 +30,7 @@
 #include "absl/strings/str_format.h"
 #include "src/process_info.h"
 #include "ticktrace/calibration.h"
+#include "ticktrace/segment_reader.h"
 
 // Linux >= 5.14; older headers lack the name, older kernels answer EINVAL.
 #ifndef MADV_POPULATE_WRITE
@@ -232,6 +233,40 @@ int ReserveRing(ProcessSegment& seg, abi::SlotControl* slot) {
   return 0;
 }
 
+// Creates the shm object of this process's segment, owner-only (or
+// options.segment_mode), and returns its name. The name is
+// "ticktrace.<session>.<pid>": a file of that name that this uid owns belongs
+// to a dead process with our pid (pids are unique among live processes) and
+// is replaced. One this uid does not own was planted by another user
+// (/dev/shm is world-writable; its sticky bit keeps us from removing it): it
+// is left alone and the first free "ticktrace.<session>.<pid>.<n>", n = 1..
+// kMaxSegmentNameSuffix, is used instead; the collector lists both forms
+// (ListSegments). shm_open's O_EXCL|O_NOFOLLOW: a planted symlink is never
+// followed. Throws what boost::interprocess throws for other errors.
+// REQUIRES: g_mu held.
+absl::StatusOr<std::string> ClaimSegmentName(const Options& options, uint32_t pid,
+                                             bip::shared_memory_object* shm) {
+  const std::string base = SegmentName(options.session, pid);
+  const bip::permissions perms(options.segment_mode);
+  for (uint32_t suffix = 0; suffix <= kMaxSegmentNameSuffix; ++suffix) {
+    const std::string name = suffix == 0 ? base : absl::StrCat(base, ".", suffix);
+    struct stat st;
+    if (lstat(absl::StrCat("/dev/shm/", name).c_str(), &st) == 0) {
+      if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;  // not ours: planted
+      bip::shared_memory_object::remove(name.c_str());                 // ours: stale
+    }
+    try {
+      *shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, perms);
+      return name;
+    } catch (const bip::interprocess_exception& e) {
+      if (e.get_error_code() != bip::already_exists_error) throw;  // else: taken meanwhile
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("segment ", base, " and its ", kMaxSegmentNameSuffix,
+                                             " alternative names are all taken by files of "
+                                             "other users"));
+}
+
 // Creates and maps this process's segment.
 // REQUIRES: g_mu held; no segment yet.
 absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
@@ -239,14 +274,10 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
   const uint32_t capacity = RoundUpPowerOfTwo(options.ring_records);
   const uint64_t size = abi::SegmentSize(kTagCapacity, options.rings, capacity);
   auto seg = std::make_unique<ProcessSegment>();
-  seg->name = SegmentName(options.session, pid);
   try {
-    // A segment with our name belongs to a dead process with our pid: pids
-    // are unique among live processes. It is replaced.
-    bip::shared_memory_object::remove(seg->name.c_str());
-    bip::permissions perms(options.segment_mode);
-    seg->shm = bip::shared_memory_object(bip::create_only, seg->name.c_str(), bip::read_write,
-                                         perms);
+    absl::StatusOr<std::string> name = ClaimSegmentName(options, pid, &seg->shm);
+    if (!name.ok()) return name.status();
+    seg->name = *std::move(name);
     bip::shared_memory_object& shm = seg->shm;
     if (!options.segment_group.empty()) {
       struct group* gr = getgrnam(options.segment_group.c_str());
@@ -262,9 +293,9 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
     shm.truncate(static_cast<bip::offset_t>(size));
     seg->region = bip::mapped_region(shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
-    bip::shared_memory_object::remove(seg->name.c_str());
-    return absl::UnavailableError(
-        absl::StrCat("segment ", seg->name, " (", size, " bytes): ", e.what()));
+    if (!seg->name.empty()) bip::shared_memory_object::remove(seg->name.c_str());
+    return absl::UnavailableError(absl::StrCat("segment ", SegmentName(options.session, pid),
+                                               " (", size, " bytes): ", e.what()));
   }
   seg->base = static_cast<uint8_t*>(seg->region.get_address());
   // Before anything is written: the header, the tag table and every slot's

@@ -1,9 +1,21 @@
 // The consumer side of a segment (layout: ticktrace/abi.h): discovery, validation
 // and draining. Used by the collector and by tests; never by traced processes.
 //
-// Every byte of a segment is untrusted input. Open() copies the geometry once
-// and checks it against the file's real size; later reads use only that copy,
-// so a segment overwritten under the reader cannot steer it out of bounds.
+// Every byte of a segment is untrusted input, and so is the file itself
+// (docs/security.md). Open() refuses, before it maps or allocates anything:
+// a name that is not a regular file (a symlink, a FIFO), a file whose owner
+// (fstat on the opened descriptor) is neither this process's effective uid
+// nor an allowed uid, and a header whose sizes disagree with the file's real
+// size or exceed SegmentOpenLimits. It reads the header with pread(), copies
+// the geometry once, and later reads use only that copy, so a segment
+// overwritten under the reader cannot steer it out of bounds.
+//
+// A segment shrunk (ftruncate) under the reader would make a read of the
+// mapping raise SIGBUS. Every access to the mapping runs under a guard: a
+// SIGBUS inside this reader's mapping, on the thread using it, abandons that
+// access, and the reader becomes truncated(): from then on it reads nothing
+// (Peek says DataLoss, Slot and counters read as empty) and the caller drops
+// it. A SIGBUS anywhere else keeps its default action.
 // Problems come back as absl::Status with the segment's name, never as a crash.
 //
 // A SegmentReader is the segment's single consumer: one thread of one
@@ -27,15 +39,22 @@ namespace ticktrace {
 
 // A segment name split into its parts.
 struct SegmentId {
-  std::string name;     // "ticktrace.<session>.<pid>", the shm object name
+  std::string name;     // "ticktrace.<session>.<pid>[.<suffix>]", the shm object name
   std::string session;
   uint32_t pid = 0;
+  uint32_t suffix = 0;  // 0: none; 1..kMaxSegmentNameSuffix: the plain name was taken
 };
 
-// Parses "ticktrace.<session>.<pid>"; InvalidArgument for anything else.
+// A producer whose plain name is held by a file it does not own tries
+// "ticktrace.<session>.<pid>.<n>" for n = 1..kMaxSegmentNameSuffix (abi.h).
+inline constexpr uint32_t kMaxSegmentNameSuffix = 16;
+
+// Parses "ticktrace.<session>.<pid>" and "ticktrace.<session>.<pid>.<n>"
+// (n in 1..kMaxSegmentNameSuffix); InvalidArgument for anything else.
 absl::StatusOr<SegmentId> ParseSegmentName(std::string_view name);
 
-// Segments of `session` present now (scans /dev/shm). Unparseable names are skipped.
+// Segments of `session` present now (scans /dev/shm), by pid then suffix.
+// Unparseable names are skipped.
 absl::StatusOr<std::vector<SegmentId>> ListSegments(std::string_view session);
 
 // Removes a segment's shm object. NotFound if it is not there.
@@ -90,11 +109,49 @@ struct SlotView {
   uint64_t dropped = 0;
 };
 
+// The largest segment Open() maps by default: 4 GiB of geometry. libtrace's
+// default is 128 MiB (64 rings of 65536 records); the ABI's own limits
+// (kMaxSlots rings of kMaxRingCapacity records) allow 2 TiB of sparse file.
+inline constexpr uint64_t kDefaultMaxSegmentBytes = uint64_t{4} << 30;
+
+// Whose segments Open() accepts and how large.
+struct SegmentOpenLimits {
+  std::vector<uint32_t> allowed_uids;  // owners accepted besides this process's effective uid
+  uint64_t max_segment_bytes = kDefaultMaxSegmentBytes;
+};
+
+// Why Open() refused a segment; the collector counts each kind apart.
+enum class SegmentRefusal : uint8_t {
+  kNone = 0,
+  kNotReady,    // magic not published yet (may be mid-creation): try again later
+  kForeign,     // owned by a uid that is neither ours nor allowed
+  kUnreadable,  // open(2) or fstat(2) failed (errno says why: EACCES for another's 0600 file)
+  kOversized,   // its geometry is larger than SegmentOpenLimits::max_segment_bytes
+  kCorrupt,     // not a regular file, or a header that does not hold together
+};
+
+// The details of a refusal, filled by Open() when it fails.
+struct SegmentOpenError {
+  SegmentRefusal refusal = SegmentRefusal::kNone;
+  uint32_t owner_uid = 0;    // the file's owner, when fstat got that far
+  int error_number = 0;      // kUnreadable: the errno
+  // Records published and not consumed in a refused segment whose header and
+  // control lines could be read (pread; nothing mapped): what refusing it
+  // leaves undrained at this moment. 0 when they could not be read.
+  uint64_t unconsumed_records = 0;
+};
+
 class SegmentReader {
  public:
-  // Maps and validates the segment `name` ("ticktrace.<session>.<pid>"):
-  // magic, ABI version, record and header sizes, geometry against the file size.
-  static absl::StatusOr<std::unique_ptr<SegmentReader>> Open(std::string_view name);
+  // Opens, checks and maps the segment `name` (/dev/shm/<name>): a regular
+  // file, not a symlink; owned by the effective uid or one of
+  // `limits.allowed_uids`; magic, ABI version, record and header sizes and
+  // geometry checked, from a pread() copy of the header, against the file's
+  // size and `limits.max_segment_bytes` before anything is mapped. On failure
+  // `error` (if given) says which kind of refusal it was.
+  static absl::StatusOr<std::unique_ptr<SegmentReader>> Open(
+      std::string_view name, const SegmentOpenLimits& limits = SegmentOpenLimits(),
+      SegmentOpenError* error = nullptr);
 
   // As Open(), over `size` bytes at `base` that the caller keeps alive and
   // writable for the reader's lifetime: for fuzzers and tests.
@@ -106,6 +163,12 @@ class SegmentReader {
   SegmentReader& operator=(const SegmentReader&) = delete;
 
   const SegmentInfo& info() const { return info_; }
+  // The owner of the file (fstat at Open(); OpenMemory: this process's euid).
+  uint32_t owner_uid() const { return owner_uid_; }
+  // True once an access found the file shorter than its mapping (SIGBUS,
+  // caught): the segment was shrunk under the reader, which reads nothing more.
+  bool truncated() const { return truncated_; }
+
   SegmentCounters counters() const;
 
   // Tag names by id, as published now (tag_count clamped to the capacity; names
@@ -128,9 +191,10 @@ class SegmentReader {
                                 uint64_t* generation = nullptr) const;
 
   // Marks records below `new_read_index` consumed, so the producer may reuse
-  // their cells. Call only after what Peek() copied is durable.
+  // their cells. Call only after what Peek() copied is durable. False when
+  // the segment was found truncated (nothing written).
   // REQUIRES: read_index <= new_read_index <= the value Peek() returned.
-  void Commit(uint32_t slot, uint64_t new_read_index);
+  bool Commit(uint32_t slot, uint64_t new_read_index);
 
   // A retired slot whose records are all consumed goes back to free, for a
   // new thread to claim. Returns true if it did.
@@ -141,16 +205,24 @@ class SegmentReader {
 
  private:
   SegmentReader() = default;
-  // Validates the header at `base` (`size` bytes) and takes the mapping.
-  static absl::StatusOr<std::unique_ptr<SegmentReader>> Adopt(const std::string& name,
-                                                               uint32_t name_pid, uint8_t* base,
-                                                               uint64_t size,
-                                                               std::shared_ptr<void> mapping);
+  // Validates `header` (a copy) against `size`, the bytes of the file, and
+  // fills the reader's geometry. Maps nothing.
+  static absl::StatusOr<std::unique_ptr<SegmentReader>> Validate(const std::string& name,
+                                                                  uint32_t name_pid,
+                                                                  const abi::SegmentHeader& header,
+                                                                  uint64_t size,
+                                                                  uint64_t max_segment_bytes);
   abi::SlotControl* control(uint32_t slot) const;
   const abi::Record* records(uint32_t slot) const;
+  // Runs `access` (which reads or writes the mapping) under the SIGBUS guard.
+  // False, and truncated() from then on, when the access faulted.
+  template <typename Access>
+  bool Guarded(Access&& access) const;
 
   SegmentInfo info_;
   std::shared_ptr<void> mapping_;  // the mapped region; unmapped with the reader
+  uint32_t owner_uid_ = 0;
+  mutable bool truncated_ = false;
   uint8_t* base_ = nullptr;
   uint64_t mapped_size_ = 0;
   uint64_t tag_table_offset_ = 0;
