@@ -11,6 +11,7 @@ namespace {
 
 // Packed detail, version 1 (docs/store.md, "Packed detail"):
 //   u8 version (1)
+//   zigzag first_tsc_utc_delta_ns
 //   varint stamp count, then per stamp:
 //     varint name_id, varint (flags << 1 | is_span), varint process_id, varint tid,
 //     varint cpu + 1 (0: unknown), zigzag tsc_delta,
@@ -48,6 +49,7 @@ uint32_t OrderDetail::flags() const {
 
 void PackDetail(const PackedDetail& detail, std::string* out) {
   out->push_back(static_cast<char>(kDetailVersion));
+  PutVarint(out, ZigZag(detail.first_tsc_utc_delta_ns));
   PutVarint(out, detail.stamps.size());
   for (const PackedStamp& s : detail.stamps) {
     PutVarint(out, s.name_id);
@@ -82,6 +84,8 @@ absl::StatusOr<PackedDetail> UnpackDetail(std::string_view bytes) {
   if (version != kDetailVersion) return bad(absl::StrCat("unknown version ", version));
   PackedDetail d;
   uint64_t n = 0;
+  if (!in.Varint(&n)) return bad("truncated header");
+  d.first_tsc_utc_delta_ns = UnZigZag(n);
   // Each stamp takes at least 6 bytes, each sample 5: a count beyond the
   // bytes left is a lie, refused before anything is allocated.
   if (!in.Varint(&n) || n > bytes.size() / 6) return bad("bad stamp count");

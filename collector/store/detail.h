@@ -45,7 +45,8 @@ struct OrderDetail {
   uint32_t instance = 0;  // 0 for the first use of an id in a run, then 1, 2, ...
   std::optional<uint64_t> parent_order_id;
   int64_t first_utc_ns = 0;
-  uint64_t first_tsc = 0;  // the TSC of the stamp at first_utc_ns
+  uint64_t first_tsc = 0;       // the earliest TSC of its own stamps (0: none)
+  int64_t first_tsc_utc_ns = 0;  // the UTC of that stamp
   std::optional<double> total_ns;
   bool complete = false;
   std::string missing;  // comma-separated stage tags; empty when complete
@@ -73,6 +74,9 @@ struct PackedSample {
   int32_t cpu_begin = -1, cpu_end = -1;
 };
 struct PackedDetail {
+  // The UTC of the stamp at orders.first_tsc, minus orders.first_utc_ns (a
+  // child order starts at its parent's stamp, which is not among its own).
+  int64_t first_tsc_utc_delta_ns = 0;
   std::vector<PackedStamp> stamps;
   std::vector<PackedSample> samples;  // in samples.seq order
 };

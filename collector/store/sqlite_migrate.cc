@@ -118,16 +118,10 @@ absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_fla
       st.flags = static_cast<uint32_t>(sqlite3_column_int64(stamps, 9));
       o.stamps.push_back(std::move(st));
     }
-    // Schema 1 kept no first_tsc: the stamp read at first_utc_ns, else the
-    // earliest, else 0 (an order without stamps).
+    // The stamps come by tsc: the first is the reference.
     if (!o.stamps.empty()) {
       o.first_tsc = o.stamps.front().tsc;
-      for (const StampDetail& st : o.stamps) {
-        if (st.utc_ns == o.first_utc_ns) {
-          o.first_tsc = st.tsc;
-          break;
-        }
-      }
+      o.first_tsc_utc_ns = o.stamps.front().utc_ns;
     }
     const int64_t interval = o.first_utc_ns - (((o.first_utc_ns % kIntervalNs) + kIntervalNs) %
                                                kIntervalNs);

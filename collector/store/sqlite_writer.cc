@@ -557,6 +557,7 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
   for (const OrderDetail& o : orders) {
     packed.stamps.clear();
     packed.samples.clear();
+    packed.first_tsc_utc_delta_ns = o.first_tsc_utc_ns - o.first_utc_ns;
     for (const StampDetail& sd : o.stamps) {
       absl::StatusOr<uint32_t> name = NameId(run_id, sd.tag);
       if (!name.ok()) return name.status();

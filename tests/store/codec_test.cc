@@ -73,6 +73,7 @@ TEST(HistogramCounts, CountAtMostFollowsBucketMidpoints) {
 
 TEST(PackedDetail, RoundTrip) {
   PackedDetail d;
+  d.first_tsc_utc_delta_ns = -1500;
   d.stamps.push_back({.name_id = 3, .is_span = false, .process_id = 1, .tid = 4242, .cpu = 0,
                       .cpu_end = -1, .tsc_delta = 0, .duration_ns = 0, .flags = 0});
   d.stamps.push_back({.name_id = 4, .is_span = true, .process_id = 2, .tid = 7, .cpu = -1,
@@ -85,6 +86,7 @@ TEST(PackedDetail, RoundTrip) {
   PackDetail(d, &bytes);
   absl::StatusOr<PackedDetail> back = UnpackDetail(bytes);
   ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->first_tsc_utc_delta_ns, -1500);
   ASSERT_EQ(back->stamps.size(), 2u);
   EXPECT_EQ(back->stamps[0].tid, 4242u);
   EXPECT_EQ(back->stamps[0].cpu, 0);
@@ -100,13 +102,13 @@ TEST(PackedDetail, RoundTrip) {
   EXPECT_EQ(back->samples[1].process_begin, -1);
   EXPECT_EQ(back->samples[1].cpu_end, 6);
   // Stamp 1: 1+1+1+2+1+1 = 7 bytes; stamp 2: 1+1+1+1+1+1+1+2 = 9; samples 5 + 5;
-  // version and two counts 3: 29 bytes.
-  EXPECT_EQ(bytes.size(), 29u);
+  // version, zigzag(-1500) = 2999 (2 bytes) and two counts 5: 31 bytes.
+  EXPECT_EQ(bytes.size(), 31u);
 }
 
 TEST(PackedDetail, RejectsLiesAndTruncation) {
   EXPECT_FALSE(UnpackDetail("").ok());
-  EXPECT_FALSE(UnpackDetail(std::string("\x01\x7f", 2)).ok());  // 127 stamps in 2 bytes
+  EXPECT_FALSE(UnpackDetail(std::string("\x01\x00\x7f", 3)).ok());  // 127 stamps in 3 bytes
   PackedDetail d;
   d.stamps.push_back({});
   std::string bytes;

@@ -57,6 +57,7 @@ OrderDetail MakeOrder(uint64_t id, int64_t first_utc_ns, double hop_ns, uint32_t
   o.order_id = id;
   o.first_utc_ns = first_utc_ns;
   o.first_tsc = 1000;
+  o.first_tsc_utc_ns = first_utc_ns;
   o.total_ns = hop_ns;
   o.complete = true;
   o.stamps.push_back({.tag = "a", .process_id = 1, .tid = 11, .cpu = 0, .tsc = 1000,
