@@ -27,7 +27,24 @@ const Analyzer::Process* Analyzer::FindById(uint32_t process_id) const {
 }
 
 void Analyzer::OnRunInfo(std::string_view json) {
-  if (run_info_json_.empty()) run_info_json_ = std::string(json);
+  if (run_info_json_.empty()) {
+    run_info_json_ = std::string(json);
+    return;
+  }
+  // Later kRunInfo chunks are updates (run_info.h, RunInfoUpdate).
+  absl::StatusOr<RunInfoUpdate> u = RunInfoUpdate::FromJson(json);
+  if (!u.ok()) {
+    // Not an update: a second RunInfo (e.g. two archives concatenated) is
+    // ignored; a broken update is a malformed chunk.
+    if (!absl::IsNotFound(u.status())) ++counters_.malformed_chunks;
+    return;
+  }
+  if (u->kind == RunInfoUpdate::Kind::kAnchor) {
+    stitcher_.AddAnchor(u->anchor.tsc, u->anchor.utc_ns);  // ignores one not after the last
+  } else {
+    stitcher_.SetCores(u->cores);
+    core_measurements_.push_back(*std::move(u));
+  }
 }
 
 void Analyzer::OnProcess(const ProcessChunk& c) {
@@ -330,6 +347,11 @@ std::vector<std::pair<std::string, int64_t>> Analyzer::CounterValues() const {
       {"repeated_stages", v(s.repeated_stages)},
       {"links_rejected", v(s.links_rejected)},
       {"standalone_samples", v(s.standalone_samples)},
+      {"orders_late", v(s.orders_late)},
+      {"late_records", v(s.late_records)},
+      {"reused_ids", v(s.reused_ids)},
+      {"anchors", v(1 + stitcher_.time_base().later_anchors.size())},
+      {"core_measurements", v(core_measurements_.size())},
       {"samples", v(stats_.samples())},
       {"tags_rejected", v(tags_rejected)},
       {"threads_without_slot", v(threads_without_slot)},

@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "collector/name_table.h"
+#include "collector/run_info.h"
 #include "collector/stage_stats.h"
 #include "collector/stitcher.h"
 #include "collector/stream.h"
@@ -118,6 +119,11 @@ class Analyzer : public ChunkVisitor {
   std::vector<ProcessRow> Processes() const;
   std::vector<ThreadRow> Threads() const;
   std::vector<TagRow> Tags() const;
+  // The cores' offsets measured during the run (run info updates), oldest
+  // first; the run's first measurement is in its RunInfo.
+  const std::vector<RunInfoUpdate>& core_measurements() const { return core_measurements_; }
+  // UTC as the stream's anchors map it (TimeBase::DriftPpm for the drift).
+  const TimeBase& time_base() const { return stitcher_.time_base(); }
   // Every counter the store's counters table holds that the analysis knows.
   std::vector<std::pair<std::string, int64_t>> CounterValues() const;
 
@@ -148,6 +154,7 @@ class Analyzer : public ChunkVisitor {
   StageStats stats_;
   Stitcher stitcher_;
   std::string run_info_json_;
+  std::vector<RunInfoUpdate> core_measurements_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<Process>> processes_;
   uint32_t next_process_id_ = 1;
   AnalyzerCounters counters_;

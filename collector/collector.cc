@@ -30,6 +30,7 @@
 #include "collector/core_skew.h"
 #include "collector/drainer.h"
 #include "collector/journal.h"
+#include "collector/private_file.h"
 #include "collector/report.h"
 #include "collector/run_info.h"
 #include "collector/store.h"
@@ -148,6 +149,9 @@ AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
   s.stitch.pipeline = r.pipeline;
   s.stitch.timeout_ticks = tb.MsToTicks(static_cast<double>(r.order_timeout_ms));
   s.stitch.learn_orders = std::max<uint64_t>(1, r.learn_orders);
+  s.stitch.linger_ticks = tb.MsToTicks(static_cast<double>(r.linger_ms()));
+  s.stitch.cores = r.cores;
+  s.stitch.correct_skew = r.correct_skew;
   s.include_flagged = r.include_flagged;
   return s;
 }
@@ -157,24 +161,21 @@ AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
 // environment note per core. A failed measurement is a warning, not an error:
 // the run goes on with cross-core samples of unknown uncertainty.
 void MeasureCores(RunInfo* r) {
-  const std::vector<int> cpus = AllowedCpus();
+  const std::vector<int> cpus = CoresToMeasure(r->skew_cores, r->session);
   if (cpus.size() < 2) return;
-  absl::StatusOr<std::vector<CoreOffset>> offsets = MeasureCoreOffsets(cpus);
+  absl::StatusOr<std::vector<CoreSkew>> offsets = MeasureCoreSkew(cpus, r->tsc_hz, RealtimeNowNs());
   if (!offsets.ok()) {
     r->environment.push_back(EnvironmentNote{
         "core_skew", "not measured", std::string(offsets.status().message()), true});
     return;
   }
-  const double ns_per_tick = 1e9 / r->tsc_hz;
-  const int64_t now = RealtimeNowNs();
-  for (const CoreOffset& c : *offsets) {
-    r->cores.push_back(CoreSkew{c.cpu, c.offset_ticks * ns_per_tick, c.bound_ticks * ns_per_tick,
-                                c.consistent, now});
+  for (const CoreSkew& c : *offsets) {
+    r->cores.push_back(c);
     if (c.cpu == cpus.front()) continue;
     r->environment.push_back(EnvironmentNote{
         absl::StrCat("core ", c.cpu),
-        absl::StrFormat("%+.1f ns +- %.1f ns against cpu %d", c.offset_ticks * ns_per_tick,
-                        c.bound_ticks * ns_per_tick, cpus.front()),
+        absl::StrFormat("%+.1f ns +- %.1f ns against cpu %d", c.offset_ns, c.bound_ns,
+                        cpus.front()),
         c.consistent ? "TSC offset measured by ping-pong: a difference between stamps on this "
                        "core and the reference is uncertain by this bound plus the other core's"
                      : "the ping-pong rounds disagree: this core's counter is not a constant "
@@ -194,6 +195,10 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   r.include_flagged = o.include_flagged;
   r.learn_orders = o.learn_orders;
   r.mode = "live";
+  r.correct_skew = o.correct_skew;
+  r.skew_interval_s = o.skew_interval_s;
+  r.skew_cores = o.skew_cores;
+  r.anchor_interval_ms = o.anchor_interval.count();
   Calibration cal;
   if (o.tsc_hz > 0) {
     cal = CalibrationFromHz(o.tsc_hz);
@@ -311,7 +316,6 @@ class Session {
       c.emplace_back("segments_truncated", v(d->segments_truncated));
       c.emplace_back("records_in_refused_segments", v(d->records_in_refused_segments));
     }
-
     if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
     c.emplace_back("restarts", restarts_);
     std::sort(c.begin(), c.end());
@@ -328,6 +332,21 @@ class Session {
     s.counters = Counters(d, j);
     s.stages = analyzer_->stats().Summaries();
     s.include_flagged = info_.include_flagged;
+    // Every core measurement (few: one per --skew-interval), and the latest
+    // anchors (the store ignores those it has; a replaced snapshot loses
+    // none unless the writer is kAnchorOverlap anchors behind).
+    s.cores = info_.cores;
+    for (const RunInfoUpdate& u : analyzer_->core_measurements()) {
+      s.cores.insert(s.cores.end(), u.cores.begin(), u.cores.end());
+    }
+    constexpr size_t kAnchorOverlap = 600;
+    const TimeBase& tb = analyzer_->time_base();
+    s.anchors.push_back(UtcAnchor{tb.anchor_tsc, tb.anchor_utc_ns});
+    const size_t n = tb.later_anchors.size();
+    s.anchors.insert(s.anchors.end(),
+                     tb.later_anchors.begin() + static_cast<ptrdiff_t>(n - std::min(n, kAnchorOverlap)),
+                     tb.later_anchors.end());
+    s.utc_drift_ppm = tb.DriftPpm();
     const Stitcher& st = analyzer_->stitcher();
     if (pipeline_dirty_ && st.pipeline_known()) {
       s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
@@ -411,6 +430,7 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
   info.include_flagged = o.include_flagged;
   info.learn_orders = o.learn_orders;
   info.mode = "replay";
+  info.correct_skew = o.correct_skew;
 
   Session session(o, out);
   if (absl::Status s = session.OpenStore(); !s.ok()) return s;
@@ -621,6 +641,10 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     absl::Status s = Store::CheckExisting(o.db_path);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
+  // A planted symlink is named as such (private_file.h), not as "exists".
+  if (!o.raw_path.empty()) {
+    if (absl::Status s = CheckNotSymlink(o.raw_path); !s.ok()) return s;
+  }
   if (!o.raw_path.empty() && PathExists(o.raw_path)) {
     return absl::AlreadyExistsError(
         absl::StrCat("--raw ", o.raw_path, ": exists; refusing to overwrite it"));
@@ -637,6 +661,9 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   }
   const bool journaled = !o.db_path.empty() && o.use_journal;
   const std::string journal_path = journaled ? JournalPath(o.db_path) : "";
+  if (journaled) {
+    if (absl::Status s = CheckNotSymlink(journal_path); !s.ok()) return s;
+  }
   std::optional<RunInfo> resume_info;
   int64_t resume_run = 0;
   if (journaled && PathExists(journal_path)) {
@@ -797,6 +824,11 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     }
   });
 
+  // The cores' offsets, re-measured on a thread of its own (never the drain path).
+  SkewMonitor skew(info, info.skew_interval_s);
+  skew.Start();
+  auto last_anchor = Clock::now();
+
   const auto t0 = Clock::now();
   const auto deadline = o.duration_s > 0
                             ? t0 + std::chrono::duration_cast<Clock::duration>(
@@ -825,6 +857,15 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     buf.clear();
     ChunkEncoder::Clock(ReadTsc(), &buf);
     const size_t clock_bytes = buf.size();
+    // A UTC anchor every anchor interval (about 100 ns: two clock reads), and
+    // the skew thread's measurements, as run info updates in the stream.
+    if (pass_start - last_anchor >= o.anchor_interval) {
+      RunInfoUpdate anchor;
+      ReadTscRealtimeAnchor(&anchor.anchor.tsc, &anchor.anchor.utc_ns);
+      ChunkEncoder::RunInfo(anchor.ToJson(), &buf);
+      last_anchor = pass_start;
+    }
+    skew.TakeChunks(&buf);
     const size_t records = drainer.Pass(discover, &buf);
     const bool has_chunks = buf.size() > clock_bytes;
     const bool clock_due =

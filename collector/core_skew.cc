@@ -10,7 +10,16 @@
 #include <limits>
 #include <thread>
 
+#include <dirent.h>
+
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/stream.h"
+#include "collector/time_base.h"
+#include "ticktrace/environment.h"
 #include "ticktrace/tsc.h"
 
 namespace ticktrace::collect {
@@ -157,6 +166,93 @@ absl::StatusOr<std::vector<CoreOffset>> MeasureCoreOffsets(const std::vector<int
     out.push_back(*c);
   }
   return out;
+}
+
+std::vector<int> CoresToMeasure(std::string_view mode, const std::string& session) {
+  if (mode == "producers") {
+    std::set<int> cpus;
+    const std::string prefix = absl::StrCat("ticktrace.", session, ".");
+    if (DIR* d = ::opendir("/dev/shm")) {
+      while (const dirent* e = ::readdir(d)) {
+        const absl::string_view name = e->d_name;
+        if (!absl::StartsWith(name, prefix)) continue;
+        int pid = 0;
+        if (!absl::SimpleAtoi(name.substr(prefix.size()), &pid) || pid <= 0) continue;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(pid, sizeof(set), &set) != 0) continue;  // exited
+        for (int c = 0; c < CPU_SETSIZE; ++c) {
+          if (CPU_ISSET(c, &set)) cpus.insert(c);
+        }
+      }
+      ::closedir(d);
+    }
+    if (!cpus.empty()) return std::vector<int>(cpus.begin(), cpus.end());
+  }
+  std::vector<int> cpus = AllowedCpus();
+  std::sort(cpus.begin(), cpus.end());
+  return cpus;
+}
+
+absl::StatusOr<std::vector<CoreSkew>> MeasureCoreSkew(const std::vector<int>& cpus, double tsc_hz,
+                                                      int64_t measured_at_utc_ns) {
+  absl::StatusOr<std::vector<CoreOffset>> offsets = MeasureCoreOffsets(cpus);
+  if (!offsets.ok()) return offsets.status();
+  const double ns_per_tick = 1e9 / tsc_hz;
+  std::vector<CoreSkew> out;
+  for (const CoreOffset& c : *offsets) {
+    out.push_back(CoreSkew{c.cpu, c.offset_ticks * ns_per_tick, c.bound_ticks * ns_per_tick,
+                           c.consistent, measured_at_utc_ns});
+  }
+  return out;
+}
+
+SkewMonitor::SkewMonitor(const RunInfo& info, int64_t interval_s)
+    : session_(info.session),
+      mode_(info.skew_cores),
+      tsc_hz_(info.tsc_hz),
+      interval_s_(interval_s) {}
+
+SkewMonitor::~SkewMonitor() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SkewMonitor::Start() {
+  if (interval_s_ > 0) thread_ = std::thread([this] { Run(); });
+}
+
+void SkewMonitor::TakeChunks(std::string* out) {
+  std::lock_guard lock(mu_);
+  if (chunks_.empty()) return;
+  out->append(chunks_);
+  chunks_.clear();
+}
+
+void SkewMonitor::Run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::seconds(interval_s_), [this] { return stop_; })) return;
+    }
+    const std::vector<int> cpus = CoresToMeasure(mode_, session_);
+    if (cpus.size() < 2) continue;
+    const int64_t now = RealtimeNowNs();
+    absl::StatusOr<std::vector<CoreSkew>> cores = MeasureCoreSkew(cpus, tsc_hz_, now);
+    if (!cores.ok()) continue;  // e.g. a core went offline: the last measurement stays
+    RunInfoUpdate u;
+    u.kind = RunInfoUpdate::Kind::kCores;
+    u.cores = *std::move(cores);
+    u.measured_at_utc_ns = now;
+    std::string chunk;
+    ChunkEncoder::RunInfo(u.ToJson(), &chunk);
+    std::lock_guard lock(mu_);
+    chunks_ += chunk;
+  }
 }
 
 }  // namespace ticktrace::collect

@@ -17,10 +17,16 @@
 #ifndef TICKTRACE_COLLECTOR_CORE_SKEW_H_
 #define TICKTRACE_COLLECTOR_CORE_SKEW_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/run_info.h"
 
 namespace ticktrace::collect {
 
@@ -53,6 +59,47 @@ CoreOffset OffsetFromRounds(int cpu, const std::vector<PingPongRound>& rounds);
 // REQUIRES: !cpus.empty(), rounds > 0.
 absl::StatusOr<std::vector<CoreOffset>> MeasureCoreOffsets(const std::vector<int>& cpus,
                                                            int rounds = 2000);
+
+// The cores to measure: "allowed" (the collector's own affinity) or
+// "producers" (the union of the affinities of the processes with a segment
+// of `session` in /dev/shm; the allowed cores when there is none yet).
+// Sorted; the first is the reference.
+std::vector<int> CoresToMeasure(std::string_view mode, const std::string& session);
+
+// MeasureCoreOffsets over `cpus`, in ns at `tsc_hz`, stamped `measured_at_utc_ns`.
+absl::StatusOr<std::vector<CoreSkew>> MeasureCoreSkew(const std::vector<int>& cpus, double tsc_hz,
+                                                      int64_t measured_at_utc_ns);
+
+// Re-measures the cores' offsets every `interval_s` on a thread of its own
+// (two more, pinned, only while measuring: ~2000 round trips per core), so
+// that the drain path never waits for it. Each measurement becomes a
+// RunInfoUpdate chunk the drain thread puts in the stream (TakeChunks).
+class SkewMonitor {
+ public:
+  SkewMonitor(const RunInfo& info, int64_t interval_s);
+  ~SkewMonitor();  // stops the thread
+  SkewMonitor(const SkewMonitor&) = delete;
+  SkewMonitor& operator=(const SkewMonitor&) = delete;
+
+  // Starts the thread (no-op for interval 0). Called once, by the collector's main thread.
+  void Start();
+  // Drain thread: appends the chunks of the measurements finished since the last call.
+  void TakeChunks(std::string* out);
+
+ private:
+  void Run();
+
+  const std::string session_;
+  const std::string mode_;
+  const double tsc_hz_;
+  const int64_t interval_s_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_:
+  bool stop_ = false;
+  std::string chunks_;
+};
 
 }  // namespace ticktrace::collect
 

@@ -34,24 +34,33 @@ ABSL_FLAG(std::string, duration_s, "0", "stop after this many seconds (0: until 
 ABSL_FLAG(std::string, raw, "", "write a raw archive of every drained record to this new file");
 ABSL_FLAG(std::string, replay, "", "run from this raw archive instead of shared memory, then exit");
 ABSL_FLAG(std::string, tsc_hz, "", "TSC frequency in Hz: skip calibration");
+ABSL_FLAG(bool, include_flagged, false,
+          "percentiles include flagged (migrated, negative, out-of-order, saturated) samples");
+ABSL_FLAG(bool, correct_skew, false,
+          "subtract the cores' measured TSC offsets from cross-core differences (off: the "
+          "offsets are only known within their bounds; see docs/calibration.md)");
+ABSL_FLAG(std::string, skew_interval, "600",
+          "re-measure the cores' TSC offsets this often during a live run: seconds, or with "
+          "a unit (90s, 10m, 1h); 0: at start only");
 ABSL_FLAG(std::string, allow_uid, "",
           "also drain segments owned by these users (UID or name, comma-separated); by "
           "default only this collector's own uid's segments are drained");
 ABSL_FLAG(bool, group_readable, false,
           "create the store, journal and raw archive 0640 (group may read) instead of 0600");
-ABSL_FLAG(bool, include_flagged, false,
-          "percentiles include flagged (migrated, negative, cross-core) samples");
+ABSL_FLAG(std::string, skew_cores, "allowed",
+          "cores whose offsets are measured: 'allowed' (the collector's) or 'producers' "
+          "(the cores the traced processes may run on)");
 
 namespace {
 
 constexpr const char* kProgram = "ticktrace-collector";
-const std::vector<std::string> kValueFlags = {"session", "db",  "pipeline", "order_timeout_ms",
-                                              "duration_s", "raw", "replay", "tsc_hz",
-                                              "allow_uid"};
+const std::vector<std::string> kValueFlags = {
+    "session", "db", "pipeline", "order_timeout_ms", "duration_s", "raw", "replay", "tsc_hz",
+    "skew_interval", "skew_cores", "allow_uid"};
 // Abseil's --flagfile/--fromenv/--tryfromenv/--undefok are not offered: their
 // errors would bypass our one-line usage errors.
 const std::vector<std::string> kOtherFlags = {
-    "include_flagged", "noinclude_flagged", "help", "helpfull", "helpshort", "helppackage",
+    "include_flagged", "noinclude_flagged", "correct_skew", "nocorrect_skew", "help", "helpfull", "helpshort", "helppackage",
     "version", "only_check_args", "helpon", "helpmatch", "group_readable", "nogroup_readable"};
 
 // The spellings Abseil accepts for a bool flag's value.
@@ -97,10 +106,10 @@ std::vector<std::string> NormalizeArgs(int argc, char** argv) {
                                                                       ? std::string::npos
                                                                       : eq - dashes)));
     }
-    if ((name == "include_flagged" || name == "noinclude_flagged" || name == "group_readable" ||
-         name == "nogroup_readable") && eq != std::string::npos &&
-        !IsBoolText(a.substr(eq + 1))) {
-      UsageError(absl::StrCat("--include-flagged '", a.substr(eq + 1), "': not true or false"));
+    if ((name == "include_flagged" || name == "noinclude_flagged" || name == "correct_skew" ||
+         name == "nocorrect_skew" || name == "group_readable" || name == "nogroup_readable") &&
+        eq != std::string::npos && !IsBoolText(a.substr(eq + 1))) {
+      UsageError(absl::StrCat("--", name, " '", a.substr(eq + 1), "': not true or false"));
     }
     std::string rebuilt = "--" + name + (eq == std::string::npos ? "" : a.substr(eq));
     args.push_back(rebuilt);
@@ -125,6 +134,23 @@ T ParseNumber(absl::string_view flag, const std::string& text) {
   return v;
 }
 
+// "600", "90s", "10m", "1h" -> seconds.
+int64_t ParseSeconds(absl::string_view flag, std::string text) {
+  int64_t unit = 1;
+  if (!text.empty()) {
+    const char last = text.back();
+    if (last == 's' || last == 'm' || last == 'h') {
+      unit = last == 'h' ? 3600 : last == 'm' ? 60 : 1;
+      text.pop_back();
+    }
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < 0 || v > 7 * 24 * 3600) {
+    UsageError(absl::StrCat("--", flag, " '", text, "': not a duration (e.g. 600, 90s, 10m, 1h)"));
+  }
+  return v * unit;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,7 +164,8 @@ int main(int argc, char** argv) {
       "and stores per-stage latencies in SQLite.\n"
       "  ticktrace-collector [--session NAME] [--db PATH] [--pipeline a,b,c]\n"
       "      [--order-timeout-ms N] [--duration-s N] [--raw PATH] [--tsc-hz HZ]\n"
-      "      [--include-flagged]\n"
+      "      [--include-flagged] [--correct-skew] [--skew-interval 10m]\n"
+      "      [--skew-cores allowed|producers]\n"
       "  ticktrace-collector --replay ARCHIVE [--db PATH] [--pipeline ...] [--tsc-hz HZ]\n"
       "Flag names take '-' or '_'. Exit: 0 ok, 1 runtime error, 2 usage error.");
   absl::FlagsUsageConfig usage;
@@ -175,6 +202,9 @@ int main(int argc, char** argv) {
     if (o.tsc_hz == 0) UsageError("--tsc-hz 0: must be between 1e6 and 1e11");
   }
   o.include_flagged = absl::GetFlag(FLAGS_include_flagged);
+  o.correct_skew = absl::GetFlag(FLAGS_correct_skew);
+  o.skew_interval_s = ParseSeconds("skew-interval", absl::GetFlag(FLAGS_skew_interval));
+  o.skew_cores = absl::GetFlag(FLAGS_skew_cores);
   absl::StatusOr<std::vector<uint32_t>> uids =
       ticktrace::collect::ParseUidList(absl::GetFlag(FLAGS_allow_uid));
   if (!uids.ok()) UsageError(uids.status().message());

@@ -85,6 +85,17 @@ absl::Status ValidateOptions(const CollectorOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tsc-hz ", o.tsc_hz, ": must be between 1e6 and 1e11 ticks per second"));
   }
+  if (o.skew_interval_s < 0 || o.skew_interval_s > 7 * 24 * 3600) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--skew-interval ", o.skew_interval_s, "s: must be between 0 (at start only) and 7 days"));
+  }
+  if (o.skew_cores != "allowed" && o.skew_cores != "producers") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--skew-cores '", o.skew_cores, "': must be 'allowed' or 'producers'"));
+  }
+  if (o.anchor_interval.count() <= 0) {
+    return absl::InvalidArgumentError("anchor interval: must be at least 1 ms");
+  }
   if (!o.raw_path.empty() && !o.replay_path.empty()) {
     return absl::InvalidArgumentError("--raw and --replay cannot be used together");
   }

@@ -27,10 +27,14 @@ struct CollectorOptions {
   std::string replay_path;               // run from this archive instead of shared memory
   double tsc_hz = 0;                     // 0: calibrate (live) / the archive's (replay)
   bool include_flagged = false;
+  bool correct_skew = false;             // subtract the cores' measured offsets
+  int64_t skew_interval_s = 600;         // re-measure the cores' offsets; 0: at start only
+  std::string skew_cores = "allowed";    // measure the "allowed" cores or the "producers'"
   std::vector<uint32_t> allow_uids;      // also drain segments of these uids (besides our own)
   bool group_readable = false;           // new store/journal/archive files 0640 instead of 0600
 
   // --- for tests and the bench ---
+  std::chrono::milliseconds anchor_interval{1000};  // a (TSC, UTC) anchor this often
   size_t learn_orders = 100;
   bool use_journal = true;                // live mode with a store: exactly-once journal
   StoreWriterOptions store;

@@ -104,14 +104,21 @@ std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& count
                         include_flagged ? "include" : "exclude");
   size_t width = 5;
   for (const StageSummary& s : stages) width = std::max(width, s.stage.size());
-  absl::StrAppendFormat(&out, "  %-*s %9s %10s %10s %10s %10s %10s %10s %10s %8s %8s %8s\n",
+  absl::StrAppendFormat(&out,
+                        "  %-*s %9s %10s %17s %10s %10s %10s %10s %10s %8s %8s %8s %6s %6s %6s\n",
                         width, "stage", "count", "min", "p50", "p90", "p99", "p99.9", "max",
-                        "mean", "migrated", "negative", "x-core");
+                        "mean", "migrated", "negative", "x-core", "skew", "o-o-o", "late");
   for (const StageSummary& s : stages) {
-    absl::StrAppendFormat(&out, "  %-*s %9d %10s %10s %10s %10s %10s %10s %10s %8d %8d %8d\n",
-                          width, s.stage, s.count, Ns(s.min_ns), Ns(s.p50_ns), Ns(s.p90_ns),
-                          Ns(s.p99_ns), Ns(s.p999_ns), Ns(s.max_ns), Ns(s.mean_ns), s.migrated,
-                          s.negative, s.cross_core);
+    // A cross-core stage's p50 carries the cores' offset uncertainty (DESIGN §4).
+    std::string p50 = Ns(s.p50_ns);
+    if (s.cross_core > 0 && s.uncertainty_ns > 0) {
+      absl::StrAppendFormat(&p50, " ±%.0fns", s.uncertainty_ns);
+    }
+    absl::StrAppendFormat(
+        &out, "  %-*s %9d %10s %17s %10s %10s %10s %10s %10s %8d %8d %8d %6d %6d %6d\n", width,
+        s.stage, s.count, Ns(s.min_ns), p50, Ns(s.p90_ns), Ns(s.p99_ns), Ns(s.p999_ns),
+        Ns(s.max_ns), Ns(s.mean_ns), s.migrated, s.negative, s.cross_core, s.skew, s.out_of_order,
+        s.late);
   }
   return out;
 }

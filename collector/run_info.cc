@@ -25,7 +25,39 @@ json Settings(const RunInfo& r) {
           {"order_timeout_ms", r.order_timeout_ms},
           {"include_flagged", r.include_flagged},
           {"learn_orders", r.learn_orders},
-          {"source", r.mode}};
+          {"source", r.mode},
+          {"linger_ms", r.linger_ms()},
+          {"correct_skew", r.correct_skew},
+          {"skew_interval_s", r.skew_interval_s},
+          {"skew_cores", r.skew_cores},
+          {"anchor_interval_ms", r.anchor_interval_ms}};
+}
+
+json CoresArray(const std::vector<CoreSkew>& cores) {
+  json a = json::array();
+  for (const CoreSkew& c : cores) {
+    a.push_back({{"cpu", c.cpu}, {"offset_ns", c.offset_ns}, {"bound_ns", c.bound_ns},
+                 {"consistent", c.consistent}, {"measured_at_utc_ns", c.measured_at_utc_ns}});
+  }
+  return a;
+}
+
+absl::StatusOr<std::vector<CoreSkew>> ParseCores(const json& array) {
+  std::vector<CoreSkew> out;
+  for (const json& c : array) {
+    CoreSkew k;
+    k.cpu = c.at("cpu").get<int>();
+    k.offset_ns = c.at("offset_ns").get<double>();
+    k.bound_ns = c.at("bound_ns").get<double>();
+    k.consistent = c.value("consistent", true);
+    k.measured_at_utc_ns = c.value("measured_at_utc_ns", int64_t{0});
+    if (k.cpu < 0 || k.cpu >= (1 << 20) || !std::isfinite(k.offset_ns) ||
+        !(k.bound_ns >= 0 && std::isfinite(k.bound_ns))) {
+      return absl::InvalidArgumentError("run info: impossible core offset");
+    }
+    out.push_back(k);
+  }
+  return out;
 }
 
 }  // namespace
@@ -50,14 +82,7 @@ std::string RunInfo::ToJson() const {
   if (kernel_tsc_hz) j["kernel_tsc_hz"] = *kernel_tsc_hz;
   if (tsc_step_ns) j["tsc_step_ns"] = *tsc_step_ns;
   if (measured_tsc_hz) j["measured_tsc_hz"] = *measured_tsc_hz;
-  if (!cores.empty()) {
-    json a = json::array();
-    for (const CoreSkew& c : cores) {
-      a.push_back({{"cpu", c.cpu}, {"offset_ns", c.offset_ns}, {"bound_ns", c.bound_ns},
-                   {"consistent", c.consistent}, {"measured_at_utc_ns", c.measured_at_utc_ns}});
-    }
-    j["cores"] = a;
-  }
+  if (!cores.empty()) j["cores"] = CoresArray(cores);
   return j.dump();
 }
 
@@ -91,18 +116,9 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
       }
     }
     if (j.contains("cores") && j["cores"].is_array()) {
-      for (const json& c : j["cores"]) {
-        CoreSkew k;
-        k.cpu = c.at("cpu").get<int>();
-        k.offset_ns = c.at("offset_ns").get<double>();
-        k.bound_ns = c.at("bound_ns").get<double>();
-        k.consistent = c.value("consistent", true);
-        k.measured_at_utc_ns = c.value("measured_at_utc_ns", int64_t{0});
-        if (k.cpu < 0 || !std::isfinite(k.offset_ns) || !(k.bound_ns >= 0)) {
-          return absl::InvalidArgumentError("run info: impossible core offset");
-        }
-        r.cores.push_back(k);
-      }
+      absl::StatusOr<std::vector<CoreSkew>> cores = ParseCores(j["cores"]);
+      if (!cores.ok()) return cores.status();
+      r.cores = *std::move(cores);
     }
     if (j.contains("settings") && j["settings"].is_object()) {
       const json& s = j["settings"];
@@ -111,6 +127,10 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
       r.include_flagged = s.value("include_flagged", false);
       r.learn_orders = s.value("learn_orders", uint64_t{100});
       r.mode = s.value("source", "live");
+      r.correct_skew = s.value("correct_skew", false);
+      r.skew_interval_s = s.value("skew_interval_s", int64_t{600});
+      r.skew_cores = s.value("skew_cores", "allowed");
+      r.anchor_interval_ms = s.value("anchor_interval_ms", int64_t{1000});
     }
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("run info: ", e.what()));
@@ -118,10 +138,51 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
   if (!(r.tsc_hz >= 1e6 && r.tsc_hz <= 1e11)) {
     return absl::InvalidArgumentError(absl::StrCat("run info: impossible tsc_hz ", r.tsc_hz));
   }
-  if (r.order_timeout_ms <= 0 || r.learn_orders == 0) {
+  if (r.order_timeout_ms <= 0 || r.learn_orders == 0 || r.skew_interval_s < 0 ||
+      r.anchor_interval_ms <= 0) {
     return absl::InvalidArgumentError("run info: impossible settings");
   }
   return r;
+}
+
+std::string RunInfoUpdate::ToJson() const {
+  if (kind == Kind::kAnchor) {
+    return json{{"update", "anchor"}, {"tsc", anchor.tsc}, {"utc_ns", anchor.utc_ns}}.dump();
+  }
+  return json{{"update", "cores"},
+              {"measured_at_utc_ns", measured_at_utc_ns},
+              {"cores", CoresArray(cores)}}
+      .dump();
+}
+
+absl::StatusOr<RunInfoUpdate> RunInfoUpdate::FromJson(std::string_view text) {
+  RunInfoUpdate u;
+  try {
+    const json j = json::parse(text.begin(), text.end());
+    if (!j.is_object() || !j.contains("update")) {
+      return absl::NotFoundError("not a run info update");
+    }
+    const std::string kind = j.at("update").get<std::string>();
+    if (kind == "anchor") {
+      u.kind = Kind::kAnchor;
+      u.anchor.tsc = j.at("tsc").get<uint64_t>();
+      u.anchor.utc_ns = j.at("utc_ns").get<int64_t>();
+    } else if (kind == "cores") {
+      u.kind = Kind::kCores;
+      u.measured_at_utc_ns = j.value("measured_at_utc_ns", int64_t{0});
+      if (!j.at("cores").is_array()) {
+        return absl::InvalidArgumentError("run info update: cores is not a list");
+      }
+      absl::StatusOr<std::vector<CoreSkew>> cores = ParseCores(j["cores"]);
+      if (!cores.ok()) return cores.status();
+      u.cores = *std::move(cores);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("run info update: unknown kind '", kind, "'"));
+    }
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("run info update: ", e.what()));
+  }
+  return u;
 }
 
 }  // namespace ticktrace::collect

@@ -58,13 +58,39 @@ struct RunInfo {
   bool include_flagged = false;
   uint64_t learn_orders = 100;
   std::string mode = "live";  // "live" or "replay"
+  // Subtract the cores' measured offsets from cross-core differences (off by
+  // default: the offsets are only known within their bounds).
+  bool correct_skew = false;
+  int64_t skew_interval_s = 600;       // re-measure the cores' offsets; 0: at start only
+  std::string skew_cores = "allowed";  // "allowed" or "producers"
+  int64_t anchor_interval_ms = 1000;   // a (TSC, CLOCK_REALTIME) anchor this often
 
+  // How long a finished order lingers before it is emitted, so that late
+  // records still join it: min(order timeout, 100 ms).
+  int64_t linger_ms() const { return order_timeout_ms < 100 ? order_timeout_ms : 100; }
   TimeBase time_base() const { return TimeBase::FromHz(tsc_hz, anchor_tsc, anchor_utc_ns); }
   std::string ToJson() const;
   std::string EnvironmentJson() const;
   std::string SettingsJson() const;
   // Parses untrusted JSON; InvalidArgument when fields are missing or impossible.
   static absl::StatusOr<RunInfo> FromJson(std::string_view json);
+};
+
+// What a run learns while it runs, in kRunInfo chunks after the first (the
+// first holds the RunInfo; older readers ignore the rest): a new UTC anchor,
+// or a new measurement of the cores' offsets. They travel in the stream so
+// that replay and journal recovery see them where the live run did.
+struct RunInfoUpdate {
+  enum class Kind { kAnchor, kCores };
+  Kind kind = Kind::kAnchor;
+  UtcAnchor anchor;              // kAnchor
+  std::vector<CoreSkew> cores;   // kCores
+  int64_t measured_at_utc_ns = 0;
+
+  std::string ToJson() const;
+  // Parses untrusted JSON. NotFound when `json` is not an update (a RunInfo);
+  // InvalidArgument when it is one with missing or impossible fields.
+  static absl::StatusOr<RunInfoUpdate> FromJson(std::string_view json);
 };
 
 }  // namespace ticktrace::collect

@@ -15,7 +15,7 @@ uint32_t StageStats::StageId(std::string_view name, StageKind kind) {
 }
 
 void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags,
-                     double start_offset_ns) {
+                     double start_offset_ns, double uncertainty_ns) {
   Stage& s = *stages_[stage_id];
   ++samples_;
   ++s.samples_all;
@@ -23,6 +23,10 @@ void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags,
   if (flags & kFlagMigrated) ++s.migrated;
   if (flags & kFlagNegative) ++s.negative;
   if (flags & kFlagCrossCore) ++s.cross_core;
+  if (flags & kFlagSkew) ++s.skew;
+  if (flags & kFlagOutOfOrder) ++s.out_of_order;
+  if (flags & kFlagLate) ++s.late;
+  s.uncertainty_ns = std::max(s.uncertainty_ns, uncertainty_ns);
   if ((flags & kFlagsExcludedByDefault) == 0 || include_flagged_) s.histogram.Add(latency_ns);
 }
 
@@ -52,6 +56,10 @@ std::vector<StageSummary> StageStats::Summaries() const {
     m.migrated = s.migrated;
     m.negative = s.negative;
     m.cross_core = s.cross_core;
+    m.skew = s.skew;
+    m.out_of_order = s.out_of_order;
+    m.late = s.late;
+    m.uncertainty_ns = s.uncertainty_ns;
     out.push_back(std::move(m));
     mean_offset.push_back(s.samples_all ? s.offset_sum_ns / static_cast<double>(s.samples_all)
                                         : 0);

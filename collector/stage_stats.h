@@ -15,20 +15,36 @@
 
 namespace ticktrace::collect {
 
-// Sample flags, as stored in samples.flags and stamps.flags (docs/store.md).
+// Sample flags, as stored in samples.flags and stamps.flags (docs/store.md,
+// "Flags"). The values are fixed: the viewer (records.h) and the store's
+// readers use the same bits.
 inline constexpr uint8_t kFlagMigrated = 1;   // a span's two ends on different cores
-inline constexpr uint8_t kFlagNegative = 2;   // a difference below zero
+// Below zero beyond what the cores' measured offsets explain (or on cores
+// whose offsets were not measured): a real clock or ordering problem.
+inline constexpr uint8_t kFlagNegative = 2;
 inline constexpr uint8_t kFlagCrossCore = 4;  // the two ends read on different cores
 // A span of 2^32 ticks or more: the producer kept 2^32 - 1, so the value is
 // only a lower bound.
 inline constexpr uint8_t kFlagSaturated = 8;
+// A cross-core difference below zero but within the two cores' measured
+// bounds (RunInfo.cores): expected noise of the offset measurement.
+inline constexpr uint8_t kFlagSkew = 16;
+// Below zero where no clock offset can explain it: both stamps on one core,
+// or from one thread (program order contradicts the declared pipeline).
+inline constexpr uint8_t kFlagOutOfOrder = 32;
+// Part of an order instance made of records that arrived after their order
+// had been emitted (past the linger window; see stitcher.h).
+inline constexpr uint8_t kFlagLate = 64;
+inline constexpr uint8_t kFlagCrossHost = 128;  // reserved for multi-host; not set yet
 
 // The flags that keep a sample out of the percentiles unless --include-flagged.
 // cross_core alone is counted but not excluded: every hop between pinned
-// processes is cross-core, and on one machine the cores' TSCs are synchronised
-// (the seeds, §1.4). A hop shorter than the cores' sync error shows up as
-// `negative`, which is excluded.
-inline constexpr uint8_t kFlagsExcludedByDefault = kFlagMigrated | kFlagNegative | kFlagSaturated;
+// processes is cross-core; it carries the cores' uncertainty instead. skew is
+// counted, not excluded (a short hop measured through a slightly offset
+// clock is still a hop), and late is not excluded either (its samples are
+// real differences).
+inline constexpr uint8_t kFlagsExcludedByDefault =
+    kFlagMigrated | kFlagNegative | kFlagOutOfOrder | kFlagSaturated;
 
 enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
 
@@ -52,6 +68,11 @@ struct StageSummary {
   // NaN when count < MinSamplesForPercentile (stored as NULL, printed "-").
   double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
   uint64_t migrated = 0, negative = 0, cross_core = 0;
+  uint64_t skew = 0, out_of_order = 0, late = 0;
+  // The largest uncertainty of the stage's cross-core samples (the sum of
+  // their two cores' bound_ns); 0 when none was cross-core or the cores'
+  // offsets were not measured.
+  double uncertainty_ns = 0;
 };
 
 class StageStats {
@@ -64,7 +85,10 @@ class StageStats {
 
   // Adds one sample. `start_offset_ns`: when the stage started, relative to
   // its order's chain start (orders the stages for display).
-  void Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns);
+  // `uncertainty_ns`: how far the value may be off through the cores' clock
+  // offsets (0 on one core or when unknown).
+  void Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns,
+           double uncertainty_ns = 0);
 
   bool include_flagged() const { return include_flagged_; }
   uint64_t samples() const { return samples_; }
@@ -78,6 +102,8 @@ class StageStats {
     Histogram histogram;
     uint64_t samples_all = 0;
     uint64_t migrated = 0, negative = 0, cross_core = 0;
+    uint64_t skew = 0, out_of_order = 0, late = 0;
+    double uncertainty_ns = 0;
     double offset_sum_ns = 0;
   };
   bool include_flagged_;

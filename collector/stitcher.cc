@@ -18,42 +18,15 @@ bool DifferentCores(uint32_t a, uint32_t b) {
   return KnownAux(a) && KnownAux(b) && abi::AuxCpu(a) != abi::AuxCpu(b);
 }
 
-// A span's (or interval's) flags: migrated when its ends are on two cores;
-// negative when the end read below the begin; saturated when it lasted 2^32
-// ticks or more (its duration is then a lower bound).
-template <typename SpanEvent>
-uint8_t SpanFlags(const SpanEvent& e) {
-  uint8_t flags = 0;
-  if (DifferentCores(e.aux, e.end_aux)) flags |= kFlagMigrated;
-  if (e.flags & abi::kRecordSpanBackwards) flags |= kFlagNegative;
-  if (e.flags & abi::kRecordSpanSaturated) flags |= kFlagSaturated;
-  return flags;
-}
-
-// A span's duration in ns: negative when it ran backwards (the producer
-// keeps how far), never clamped to 0.
-template <typename SpanEvent>
-double SpanNs(const TimeBase& time, const SpanEvent& e) {
-  const double ns = time.TicksToNs(e.duration_ticks);
-  return (e.flags & abi::kRecordSpanBackwards) ? -ns : ns;
-}
 int32_t CpuOf(uint32_t aux) { return KnownAux(aux) ? static_cast<int32_t>(abi::AuxCpu(aux)) : -1; }
-
-// The flags of a difference between two stamps `a` (earlier) and `b`.
-template <typename Event>
-uint8_t PairFlags(const Event& a, const Event& b, double latency_ns) {
-  uint8_t flags = 0;
-  if (DifferentCores(a.aux, b.aux)) flags |= kFlagCrossCore;
-  if (latency_ns < 0) flags |= kFlagNegative;
-  return flags;
-}
 
 // The stored row of a stage measured from stamp `a` to stamp `b`.
 template <typename Event>
-SampleRow PairSample(uint64_t order_id, std::string stage, const Event& a, const Event& b,
-                     int64_t start_utc_ns, double latency_ns, uint8_t flags) {
+SampleRow PairSample(uint64_t order_id, uint32_t instance, std::string stage, const Event& a,
+                     const Event& b, int64_t start_utc_ns, double latency_ns, uint8_t flags) {
   SampleRow s;
   s.order_id = order_id;
+  s.instance = instance;
   s.stage = std::move(stage);
   s.start_utc_ns = start_utc_ns;
   s.latency_ns = latency_ns;
@@ -77,6 +50,83 @@ Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
   }
   total_stage_ = stats_->StageId("total", StageKind::kTotal);
   open_.reserve(settings_.expected_open_orders);
+  SetCores(settings_.cores);
+}
+
+void Stitcher::SetCores(const std::vector<CoreSkew>& cores) {
+  for (CoreClock& c : core_clock_) c = CoreClock{};
+  for (const CoreSkew& c : cores) {
+    if (c.cpu < 0 || c.cpu >= (1 << 20)) continue;  // RunInfo rejects these; a cap all the same
+    if (core_clock_.size() <= static_cast<size_t>(c.cpu)) core_clock_.resize(c.cpu + 1);
+    // An inconsistent core (its rounds disagree) has no usable bound.
+    if (c.consistent) core_clock_[c.cpu] = CoreClock{true, c.offset_ns, c.bound_ns};
+  }
+}
+
+const Stitcher::CoreClock* Stitcher::Core(uint32_t aux) const {
+  if (!KnownAux(aux)) return nullptr;
+  const uint32_t cpu = abi::AuxCpu(aux);
+  if (cpu >= core_clock_.size() || !core_clock_[cpu].measured) return nullptr;
+  return &core_clock_[cpu];
+}
+
+uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring, double* latency_ns,
+                            double* uncertainty_ns) const {
+  uint8_t flags = 0;
+  *uncertainty_ns = 0;
+  bool bounded = false;
+  if (DifferentCores(a.aux, b.aux)) {
+    flags |= kFlagCrossCore;
+    const CoreClock* ca = Core(a.aux);
+    const CoreClock* cb = Core(b.aux);
+    if (ca != nullptr && cb != nullptr) {
+      bounded = true;
+      *uncertainty_ns = ca->bound_ns + cb->bound_ns;
+      // b's TSC minus a's includes (offset_b - offset_a): take it out.
+      if (settings_.correct_skew) *latency_ns -= cb->offset_ns - ca->offset_ns;
+    }
+  }
+  const bool same_core = KnownAux(a.aux) && KnownAux(b.aux) && !DifferentCores(a.aux, b.aux);
+  // One ring (one thread, in program order): b's record before a's means the
+  // code stamped the later stage first. &b < &a: both point into one events
+  // vector, which holds a ring's records in ring order.
+  const bool ring_reversed = same_ring && a.process_id == b.process_id && a.tid == b.tid && &b < &a;
+  if (ring_reversed || (*latency_ns < 0 && same_core)) {
+    flags |= kFlagOutOfOrder;
+  } else if (*latency_ns < 0) {
+    flags |= (bounded && -*latency_ns <= *uncertainty_ns) ? kFlagSkew : kFlagNegative;
+  }
+  return flags;
+}
+
+// A span's (or interval's) flags and value: migrated when its ends are on
+// two cores; negative when the end read below the begin (skew when its ends
+// are on two measured cores and it is within their bounds); saturated when
+// it lasted 2^32 ticks or more (its duration is then a lower bound). The
+// value is negative when it ran backwards (the producer keeps how far),
+// never clamped to 0.
+template <typename E>
+uint8_t Stitcher::SpanFlagsOf(const E& e, double* latency_ns, double* uncertainty_ns) const {
+  uint8_t flags = 0;
+  const double ns = time_.TicksToNs(e.duration_ticks);
+  *latency_ns = (e.flags & abi::kRecordSpanBackwards) ? -ns : ns;
+  *uncertainty_ns = 0;
+  bool bounded = false;
+  if (DifferentCores(e.aux, e.end_aux)) {
+    flags |= kFlagMigrated;
+    const CoreClock* ca = Core(e.aux);
+    const CoreClock* cb = Core(e.end_aux);
+    if (ca != nullptr && cb != nullptr) {
+      bounded = true;
+      *uncertainty_ns = ca->bound_ns + cb->bound_ns;
+      if (settings_.correct_skew) *latency_ns -= cb->offset_ns - ca->offset_ns;
+    }
+  }
+  if (*latency_ns < 0) {
+    flags |= (bounded && -*latency_ns <= *uncertainty_ns) ? kFlagSkew : kFlagNegative;
+  }
+  if (e.flags & abi::kRecordSpanSaturated) flags |= kFlagSaturated;
+  return flags;
 }
 
 int Stitcher::PositionOf(uint32_t name_id) {
@@ -93,6 +143,10 @@ bool Stitcher::StampLike(const Event& e, int pos) const {
 }
 
 uint32_t Stitcher::OrderIndex(uint64_t order_id) {
+  // A finished order still lingering takes its late records.
+  if (!lingering_.empty()) {
+    if (auto l = lingering_.find(order_id); l != lingering_.end()) return l->second;
+  }
   // One probe for both the lookup and the insert.
   auto [it, inserted] = open_.try_emplace(order_id, 0);
   if (!inserted) return it->second;
@@ -107,6 +161,10 @@ uint32_t Stitcher::OrderIndex(uint64_t order_id) {
   Order& o = pool_[idx];
   o.live = true;
   o.last_activity = clock_;
+  uint32_t& next = next_instance_[order_id];
+  o.instance = std::min<uint32_t>(next, (1u << 27) - 1);
+  if (next > 0) ++counters_.reused_ids;
+  if (next < (1u << 27) - 1) ++next;
   it->second = idx;
   return idx;
 }
@@ -118,6 +176,7 @@ Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
 
 Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
   if (Order* o = FindOpen(order_id)) return o;
+  if (auto l = lingering_.find(order_id); l != lingering_.end()) return &pool_[l->second];
   auto it = held_.find(order_id);
   return it == held_.end() ? nullptr : &pool_[it->second];
 }
@@ -144,8 +203,9 @@ uint32_t Stitcher::SpanStage(uint32_t name_id) {
 void Stitcher::AddEvent(const StitchEvent& e) {
   if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
     // An interval with no order: a sample of its tag, nothing to stitch.
-    const uint8_t flags = SpanFlags(e);
-    stats_->Add(SpanStage(e.name_id), SpanNs(time_, e), flags, 0);
+    double latency_ns, uncertainty_ns;
+    const uint8_t flags = SpanFlagsOf(e, &latency_ns, &uncertainty_ns);
+    stats_->Add(SpanStage(e.name_id), latency_ns, flags, 0, uncertainty_ns);
     ++counters_.standalone_samples;
     return;
   }
@@ -162,6 +222,7 @@ void Stitcher::AddEvent(const StitchEvent& e) {
   ev.process_id = e.process_id;
   ev.tid = e.tid;
   o.events.push_back(ev);
+  if (o.lingering) return;  // a late record joins its finished order; the linger runs on
   o.last_activity = clock_;
   if (pipeline_known_ && !o.pending && !pipeline_.empty()) {
     const int pos = PositionOf(e.name_id);
@@ -231,11 +292,16 @@ void Stitcher::AdvanceClock(uint64_t tsc) {
     last_sweep_clock_ = clock_;
     SweepTimeouts();
   }
+  ExpireLingering(/*all=*/false);
   if (!pipeline_known_ && held_order_.size() >= settings_.learn_orders) Learn();
 }
 
 bool Stitcher::NeedsClock(uint64_t now_tsc) const {
   if (!pending_current_.empty() || !pending_previous_.empty()) return true;
+  if (!linger_queue_.empty() && now_tsc > linger_queue_.front().first &&
+      now_tsc - linger_queue_.front().first >= settings_.linger_ticks) {
+    return true;
+  }
   if (settings_.timeout_ticks == 0 || open_.empty()) return false;
   const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
   return now_tsc > last_sweep_clock_ && now_tsc - last_sweep_clock_ >= sweep_every;
@@ -267,6 +333,41 @@ void Stitcher::FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator i
     open_.rehash(open_.capacity());  // same capacity: clears tombstones, no shrink and regrow
     erased_since_rehash_ = 0;
   }
+  if (settings_.linger_ticks > 0 && !finishing_) {
+    Order& o = pool_[idx];
+    o.lingering = 1;
+    o.pending = 0;
+    o.last_activity = clock_;
+    lingering_.emplace(order_id, idx);
+    linger_queue_.emplace_back(clock_, order_id);
+    return;
+  }
+  EmitFinished(order_id, idx);
+}
+
+void Stitcher::ExpireLingering(bool all) {
+  while (!linger_queue_.empty()) {
+    const auto [finished_at, order_id] = linger_queue_.front();
+    if (!all && clock_ - finished_at < settings_.linger_ticks) break;
+    linger_queue_.pop_front();
+    auto it = lingering_.find(order_id);
+    if (it == lingering_.end()) continue;
+    const uint32_t idx = it->second;
+    lingering_.erase(it);
+    Order& o = pool_[idx];
+    o.lingering = 0;
+    if (o.open_children > 0) {
+      // A child linked to it while it lingered: it waits for its children
+      // again (and finishes by its timeout, or at the end).
+      o.last_activity = clock_;
+      open_.emplace(order_id, idx);  // absent: while it lingered its id led here
+      continue;
+    }
+    EmitFinished(order_id, idx);
+  }
+}
+
+void Stitcher::EmitFinished(uint64_t order_id, uint32_t idx) {
   if (pipeline_known_) {
     Emit(order_id, pool_[idx]);
     Release(idx, /*held=*/false);
@@ -290,7 +391,8 @@ void Stitcher::Release(uint32_t idx, bool held) {
   o.events.clear();
   o.parent_id = o.last_activity = 0;
   o.open_children = 0;
-  o.has_parent = o.has_children = o.pending = o.live = false;
+  o.has_parent = o.has_children = o.pending = o.live = o.lingering = 0;
+  o.instance = 0;
   free_.push_back(idx);
 }
 
@@ -326,12 +428,19 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     parent = a->parent_id;
   }
 
+  // A reused id's instance without the first stage: records that came after
+  // their order was emitted (stitcher.h, "Lingering and instances").
+  const bool late = o.instance > 0 && stages > 0 && chain_[0].event == nullptr;
+  const uint8_t late_flag = late ? kFlagLate : 0;
+
   FinishedOrder* out = nullptr;
   FinishedOrder row;
   size_t samples = 0;  // produced for this order
   if (sink_ != nullptr && sink_->WantsRows()) {
     out = &row;
     out->order.order_id = order_id;
+    out->order.instance = o.instance;
+    out->order.late = late;
     out->order.has_parent = o.has_parent;
     out->order.parent_order_id = o.parent_id;
   }
@@ -349,13 +458,17 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     if (prev != nullptr && cur.own) {
       const Event& a = *prev->event;
       const Event& b = *cur.event;
-      const double latency_ns = time_.DiffNs(b.tsc, a.tsc);
-      const uint8_t flags = PairFlags(a, b, latency_ns);
+      double latency_ns = time_.DiffNs(b.tsc, a.tsc);
+      double uncertainty_ns;
+      const uint8_t flags =
+          PairFlags(a, b, prev->own && cur.own, &latency_ns, &uncertainty_ns) | late_flag;
       const uint32_t stage = TransitionStage(a.name_id, b.name_id);
-      stats_->Add(stage, latency_ns, flags, time_.DiffNs(a.tsc, first->event->tsc));
+      stats_->Add(stage, latency_ns, flags, time_.DiffNs(a.tsc, first->event->tsc),
+                  uncertainty_ns);
       ++samples;
       if (out != nullptr) {
-        out->samples.push_back(PairSample(order_id, std::string(stats_->StageName(stage)), a, b,
+        out->samples.push_back(PairSample(order_id, o.instance,
+                                          std::string(stats_->StageName(stage)), a, b,
                                           time_.UtcNs(a.tsc), latency_ns, flags));
       }
     }
@@ -374,15 +487,19 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
   // Spans and intervals: their own duration under their tag.
   for (const Event& e : o.events) {
     const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
+    double span_ns = 0, span_uncertainty_ns = 0;
+    const uint8_t span_flags =
+        is_span ? SpanFlagsOf(e, &span_ns, &span_uncertainty_ns) | late_flag : 0;
     if (is_span) {
-      const uint8_t flags = SpanFlags(e);
-      const double latency_ns = SpanNs(time_, e);
+      const uint8_t flags = span_flags;
+      const double latency_ns = span_ns;
       const uint32_t stage = SpanStage(e.name_id);
-      stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start));
+      stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start), span_uncertainty_ns);
       ++samples;
       if (out != nullptr) {
         SampleRow s;
         s.order_id = order_id;
+        s.instance = o.instance;
         s.stage = stats_->StageName(stage);
         s.start_utc_ns = time_.UtcNs(e.tsc);
         s.latency_ns = latency_ns;
@@ -396,6 +513,7 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     if (out != nullptr) {
       StampRow st;
       st.order_id = order_id;
+      st.instance = o.instance;
       st.tag = tag_names_->Name(e.name_id);
       st.is_span = is_span;
       st.process_id = e.process_id;
@@ -404,14 +522,18 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
       st.cpu_end = is_span ? CpuOf(e.end_aux) : -1;
       st.tsc = e.tsc;
       st.utc_ns = time_.UtcNs(e.tsc);
-      st.duration_ns = is_span ? SpanNs(time_, e) : 0;
-      if (is_span) st.flags = SpanFlags(e);
+      st.duration_ns = is_span ? span_ns : 0;
+      st.flags = is_span ? span_flags : late_flag;
       out->stamps.push_back(std::move(st));
     }
   }
 
   bool complete;
-  if (o.has_children) {
+  if (late) {
+    complete = false;
+    ++counters_.orders_late;
+    counters_.late_records += o.events.size();
+  } else if (o.has_children) {
     complete = true;  // its chain continues in its children
     missing.clear();
     ++counters_.orders_fanned_out;
@@ -431,12 +553,14 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     const Event& b = *last->event;
     total_ns = time_.DiffNs(b.tsc, a.tsc);
     if (complete && !o.has_children) {
-      const uint8_t flags = PairFlags(a, b, total_ns);
-      stats_->Add(total_stage_, total_ns, flags, 0);
+      double uncertainty_ns;
+      const uint8_t flags =
+          PairFlags(a, b, first->own && last->own, &total_ns, &uncertainty_ns);
+      stats_->Add(total_stage_, total_ns, flags, 0, uncertainty_ns);
       ++samples;
       if (out != nullptr) {
-        out->samples.push_back(
-            PairSample(order_id, "total", a, b, time_.UtcNs(a.tsc), total_ns, flags));
+        out->samples.push_back(PairSample(order_id, o.instance, "total", a, b,
+                                          time_.UtcNs(a.tsc), total_ns, flags));
       }
     }
   }
@@ -524,6 +648,10 @@ void Stitcher::Learn() {
 }
 
 void Stitcher::Finish() {
+  // The stream ended: nothing more can join a lingering order, and orders
+  // finished from here on are emitted at once.
+  finishing_ = true;
+  ExpireLingering(/*all=*/true);
   for (auto* list : {&pending_previous_, &pending_current_}) {
     for (uint64_t id : *list) {
       Order* o = FindOpen(id);

@@ -23,16 +23,44 @@
 // (AdvanceClock, from kClock chunks), never the wall clock, so the same stream
 // always gives the same result (replay, journal recovery).
 //
+// Lingering and instances (DESIGN §5). A finished order lingers for
+// linger_ticks (the collector: min(order timeout, 100 ms)) before it is
+// emitted: a record of its id that arrives meanwhile (a late link, a late
+// earlier stage, a re-sent last stage) joins it. A record of an id whose
+// order was already emitted opens a new *instance* of the id: instances are
+// numbered 0, 1, 2, ... per id in stream order, and (run, order id,
+// instance) is the store's key, so a producer that restarts and reuses its
+// ids has both uses stored. An instance of a reused id (instance > 0) that
+// lacks the pipeline's first stage cannot be a fresh use of the id (every
+// use starts at the first stage): it is made of records that came after
+// their order was emitted. It is emitted as a partial instance flagged
+// `late` (orders.late, samples' and stamps' flag kFlagLate) and its records
+// are counted in late_records; it is never merged into the old instance nor
+// dropped. An id used again within the linger window of its previous use is
+// taken as that use (its repeated stages are counted in repeated_stages).
+// Every id seen costs one hash-map entry (its next instance number) for the
+// run: about 20 bytes per distinct id.
+//
 // Learning. Without a declared pipeline, orders finish by timeout only and
 // are held until `learn_orders` of them have finished (or the stream ends);
 // then the usual order of stamp tags (by mean offset from the chain start) is
 // the pipeline, and everything held is emitted with it.
 //
-// Flags: cross_core when both ends carry a known core and the cores differ;
-// negative when a difference is below zero (for a span: the producer saw its
-// end read below its begin, kRecordSpanBackwards, and kept how far: the span
-// is stored negative); migrated when a span's begin and end cores differ;
-// saturated when a span lasted 2^32 ticks or more (a lower bound).
+// Flags (stage_stats.h has the bits): cross_core when both ends carry a known
+// core and the cores differ; its uncertainty is the sum of the two cores'
+// measured bounds (settings.cores, updated by SetCores). A difference below
+// zero is
+//   out_of_order when both stamps are on one core, or when one thread stamped
+//       the later stage before the earlier one (ring order contradicts the
+//       pipeline);
+//   skew when it is cross-core and within its uncertainty;
+//   negative otherwise (beyond the bound, or cores unknown or not measured).
+// A span: the producer saw its end read below its begin
+// (kRecordSpanBackwards) and kept how far; it is stored negative and flagged
+// negative (skew when its ends are on two cores and within their bound);
+// migrated when its begin and end cores differ; saturated when it lasted
+// 2^32 ticks or more (a lower bound). With correct_skew a cross-core
+// difference has the two cores' measured offsets subtracted first.
 //
 // Not thread-safe: one analysis thread owns a Stitcher.
 
@@ -51,6 +79,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "collector/name_table.h"
+#include "collector/run_info.h"
 #include "collector/stage_stats.h"
 #include "collector/time_base.h"
 #include "ticktrace/abi.h"
@@ -65,6 +94,9 @@ struct StitchSettings {
   uint64_t timeout_ticks = 0;         // 0: orders finish by last stage or at the end only
   size_t learn_orders = 100;          // orders to learn the pipeline from
   size_t expected_open_orders = 1u << 16;  // hash-table space reserved up front
+  uint64_t linger_ticks = 0;          // a finished order waits this long before it is emitted
+  std::vector<CoreSkew> cores;        // measured offsets (RunInfo.cores); empty: not measured
+  bool correct_skew = false;          // subtract the cores' offsets from cross-core differences
 };
 
 // One attributed record (stamp, span or interval) of an order.
@@ -85,6 +117,8 @@ struct StitchEvent {
 // samples, stamps). cpu fields are -1 when unknown (NULL).
 struct OrderRow {
   uint64_t order_id = 0;
+  uint32_t instance = 0;  // 0, 1, 2, ... per use of the id in the run
+  bool late = false;      // a partial instance of records that came after their order
   bool has_parent = false;
   uint64_t parent_order_id = 0;
   int64_t first_utc_ns = 0;
@@ -96,6 +130,7 @@ struct OrderRow {
 
 struct SampleRow {
   uint64_t order_id = 0;
+  uint32_t instance = 0;
   std::string stage;
   int64_t start_utc_ns = 0;
   double latency_ns = 0;
@@ -106,6 +141,7 @@ struct SampleRow {
 
 struct StampRow {
   uint64_t order_id = 0;
+  uint32_t instance = 0;
   std::string tag;
   bool is_span = false;
   uint32_t process_id = 0;
@@ -142,6 +178,9 @@ struct StitchCounters {
   uint64_t repeated_stages = 0;     // a stage stamped again in one order (first kept)
   uint64_t links_rejected = 0;      // self links, second parents, cycles
   uint64_t standalone_samples = 0;  // spans/intervals without an order id
+  uint64_t orders_late = 0;         // partial instances of records that came after their order
+  uint64_t late_records = 0;        // the records (stamps and spans) of those instances
+  uint64_t reused_ids = 0;          // instances after an id's first (instance > 0)
   std::map<std::string, uint64_t> missing_by_stage;
 };
 
@@ -160,6 +199,13 @@ class Stitcher {
   void AdvanceClock(uint64_t tsc);
   // The stream ended: finishes every order (incomplete ones as such).
   void Finish();
+  // A new measurement of the cores' offsets (a run info update): differences
+  // emitted from now on use it.
+  void SetCores(const std::vector<CoreSkew>& cores);
+  // A new (TSC, UTC) anchor (a run info update): UTC of orders emitted from
+  // now on maps piecewise through it.
+  void AddAnchor(uint64_t tsc, int64_t utc_ns) { time_.AddAnchor(tsc, utc_ns); }
+  const TimeBase& time_base() const { return time_; }
 
   // True when a clock tick at `now_tsc` would finish something (pending
   // completions, or an open order whose timeout passed).
@@ -168,7 +214,8 @@ class Stitcher {
   bool pipeline_known() const { return pipeline_known_; }
   bool pipeline_learned() const { return learned_; }
   const std::vector<std::string>& pipeline() const { return pipeline_; }
-  size_t open_orders() const { return open_.size(); }
+  // Orders not emitted yet: open, and finished but lingering.
+  size_t open_orders() const { return open_.size() + lingering_.size(); }
   // Orders whose last stage arrived, waiting for their clock ticks.
   bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
@@ -190,14 +237,16 @@ class Stitcher {
     uint32_t tid;
   };
   static_assert(sizeof(Event) == 32);
-  struct Order {  // its id is the key in open_/held_
+  struct Order {  // its id is the key in open_/lingering_/held_
     uint64_t parent_id = 0;
-    uint64_t last_activity = 0;  // stream clock at the last record
+    uint64_t last_activity = 0;  // stream clock at the last record; lingering: at its finish
     uint32_t open_children = 0;
-    bool has_parent = false;
-    bool has_children = false;
-    bool pending = false;        // last stage seen; finishing soon
-    bool live = false;           // slot in use
+    uint32_t instance : 27 = 0;  // saturates at 2^27 - 1 uses of one id
+    uint32_t has_parent : 1 = 0;
+    uint32_t has_children : 1 = 0;
+    uint32_t pending : 1 = 0;    // last stage seen; finishing soon
+    uint32_t live : 1 = 0;       // slot in use
+    uint32_t lingering : 1 = 0;  // finished, waiting linger_ticks before it is emitted
     // Three inline: 128 bytes per Order, so an order in flight costs ~230 B
     // with its hash-table slot (visibility_bench: 229 MiB peak for 1 M open
     // orders, against 259 MiB with four inline). Longer orders spill to the
@@ -209,10 +258,23 @@ class Stitcher {
     const Event* event = nullptr;
     bool own = false;
   };
+  // A core's measured offset against the reference core.
+  struct CoreClock {
+    bool measured = false;
+    double offset_ns = 0;
+    double bound_ns = 0;
+  };
 
   uint32_t OrderIndex(uint64_t order_id);  // open order, created if absent
   Order* FindOpen(uint64_t order_id);
-  Order* FindAny(uint64_t order_id);  // open or held for learning
+  Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
+  uint8_t PairFlags(const Event& a, const Event& b, bool same_ring, double* latency_ns,
+                    double* uncertainty_ns) const;
+  template <typename E>
+  uint8_t SpanFlagsOf(const E& e, double* latency_ns, double* uncertainty_ns) const;
+  const CoreClock* Core(uint32_t aux) const;
+  void ExpireLingering(bool all);
+  void EmitFinished(uint64_t order_id, uint32_t idx);  // after lingering: emit or hold
   int PositionOf(uint32_t name_id);
   bool StampLike(const Event& e, int pos) const;
   void SweepTimeouts();
@@ -244,6 +306,13 @@ class Stitcher {
   // order) probe ever longer; rehashing after as many erases as entries
   // clears them at amortized O(1).
   size_t erased_since_rehash_ = 0;
+  // Finished, lingering: id -> pool index, and (finish clock, id) in finishing order.
+  absl::flat_hash_map<uint64_t, uint32_t> lingering_;
+  std::deque<std::pair<uint64_t, uint64_t>> linger_queue_;
+  bool finishing_ = false;  // Finish(): no lingering
+  // id -> instances opened so far (the next instance's number).
+  absl::flat_hash_map<uint64_t, uint32_t> next_instance_;
+  std::vector<CoreClock> core_clock_;  // by cpu number
   absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
   // (order id, pool index) in finishing order; an id may appear more than once.
   std::vector<std::pair<uint64_t, uint32_t>> held_order_;

@@ -36,7 +36,8 @@ CREATE TABLE runs(
   environment TEXT NOT NULL,
   settings TEXT NOT NULL,
   pipeline TEXT NOT NULL,
-  pipeline_learned INTEGER NOT NULL);
+  pipeline_learned INTEGER NOT NULL,
+  utc_drift_ppm REAL);
 CREATE TABLE processes(
   run_id INTEGER NOT NULL, process_id INTEGER NOT NULL,
   pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL, name TEXT NOT NULL,
@@ -53,14 +54,17 @@ CREATE TABLE tags(run_id INTEGER NOT NULL, process_id INTEGER NOT NULL,
   tag_id INTEGER NOT NULL, name TEXT NOT NULL, PRIMARY KEY(run_id, process_id, tag_id));
 CREATE TABLE orders(
   run_id INTEGER NOT NULL, order_id INTEGER NOT NULL,
+  instance INTEGER NOT NULL DEFAULT 0,
   parent_order_id INTEGER,
   first_utc_ns INTEGER NOT NULL,
   total_ns REAL,
   complete INTEGER NOT NULL,
   missing TEXT,
-  PRIMARY KEY(run_id, order_id));
+  late INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY(run_id, order_id, instance));
 CREATE TABLE stamps(
-  run_id INTEGER NOT NULL, order_id INTEGER NOT NULL, tag TEXT NOT NULL,
+  run_id INTEGER NOT NULL, order_id INTEGER NOT NULL,
+  instance INTEGER NOT NULL DEFAULT 0, tag TEXT NOT NULL,
   kind TEXT NOT NULL,
   process_id INTEGER NOT NULL, tid INTEGER NOT NULL,
   cpu INTEGER,
@@ -70,6 +74,7 @@ CREATE TABLE stamps(
   flags INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE samples(
   run_id INTEGER NOT NULL, order_id INTEGER NOT NULL,
+  instance INTEGER NOT NULL DEFAULT 0,
   stage TEXT NOT NULL,
   start_utc_ns INTEGER NOT NULL, latency_ns REAL NOT NULL,
   process_begin INTEGER, process_end INTEGER,
@@ -84,9 +89,15 @@ CREATE TABLE stage_stats(
   migrated INTEGER NOT NULL, negative INTEGER NOT NULL, cross_core INTEGER NOT NULL,
   include_flagged INTEGER NOT NULL,
   samples_all INTEGER,
+  skew INTEGER, out_of_order INTEGER, late INTEGER, uncertainty_ns REAL,
   PRIMARY KEY(run_id, stage));
 CREATE TABLE counters(run_id INTEGER NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,
   PRIMARY KEY(run_id, name));
+CREATE TABLE IF NOT EXISTS cores(run_id INTEGER NOT NULL, cpu INTEGER NOT NULL,
+  offset_ns REAL NOT NULL, bound_ns REAL NOT NULL, consistent INTEGER NOT NULL,
+  measured_utc_ns INTEGER NOT NULL, PRIMARY KEY(run_id, cpu, measured_utc_ns));
+CREATE TABLE IF NOT EXISTS anchors(run_id INTEGER NOT NULL, tsc INTEGER NOT NULL,
+  utc_ns INTEGER NOT NULL, PRIMARY KEY(run_id, tsc));
 CREATE INDEX samples_by_order ON samples(run_id, order_id);
 CREATE INDEX stamps_by_order ON stamps(run_id, order_id);
 INSERT INTO meta(key, value) VALUES('app', 'ticktrace'), ('schema_version', '1');
@@ -109,8 +120,8 @@ void BindText(sqlite3_stmt* s, int i, const std::string& text) {
   sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
 }
 
-constexpr int kSampleColumns = 10;
-constexpr int kStampColumns = 12;
+constexpr int kSampleColumns = 11;
+constexpr int kStampColumns = 13;
 
 // Binds one samples row at parameter offset `base` (parameters base+1 ...).
 void BindSample(sqlite3_stmt* s, int base, int64_t run_id, const SampleRow& r) {
@@ -124,6 +135,7 @@ void BindSample(sqlite3_stmt* s, int base, int64_t run_id, const SampleRow& r) {
   BindOptionalInt(s, base + 8, r.cpu_begin, r.cpu_begin >= 0);
   BindOptionalInt(s, base + 9, r.cpu_end, r.cpu_end >= 0);
   sqlite3_bind_int(s, base + 10, r.flags);
+  sqlite3_bind_int64(s, base + 11, r.instance);
 }
 
 // Binds one stamps row at parameter offset `base`.
@@ -144,6 +156,7 @@ void BindStamp(sqlite3_stmt* s, int base, int64_t run_id, const StampRow& r) {
     sqlite3_bind_null(s, base + 11);
   }
   sqlite3_bind_int(s, base + 12, r.flags);
+  sqlite3_bind_int64(s, base + 13, r.instance);
 }
 
 // "INSERT ... VALUES(?,..),(?,..)...": `rows` groups of `columns` parameters.
@@ -269,6 +282,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::OpenOrCreate(const std::string& pa
   if (s.ok() && !create) {
     s = store->Exec("DROP INDEX IF EXISTS samples_by_stage; DROP INDEX IF EXISTS orders_by_total");
   }
+  if (s.ok() && !create) s = store->AddTruthColumns();
   if (s.ok()) s = store->Prepare();
   if (!s.ok()) {
     store.reset();
@@ -286,7 +300,7 @@ Store::~Store() {
   for (sqlite3_stmt* s : {insert_order_, insert_sample_, insert_samples_, insert_stamp_,
                           insert_stamps_, upsert_process_,
                           upsert_thread_, upsert_tag_, upsert_counter_, upsert_stage_,
-                          update_pipeline_}) {
+                          update_pipeline_, insert_core_, insert_anchor_, update_drift_}) {
     if (s != nullptr) sqlite3_finalize(s);
   }
   if (db_ != nullptr) sqlite3_close(db_);
@@ -307,6 +321,66 @@ absl::Status Store::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
+bool Store::HasColumn(const char* table, const char* column) {
+  sqlite3_stmt* s = nullptr;
+  bool found = false;
+  if (sqlite3_prepare_v2(db_, absl::StrCat("PRAGMA table_info(", table, ")").c_str(), -1, &s,
+                         nullptr) == SQLITE_OK) {
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      const char* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 1));
+      if (name != nullptr && std::strcmp(name, column) == 0) found = true;
+    }
+  }
+  sqlite3_finalize(s);
+  return found;
+}
+
+absl::Status Store::AddTruthColumns() {
+  std::string sql;
+  if (!HasColumn("orders", "instance")) {
+    // The key grows by the instance: SQLite cannot alter a key, so the table
+    // is copied (every old order is instance 0).
+    absl::StrAppend(
+        &sql,
+        "CREATE TABLE orders_v1i(run_id INTEGER NOT NULL, order_id INTEGER NOT NULL, "
+        "instance INTEGER NOT NULL DEFAULT 0, parent_order_id INTEGER, "
+        "first_utc_ns INTEGER NOT NULL, total_ns REAL, complete INTEGER NOT NULL, missing TEXT, "
+        "late INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(run_id, order_id, instance));"
+        "INSERT INTO orders_v1i(run_id, order_id, parent_order_id, first_utc_ns, total_ns, "
+        "complete, missing) SELECT run_id, order_id, parent_order_id, first_utc_ns, total_ns, "
+        "complete, missing FROM orders;"
+        "DROP TABLE orders; ALTER TABLE orders_v1i RENAME TO orders;");
+  }
+  for (const char* table : {"samples", "stamps"}) {
+    if (!HasColumn(table, "instance")) {
+      absl::StrAppend(&sql, "ALTER TABLE ", table,
+                      " ADD COLUMN instance INTEGER NOT NULL DEFAULT 0;");
+    }
+  }
+  for (const char* column : {"skew INTEGER", "out_of_order INTEGER", "late INTEGER",
+                             "uncertainty_ns REAL"}) {
+    const std::string name(column, std::strchr(column, ' ') - column);
+    if (!HasColumn("stage_stats", name.c_str())) {
+      absl::StrAppend(&sql, "ALTER TABLE stage_stats ADD COLUMN ", column, ";");
+    }
+  }
+  if (!HasColumn("runs", "utc_drift_ppm")) {
+    absl::StrAppend(&sql, "ALTER TABLE runs ADD COLUMN utc_drift_ppm REAL;");
+  }
+  absl::StrAppend(
+      &sql,
+      "CREATE TABLE IF NOT EXISTS cores(run_id INTEGER NOT NULL, cpu INTEGER NOT NULL, "
+      "offset_ns REAL NOT NULL, bound_ns REAL NOT NULL, consistent INTEGER NOT NULL, "
+      "measured_utc_ns INTEGER NOT NULL, PRIMARY KEY(run_id, cpu, measured_utc_ns));"
+      "CREATE TABLE IF NOT EXISTS anchors(run_id INTEGER NOT NULL, tsc INTEGER NOT NULL, "
+      "utc_ns INTEGER NOT NULL, PRIMARY KEY(run_id, tsc));");
+  absl::Status s = Exec("BEGIN");
+  if (s.ok()) s = Exec(sql.c_str());
+  if (s.ok()) return Exec("COMMIT");
+  Exec("ROLLBACK").IgnoreError();
+  return s;
+}
+
 absl::Status Store::Prepare() {
   struct {
     sqlite3_stmt** stmt;
@@ -314,7 +388,7 @@ absl::Status Store::Prepare() {
   } statements[] = {
       {&insert_order_,
        "INSERT OR IGNORE INTO orders(run_id, order_id, parent_order_id, first_utc_ns, total_ns, "
-       "complete, missing) VALUES(?,?,?,?,?,?,?)"},
+       "complete, missing, instance, late) VALUES(?,?,?,?,?,?,?,?,?)"},
       {&upsert_process_,
        "INSERT OR REPLACE INTO processes(run_id, process_id, pid, start_ticks, name, segment, "
        "first_seen_utc_ns, exited_utc_ns, tags_rejected, threads_without_slot, slotless_dropped) "
@@ -328,8 +402,14 @@ absl::Status Store::Prepare() {
       {&upsert_stage_,
        "INSERT OR REPLACE INTO stage_stats(run_id, stage, position, count, min_ns, max_ns, "
        "mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, migrated, negative, cross_core, "
-       "include_flagged, samples_all) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+       "include_flagged, samples_all, skew, out_of_order, late, uncertainty_ns) "
+       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&update_pipeline_, "UPDATE runs SET pipeline = ?, pipeline_learned = ? WHERE run_id = ?"},
+      {&insert_core_,
+       "INSERT OR IGNORE INTO cores(run_id, cpu, offset_ns, bound_ns, consistent, "
+       "measured_utc_ns) VALUES(?,?,?,?,?,?)"},
+      {&insert_anchor_, "INSERT OR IGNORE INTO anchors(run_id, tsc, utc_ns) VALUES(?,?,?)"},
+      {&update_drift_, "UPDATE runs SET utc_drift_ppm = ? WHERE run_id = ?"},
   };
   auto prepare = [this](sqlite3_stmt** stmt, const std::string& sql) -> absl::Status {
     if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr) !=
@@ -343,10 +423,10 @@ absl::Status Store::Prepare() {
   }
   constexpr const char* kSampleInsert =
       "INSERT INTO samples(run_id, order_id, stage, start_utc_ns, latency_ns, process_begin, "
-      "process_end, cpu_begin, cpu_end, flags)";
+      "process_end, cpu_begin, cpu_end, flags, instance)";
   constexpr const char* kStampInsert =
       "INSERT INTO stamps(run_id, order_id, tag, kind, process_id, tid, cpu, cpu_end, tsc, "
-      "utc_ns, duration_ns, flags)";
+      "utc_ns, duration_ns, flags, instance)";
   for (const auto& [stmt, head, columns, rows] :
        {std::tuple(&insert_sample_, kSampleInsert, kSampleColumns, 1),
         std::tuple(&insert_samples_, kSampleInsert, kSampleColumns, kRowsPerInsert),
@@ -460,6 +540,8 @@ absl::Status Store::WriteBatch(int64_t run_id, const std::vector<FinishedOrder>&
     } else {
       BindText(s, 7, f.order.missing);
     }
+    sqlite3_bind_int64(s, 8, f.order.instance);
+    sqlite3_bind_int(s, 9, f.order.late ? 1 : 0);
     if (st = step(s, "insert order"); !st.ok()) break;
     if (sqlite3_changes(db_) == 0) {
       ++*already_stored;  // stored before a restart: its samples are there too
@@ -562,7 +644,36 @@ absl::Status Store::WriteBatch(int64_t run_id, const std::vector<FinishedOrder>&
       sqlite3_bind_int64(s, 14, AsInt(m.cross_core));
       sqlite3_bind_int(s, 15, snapshot->include_flagged ? 1 : 0);
       sqlite3_bind_int64(s, 16, AsInt(m.samples_all));
+      sqlite3_bind_int64(s, 17, AsInt(m.skew));
+      sqlite3_bind_int64(s, 18, AsInt(m.out_of_order));
+      sqlite3_bind_int64(s, 19, AsInt(m.late));
+      sqlite3_bind_double(s, 20, m.uncertainty_ns);
       st = step(s, "upsert stage stats");
+    }
+    for (const CoreSkew& c : snapshot->cores) {
+      if (!st.ok()) break;
+      sqlite3_stmt* s = insert_core_;
+      sqlite3_bind_int64(s, 1, run_id);
+      sqlite3_bind_int64(s, 2, c.cpu);
+      sqlite3_bind_double(s, 3, c.offset_ns);
+      sqlite3_bind_double(s, 4, c.bound_ns);
+      sqlite3_bind_int(s, 5, c.consistent ? 1 : 0);
+      sqlite3_bind_int64(s, 6, c.measured_at_utc_ns);
+      st = step(s, "insert core");
+    }
+    for (const UtcAnchor& a : snapshot->anchors) {
+      if (!st.ok()) break;
+      sqlite3_stmt* s = insert_anchor_;
+      sqlite3_bind_int64(s, 1, run_id);
+      sqlite3_bind_int64(s, 2, AsInt(a.tsc));
+      sqlite3_bind_int64(s, 3, a.utc_ns);
+      st = step(s, "insert anchor");
+    }
+    if (st.ok() && snapshot->utc_drift_ppm.has_value()) {
+      sqlite3_stmt* s = update_drift_;
+      sqlite3_bind_double(s, 1, *snapshot->utc_drift_ppm);
+      sqlite3_bind_int64(s, 2, run_id);
+      st = step(s, "update drift");
     }
     if (st.ok() && snapshot->pipeline.has_value()) {
       sqlite3_stmt* s = update_pipeline_;

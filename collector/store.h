@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "collector/analyzer.h"
+#include "collector/run_info.h"
 #include "collector/stage_stats.h"
 #include "collector/stitcher.h"
 
@@ -60,6 +61,11 @@ struct StoreSnapshot {
   std::vector<StageSummary> stages;
   bool include_flagged = false;
   std::optional<std::pair<std::string, bool>> pipeline;  // (comma-separated, learned)
+  // Cores' offsets (every measurement so far) and UTC anchors (the latest
+  // ones): rows the store does not have yet are added (tables cores, anchors).
+  std::vector<CoreSkew> cores;
+  std::vector<UtcAnchor> anchors;
+  std::optional<double> utc_drift_ppm;  // runs.utc_drift_ppm
 };
 
 class Store {
@@ -83,8 +89,9 @@ class Store {
   absl::Status EndRun(int64_t run_id, int64_t ended_utc_ns);
 
   // Writes `orders` and `snapshot` (optional) in one transaction. An order
-  // already in the store (same run and order id: e.g. re-emitted after a
-  // restart) is left as it is, with its samples: `already_stored` counts them.
+  // already in the store (same run, order id and instance: e.g. re-emitted
+  // after a restart) is left as it is, with its samples: `already_stored`
+  // counts them.
   absl::Status WriteBatch(int64_t run_id, const std::vector<FinishedOrder>& orders,
                           const StoreSnapshot* snapshot, uint64_t* already_stored);
 
@@ -94,6 +101,11 @@ class Store {
   Store() = default;
   absl::Status Exec(const char* sql);
   absl::Status Prepare();
+  // Adds to a store created before them the instance key, the stage_stats
+  // flag counts and uncertainty, runs.utc_drift_ppm and the cores and
+  // anchors tables (docs/store.md). Idempotent.
+  absl::Status AddTruthColumns();
+  bool HasColumn(const char* table, const char* column);
   absl::Status Error(absl::string_view what) const;
 
   sqlite3* db_ = nullptr;
@@ -112,6 +124,9 @@ class Store {
   sqlite3_stmt* upsert_counter_ = nullptr;
   sqlite3_stmt* upsert_stage_ = nullptr;
   sqlite3_stmt* update_pipeline_ = nullptr;
+  sqlite3_stmt* insert_core_ = nullptr;
+  sqlite3_stmt* insert_anchor_ = nullptr;
+  sqlite3_stmt* update_drift_ = nullptr;
 };
 
 }  // namespace ticktrace::collect

@@ -1,14 +1,26 @@
 // Conversion of TSC ticks to nanoseconds and to UTC, from one calibration.
 // Doubles throughout (ticks × ns_per_tick), never ticks * 1e9 / hz in integers.
-// A value type; any thread may use its own copy.
+//
+// UTC is piecewise (DESIGN §4): the run's first (TSC, CLOCK_REALTIME) anchor,
+// then one more every --anchor-interval (the collector's drain thread reads
+// them; they travel in the stream, so replay maps as the live run did).
+// Between two anchors a TSC value maps linearly between them, so UTC columns
+// follow NTP/PTP steering of CLOCK_REALTIME; before the first or after the
+// last anchor it maps with the calibrated frequency from the nearest one.
+//
+// A value type; any thread may use its own copy. The analysis thread adds
+// anchors to its copy (Stitcher) in stream order.
 
 #ifndef TICKTRACE_COLLECTOR_TIME_BASE_H_
 #define TICKTRACE_COLLECTOR_TIME_BASE_H_
 
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace ticktrace::collect {
 
@@ -20,14 +32,22 @@ inline int64_t RealtimeNowNs() {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
+// A TSC value read back to back with a CLOCK_REALTIME value.
+struct UtcAnchor {
+  uint64_t tsc = 0;
+  int64_t utc_ns = 0;
+};
+
 struct TimeBase {
   double tsc_hz = 0;
   double ns_per_tick = 0;
   uint64_t anchor_tsc = 0;      // a TSC value read back to back with ...
   int64_t anchor_utc_ns = 0;    // ... this CLOCK_REALTIME value
+  // Later anchors, ascending in tsc, all above anchor_tsc.
+  std::vector<UtcAnchor> later_anchors;
 
   static TimeBase FromHz(double tsc_hz, uint64_t anchor_tsc, int64_t anchor_utc_ns) {
-    return TimeBase{tsc_hz, 1e9 / tsc_hz, anchor_tsc, anchor_utc_ns};
+    return TimeBase{tsc_hz, 1e9 / tsc_hz, anchor_tsc, anchor_utc_ns, {}};
   }
   // A signed tick difference in ns.
   double TicksToNs(int64_t ticks) const { return static_cast<double>(ticks) * ns_per_tick; }
@@ -35,9 +55,41 @@ struct TimeBase {
   double DiffNs(uint64_t later, uint64_t earlier) const {
     return TicksToNs(static_cast<int64_t>(later - earlier));
   }
-  // UTC ns of a TSC value, through the anchor.
+  // Adds an anchor read after every earlier one. An anchor whose tsc is not
+  // above the last one's (a replayed or reordered update) is ignored: false.
+  bool AddAnchor(uint64_t tsc, int64_t utc_ns) {
+    const uint64_t last = later_anchors.empty() ? anchor_tsc : later_anchors.back().tsc;
+    if (tsc <= last) return false;
+    later_anchors.push_back(UtcAnchor{tsc, utc_ns});
+    return true;
+  }
+  // UTC ns of a TSC value, through the anchors (piecewise linear between two,
+  // the calibrated rate outside them).
   int64_t UtcNs(uint64_t tsc) const {
-    return anchor_utc_ns + std::llround(DiffNs(tsc, anchor_tsc));
+    if (later_anchors.empty() || tsc <= anchor_tsc) {
+      return anchor_utc_ns + std::llround(DiffNs(tsc, anchor_tsc));
+    }
+    const UtcAnchor& last = later_anchors.back();
+    if (tsc >= last.tsc) return last.utc_ns + std::llround(DiffNs(tsc, last.tsc));
+    // The first later anchor above tsc, and the one before it.
+    const auto hi = std::upper_bound(
+        later_anchors.begin(), later_anchors.end(), tsc,
+        [](uint64_t t, const UtcAnchor& a) { return t < a.tsc; });
+    const UtcAnchor lo = hi == later_anchors.begin() ? UtcAnchor{anchor_tsc, anchor_utc_ns}
+                                                     : *(hi - 1);
+    const double fraction =
+        static_cast<double>(tsc - lo.tsc) / static_cast<double>(hi->tsc - lo.tsc);
+    return lo.utc_ns + std::llround(fraction * static_cast<double>(hi->utc_ns - lo.utc_ns));
+  }
+  // How far CLOCK_REALTIME ran from the calibrated TSC between the first and
+  // the last anchor, in ppm (positive: the realtime clock ran faster). Unset
+  // with one anchor.
+  std::optional<double> DriftPpm() const {
+    if (later_anchors.empty()) return std::nullopt;
+    const UtcAnchor& last = later_anchors.back();
+    const double tsc_ns = DiffNs(last.tsc, anchor_tsc);
+    if (tsc_ns <= 0) return std::nullopt;
+    return (static_cast<double>(last.utc_ns - anchor_utc_ns) / tsc_ns - 1.0) * 1e6;
   }
   // Ticks in `ms` milliseconds (rounded up).
   uint64_t MsToTicks(double ms) const {

@@ -21,7 +21,8 @@ using testing::TempDir;
 
 TEST(LearnedPipelineReuse, EachUseOfAnIdIsItsOwnOrder) {
   // One process, tags md_rx (0) and order_sent (1). Each order finishes by
-  // the 1 ms timeout (the pipeline is not known yet), before the next starts.
+  // the 1 ms timeout (the pipeline is not known yet) and its 1 ms linger
+  // passes before the next starts.
   ArchiveBuilder b;
   b.Process(1, {"md_rx", "order_sent"});
   constexpr uint64_t kGap = 10'000'000;  // 10 ms between orders: past the 1 ms timeout
@@ -34,7 +35,9 @@ TEST(LearnedPipelineReuse, EachUseOfAnIdIsItsOwnOrder) {
     b.Records(1, {Stamp(0, u.id, t), Stamp(1, u.id, t + u.latency_ns)});
     b.Clock(t + u.latency_ns + 1);
     t += kGap;
-    b.Clock(t);  // the timeout sweep finishes the order
+    b.Clock(t);  // the timeout sweep finishes the order; it lingers 1 ms
+    t += kGap;
+    b.Clock(t);  // past its linger: held for learning, so the next use is a new instance
   }
   b.Clock(t + kGap);
 

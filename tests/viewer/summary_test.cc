@@ -275,7 +275,9 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   EXPECT_EQ(j["run"].get<int64_t>(), 2);
 
   const auto& cal = j.at("calibration");
-  EXPECT_EQ(cal.size(), 4u);
+  EXPECT_EQ(cal.size(), 6u);
+  EXPECT_TRUE(cal.at("utc_drift_ppm").is_null());  // the fixture's run has no anchors
+  ASSERT_TRUE(cal.at("cores").is_array());          // {cpu, offset_ns, bound_ns} each
   EXPECT_TRUE(cal.at("tsc_hz").is_number());
   EXPECT_EQ(cal["tsc_hz"].get<double>(), 2e9);
   EXPECT_TRUE(cal.at("source").is_string());
@@ -284,9 +286,9 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   EXPECT_TRUE(cal.at("step_ns").is_number());
 
   const auto& counters = j.at("counters");
-  EXPECT_EQ(counters.size(), 5u);
-  for (const char* name :
-       {"drained", "dropped", "malformed", "orders_complete", "orders_incomplete"}) {
+  EXPECT_EQ(counters.size(), 7u);
+  for (const char* name : {"drained", "dropped", "malformed", "orders_complete",
+                           "orders_incomplete", "late_records", "orders_late"}) {
     ASSERT_TRUE(counters.at(name).is_number_integer()) << name;
   }
   EXPECT_EQ(counters["drained"].get<int64_t>(), 405);
@@ -296,9 +298,13 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   ASSERT_TRUE(stages.is_array());
   ASSERT_EQ(stages.size(), 4u);
   for (const auto& s : stages) {
-    EXPECT_EQ(s.size(), 12u);
+    EXPECT_EQ(s.size(), 17u);
     EXPECT_TRUE(s.at("stage").is_string());
-    for (const char* name : {"count", "migrated", "negative", "cross_core"}) {
+    // "ok" or a list of reasons; these stages have under 100 samples or not.
+    EXPECT_TRUE(s.at("confidence").is_string() || s.at("confidence").is_array());
+    EXPECT_TRUE(s.at("uncertainty_ns").is_null() || s.at("uncertainty_ns").is_number());
+    for (const char* name : {"count", "migrated", "negative", "cross_core", "skew",
+                             "out_of_order", "late"}) {
       EXPECT_TRUE(s.at(name).is_number_integer()) << name;
     }
     for (const char* name : {"min_ns", "p50_ns", "p90_ns", "max_ns", "mean_ns"}) {

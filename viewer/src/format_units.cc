@@ -57,6 +57,9 @@ std::string FlagLetters(uint32_t flags) {
   if (flags & kFlagNegative) out += 'N';
   if (flags & kFlagCrossCore) out += 'X';
   if (flags & kFlagSaturated) out += 'S';
+  if (flags & kFlagSkew) out += 'K';
+  if (flags & kFlagOutOfOrder) out += 'O';
+  if (flags & kFlagLate) out += 'L';
   return out;
 }
 
@@ -66,6 +69,9 @@ std::string FlagWords(uint32_t flags) {
   if (flags & kFlagNegative) words.push_back("negative");
   if (flags & kFlagCrossCore) words.push_back("cross_core");
   if (flags & kFlagSaturated) words.push_back("saturated");
+  if (flags & kFlagSkew) words.push_back("skew");
+  if (flags & kFlagOutOfOrder) words.push_back("out_of_order");
+  if (flags & kFlagLate) words.push_back("late");
   return absl::StrJoin(words, ",");
 }
 

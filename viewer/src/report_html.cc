@@ -473,7 +473,8 @@ std::string Breakdown(const ReportModel& model, const std::map<std::string, std:
   out +=
       "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
       "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
-      "<th>negative</th><th>cross-core</th></tr>\n";
+      "<th>negative</th><th>cross-core</th><th>skew</th><th>out of order</th><th>late</th>"
+      "<th>confidence</th></tr>\n";
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
     const StageSummary& s = model.summary.stages[i];
     const std::string& slug = model.stages[i].slug;
@@ -485,12 +486,21 @@ std::string Breakdown(const ReportModel& model, const std::map<std::string, std:
                     "<td class=\"stage\">", Swatch(it == colours.end() ? "#999" : it->second),
                     "<a href=\"#stage-", slug, "\">", EscapeHtml(s.stage),
                     "</a></td><td class=\"num\">", s.stats.count, "</td>");
-    for (const auto& v : {s.stats.min_ns, s.stats.p50_ns, s.stats.p90_ns, s.stats.p99_ns,
-                          s.stats.p999_ns, s.stats.max_ns, s.stats.mean_ns}) {
+    absl::StrAppend(&out, "<td class=\"num\">", EscapeHtml(FormatDurationNs(s.stats.min_ns)),
+                    "</td><td class=\"num\">", EscapeHtml(FormatDurationNs(s.stats.p50_ns)));
+    if (s.cross_core > 0 && s.uncertainty_ns > 0) {
+      absl::StrAppend(&out, absl::StrFormat(" &plusmn;%.0f&nbsp;ns", s.uncertainty_ns));
+    }
+    out += "</td>";
+    for (const auto& v : {s.stats.p90_ns, s.stats.p99_ns, s.stats.p999_ns, s.stats.max_ns,
+                          s.stats.mean_ns}) {
       absl::StrAppend(&out, "<td class=\"num\">", EscapeHtml(FormatDurationNs(v)), "</td>");
     }
     absl::StrAppend(&out, flag_cell(s.migrated), flag_cell(s.negative), flag_cell(s.cross_core),
-                    "</tr>\n");
+                    flag_cell(s.skew), flag_cell(s.out_of_order), flag_cell(s.late));
+    absl::StrAppend(&out, s.confidence.empty() ? "<td>ok</td>" : "<td class=\"flagged\">",
+                    s.confidence.empty() ? "" : EscapeHtml(absl::StrJoin(s.confidence, "; ")),
+                    s.confidence.empty() ? "" : "</td>", "</tr>\n");
   }
   out += "</table>\n";
   if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";

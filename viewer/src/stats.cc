@@ -4,6 +4,8 @@
 #include <cmath>
 #include <optional>
 
+#include "absl/strings/str_format.h"
+
 namespace ticktrace::view {
 
 double NearestRankPercentile(const std::vector<double>& sorted_ns, double percentile) {
@@ -39,6 +41,29 @@ LatencyStats ComputeLatencyStats(std::vector<double>& values_ns) {
   stats.p99_ns = percentile(99, 100);
   stats.p999_ns = percentile(99.9, 1000);
   return stats;
+}
+
+std::vector<std::string> ConfidenceReasons(const ConfidenceInputs& in) {
+  std::vector<std::string> reasons;
+  const double p50 = in.p50_ns.has_value() ? std::fabs(*in.p50_ns) : 0;
+  if (in.p50_ns.has_value() && in.tsc_step_ns.has_value() && *in.tsc_step_ns > 0 &&
+      p50 < kQuantisedSteps * *in.tsc_step_ns) {
+    reasons.push_back("quantised");
+  }
+  if (in.cross_core > 0 && in.uncertainty_ns > 0 &&
+      (!in.p50_ns.has_value() || in.uncertainty_ns > kUncertaintyShare * p50)) {
+    reasons.push_back(absl::StrFormat("cross-core \u00b1%.0f ns", in.uncertainty_ns));
+  }
+  if (in.samples_all > 0 && in.flagged > 0) {
+    const double share = static_cast<double>(in.flagged) / static_cast<double>(in.samples_all);
+    if (share >= kFlaggedShare) {
+      reasons.push_back(absl::StrFormat("flagged %.*f%%", share < 0.1 ? 1 : 0,
+                                        std::min(share, 1.0) * 100));
+    }
+  }
+  if (in.count < kFewSamples) reasons.push_back("few samples");
+  if (in.detail_sampled) reasons.push_back("detail sampled");
+  return reasons;
 }
 
 }  // namespace ticktrace::view

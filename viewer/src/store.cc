@@ -234,6 +234,21 @@ absl::Status Store::Validate() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// runs.utc_drift_ppm of `run`, where the store has the column.
+absl::Status ReadDrift(sqlite3* db, RunInfo* run) {
+  TICKTRACE_ASSIGN_OR_RETURN(
+      Statement s,
+      Statement::Prepare(db, "SELECT utc_drift_ppm FROM runs WHERE run_id = ?", "reading a run"));
+  s.BindInt(1, run->run_id);
+  TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
+  if (row) run->utc_drift_ppm = s.OptionalDouble(0);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<RunInfo>> Store::ListRuns() {
   TICKTRACE_ASSIGN_OR_RETURN(
       Statement s, Statement::Prepare(db_, absl::StrCat("SELECT ", kRunColumns,
@@ -256,7 +271,11 @@ absl::StatusOr<RunInfo> Store::GetRun(std::optional<int64_t> run_id) {
   TICKTRACE_ASSIGN_OR_RETURN(Statement s, Statement::Prepare(db_, sql, "reading a run"));
   if (run_id.has_value()) s.BindInt(1, *run_id);
   TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-  if (row) return ReadRun(s);
+  if (row) {
+    RunInfo run = ReadRun(s);
+    if (HasColumn("runs", "utc_drift_ppm")) TICKTRACE_RETURN_IF_ERROR(ReadDrift(db_, &run));
+    return run;
+  }
   if (!run_id.has_value()) {
     return absl::NotFoundError(absl::StrCat(path_, ": the store holds no run yet"));
   }
@@ -281,14 +300,58 @@ absl::StatusOr<std::map<std::string, int64_t>> Store::Counters(int64_t run_id) {
   return counters;
 }
 
-absl::StatusOr<std::vector<StageStatsRow>> Store::StageStats(int64_t run_id) {
+bool Store::HasColumn(const char* table, const char* column) {
+  auto s = Statement::Prepare(db_, absl::StrCat("PRAGMA table_info(", table, ")"),
+                              "reading the schema");
+  if (!s.ok()) return false;
+  for (;;) {
+    auto row = s->Step();
+    if (!row.ok() || !*row) return false;
+    if (s->Text(1) == column) return true;
+  }
+}
+
+absl::StatusOr<std::vector<CoreRow>> Store::Cores(int64_t run_id) {
+  std::vector<CoreRow> out;
+  if (!HasColumn("cores", "bound_ns")) return out;
+  // The latest measurement of each cpu.
   TICKTRACE_ASSIGN_OR_RETURN(
       Statement s,
       Statement::Prepare(db_,
-                         "SELECT stage, position, count, min_ns, max_ns, mean_ns, p50_ns, p90_ns, "
-                         "p99_ns, p999_ns, migrated, negative, cross_core, include_flagged "
-                         "FROM stage_stats WHERE run_id = ? ORDER BY position, stage",
-                         "reading stage_stats"));
+                         "SELECT cpu, offset_ns, bound_ns, consistent, measured_utc_ns FROM cores c "
+                         "WHERE run_id = ?1 AND measured_utc_ns = (SELECT max(measured_utc_ns) "
+                         "FROM cores WHERE run_id = ?1 AND cpu = c.cpu) ORDER BY cpu",
+                         "reading cores"));
+  s.BindInt(1, run_id);
+  for (;;) {
+    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
+    if (!row) break;
+    CoreRow c;
+    c.cpu = s.Int(0);
+    c.offset_ns = s.Double(1);
+    c.bound_ns = s.Double(2);
+    c.consistent = s.Int(3) != 0;
+    c.measured_utc_ns = s.Int(4);
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<StageStatsRow>> Store::StageStats(int64_t run_id) {
+  // Stores written before the truth columns lack the last five.
+  const bool truth = HasColumn("stage_stats", "uncertainty_ns");
+  const bool all = HasColumn("stage_stats", "samples_all");
+  TICKTRACE_ASSIGN_OR_RETURN(
+      Statement s,
+      Statement::Prepare(
+          db_,
+          absl::StrCat("SELECT stage, position, count, min_ns, max_ns, mean_ns, p50_ns, p90_ns, "
+                       "p99_ns, p999_ns, migrated, negative, cross_core, include_flagged, ",
+                       all ? "samples_all" : "NULL",
+                       truth ? ", skew, out_of_order, late, uncertainty_ns "
+                             : ", NULL, NULL, NULL, NULL ",
+                       "FROM stage_stats WHERE run_id = ? ORDER BY position, stage"),
+          "reading stage_stats"));
   s.BindInt(1, run_id);
   std::vector<StageStatsRow> rows;
   for (;;) {
@@ -309,6 +372,11 @@ absl::StatusOr<std::vector<StageStatsRow>> Store::StageStats(int64_t run_id) {
     r.negative = s.Int(11);
     r.cross_core = s.Int(12);
     r.include_flagged = s.Int(13) != 0;
+    r.samples_all = s.OptionalInt(14);
+    r.skew = s.OptionalInt(15);
+    r.out_of_order = s.OptionalInt(16);
+    r.late = s.OptionalInt(17);
+    r.uncertainty_ns = s.OptionalDouble(18);
     rows.push_back(std::move(r));
   }
   return rows;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,45 @@ namespace {
 // after them, so that nothing is lost silently.
 constexpr const char* kHeaderCounters[] = {"drained", "dropped", "malformed", "orders_complete",
                                            "orders_incomplete"};
+// Also always in the JSON counters (0 when the collector did not write them).
+constexpr const char* kJsonCounters[] = {"late_records", "orders_late"};
+
+// True when the run's settings JSON has "detail" other than "all".
+bool DetailSampled(const std::string& settings) {
+  const nlohmann::json j = nlohmann::json::parse(settings, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("detail") || !j["detail"].is_string()) return false;
+  return j["detail"].get<std::string>() != "all";
+}
+
+// The verdict of each stage (stats.h, ConfidenceReasons).
+void SetConfidence(Summary* summary) {
+  for (StageSummary& s : summary->stages) {
+    ConfidenceInputs in;
+    in.count = s.stats.count;
+    in.samples_all = std::max(s.samples_all, s.stats.count);
+    // Doubtful: kept out of the percentiles, or within the cores' skew, or late.
+    in.flagged = std::min(in.samples_all, (in.samples_all - s.stats.count) + s.skew + s.late);
+    if (summary->include_flagged) {
+      in.flagged = std::min(in.samples_all,
+                            s.migrated + s.negative + s.out_of_order + s.skew + s.late);
+    }
+    in.cross_core = s.cross_core;
+    in.p50_ns = s.stats.p50_ns;
+    in.uncertainty_ns = s.uncertainty_ns;
+    in.tsc_step_ns = summary->run.tsc_step_ns;
+    in.detail_sampled = summary->detail_sampled;
+    s.confidence = ConfidenceReasons(in);
+  }
+}
+
+// "1.23us ±80 ns" for a cross-core stage with a measured uncertainty.
+std::string P50Text(const StageSummary& s) {
+  std::string p50 = FormatDurationNs(s.stats.p50_ns);
+  if (s.cross_core > 0 && s.uncertainty_ns > 0) {
+    absl::StrAppendFormat(&p50, " \u00b1%.0fns", s.uncertainty_ns);
+  }
+  return p50;
+}
 
 StageSummary FromStatsRow(const StageStatsRow& row) {
   StageSummary s;
@@ -34,6 +74,11 @@ StageSummary FromStatsRow(const StageStatsRow& row) {
   s.migrated = row.migrated;
   s.negative = row.negative;
   s.cross_core = row.cross_core;
+  s.skew = row.skew.value_or(0);
+  s.out_of_order = row.out_of_order.value_or(0);
+  s.late = row.late.value_or(0);
+  s.samples_all = row.samples_all.value_or(row.count);
+  s.uncertainty_ns = row.uncertainty_ns.value_or(0);
   return s;
 }
 
@@ -55,6 +100,8 @@ absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) 
   summary.include_flagged = q.include_flagged;
   summary.filters = q.description;
   TICKTRACE_ASSIGN_OR_RETURN(summary.counters, store.Counters(q.run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(summary.cores, store.Cores(q.run.run_id));
+  summary.detail_sampled = DetailSampled(q.run.settings);
 
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> stats, store.StageStats(q.run.run_id));
   const bool stats_match =
@@ -70,7 +117,13 @@ absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) 
       (row.stage == kTotalStage ? rest : summary.stages).push_back(FromStatsRow(row));
     }
     for (StageSummary& s : rest) summary.stages.push_back(std::move(s));
+    SetConfidence(&summary);
     return summary;
+  }
+  // A sample's uncertainty: the sum of its two cores' bounds (latest measurement).
+  std::map<int64_t, double> bound_by_cpu;
+  for (const CoreRow& c : summary.cores) {
+    if (c.consistent) bound_by_cpu[c.cpu] = c.bound_ns;
   }
 
   // Computed from samples: exact percentiles of the sorted values.
@@ -86,7 +139,20 @@ absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) 
         Accumulator& acc = by_stage[sample.stage];
         if (sample.flags & kFlagMigrated) ++acc.summary.migrated;
         if (sample.flags & kFlagNegative) ++acc.summary.negative;
-        if (sample.flags & kFlagCrossCore) ++acc.summary.cross_core;
+        if (sample.flags & kFlagCrossCore) {
+          ++acc.summary.cross_core;
+          const auto a = sample.cpu_begin ? bound_by_cpu.find(*sample.cpu_begin)
+                                          : bound_by_cpu.end();
+          const auto b = sample.cpu_end ? bound_by_cpu.find(*sample.cpu_end) : bound_by_cpu.end();
+          if (a != bound_by_cpu.end() && b != bound_by_cpu.end()) {
+            acc.summary.uncertainty_ns =
+                std::max(acc.summary.uncertainty_ns, a->second + b->second);
+          }
+        }
+        if (sample.flags & kFlagSkew) ++acc.summary.skew;
+        if (sample.flags & kFlagOutOfOrder) ++acc.summary.out_of_order;
+        if (sample.flags & kFlagLate) ++acc.summary.late;
+        ++acc.summary.samples_all;
         if (InPercentiles(sample.flags, q.include_flagged)) {
           acc.values_ns.push_back(sample.latency_ns);
         }
@@ -104,6 +170,7 @@ absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) 
     row.stage = stage;
     summary.stages.push_back(std::move(row));
   }
+  SetConfidence(&summary);
   return summary;
 }
 
@@ -122,6 +189,20 @@ std::string RenderSummaryText(const Summary& summary) {
                   ", spread ",
                   run.spread_ppm.has_value() ? absl::StrFormat("%.2f ppm", *run.spread_ppm) : "-",
                   ", TSC step ", FormatDurationNs(run.tsc_step_ns), "\n");
+  if (!summary.cores.empty()) {
+    std::vector<std::string> cores;
+    for (const CoreRow& c : summary.cores) {
+      cores.push_back(absl::StrFormat("cpu %d %+.0f \u00b1%.0f ns%s", c.cpu, c.offset_ns,
+                                      c.bound_ns, c.consistent ? "" : " (inconsistent)"));
+    }
+    absl::StrAppend(&out, "core offsets: ", absl::StrJoin(cores, ", "),
+                    " (a cross-core stage is uncertain by its two cores' bounds)\n");
+  }
+  if (run.utc_drift_ppm.has_value()) {
+    absl::StrAppend(&out, absl::StrFormat("UTC: re-anchored; CLOCK_REALTIME drifted %+.2f ppm "
+                                          "from the TSC over the run\n",
+                                          *run.utc_drift_ppm));
+  }
   absl::StrAppend(&out, "counters: drained ", CounterValue(summary, "drained"), ", dropped ",
                   CounterValue(summary, "dropped"), ", malformed ",
                   CounterValue(summary, "malformed"), ", orders complete ",
@@ -154,13 +235,16 @@ std::string RenderSummaryText(const Summary& summary) {
   out += "\n";
 
   internal::TextTable table({"stage", "count", "min", "p50", "p90", "p99", "p99.9", "max", "mean",
-                             "migrated", "negative", "cross_core"});
+                             "migrated", "negative", "cross_core", "skew", "out_of_order",
+                             "late", "confidence"});
   for (const StageSummary& s : summary.stages) {
     table.AddRow({s.stage, absl::StrCat(s.stats.count), FormatDurationNs(s.stats.min_ns),
-                  FormatDurationNs(s.stats.p50_ns), FormatDurationNs(s.stats.p90_ns),
+                  P50Text(s), FormatDurationNs(s.stats.p90_ns),
                   FormatDurationNs(s.stats.p99_ns), FormatDurationNs(s.stats.p999_ns),
                   FormatDurationNs(s.stats.max_ns), FormatDurationNs(s.stats.mean_ns),
-                  absl::StrCat(s.migrated), absl::StrCat(s.negative), absl::StrCat(s.cross_core)});
+                  absl::StrCat(s.migrated), absl::StrCat(s.negative), absl::StrCat(s.cross_core),
+                  absl::StrCat(s.skew), absl::StrCat(s.out_of_order), absl::StrCat(s.late),
+                  s.confidence.empty() ? "ok" : absl::StrJoin(s.confidence, "; ")});
   }
   out += table.Render();
   if (summary.stages.empty()) out += "(no samples)\n";
@@ -173,9 +257,16 @@ std::string RenderSummaryJson(const Summary& summary) {
   j["calibration"] = {{"tsc_hz", summary.run.tsc_hz},
                       {"source", summary.run.calibration_source},
                       {"spread_ppm", OptionalNumber(summary.run.spread_ppm)},
-                      {"step_ns", OptionalNumber(summary.run.tsc_step_ns)}};
+                      {"step_ns", OptionalNumber(summary.run.tsc_step_ns)},
+                      {"utc_drift_ppm", OptionalNumber(summary.run.utc_drift_ppm)}};
+  nlohmann::ordered_json cores = nlohmann::ordered_json::array();
+  for (const CoreRow& c : summary.cores) {
+    cores.push_back({{"cpu", c.cpu}, {"offset_ns", c.offset_ns}, {"bound_ns", c.bound_ns}});
+  }
+  j["calibration"]["cores"] = std::move(cores);
   nlohmann::ordered_json counters = nlohmann::ordered_json::object();
   for (const char* name : kHeaderCounters) counters[name] = CounterValue(summary, name);
+  for (const char* name : kJsonCounters) counters[name] = CounterValue(summary, name);
   j["counters"] = std::move(counters);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const StageSummary& s : summary.stages) {
@@ -190,7 +281,16 @@ std::string RenderSummaryJson(const Summary& summary) {
                       {"mean_ns", OptionalNumber(s.stats.mean_ns)},
                       {"migrated", s.migrated},
                       {"negative", s.negative},
-                      {"cross_core", s.cross_core}});
+                      {"cross_core", s.cross_core},
+                      {"skew", s.skew},
+                      {"out_of_order", s.out_of_order},
+                      {"late", s.late},
+                      {"uncertainty_ns", s.uncertainty_ns > 0
+                                             ? nlohmann::ordered_json(s.uncertainty_ns)
+                                             : nlohmann::ordered_json(nullptr)},
+                      {"confidence", s.confidence.empty()
+                                         ? nlohmann::ordered_json("ok")
+                                         : nlohmann::ordered_json(s.confidence)}});
   }
   j["stages"] = std::move(stages);
   return j.dump(2) + "\n";

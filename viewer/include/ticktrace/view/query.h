@@ -20,7 +20,7 @@ namespace ticktrace::view {
 // migrated and negative samples are untrustworthy and saturated ones only a
 // lower bound; cross_core alone is counted but kept, since every hop between
 // processes on different cores has it.
-inline constexpr uint32_t kExcludedFlags = kFlagMigrated | kFlagNegative | kFlagSaturated;
+inline constexpr uint32_t kExcludedFlags = kFlagsExcludedByDefault;
 
 // What the user asked for, before it is checked against the store.
 struct QueryOptions {

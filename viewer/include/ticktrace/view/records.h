@@ -12,11 +12,19 @@
 
 namespace ticktrace::view {
 
-// Bits of samples.flags and stamps.flags (docs/store.md, "Flags").
+// Bits of samples.flags and stamps.flags (docs/store.md, "Flags"); the same
+// values as the collector's (collector/stage_stats.h).
 inline constexpr uint32_t kFlagMigrated = 1;   // a span's two ends on different cores
-inline constexpr uint32_t kFlagNegative = 2;   // a cross-core difference below zero
+inline constexpr uint32_t kFlagNegative = 2;   // below zero beyond the cores' measured bound
 inline constexpr uint32_t kFlagCrossCore = 4;  // the two ends read on different cores
 inline constexpr uint32_t kFlagSaturated = 8;  // a span of 2^32 ticks or more: a lower bound
+inline constexpr uint32_t kFlagSkew = 16;        // cross-core, below zero within the bound
+inline constexpr uint32_t kFlagOutOfOrder = 32;  // below zero on one core / against the pipeline
+inline constexpr uint32_t kFlagLate = 64;        // records that came after their order
+inline constexpr uint32_t kFlagCrossHost = 128;  // reserved for multi-host; not set yet
+// Kept out of the percentiles unless --include-flagged.
+inline constexpr uint32_t kFlagsExcludedByDefault =
+    kFlagMigrated | kFlagNegative | kFlagOutOfOrder | kFlagSaturated;
 
 // The name of the stage that spans an order from its first stamp to its last.
 inline constexpr char kTotalStage[] = "total";
@@ -39,6 +47,19 @@ struct RunInfo {
   std::string settings;     // JSON object, as stored
   std::string pipeline;     // comma-separated stage tags
   bool pipeline_learned = false;
+  // How far CLOCK_REALTIME ran from the TSC over the run (anchors), in ppm;
+  // unset in stores written before anchors, or with one anchor.
+  std::optional<double> utc_drift_ppm;
+};
+
+// A core's TSC offset against the run's reference core (table cores): the
+// true offset is within offset_ns +- bound_ns.
+struct CoreRow {
+  int64_t cpu = 0;
+  double offset_ns = 0;
+  double bound_ns = 0;
+  bool consistent = true;
+  int64_t measured_utc_ns = 0;
 };
 
 // One row of `processes`.
@@ -78,11 +99,18 @@ struct StageStatsRow {
   int64_t negative = 0;
   int64_t cross_core = 0;
   bool include_flagged = false;
+  // Unset in stores written before these columns.
+  std::optional<int64_t> samples_all;
+  std::optional<int64_t> skew;
+  std::optional<int64_t> out_of_order;
+  std::optional<int64_t> late;
+  std::optional<double> uncertainty_ns;  // the largest cross-core sample's uncertainty
 };
 
 // One row of `samples`: one stage of one order.
 struct SampleRow {
   int64_t order_id = 0;
+  int64_t instance = 0;  // the use of the id (0, 1, ...); 0 in older stores
   std::string stage;
   int64_t start_utc_ns = 0;
   double latency_ns = 0;
@@ -96,6 +124,8 @@ struct SampleRow {
 // One row of `orders`.
 struct OrderRow {
   int64_t order_id = 0;
+  int64_t instance = 0;
+  bool late = false;  // a partial instance of records that came after their order
   std::optional<int64_t> parent_order_id;
   int64_t first_utc_ns = 0;
   std::optional<double> total_ns;
@@ -106,6 +136,7 @@ struct OrderRow {
 // One row of `stamps`: a stamp or a span of one order.
 struct StampRow {
   int64_t order_id = 0;
+  int64_t instance = 0;
   std::string tag;
   std::string kind;  // "stamp" or "span"
   int64_t process_id = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ticktrace::view {
@@ -29,6 +30,29 @@ struct LatencyStats {
 
 // Sorts `values_ns` in place and computes LatencyStats from it.
 LatencyStats ComputeLatencyStats(std::vector<double>& values_ns);
+
+// What a stage's confidence verdict is made of (DESIGN §5).
+struct ConfidenceInputs {
+  int64_t count = 0;                 // samples in the percentiles
+  int64_t samples_all = 0;           // every sample of the stage
+  int64_t flagged = 0;               // samples carrying a flag that makes them doubtful
+  int64_t cross_core = 0;
+  std::optional<double> p50_ns;
+  double uncertainty_ns = 0;         // the cores' offset uncertainty (0: none or unknown)
+  std::optional<double> tsc_step_ns; // the run's TSC step
+  bool detail_sampled = false;       // the run's detail policy is not "all"
+};
+
+// Thresholds of the verdict (docs/viewer.md).
+inline constexpr double kQuantisedSteps = 20;          // p50 under 20 TSC steps
+inline constexpr double kUncertaintyShare = 0.10;      // uncertainty over 10% of p50
+inline constexpr double kFlaggedShare = 0.01;          // 1% of the samples flagged
+inline constexpr int64_t kFewSamples = 100;            // p99 needs 100 samples
+
+// The reasons not to trust a stage's figures as printed, in a fixed order:
+// "quantised", "cross-core ±X ns", "flagged N%", "few samples", "detail
+// sampled". Empty: ok.
+std::vector<std::string> ConfidenceReasons(const ConfidenceInputs& in);
 
 }  // namespace ticktrace::view
 

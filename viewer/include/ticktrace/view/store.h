@@ -114,12 +114,17 @@ class Store {
   absl::StatusOr<std::vector<int64_t>> ChildOrders(int64_t run_id, int64_t order_id);
   // The run's orders by first_utc_ns (then order_id); at most `limit` when set.
   absl::StatusOr<std::vector<OrderRow>> OrdersByTime(int64_t run_id, std::optional<int64_t> limit);
+  // The latest measurement of each core's TSC offset (table cores), by cpu;
+  // empty for a store without the table or a run that measured none.
+  absl::StatusOr<std::vector<CoreRow>> Cores(int64_t run_id);
   // Every stamp and span of one order, by tsc.
   absl::StatusOr<std::vector<StampRow>> Stamps(int64_t run_id, int64_t order_id);
 
  private:
   Store(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
   absl::Status Validate();
+  // True when `table` has `column` (stores written before a column was added lack it).
+  bool HasColumn(const char* table, const char* column);
 
   std::string path_;
   sqlite3* db_;

@@ -23,11 +23,20 @@ struct StageSummary {
   int64_t migrated = 0;
   int64_t negative = 0;
   int64_t cross_core = 0;
+  int64_t skew = 0;
+  int64_t out_of_order = 0;
+  int64_t late = 0;
+  int64_t samples_all = 0;   // every sample, in the percentiles or not
+  double uncertainty_ns = 0; // the cores' offset uncertainty of its cross-core samples
+  // Why its figures are not to be taken as printed (ConfidenceReasons); empty: ok.
+  std::vector<std::string> confidence;
 };
 
 // A run's summary: header data and the stages in pipeline order, total last.
 struct Summary {
   RunInfo run;
+  std::vector<CoreRow> cores;  // the latest offset of each core measured
+  bool detail_sampled = false; // the run's settings say "detail" is not "all"
   std::map<std::string, int64_t> counters;
   std::vector<StageSummary> stages;
   // True when the rows are the collector's stage_stats (log-linear histogram
