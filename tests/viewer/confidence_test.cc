@@ -1,0 +1,63 @@
+// The per-stage confidence verdict (DESIGN §5): each reason fires at its
+// documented threshold, in a fixed order; none: ok. Values by hand.
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ticktrace/view/stats.h"
+
+namespace ticktrace::view {
+namespace {
+
+ConfidenceInputs Healthy() {
+  ConfidenceInputs in;
+  in.count = 1000;
+  in.samples_all = 1000;
+  in.p50_ns = 5000;        // 5 us
+  in.tsc_step_ns = 0.5;    // 20 steps = 10 ns
+  return in;
+}
+
+TEST(Confidence, OkWhenNothingApplies) { EXPECT_TRUE(ConfidenceReasons(Healthy()).empty()); }
+
+TEST(Confidence, QuantisedBelowTwentySteps) {
+  ConfidenceInputs in = Healthy();
+  in.tsc_step_ns = 10;  // 20 steps = 200 ns
+  in.p50_ns = 199;
+  EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"quantised"});
+  in.p50_ns = 200;
+  EXPECT_TRUE(ConfidenceReasons(in).empty());
+}
+
+TEST(Confidence, CrossCoreUncertaintyOverTenPercentOfP50) {
+  ConfidenceInputs in = Healthy();
+  in.cross_core = 10;
+  in.uncertainty_ns = 500;  // exactly 10%: ok
+  EXPECT_TRUE(ConfidenceReasons(in).empty());
+  in.uncertainty_ns = 501;
+  EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"cross-core \u00b1501 ns"});
+}
+
+TEST(Confidence, FlaggedFromOnePercent) {
+  ConfidenceInputs in = Healthy();
+  in.flagged = 9;  // 0.9%
+  EXPECT_TRUE(ConfidenceReasons(in).empty());
+  in.flagged = 32;  // 3.2%
+  EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"flagged 3.2%"});
+  in.flagged = 250;  // 25%
+  EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"flagged 25%"});
+}
+
+TEST(Confidence, FewSamplesAndDetailSampledInOrder) {
+  ConfidenceInputs in = Healthy();
+  in.count = 99;
+  in.samples_all = 99;
+  in.detail_sampled = true;
+  in.tsc_step_ns = 1000;
+  EXPECT_EQ(ConfidenceReasons(in),
+            (std::vector<std::string>{"quantised", "few samples", "detail sampled"}));
+}
+
+}  // namespace
+}  // namespace ticktrace::view
