@@ -1,0 +1,173 @@
+// How fast the store keeps what the collector's stitcher emits, and how big
+// it gets: finished orders of the demo's shape (a tick order of 4 records and
+// its child order of 4: 8 records, 7 stamps, 8 stage samples per pair) go
+// through the collector's StoreSink (interval statistics, detail policy)
+// into the SQLite backend, in blocking mode as in a replay. One run per
+// detail policy, side by side. Prints samples/s and bytes per record.
+//
+//   store_write_bench [--orders N] [--dir DIR]
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collector/stitcher.h"
+#include "collector/store/sqlite_writer.h"
+#include "collector/store_sink.h"
+
+namespace {
+
+using ticktrace::collect::FinishedOrder;
+using ticktrace::collect::SampleRow;
+using ticktrace::collect::StampRow;
+namespace store = ticktrace::store;
+
+constexpr int64_t kT0 = 1'800'000'000'000'000'000;
+constexpr double kNsPerTick = 0.5;
+
+StampRow Stamp(const char* tag, uint32_t process, uint32_t tid, int cpu, uint64_t tsc) {
+  StampRow s;
+  s.tag = tag;
+  s.process_id = process;
+  s.tid = tid;
+  s.cpu = cpu;
+  s.tsc = tsc;
+  s.utc_ns = kT0 + static_cast<int64_t>(static_cast<double>(tsc) * kNsPerTick);
+  return s;
+}
+
+SampleRow Sample(const char* stage, const StampRow& a, double latency_ns, uint8_t flags) {
+  SampleRow r;
+  r.stage = stage;
+  r.start_utc_ns = a.utc_ns;
+  r.latency_ns = latency_ns;
+  r.process_begin = static_cast<int32_t>(a.process_id);
+  r.process_end = static_cast<int32_t>(a.process_id);
+  r.cpu_begin = a.cpu;
+  r.cpu_end = a.cpu;
+  r.flags = flags;
+  return r;
+}
+
+// A tick (id 2k+1, 10 us apart) and its child order (id 2k+2).
+void MakePair(uint64_t k, std::mt19937_64& rng, std::vector<FinishedOrder>* out) {
+  std::lognormal_distribution<double> hop(6.5, 0.6);  // ~700 ticks, long tail
+  const uint64_t t0 = 1'000'000 + k * 20'000;
+  uint64_t t = t0;
+  auto next = [&] { return t += static_cast<uint64_t>(hop(rng)); };
+  FinishedOrder tick;
+  tick.order.order_id = 2 * k + 1;
+  const StampRow rx = Stamp("md_rx", 1, 101, 0, t);
+  const StampRow dec = Stamp("md_decoded", 1, 101, 0, next());
+  const StampRow in = Stamp("strat_in", 2, 202, 1, next());
+  StampRow decide = Stamp("decide", 2, 202, 1, next());
+  decide.is_span = true;
+  decide.cpu_end = 1;
+  decide.duration_ns = 2000;
+  tick.order.first_utc_ns = rx.utc_ns;
+  tick.order.complete = true;
+  tick.samples = {Sample("md_rx->md_decoded", rx, (dec.tsc - rx.tsc) * kNsPerTick, 0),
+                  Sample("md_decoded->strat_in", dec, (in.tsc - dec.tsc) * kNsPerTick, 4),
+                  Sample("decide", decide, 2000, 0)};
+  tick.stamps = {rx, dec, in, decide};
+  FinishedOrder child;
+  child.order.order_id = 2 * k + 2;
+  child.order.has_parent = true;
+  child.order.parent_order_id = 2 * k + 1;
+  const StampRow out_ = Stamp("strat_out", 2, 202, 1, next());
+  const StampRow gw_in = Stamp("gw_in", 3, 303, 0, next());
+  const StampRow sent = Stamp("gw_sent", 3, 303, 0, next());
+  child.order.first_utc_ns = rx.utc_ns;
+  child.order.complete = true;
+  child.order.has_total = true;
+  child.order.total_ns = (sent.tsc - rx.tsc) * kNsPerTick;
+  child.samples = {Sample("strat_in->strat_out", in, (out_.tsc - in.tsc) * kNsPerTick, 0),
+                   Sample("strat_out->gw_in", out_, (gw_in.tsc - out_.tsc) * kNsPerTick, 4),
+                   Sample("gw_in->gw_sent", gw_in, (sent.tsc - gw_in.tsc) * kNsPerTick, 0),
+                   Sample("total", rx, child.order.total_ns, 4)};
+  child.stamps = {out_, gw_in, sent};
+  out->push_back(std::move(tick));
+  out->push_back(std::move(child));
+}
+
+struct Result {
+  double seconds = 0;
+  double file_bytes = 0;
+};
+
+Result RunOnce(const std::string& path, store::DetailPolicy policy,
+               const std::vector<FinishedOrder>& orders) {
+  ::unlink(path.c_str());
+  auto writer = store::SqliteWriter::OpenOrCreate(path);
+  if (!writer.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n", std::string(writer.status().message()).c_str());
+    std::exit(1);
+  }
+  store::RunMeta meta;
+  meta.session = "bench";
+  meta.tsc_hz = 1e9 / kNsPerTick;
+  meta.detail = policy;
+  const int64_t run = *(*writer)->BeginRun(meta);
+  ticktrace::collect::StoreSinkOptions o;
+  o.block_when_full = true;
+  o.detail = policy;
+  ticktrace::collect::StoreSink sink(writer->get(), run, o);
+  std::vector<FinishedOrder> copy = orders;  // moved into the sink, outside the timing
+  const auto start = std::chrono::steady_clock::now();
+  sink.Start();
+  for (FinishedOrder& f : copy) sink.OnFinishedOrder(std::move(f));
+  absl::Status s = sink.Stop();
+  if (s.ok()) s = (*writer)->EndRun(run, kT0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!s.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n", std::string(s.message()).c_str());
+    std::exit(1);
+  }
+  writer->reset();
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  return {seconds, static_cast<double>(st.st_size)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t pairs = 500'000;
+  std::string dir = "/tmp";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--orders") == 0 && i + 1 < argc) {
+      pairs = std::strtoull(argv[++i], nullptr, 10) / 2;
+    } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
+      dir = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR]\n");
+      return 2;
+    }
+  }
+  std::mt19937_64 rng(42);
+  std::vector<FinishedOrder> orders;
+  orders.reserve(2 * pairs);
+  for (uint64_t k = 0; k < pairs; ++k) MakePair(k, rng, &orders);
+  const double samples = 8.0 * static_cast<double>(pairs);
+  const double records = 8.0 * static_cast<double>(pairs);  // 7 stamps + 1 link
+  std::printf("store_write_bench: %llu orders (%.0f records, %.0f samples) of the demo's shape\n",
+              static_cast<unsigned long long>(2 * pairs), records, samples);
+  const std::string path = dir + "/ticktrace_store_write_bench.db";
+  for (store::DetailPolicy p :
+       {store::DetailPolicy::kAll, store::DetailPolicy::kTail, store::DetailPolicy::kNone}) {
+    const Result r = RunOnce(path, p, orders);
+    std::printf("detail %-4s  %6.2f M samples/s  %7.1f MB  %6.2f B/record\n",
+                std::string(store::DetailPolicyName(p)).c_str(), samples / r.seconds / 1e6,
+                r.file_bytes / 1e6, r.file_bytes / records);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
+  return 0;
+}

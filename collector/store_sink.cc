@@ -1,0 +1,304 @@
+#include "collector/store_sink.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "collector/store/flags.h"
+#include "collector/store/names.h"
+
+namespace ticktrace::collect {
+
+// An order held until its interval's tail choice is final; `refs` counts the
+// stage heaps it is among.
+struct StoreSink::Pending {
+  store::OrderDetail detail;
+  int refs = 0;
+};
+
+struct StoreSink::TailInterval {
+  struct Candidate {
+    double latency_ns;
+    Pending* order;
+    bool operator>(const Candidate& o) const { return latency_ns > o.latency_ns; }
+  };
+  // Per stage: a min-heap (std::greater) of the slowest candidates so far.
+  std::map<std::string, std::vector<Candidate>> heaps;
+  std::vector<std::unique_ptr<Pending>> pending;
+};
+
+store::OrderDetail ToOrderDetail(FinishedOrder&& f) {
+  store::OrderDetail d;
+  d.order_id = f.order.order_id;
+  d.instance = f.order.instance;
+  if (f.order.has_parent) d.parent_order_id = f.order.parent_order_id;
+  d.first_utc_ns = f.order.first_utc_ns;
+  if (f.order.has_total) d.total_ns = f.order.total_ns;
+  d.complete = f.order.complete;
+  d.missing = std::move(f.order.missing);
+  d.stamps.reserve(f.stamps.size());
+  bool first = true;
+  for (StampRow& s : f.stamps) {
+    if (first || s.tsc < d.first_tsc) {
+      d.first_tsc = s.tsc;
+      d.first_tsc_utc_ns = s.utc_ns;
+      first = false;
+    }
+    uint32_t flags = s.flags;
+    if (f.order.late) flags |= store::kFlagLate;
+    d.stamps.push_back(store::StampDetail{
+        .tag = std::move(s.tag),
+        .is_span = s.is_span,
+        .process_id = s.process_id,
+        .tid = s.tid,
+        .cpu = s.cpu,
+        .cpu_end = s.cpu_end,
+        .tsc = s.tsc,
+        .utc_ns = s.utc_ns,
+        .duration_ns = s.duration_ns,
+        .flags = flags,
+    });
+  }
+  d.samples.reserve(f.samples.size());
+  for (SampleRow& s : f.samples) {
+    d.samples.push_back(store::SampleDetail{
+        .stage = std::move(s.stage),
+        .start_utc_ns = s.start_utc_ns,
+        .latency_ns = s.latency_ns,
+        .process_begin = s.process_begin,
+        .process_end = s.process_end,
+        .cpu_begin = s.cpu_begin,
+        .cpu_end = s.cpu_end,
+        .flags = s.flags,
+    });
+  }
+  return d;
+}
+
+StoreSink::StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOptions& options)
+    : backend_(backend), run_id_(run_id), options_(options) {
+  options_.interval_ns = std::max<int64_t>(1, options_.interval_ns);
+  options_.tail_one_in = std::max<uint64_t>(1, options_.tail_one_in);
+  building_.reserve(options_.max_orders_per_transaction);
+}
+
+StoreSink::~StoreSink() { Stop().IgnoreError(); }
+
+void StoreSink::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+int64_t StoreSink::IntervalOf(int64_t utc_ns) const {
+  const int64_t n = options_.interval_ns;
+  return utc_ns - (((utc_ns % n) + n) % n);
+}
+
+void StoreSink::Aggregate(const FinishedOrder& f, int64_t interval) {
+  const uint32_t excluded = options_.include_flagged ? 0 : store::kFlagsExcludedByDefault;
+  for (const SampleRow& s : f.samples) {
+    auto [it, fresh] = deltas_.try_emplace({s.stage, interval});
+    store::IntervalDelta& d = it->second;
+    if (fresh) {
+      d.stage = s.stage;
+      d.kind = s.stage == store::kTotalStage ? store::StageKind::kTotal
+               : s.stage.find(store::kStageArrow) != std::string::npos
+                   ? store::StageKind::kTransition
+                   : store::StageKind::kSpan;
+      d.start_utc_ns = interval;
+    }
+    ++d.samples_all;
+    for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
+      if (s.flags & store::kFlagNames[i].bit) ++d.flag_counts[i];
+    }
+    if ((s.flags & excluded) == 0) d.histogram.Add(s.latency_ns);
+  }
+  ++orders_per_interval_[interval];
+}
+
+void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
+  const int64_t interval = IntervalOf(order.order.first_utc_ns);
+  Aggregate(order, interval);
+  newest_first_utc_ns_ = std::max(newest_first_utc_ns_, order.order.first_utc_ns);
+  switch (options_.detail) {
+    case store::DetailPolicy::kAll:
+      Keep(ToOrderDetail(std::move(order)));
+      break;
+    case store::DetailPolicy::kNone:
+      ++local_.orders_detail_skipped;
+      break;
+    case store::DetailPolicy::kTail: {
+      store::OrderDetail d = ToOrderDetail(std::move(order));
+      // Flagged means any flag but cross_core, which most hops carry.
+      const bool flagged = (d.flags() & ~store::kFlagCrossCore) != 0;
+      if (flagged || !d.complete || tail_seen_++ % options_.tail_one_in == 0) {
+        Keep(std::move(d));
+      } else {
+        OfferToTail(std::move(d), interval);
+      }
+      SettleTail(IntervalOf(newest_first_utc_ns_ - options_.tail_settle_ns) -
+                 options_.interval_ns + 1);
+      break;
+    }
+  }
+}
+
+void StoreSink::Keep(store::OrderDetail&& detail) {
+  building_samples_ += detail.samples.size() + detail.stamps.size();
+  building_.push_back(std::move(detail));
+  if (building_.size() >= options_.max_orders_per_transaction) Submit();
+}
+
+void StoreSink::OfferToTail(store::OrderDetail&& detail, int64_t interval) {
+  std::unique_ptr<TailInterval>& t = tail_[interval];
+  if (t == nullptr) t = std::make_unique<TailInterval>();
+  auto p = std::make_unique<Pending>();
+  p->detail = std::move(detail);
+  for (const store::SampleDetail& s : p->detail.samples) {
+    std::vector<TailInterval::Candidate>& heap = t->heaps[s.stage];
+    const TailInterval::Candidate c{s.latency_ns, p.get()};
+    if (heap.size() < options_.tail_slowest) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      ++p->refs;
+    } else if (!heap.empty() && c.latency_ns > heap.front().latency_ns) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      --heap.back().order->refs;  // out of this stage's slowest
+      heap.back() = c;
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      ++p->refs;
+    }
+  }
+  if (p->refs == 0) {
+    ++local_.orders_detail_skipped;
+  } else {
+    t->pending.push_back(std::move(p));
+  }
+}
+
+void StoreSink::SettleTail(int64_t before_interval) {
+  while (!tail_.empty() && tail_.begin()->first < before_interval) {
+    for (std::unique_ptr<Pending>& p : tail_.begin()->second->pending) {
+      if (p->refs > 0) {
+        Keep(std::move(p->detail));
+      } else {
+        ++local_.orders_detail_skipped;
+      }
+    }
+    tail_.erase(tail_.begin());
+  }
+}
+
+void StoreSink::Submit() {
+  Batch b;
+  b.intervals.reserve(deltas_.size());
+  for (auto& [key, d] : deltas_) b.intervals.push_back(std::move(d));
+  deltas_.clear();
+  for (const auto& [start, n] : orders_per_interval_) b.interval_orders.push_back({start, n, 0});
+  orders_per_interval_.clear();
+  b.orders.swap(building_);
+  building_.reserve(options_.max_orders_per_transaction);
+  b.samples = building_samples_;
+  building_samples_ = 0;
+  if (b.intervals.empty() && b.orders.empty()) return;
+  std::unique_lock lock(mu_);
+  if (options_.block_when_full) {
+    idle_cv_.wait(lock, [&] {
+      return queued_samples_ == 0 || queued_samples_ + b.samples <= options_.max_queued_samples ||
+             stop_;
+    });
+  } else if (queued_samples_ + b.samples > options_.max_queued_samples && queued_samples_ > 0) {
+    // Behind: this detail is not kept (interval_detail shows where); the
+    // interval statistics still go.
+    for (const store::OrderDetail& o : b.orders) {
+      written_.samples_not_stored += o.samples.size();
+      written_.stamps_not_stored += o.stamps.size();
+    }
+    written_.orders_not_stored += b.orders.size();
+    b.orders.clear();
+    b.samples = 0;
+  }
+  queued_samples_ += b.samples;
+  queue_.push_back(std::move(b));
+  work_cv_.notify_one();
+}
+
+void StoreSink::SetSnapshot(store::Snapshot snapshot) {
+  std::lock_guard lock(mu_);
+  snapshot_ = std::move(snapshot);
+  work_cv_.notify_one();
+}
+
+void StoreSink::Flush() {
+  Submit();
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [this] {
+    return (queue_.empty() && !snapshot_.has_value() && !busy_) || !thread_.joinable();
+  });
+}
+
+absl::Status StoreSink::Stop() {
+  if (thread_.joinable()) {
+    SettleTail(std::numeric_limits<int64_t>::max());
+    Flush();
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      work_cv_.notify_one();
+    }
+    thread_.join();
+  }
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+StoreSinkCounters StoreSink::counters() const {
+  std::lock_guard lock(mu_);
+  StoreSinkCounters c = written_;
+  c.orders_detail_skipped += local_.orders_detail_skipped;
+  return c;
+}
+
+void StoreSink::Loop() {
+  while (true) {
+    Batch work;
+    std::optional<store::Snapshot> snapshot;
+    size_t samples = 0;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
+      if (queue_.empty() && !snapshot_.has_value() && stop_) return;
+      // Every queued interval delta, and detail up to a bound: statistics
+      // and counters never wait behind a detail backlog.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        for (store::IntervalDelta& d : it->intervals) work.intervals.push_back(std::move(d));
+        it->intervals.clear();
+        for (const store::IntervalOrders& io : it->interval_orders) {
+          work.interval_orders.push_back(io);
+        }
+        it->interval_orders.clear();
+        if (work.orders.size() < options_.max_orders_per_transaction) {
+          for (store::OrderDetail& o : it->orders) work.orders.push_back(std::move(o));
+          samples += it->samples;
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      snapshot.swap(snapshot_);
+      busy_ = true;
+    }
+    uint64_t already = 0;
+    absl::Status s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
+                                     snapshot ? &*snapshot : nullptr, &already);
+    {
+      std::lock_guard lock(mu_);
+      busy_ = false;
+      queued_samples_ -= samples;
+      written_.orders_already_stored += already;
+      written_.orders_stored += work.orders.size() - already;
+      ++written_.transactions;
+      if (!s.ok() && error_.ok()) error_ = s;
+      idle_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace ticktrace::collect

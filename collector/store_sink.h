@@ -1,0 +1,149 @@
+// The store's sink in the collector's pipeline: receives finished orders on
+// the analysis thread, turns them into what the store keeps, and writes it
+// through the store seam (collector/store/writer.h) on its own thread, so
+// that draining never waits for the store.
+//
+// Per order, on the analysis thread:
+//   - every sample goes into its (stage, interval) statistics: a histogram
+//     plus counts, the interval being the one of the order's first stamp.
+//     These are never skipped: the whole run's and any window's statistics
+//     are merges of them (DESIGN §6);
+//   - the detail policy decides whether its detail is kept (`all`; `tail`:
+//     per stage and interval the slowest `tail_slowest`, every flagged or
+//     incomplete order and 1 in `tail_one_in` of the rest; `none`).
+//
+// Behind (live mode): when more than `max_queued_samples` samples of detail
+// wait, detail is not queued and counted (orders_not_stored, ...); the
+// interval statistics and the snapshot are still written, first, at every
+// pass of the writer, so the store's figures stay current whatever the
+// backlog. interval_detail tells per interval how much detail is missing.
+// In blocking mode (replay, journal recovery) Submit() waits instead.
+//
+// Thread model: one analysis thread calls everything but the writer thread's
+// Loop(); the backend is used only by the writer thread between Start() and
+// Stop().
+
+#ifndef TICKTRACE_COLLECTOR_STORE_SINK_H_
+#define TICKTRACE_COLLECTOR_STORE_SINK_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "collector/stitcher.h"
+#include "collector/store/writer.h"
+
+namespace ticktrace::collect {
+
+struct StoreSinkOptions {
+  size_t max_queued_samples = 1u << 20;
+  size_t max_orders_per_transaction = 20000;
+  bool block_when_full = false;
+  int64_t interval_ns = 1'000'000'000;
+  store::DetailPolicy detail = store::DetailPolicy::kAll;
+  size_t tail_slowest = 10;    // per stage and interval
+  uint64_t tail_one_in = 100;  // of the unflagged, complete, not-slowest rest
+  // A tail interval's choice is final once orders first-stamped this long
+  // after its end have finished (the order timeout, the linger, a margin).
+  int64_t tail_settle_ns = 3'000'000'000;
+  bool include_flagged = false;  // flagged samples count in the histograms too
+};
+
+struct StoreSinkCounters {
+  uint64_t samples_not_stored = 0;
+  uint64_t stamps_not_stored = 0;
+  uint64_t orders_not_stored = 0;      // behind: detail not kept
+  uint64_t orders_detail_skipped = 0;  // the detail policy did not keep it
+  uint64_t orders_already_stored = 0;
+  uint64_t orders_stored = 0;
+  uint64_t transactions = 0;
+};
+
+class StoreSink : public OrderSink {
+ public:
+  // `backend` must outlive the sink.
+  StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOptions& options);
+  ~StoreSink() override;
+
+  // Starts the writer thread. REQUIRES: not started.
+  void Start();
+  // OrderSink. Analysis thread.
+  void OnFinishedOrder(FinishedOrder&& order) override;
+  // Always true: the interval statistics need every order's rows.
+  bool WantsRows() const override { return true; }
+  // Hands what was gathered (detail, interval statistics) to the writer.
+  void Submit();
+  // Replaces the snapshot written with the next transaction.
+  void SetSnapshot(store::Snapshot snapshot);
+  // Waits until everything submitted so far is written.
+  void Flush();
+  // Settles every pending tail choice, flushes, stops the thread; returns
+  // the first write error, if any.
+  absl::Status Stop();
+
+  StoreSinkCounters counters() const;
+  void set_block_when_full(bool block) { options_.block_when_full = block; }
+
+ private:
+  struct Pending;        // an order held for the tail choice
+  struct TailInterval;   // one interval's slowest candidates per stage
+  struct Batch {
+    std::vector<store::IntervalDelta> intervals;
+    std::vector<store::IntervalOrders> interval_orders;
+    std::vector<store::OrderDetail> orders;
+    size_t samples = 0;
+  };
+
+  int64_t IntervalOf(int64_t utc_ns) const;
+  void Aggregate(const FinishedOrder& f, int64_t interval);
+  void Keep(store::OrderDetail&& detail);
+  void OfferToTail(store::OrderDetail&& detail, int64_t interval);
+  void SettleTail(int64_t before_interval);
+  void Loop();
+
+  store::Writer* backend_;
+  int64_t run_id_;
+  StoreSinkOptions options_;
+
+  // Analysis thread only.
+  std::map<std::pair<std::string, int64_t>, store::IntervalDelta> deltas_;
+  std::map<int64_t, uint64_t> orders_per_interval_;
+  std::vector<store::OrderDetail> building_;
+  size_t building_samples_ = 0;
+  uint64_t tail_seen_ = 0;
+  int64_t newest_first_utc_ns_ = INT64_MIN;
+  std::map<int64_t, std::unique_ptr<TailInterval>> tail_;
+  StoreSinkCounters local_;
+
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // TSan, so TSan cannot see absl::Mutex's synchronisation.
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // work arrived, or stop
+  std::condition_variable idle_cv_;  // a write finished
+  // Guarded by mu_:
+  std::deque<Batch> queue_;
+  std::optional<store::Snapshot> snapshot_;
+  size_t queued_samples_ = 0;
+  bool busy_ = false;
+  bool stop_ = false;
+  absl::Status error_;
+  StoreSinkCounters written_;
+  std::thread thread_;
+};
+
+// FinishedOrder -> what crosses the seam (moves the strings).
+store::OrderDetail ToOrderDetail(FinishedOrder&& f);
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_STORE_SINK_H_
