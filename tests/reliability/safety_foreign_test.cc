@@ -1,0 +1,193 @@
+// Issue 16, rows 3, 4 and 7 (docs/security.md): segments the collector must
+// not drain. Another local user (nobody) plants a valid segment under the
+// session's name; a segment claims a 2 TiB geometry; a collector running as
+// nobody meets a root producer's 0600 segment. Each ends well: the traced
+// process lives, the collector lives and drains everyone else, the foreign
+// records never reach the store, and the counters say what happened.
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/reliability/rel_fixture.h"
+#include "tests/reliability/safety_util.h"
+#include "ticktrace/trace.h"
+
+namespace ticktrace::reliability {
+namespace {
+
+class SafetyForeignTest : public RelTest {
+ protected:
+  SafetyForeignTest() : RelTest("foreign") {}
+
+  // A producer of `orders` complete orders (tags a, b; ids 1..orders) that exits.
+  pid_t StartGenuineProducer(uint64_t orders, const std::string& log_name) {
+    return StartProducer({"--mode", "seq", "--rings", "2", "--ring", "65536", "--orders",
+                          absl::StrCat(orders)},
+                         log_name);
+  }
+
+  // Waits for `pid` to exit 0 and for the collector to drain and remove its segment.
+  void ExpectDrainedAndGone(pid_t pid, const std::string& log_name) {
+    EXPECT_EQ(WaitExit(pid, 60s), 0) << ReadFile(dir_.File(log_name));
+    Forget(pid);
+    EXPECT_TRUE(WaitFor([&] { return !FileExists(SegmentPath(session_, pid)); }, 60s))
+        << ReadFile(log());
+  }
+
+  static int64_t Count(StoreQuery& q, const std::string& sql) { return q.Int(sql); }
+};
+
+std::string IntruderOrders() {
+  return absl::StrCat("SELECT COUNT(*) FROM orders WHERE order_id > ", kIntruderOrderBase);
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Row 3: nobody's segment "ticktrace.<session>.1" (pid 1, start ticks 0)
+// holding 100 made-up orders. The root collector leaves it alone.
+TEST_F(SafetyForeignTest, AnotherUsersSegmentIsCountedAndNotDrained) {
+  if (const std::string why = CannotPlayNobody(); !why.empty()) GTEST_SKIP() << why;
+  const std::string planted = absl::StrCat("ticktrace.", session_, ".1");
+  ASSERT_TRUE(PlantShmFile(Nobody(), planted, CraftSegment(1, 100, "intruder"), 0644));
+
+  const pid_t collector = StartCollector({"--pipeline", "a,b"});
+  const pid_t producer = StartGenuineProducer(500, "producer.log");
+  ExpectDrainedAndGone(producer, "producer.log");
+  StopCollector(collector);
+
+  const std::string text = ReadFile(log());
+  EXPECT_EQ(Occurrences(text, planted + ": owned by uid " + std::to_string(Nobody().uid)), 1u)
+      << "named once on stderr:\n" << text;
+  EXPECT_TRUE(FileExists("/dev/shm/" + planted)) << "another user's file is not ours to remove";
+  StoreQuery q(db());
+  EXPECT_EQ(Counter(q, "segments_foreign"), 1);
+  // 100 orders of two stamps, published and never consumed: 200 records.
+  EXPECT_EQ(Counter(q, "records_in_refused_segments"), 200);
+  EXPECT_EQ(Counter(q, "segments_corrupt"), 0);
+  EXPECT_EQ(Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"), 500);
+  EXPECT_EQ(Count(q, IntruderOrders()), 0) << "foreign data reached the store";
+  EXPECT_EQ(Count(q, "SELECT COUNT(*) FROM processes WHERE name='intruder'"), 0);
+}
+
+// --allow-uid: a shared setup drains the named user's segments.
+TEST_F(SafetyForeignTest, AllowUidDrainsThatUsersSegments) {
+  if (const std::string why = CannotPlayNobody(); !why.empty()) GTEST_SKIP() << why;
+  const std::string planted = absl::StrCat("ticktrace.", session_, ".1");
+  ASSERT_TRUE(PlantShmFile(Nobody(), planted, CraftSegment(1, 100, "intruder"), 0644));
+
+  const pid_t collector = StartCollector(
+      {"--pipeline", "a,b", "--allow-uid", absl::StrCat(Nobody().uid)});
+  const pid_t producer = StartGenuineProducer(500, "producer.log");
+  ExpectDrainedAndGone(producer, "producer.log");
+  StopCollector(collector);
+
+  StoreQuery q(db());
+  EXPECT_EQ(Counter(q, "segments_foreign"), 0);
+  EXPECT_EQ(Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"), 600);
+  EXPECT_EQ(Count(q, IntruderOrders()), 100);
+}
+
+// Row 4: a sparse segment of our own uid whose header claims 4096 rings of
+// 2^24 records (2 TiB). Refused from its header, before anything is mapped.
+TEST_F(SafetyForeignTest, OversizedSegmentIsRefusedBeforeMapping) {
+  const uint32_t pid = static_cast<uint32_t>(getpid());  // alive: never removed as dead
+  std::string bytes = CraftSegment(pid, 100, "huge");
+  // Patched through a copy: `bytes` need not be aligned for the header type.
+  abi::SegmentHeader header;
+  std::memcpy(static_cast<void*>(&header), bytes.data(), sizeof(header));
+  header.slot_count = abi::kMaxSlots;
+  header.ring_capacity = abi::kMaxRingCapacity;
+  header.slot_stride = abi::SlotStride(abi::kMaxRingCapacity);
+  header.segment_size = abi::SegmentSize(header.tag_capacity, abi::kMaxSlots,
+                                         abi::kMaxRingCapacity);
+  std::memcpy(static_cast<void*>(bytes.data()), &header, sizeof(header));
+  // The records of slot 0 move with the stride; the small file keeps slot 0's
+  // control line (write_index 200), the rest is a sparse tail.
+  const std::string name = SegmentName(session_, pid);
+  ASSERT_TRUE(PlantShmFile(std::nullopt, name, bytes, 0600, header.segment_size))
+      << "tmpfs refused a sparse file of " << header.segment_size << " bytes";
+
+  const pid_t collector = StartCollector({"--pipeline", "a,b"});
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(log()).find("exceed the limit") != std::string::npos; },
+                      30s))
+      << ReadFile(log());
+  // Nothing of it was mapped: the collector's address space is nowhere near 2 TiB.
+  std::ifstream status(absl::StrCat("/proc/", collector, "/status"));
+  std::string line;
+  uint64_t vm_kib = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) vm_kib = std::stoull(line.substr(7));
+  }
+  EXPECT_GT(vm_kib, 0u);
+  EXPECT_LT(vm_kib, uint64_t{64} << 20) << "VmSize " << vm_kib << " KiB: the segment was mapped";
+  const pid_t producer = StartGenuineProducer(200, "producer.log");
+  ExpectDrainedAndGone(producer, "producer.log");
+  StopCollector(collector);
+
+  StoreQuery q(db());
+  EXPECT_EQ(Counter(q, "segments_oversized"), 1);
+  EXPECT_EQ(Counter(q, "records_in_refused_segments"), 200);
+  EXPECT_EQ(Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"), 200);
+  EXPECT_EQ(Count(q, IntruderOrders()), 0);
+}
+
+// Row 7: a collector running as nobody meets a root producer's 0600 segment:
+// it says "Permission denied" once, counts it as unreadable, and drains its
+// own user's segment meanwhile.
+TEST_F(SafetyForeignTest, UnreadableSegmentIsNamedWithItsErrno) {
+  if (const std::string why = CannotPlayNobody(); !why.empty()) GTEST_SKIP() << why;
+  const Account nobody = Nobody();
+  // Everything the nobody collector touches lives in a directory of its own.
+  const std::string home = dir_.File("nobody");
+  ASSERT_EQ(mkdir(home.c_str(), 0755), 0);
+  ASSERT_EQ(chown(home.c_str(), nobody.uid, nobody.gid), 0);
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string bin = home + "/ticktrace-collector";
+  {
+    std::ifstream in(kCollector, std::ios::binary);
+    std::ofstream out(bin, std::ios::binary);
+    out << in.rdbuf();
+  }
+  ASSERT_EQ(chmod(bin.c_str(), 0755), 0);
+
+  const pid_t root_producer =
+      StartProducer({"--mode", "seq", "--rings", "2", "--ring", "4096", "--orders", "50",
+                     "--hold", "1"},
+                    "root_producer.log");
+  ASSERT_NE(OpenSegment(root_producer), nullptr);
+  EXPECT_EQ(ModeOf(SegmentPath(session_, root_producer)) & 077, 0);
+  const std::string own = absl::StrCat("ticktrace.", session_, ".1");
+  ASSERT_TRUE(PlantShmFile(nobody, own, CraftSegment(1, 100, "nobodys"), 0600));
+
+  const std::string store = home + "/store.db", out = home + "/collector.log";
+  const std::vector<std::string> argv = {bin, "--session", session_, "--db", store, "--tsc-hz",
+                                         absl::StrFormat("%.0f", TestTscHz()), "--pipeline",
+                                         "a,b", "--duration-s", "3"};
+  ASSERT_TRUE(RunAsChild(nobody, [&] {
+    const pid_t pid = Spawn(argv, out);
+    return WaitExit(pid, 60s) == 0;
+  })) << ReadFile(out);
+
+  const std::string text = ReadFile(out);
+  const std::string root_name = absl::StrCat("ticktrace.", session_, ".", root_producer);
+  EXPECT_EQ(Occurrences(text, root_name), 1u) << text;
+  EXPECT_NE(text.find("Permission denied"), std::string::npos) << text;
+  StoreQuery q(store);
+  EXPECT_EQ(Counter(q, "segments_unreadable"), 1);
+  EXPECT_EQ(Counter(q, "segments_corrupt"), 0);
+  EXPECT_EQ(Counter(q, "segments_foreign"), 0);
+  EXPECT_EQ(Count(q, IntruderOrders()), 100) << "its own user's segment is drained";
+  // The root producer is untouched and still tracing.
+  EXPECT_EQ(kill(root_producer, 0), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(absl::StrCat("/tmp/ticktrace-", nobody.uid), ec);
+}
+
+}  // namespace
+}  // namespace ticktrace::reliability
