@@ -73,6 +73,10 @@ TEST_F(SafetyForeignTest, AnotherUsersSegmentIsCountedAndNotDrained) {
   EXPECT_EQ(Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"), 500);
   EXPECT_EQ(Count(q, IntruderOrders()), 0) << "foreign data reached the store";
   EXPECT_EQ(Count(q, "SELECT COUNT(*) FROM processes WHERE name='intruder'"), 0);
+  absl::PrintF("FIGURE safety foreign: segments_foreign %d, %d records refused, %d intruder "
+               "orders stored, %d genuine orders stored\n",
+               Counter(q, "segments_foreign"), Counter(q, "records_in_refused_segments"),
+               Count(q, IntruderOrders()), Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"));
 }
 
 // --allow-uid: a shared setup drains the named user's segments.
@@ -126,6 +130,8 @@ TEST_F(SafetyForeignTest, OversizedSegmentIsRefusedBeforeMapping) {
   }
   EXPECT_GT(vm_kib, 0u);
   EXPECT_LT(vm_kib, uint64_t{64} << 20) << "VmSize " << vm_kib << " KiB: the segment was mapped";
+  absl::PrintF("FIGURE safety oversized: header claims %d bytes; collector VmSize %d KiB\n",
+               header.segment_size, vm_kib);
   const pid_t producer = StartGenuineProducer(200, "producer.log");
   ExpectDrainedAndGone(producer, "producer.log");
   StopCollector(collector);
@@ -183,6 +189,8 @@ TEST_F(SafetyForeignTest, UnreadableSegmentIsNamedWithItsErrno) {
   EXPECT_EQ(Counter(q, "segments_corrupt"), 0);
   EXPECT_EQ(Counter(q, "segments_foreign"), 0);
   EXPECT_EQ(Count(q, IntruderOrders()), 100) << "its own user's segment is drained";
+  absl::PrintF("FIGURE safety unreadable: segments_unreadable %d, own user's orders stored %d\n",
+               Counter(q, "segments_unreadable"), Count(q, IntruderOrders()));
   // The root producer is untouched and still tracing.
   EXPECT_EQ(kill(root_producer, 0), 0);
   std::error_code ec;
