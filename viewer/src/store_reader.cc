@@ -1,0 +1,25 @@
+// StoreReader::Open: the one place that turns a --store URI into a backend.
+
+#include "ticktrace/view/store_reader.h"
+
+#include "absl/strings/str_cat.h"
+#include "collector/store/uri.h"
+#include "sqlite_store_reader.h"
+
+namespace ticktrace::view {
+
+absl::StatusOr<std::unique_ptr<StoreReader>> StoreReader::Open(std::string_view uri_or_path,
+                                                               OpenMode mode) {
+  absl::StatusOr<store::StoreUri> uri = store::ParseStoreUri(uri_or_path);
+  if (!uri.ok()) return uri.status();
+  switch (uri->kind) {
+    case store::StoreUri::Kind::kSqlite:
+      return internal::OpenSqliteStoreReader(uri->path, mode);
+    case store::StoreUri::Kind::kClickHouse:
+      return absl::UnimplementedError(
+          absl::StrCat(uri->ToString(), ": ClickHouse support is not built yet"));
+  }
+  return absl::InternalError("unknown kind of store");
+}
+
+}  // namespace ticktrace::view
