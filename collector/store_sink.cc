@@ -1,5 +1,7 @@
 #include "collector/store_sink.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -8,6 +10,15 @@
 #include "collector/store/names.h"
 
 namespace ticktrace::collect {
+namespace {
+
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
 
 // An order held until its interval's tail choice is final; `refs` counts the
 // stage heaps it is among.
@@ -197,6 +208,12 @@ void StoreSink::Submit() {
   building_.reserve(options_.max_orders_per_transaction);
   b.samples = building_samples_;
   building_samples_ = 0;
+  std::vector<std::vector<store::OrderDetail>> spent;
+  {
+    std::lock_guard lock(mu_);
+    spent.swap(spent_);
+  }
+  spent.clear();  // frees the written detail here, off the writer thread
   if (b.intervals.empty() && b.orders.empty()) return;
   std::unique_lock lock(mu_);
   if (options_.block_when_full) {
@@ -286,8 +303,10 @@ void StoreSink::Loop() {
       busy_ = true;
     }
     uint64_t already = 0;
+    const uint64_t cpu_before_ns = ThreadCpuNs();
     absl::Status s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
                                      snapshot ? &*snapshot : nullptr, &already);
+    const uint64_t cpu_ns = ThreadCpuNs() - cpu_before_ns;
     {
       std::lock_guard lock(mu_);
       busy_ = false;
@@ -295,6 +314,8 @@ void StoreSink::Loop() {
       written_.orders_already_stored += already;
       written_.orders_stored += work.orders.size() - already;
       ++written_.transactions;
+      written_.writer_cpu_ns += cpu_ns;
+      if (!work.orders.empty() && spent_.size() < 64) spent_.push_back(std::move(work.orders));
       if (!s.ok() && error_.ok()) error_ = s;
       idle_cv_.notify_all();
     }

@@ -67,6 +67,7 @@ struct StoreSinkCounters {
   uint64_t orders_already_stored = 0;
   uint64_t orders_stored = 0;
   uint64_t transactions = 0;
+  uint64_t writer_cpu_ns = 0;  // CPU time of the writer thread in the backend's Write()
 };
 
 class StoreSink : public OrderSink {
@@ -138,6 +139,9 @@ class StoreSink : public OrderSink {
   bool stop_ = false;
   absl::Status error_;
   StoreSinkCounters written_;
+  // Written detail, freed by the analysis thread (Submit), which has time to
+  // spare, instead of the writer, which is the bottleneck of a replay.
+  std::vector<std::vector<store::OrderDetail>> spent_;
   std::thread thread_;
 };
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -72,23 +73,18 @@ struct DbCloser {
   }
 };
 
-std::string MultiRowInsert(const char* head, int columns, int rows) {
-  std::string group = "(";
-  for (int c = 0; c < columns; ++c) absl::StrAppend(&group, c ? ",?" : "?");
-  group += ")";
-  std::string sql = absl::StrCat(head, " VALUES", group);
-  for (int r = 1; r < rows; ++r) absl::StrAppend(&sql, ",", group);
-  return sql;
+// Appends the decimal digits of `v`.
+void AppendInt(std::string* out, int64_t v) {
+  char buf[24];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
+  out->append(buf, r.ptr);
 }
 
-constexpr int kSampleColumns = 5;
 
 }  // namespace
 
 struct SqliteWriter::Statements {
   sqlite3_stmt* insert_order = nullptr;
-  sqlite3_stmt* insert_sample = nullptr;
-  sqlite3_stmt* insert_samples = nullptr;  // kRowsPerInsert rows
   sqlite3_stmt* insert_name = nullptr;
   sqlite3_stmt* insert_stage = nullptr;
   sqlite3_stmt* read_interval = nullptr;
@@ -106,7 +102,7 @@ struct SqliteWriter::Statements {
   sqlite3_stmt* update_drift = nullptr;
 
   std::vector<sqlite3_stmt*> all() const {
-    return {insert_order,   insert_sample,        insert_samples,    insert_name,
+    return {insert_order,   insert_name,
             insert_stage,   read_interval,        write_interval,    add_interval_orders,
             add_interval_kept, upsert_process,    upsert_thread,     upsert_tag,
             upsert_counter, upsert_stage_stats,   upsert_core,       update_pipeline,
@@ -275,13 +271,8 @@ absl::Status SqliteWriter::Prepare() {
   } statements[] = {
       {&st_->insert_order,
        "INSERT OR IGNORE INTO orders(run_id, order_id, instance, parent_order_id, first_utc_ns, "
-       "first_tsc, total_ns, complete, missing, flags, detail) VALUES(?,?,?,?,?,?,?,?,?,?,?)"},
-      {&st_->insert_sample, MultiRowInsert("INSERT INTO samples(order_key, seq, stage_id, "
-                                           "latency_ns, flags)",
-                                           kSampleColumns, 1)},
-      {&st_->insert_samples, MultiRowInsert("INSERT INTO samples(order_key, seq, stage_id, "
-                                            "latency_ns, flags)",
-                                            kSampleColumns, kRowsPerInsert)},
+       "first_tsc, total_ns, complete, missing, flags, samples, detail) "
+       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&st_->insert_name, "INSERT INTO names(run_id, name_id, name) VALUES(?,?,?)"},
       {&st_->insert_stage, "INSERT INTO stages(run_id, stage_id, name, kind) VALUES(?,?,?,?)"},
       {&st_->read_interval, read_interval},
@@ -543,16 +534,8 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     int64_t last_key = std::numeric_limits<int64_t>::min();
   };
   std::map<int64_t, Kept> kept;  // by interval start
-  struct SampleRowRef {
-    int64_t order_key;
-    int seq;
-    uint32_t stage_id;
-    int64_t latency_ns;
-    uint32_t flags;
-  };
-  std::vector<SampleRowRef> rows;
-  rows.reserve(orders.size() * 8);
   std::string blob;
+  std::string samples;
   PackedDetail packed;
   for (const OrderDetail& o : orders) {
     packed.stamps.clear();
@@ -607,7 +590,26 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
       BindText(s, 9, o.missing);
     }
     sqlite3_bind_int64(s, 10, o.flags());
-    sqlite3_bind_blob(s, 11, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
+    // samples: [[stage_id, latency_ns, flags], ...] in seq order (docs/store.md).
+    samples.assign(1, '[');
+    for (const SampleDetail& sd : o.samples) {
+      const auto kind = sd.stage == kTotalStage ? StageKind::kTotal
+                        : sd.stage.find(kStageArrow) != std::string::npos ? StageKind::kTransition
+                                                                          : StageKind::kSpan;
+      absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, kind);
+      if (!stage.ok()) return stage.status();
+      if (samples.size() > 1) samples.push_back(',');
+      samples.push_back('[');
+      AppendInt(&samples, *stage);
+      samples.push_back(',');
+      AppendInt(&samples, RoundNs(sd.latency_ns));
+      samples.push_back(',');
+      AppendInt(&samples, sd.flags);
+      samples.push_back(']');
+    }
+    samples.push_back(']');
+    sqlite3_bind_text(s, 11, samples.data(), static_cast<int>(samples.size()), SQLITE_STATIC);
+    sqlite3_bind_blob(s, 12, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
     const int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error("insert order");
@@ -622,37 +624,6 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     ++k.count;
     k.first_key = std::min(k.first_key, key);
     k.last_key = std::max(k.last_key, key);
-    int seq = 0;
-    for (const SampleDetail& sd : o.samples) {
-      const auto kind = sd.stage == kTotalStage ? StageKind::kTotal
-                        : sd.stage.find(kStageArrow) != std::string::npos ? StageKind::kTransition
-                                                                          : StageKind::kSpan;
-      absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, kind);
-      if (!stage.ok()) return stage.status();
-      rows.push_back({key, seq++, *stage, RoundNs(sd.latency_ns), sd.flags});
-    }
-  }
-  auto bind = [](sqlite3_stmt* s, int base, const SampleRowRef& r) {
-    sqlite3_bind_int64(s, base + 1, r.order_key);
-    sqlite3_bind_int(s, base + 2, r.seq);
-    sqlite3_bind_int64(s, base + 3, r.stage_id);
-    sqlite3_bind_int64(s, base + 4, r.latency_ns);
-    sqlite3_bind_int64(s, base + 5, r.flags);
-  };
-  size_t i = 0;
-  for (; i + kRowsPerInsert <= rows.size(); i += kRowsPerInsert) {
-    sqlite3_stmt* s = st_->insert_samples;
-    for (int k = 0; k < kRowsPerInsert; ++k) bind(s, k * kSampleColumns, rows[i + k]);
-    const int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return Error("insert samples");
-  }
-  for (; i < rows.size(); ++i) {
-    sqlite3_stmt* s = st_->insert_sample;
-    bind(s, 0, rows[i]);
-    const int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return Error("insert sample");
   }
   for (const auto& [start, k] : kept) {
     sqlite3_stmt* s = st_->add_interval_kept;
@@ -806,12 +777,10 @@ absl::StatusOr<uint64_t> SqliteWriter::ApplyRetention(
       if (r.has_keys) {
         // An order's key range may hold keys of neighbouring intervals
         // (orders finish out of first-stamp order): delete by interval.
-        for (const auto& [sql, counts] : {std::pair<const char*, bool>(
-                 "DELETE FROM samples WHERE order_key IN (SELECT order_key FROM orders WHERE "
-              "order_key BETWEEN ?1 AND ?2 AND run_id = ?3 AND first_utc_ns >= ?4 AND "
-              "first_utc_ns < ?4 + ?5)", false),
-             std::pair<const char*, bool>("DELETE FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND run_id = ?3 AND "
-              "first_utc_ns >= ?4 AND first_utc_ns < ?4 + ?5", true)}) {
+        {
+          const char* sql =
+              "DELETE FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND run_id = ?3 AND "
+              "first_utc_ns >= ?4 AND first_utc_ns < ?4 + ?5";
           sqlite3_stmt* d = nullptr;
           if (sqlite3_prepare_v2(db_, sql, -1, &d, nullptr) != SQLITE_OK) {
             st = Error("prepare delete");
@@ -823,7 +792,7 @@ absl::StatusOr<uint64_t> SqliteWriter::ApplyRetention(
           sqlite3_bind_int64(d, 4, r.start);
           sqlite3_bind_int64(d, 5, interval_ns_);
           const int drc = sqlite3_step(d);
-          if (drc == SQLITE_DONE && counts) {
+          if (drc == SQLITE_DONE) {
             deleted += static_cast<uint64_t>(sqlite3_changes(db_));
           }
           sqlite3_finalize(d);

@@ -93,8 +93,6 @@ class SqliteWriter : public Writer {
   absl::flat_hash_map<std::string, uint32_t> names_;
   absl::flat_hash_map<std::string, uint32_t> stages_;
 
-  // Samples go kRowsPerInsert rows per statement, the rest one by one.
-  static constexpr int kRowsPerInsert = 64;
   struct Statements;
   std::unique_ptr<Statements> st_;
 };

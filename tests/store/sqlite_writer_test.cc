@@ -210,7 +210,7 @@ TEST(SqliteWriter, RetentionDeletesDetailAndKeepsIntervals) {
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(*deleted, 20u);
   EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders"), 10);
-  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM samples"), 20);
+  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM stage_latencies"), 20);
   EXPECT_EQ(QueryInt(path, "SELECT min(order_id) FROM orders"), 21);
   EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM intervals"), 3);
   EXPECT_EQ(QueryInt(path, "SELECT sum(detail_deleted) FROM interval_detail"), 2);
