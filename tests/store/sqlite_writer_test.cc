@@ -13,6 +13,7 @@
 
 #include "collector/store/flags.h"
 #include "collector/store/names.h"
+#include "collector/store/sqlite_expand.h"
 #include "collector/store/sqlite_writer.h"
 #include "gtest/gtest.h"
 
@@ -156,6 +157,60 @@ TEST(SqliteWriter, IntervalsMergeAcrossWritesAndDetailIsQueryable) {
   again.instance = 1;
   ASSERT_TRUE((*w)->Write(*run, {}, {}, {again}, nullptr, &already).ok());
   EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders WHERE order_id = 2"), 2);
+}
+
+TEST(SqliteWriter, FlatRowsGiveBackEveryStampAndSample) {
+  TempDir dir;
+  const std::string path = dir.path() + "/t.db";
+  auto w = SqliteWriter::OpenOrCreate(path);
+  ASSERT_TRUE(w.ok()) << w.status();
+  RunMeta meta;
+  meta.tsc_hz = 1e9;  // 1 tick = 1 ns
+  const int64_t run = *(*w)->BeginRun(meta);
+  uint64_t already = 0;
+  ASSERT_TRUE((*w)->Write(run, {}, {}, {MakeOrder(7, kT0 + 100, 250, kFlagNegative)}, nullptr,
+                          &already)
+                  .ok());
+  w->reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_TRUE(ExpandDetail(db).ok());
+  auto one = [&](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+      v = sqlite3_column_int64(s, 0);
+    } else {
+      ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+    }
+    sqlite3_finalize(s);
+    return v;
+  };
+  EXPECT_EQ(one("SELECT count(*) FROM stamps"), 2);
+  EXPECT_EQ(one("SELECT count(*) FROM samples"), 2);
+  // Stamp b: tsc 1000 + 250, at first_utc + 250 ns, tid 22 on cpu 1.
+  EXPECT_EQ(one("SELECT tsc FROM stamps WHERE tag = 'b'"), 1250);
+  EXPECT_EQ(one("SELECT utc_ns FROM stamps WHERE tag = 'b'"), kT0 + 350);
+  EXPECT_EQ(one("SELECT tid FROM stamps WHERE tag = 'b'"), 22);
+  EXPECT_EQ(one("SELECT cpu FROM stamps WHERE tag = 'b'"), 1);
+  EXPECT_EQ(one("SELECT latency_ns FROM samples WHERE stage = 'a->b'"), 250);
+  EXPECT_EQ(one("SELECT flags FROM samples WHERE stage = 'a->b'"),
+            kFlagNegative | kFlagCrossCore);
+  EXPECT_EQ(one("SELECT process_end FROM samples WHERE stage = 'a->b'"), 2);
+  EXPECT_EQ(one("SELECT start_utc_ns FROM samples WHERE stage = 'total'"), kT0 + 100);
+  sqlite3_close(db);
+}
+
+TEST(SampleCells, ParsesTheStoredShapeOnly) {
+  auto cells = ParseSampleCells("[[0,1200,4],[3,-5,0]]");
+  ASSERT_TRUE(cells.ok()) << cells.status();
+  ASSERT_EQ(cells->size(), 2u);
+  EXPECT_EQ((*cells)[1].stage_id, 3u);
+  EXPECT_EQ((*cells)[1].latency_ns, -5);
+  EXPECT_TRUE(ParseSampleCells("[]").ok());
+  for (const char* bad : {"", "[", "[[1,2]]", "[[1,2,3],]", "[[1,2,3]]x", "[[-1,2,3]]", "{}"}) {
+    EXPECT_FALSE(ParseSampleCells(bad).ok()) << bad;
+  }
 }
 
 TEST(SqliteWriter, RestartsCountEveryResume) {
