@@ -5,9 +5,10 @@
 //   runs, processes, threads, counters, cores, stage_stats  their tables
 //   window statistics, intervals   `intervals` rows merged (Histogram), one
 //                                  index range per stage: no detail is read
-//   samples, stamps               `samples` joined with `orders`; the context
-//                                  of a sample (start, processes, cores) and the
-//                                  stamps come from the order's packed detail
+//   samples, stamps               one `orders` row per order instance: its
+//                                  samples (orders.samples, store/sqlite_expand.h)
+//                                  and, for their context (start, processes,
+//                                  cores) and the stamps, its packed detail
 //   slowest orders                the intervals by their max (see FindSlowest)
 //   orders by time                the intervals' order-key ranges
 //
@@ -39,6 +40,7 @@
 #include "collector/store/histogram.h"
 #include "collector/store/names.h"
 #include "collector/store/percentiles.h"
+#include "collector/store/sqlite_expand.h"
 #include "collector/store/sqlite_schema.h"
 #include "collector/store/sqlite_writer.h"
 #include "packed_rows.h"
@@ -271,6 +273,11 @@ RunInfo ReadRun(const Query& s) {
   run.utc_drift_ppm = s.OptionalDouble(16);
   return run;
 }
+
+// An order with what its samples need: OrderFields() reads the first four,
+// OrderSamples() the detail and the samples.
+constexpr char kOrderSampleColumns[] =
+    "order_id, instance, first_utc_ns, first_tsc, detail, samples";
 
 constexpr char kOrderColumns[] =
     "order_id, instance, parent_order_id, first_utc_ns, total_ns, complete, missing, flags";
@@ -523,15 +530,12 @@ class SqliteStoreReader final : public StoreReader {
       stage_id = StageId(*dict, *filter.stage);
       if (!stage_id.has_value()) return absl::OkStatus();  // no sample of that stage
     }
-    std::string sql = absl::StrCat(
-        "SELECT o.order_id, o.instance, o.first_utc_ns, o.first_tsc, o.order_key, o.detail, "
-        "s.seq, s.stage_id, s.latency_ns, s.flags FROM orders o JOIN samples s "
-        "ON s.order_key = o.order_key WHERE o.run_id = ?1",
-        stage_id.has_value() ? " AND s.stage_id = ?2" : "");
-    if (ordered) absl::StrAppend(&sql, " ORDER BY o.order_id, o.instance, o.order_key, s.seq");
-    TICKTRACE_ASSIGN_OR_RETURN(Query s, Prepare(sql, "reading samples"));
+    TICKTRACE_ASSIGN_OR_RETURN(
+        Query s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
+                                      " FROM orders WHERE run_id = ?",
+                                      ordered ? " ORDER BY order_id, instance, order_key" : ""),
+                         "reading samples"));
     s.Bind(1, run_id);
-    if (stage_id.has_value()) s.Bind(2, *stage_id);
     const std::set<int64_t> processes(filter.process_ids.begin(), filter.process_ids.end());
     const auto passes = [&](const SampleRow& r) {
       if (!processes.empty() && !(r.process_begin && processes.count(*r.process_begin)) &&
@@ -542,63 +546,39 @@ class SqliteStoreReader final : public StoreReader {
       if (filter.until_utc_ns && r.start_utc_ns > *filter.until_utc_ns) return false;
       return true;
     };
-    // One order's rows come together: the ordered form sorts them by start.
-    std::vector<SampleRow> group;
-    const auto flush = [&] {
-      if (ordered) {
-        std::stable_sort(group.begin(), group.end(), [](const SampleRow& a, const SampleRow& b) {
-          return a.start_utc_ns < b.start_utc_ns;
-        });
-      }
-      for (const SampleRow& r : group) visit(r);
-      group.clear();
-    };
-    int64_t current_key = -1;
-    store::PackedDetail detail;
+    std::vector<SampleRow> rows;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      const int64_t key = s.Int(4);
-      if (key != current_key) {
-        flush();
-        current_key = key;
-        TICKTRACE_ASSIGN_OR_RETURN(detail, Unpack(s.Blob(5), s.Int(0)));
+      rows.clear();
+      TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
+      // The ordered form gives an order's samples by start.
+      if (ordered) {
+        std::stable_sort(rows.begin(), rows.end(), [](const SampleRow& a, const SampleRow& b) {
+          return a.start_utc_ns < b.start_utc_ns;
+        });
       }
-      SampleRow r = MakeSampleRow(*dict, OrderFields(s), detail, s.Int(6), s.Int(7), s.Int(8),
-                                  static_cast<uint32_t>(s.Int(9)));
-      if (passes(r)) group.push_back(std::move(r));
+      for (const SampleRow& r : rows) {
+        if (passes(r)) visit(r);
+      }
     }
-    flush();
     return absl::OkStatus();
   }
 
   absl::StatusOr<std::vector<SampleRow>> SamplesOfOrder(int64_t run_id,
                                                         int64_t order_id) override {
-    TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
+    TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s,
-        Prepare("SELECT o.order_id, o.instance, o.first_utc_ns, o.first_tsc, o.order_key, "
-                "o.detail, s.seq, s.stage_id, s.latency_ns, s.flags FROM orders o JOIN samples s "
-                "ON s.order_key = o.order_key WHERE o.run_id = ? AND o.order_id = ? "
-                "ORDER BY o.instance, s.seq",
-                "reading an order's samples"));
+        Query s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
+                                      " FROM orders WHERE run_id = ? AND order_id = ? "
+                                      "ORDER BY instance"),
+                         "reading an order's samples"));
     s.Bind(1, run_id).Bind(2, order_id);
     std::vector<SampleRow> out;
-    int64_t current_key = -1;
-    store::PackedDetail detail;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      if (s.Int(4) != current_key) {
-        current_key = s.Int(4);
-        TICKTRACE_ASSIGN_OR_RETURN(detail, Unpack(s.Blob(5), order_id));
-      }
-      const int64_t stage_id = s.Int(7);
-      if (static_cast<uint64_t>(stage_id) >= dict->stages.size()) {
-        TICKTRACE_ASSIGN_OR_RETURN(dict, Dictionary(run_id, true));
-      }
-      out.push_back(MakeSampleRow(*dict, OrderFields(s), detail, s.Int(6), stage_id, s.Int(8),
-                                  static_cast<uint32_t>(s.Int(9))));
+      TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, std::nullopt, &out));
     }
     std::stable_sort(out.begin(), out.end(), [](const SampleRow& a, const SampleRow& b) {
       return a.start_utc_ns < b.start_utc_ns;
@@ -655,12 +635,9 @@ class SqliteStoreReader final : public StoreReader {
       return a.range.start_utc_ns < b.range.start_utc_ns;
     });
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query scan,
-        Prepare("SELECT o.order_id, s.latency_ns, s.flags FROM orders o JOIN samples s "
-                "ON s.order_key = o.order_key WHERE o.order_key BETWEEN ?1 AND ?2 AND "
-                "+o.run_id = ?3 AND o.first_utc_ns >= ?4 AND o.first_utc_ns < ?5 AND "
-                "s.stage_id = ?6",
-                "ranking orders"));
+        Query scan, Prepare("SELECT order_id, samples FROM orders WHERE order_key BETWEEN ?1 AND "
+                            "?2 AND +run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5",
+                            "ranking orders"));
     // The best sample of each order seen, and those bests ranked.
     std::unordered_map<int64_t, Ranked> best;
     std::set<Ranked> top;
@@ -672,23 +649,28 @@ class SqliteStoreReader final : public StoreReader {
       const std::optional<int64_t> k = kth();
       if (k.has_value() && c.bound < static_cast<double>(*k)) break;
       const int64_t lo = std::max(c.range.start_utc_ns, window.since_utc_ns.value_or(kMinTime));
-      const int64_t hi =
-          std::min(c.range.start_utc_ns + dict->interval_ns, window.until_utc_ns.value_or(kMaxTime));
+      const int64_t hi = std::min(c.range.start_utc_ns + dict->interval_ns,
+                                  window.until_utc_ns.value_or(kMaxTime));
       scan.Reset();
       scan.Bind(1, c.range.first_key).Bind(2, c.range.last_key).Bind(3, run_id).Bind(4, lo);
-      scan.Bind(5, hi).Bind(6, *stage_id);
+      scan.Bind(5, hi);
       for (;;) {
         TICKTRACE_ASSIGN_OR_RETURN(const bool row, scan.Step());
         if (!row) break;
-        const Ranked r{scan.Int(1), scan.Int(0), static_cast<uint32_t>(scan.Int(2))};
-        auto [it, fresh] = best.try_emplace(r.order_id, r);
-        if (!fresh) {
-          if (!(r < it->second)) continue;  // not slower than this order's best
-          top.erase(it->second);
-          it->second = r;
+        TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleCell> cells,
+                                   Cells(scan.Blob(1), scan.Int(0)));
+        for (const store::SampleCell& cell : cells) {
+          if (cell.stage_id != *stage_id) continue;
+          const Ranked r{cell.latency_ns, scan.Int(0), cell.flags};
+          auto [it, fresh] = best.try_emplace(r.order_id, r);
+          if (!fresh) {
+            if (!(r < it->second)) continue;  // not slower than this order's best
+            top.erase(it->second);
+            it->second = r;
+          }
+          top.insert(r);
+          if (static_cast<int64_t>(top.size()) > limit) top.erase(std::prev(top.end()));
         }
-        top.insert(r);
-        if (static_cast<int64_t>(top.size()) > limit) top.erase(std::prev(top.end()));
       }
     }
     for (const Ranked& r : top) {
@@ -1071,32 +1053,53 @@ class SqliteStoreReader final : public StoreReader {
                            const std::function<void(const SampleRow&)>& visit) {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s,
-        Prepare(absl::StrCat(
-                    "SELECT o.order_id, o.instance, o.first_utc_ns, o.first_tsc, o.order_key, "
-                    "o.detail, s.seq, s.stage_id, s.latency_ns, s.flags FROM orders o JOIN "
-                    "samples s ON s.order_key = o.order_key WHERE o.order_key BETWEEN ?1 AND ?2 "
-                    "AND +o.run_id = ?3 AND o.first_utc_ns >= ?4 AND o.first_utc_ns < ?5",
-                    stage_id.has_value() ? " AND s.stage_id = ?6" : ""),
-                "reading samples"));
+        Query s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
+                                      " FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND "
+                                      "+run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5"),
+                         "reading samples"));
+    std::vector<SampleRow> rows;
     for (const KeyRange& r : ranges) {
       s.Reset();
       s.Bind(1, r.first_key).Bind(2, r.last_key).Bind(3, run_id);
       s.Bind(4, std::max(r.start_utc_ns, window.since_utc_ns.value_or(kMinTime)));
-      s.Bind(5, std::min(r.start_utc_ns + dict->interval_ns, window.until_utc_ns.value_or(kMaxTime)));
-      if (stage_id.has_value()) s.Bind(6, *stage_id);
-      int64_t current_key = -1;
-      store::PackedDetail detail;
+      s.Bind(5, std::min(r.start_utc_ns + dict->interval_ns,
+                         window.until_utc_ns.value_or(kMaxTime)));
       for (;;) {
         TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
         if (!row) break;
-        if (s.Int(4) != current_key) {
-          current_key = s.Int(4);
-          TICKTRACE_ASSIGN_OR_RETURN(detail, Unpack(s.Blob(5), s.Int(0)));
-        }
-        visit(MakeSampleRow(*dict, OrderFields(s), detail, s.Int(6), s.Int(7), s.Int(8),
-                            static_cast<uint32_t>(s.Int(9))));
+        rows.clear();
+        TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
+        for (const SampleRow& sample : rows) visit(sample);
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // orders.samples of `order_id`, parsed.
+  absl::StatusOr<std::vector<store::SampleCell>> Cells(std::string_view text, int64_t order_id) {
+    absl::StatusOr<std::vector<store::SampleCell>> cells = store::ParseSampleCells(text);
+    if (!cells.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path_, ": order ", order_id, ": ", cells.status().message()));
+    }
+    return cells;
+  }
+
+  // Appends the samples (of `stage_id` when set) of the order at `s`'s
+  // current row (kOrderSampleColumns) to `out`, in samples order.
+  absl::Status OrderSamples(const Query& s, const RunDictionary& dict,
+                            std::optional<int64_t> stage_id, std::vector<SampleRow>* out) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleCell> cells, Cells(s.Blob(5), s.Int(0)));
+    bool wanted = false;
+    for (const store::SampleCell& c : cells) wanted = wanted || !stage_id || c.stage_id == *stage_id;
+    if (!wanted) return absl::OkStatus();
+    TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail, Unpack(s.Blob(4), s.Int(0)));
+    const OrderKeyFields order = OrderFields(s);
+    for (size_t seq = 0; seq < cells.size(); ++seq) {
+      const store::SampleCell& c = cells[seq];
+      if (stage_id && c.stage_id != *stage_id) continue;
+      out->push_back(MakeSampleRow(dict, order, detail, static_cast<int64_t>(seq), c.stage_id,
+                                   c.latency_ns, c.flags));
     }
     return absl::OkStatus();
   }
