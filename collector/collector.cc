@@ -33,8 +33,8 @@
 #include "collector/private_file.h"
 #include "collector/report.h"
 #include "collector/run_info.h"
-#include "collector/store.h"
-#include "collector/store_writer.h"
+#include "collector/store/sqlite_writer.h"
+#include "collector/store_sink.h"
 #include "collector/stream.h"
 #include "collector/time_base.h"
 #include "ticktrace/calibration.h"
@@ -125,8 +125,8 @@ absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& pat
   return result;
 }
 
-RunRow ToRunRow(const RunInfo& r) {
-  RunRow row;
+store::RunMeta ToRunMeta(const RunInfo& r, const StoreSinkOptions& sink) {
+  store::RunMeta row;
   row.session = r.session;
   row.host = r.host;
   row.started_utc_ns = r.started_utc_ns;
@@ -141,7 +141,43 @@ RunRow ToRunRow(const RunInfo& r) {
   row.settings_json = r.SettingsJson();
   row.pipeline = absl::StrJoin(r.pipeline, ",");
   row.pipeline_learned = false;
+  row.interval_ns = sink.interval_ns;
+  row.detail = sink.detail;
   return row;
+}
+
+// The analyzer's rows as the store seam takes them.
+store::StageStatsRow ToStageStatsRow(const StageSummary& m, bool include_flagged) {
+  store::StageStatsRow r;
+  r.stage = m.stage;
+  r.position = m.position;
+  r.count = m.count;
+  r.samples_all = m.samples_all;
+  r.include_flagged = include_flagged;
+  if (m.count > 0) {
+    r.min_ns = m.min_ns;
+    r.max_ns = m.max_ns;
+    r.mean_ns = m.mean_ns;
+  }
+  auto pct = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
+  if (m.count > 0) {
+    r.p50_ns = pct(m.p50_ns);
+    r.p90_ns = pct(m.p90_ns);
+    r.p99_ns = pct(m.p99_ns);
+    r.p999_ns = pct(m.p999_ns);
+  }
+  for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
+    const uint32_t bit = store::kFlagNames[i].bit;
+    r.flag_counts[i] = bit == store::kFlagMigrated     ? m.migrated
+                       : bit == store::kFlagNegative   ? m.negative
+                       : bit == store::kFlagCrossCore  ? m.cross_core
+                       : bit == store::kFlagSkew       ? m.skew
+                       : bit == store::kFlagOutOfOrder ? m.out_of_order
+                       : bit == store::kFlagLate       ? m.late
+                                                       : 0;
+  }
+  if (m.uncertainty_ns > 0) r.uncertainty_ns = m.uncertainty_ns;
+  return r;
 }
 
 AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
@@ -254,7 +290,11 @@ class Session {
 
   absl::Status OpenStore() {
     if (o_.db_path.empty()) return absl::OkStatus();
-    absl::StatusOr<std::unique_ptr<Store>> s = Store::OpenOrCreate(o_.db_path);
+    store::SqliteOpenOptions options;
+    options.group_readable = o_.group_readable;
+    options.on_migration = [this](const std::string& line) { out_ << line << "\n" << std::flush; };
+    absl::StatusOr<std::unique_ptr<store::SqliteWriter>> s =
+        store::SqliteWriter::OpenOrCreate(o_.db_path, options);
     if (!s.ok()) return s.status();
     store_ = *std::move(s);
     return absl::OkStatus();
@@ -266,14 +306,18 @@ class Session {
     time_ = info.time_base();
     if (store_ != nullptr) {
       if (run_id == 0) {
-        absl::StatusOr<int64_t> id = store_->BeginRun(ToRunRow(info));
+        absl::StatusOr<int64_t> id = store_->BeginRun(ToRunMeta(info, o_.store));
         if (!id.ok()) return id.status();
         run_id = *id;
       }
       run_id_ = run_id;
-      StoreWriterOptions wo = o_.store;
+      StoreSinkOptions wo = o_.store;
       wo.block_when_full = block_when_full;
-      writer_ = std::make_unique<StoreWriter>(store_.get(), run_id_, wo);
+      wo.include_flagged = info.include_flagged;
+      // A tail interval settles once its orders cannot change any more.
+      wo.tail_settle_ns =
+          (info.order_timeout_ms + info.linger_ms()) * 1'000'000 + 2 * wo.interval_ns;
+      writer_ = std::make_unique<StoreSink>(store_.get(), run_id_, wo);
       writer_->Start();
     }
     analyzer_ = std::make_unique<Analyzer>(ToAnalyzerSettings(info, time_), time_, writer_.get());
@@ -287,8 +331,8 @@ class Session {
   }
 
   Analyzer& analyzer() { return *analyzer_; }
-  StoreWriter* writer() { return writer_.get(); }
-  Store* store() { return store_.get(); }
+  StoreSink* writer() { return writer_.get(); }
+  store::Writer* store() { return store_.get(); }
   int64_t run_id() const { return run_id_; }
 
   // `d`, `journal_syncs`: null when there is no drainer / journal.
@@ -297,11 +341,13 @@ class Session {
     auto c = analyzer_->CounterValues();
     auto v = [](uint64_t x) { return static_cast<int64_t>(x); };
     if (writer_ != nullptr) {
-      const StoreWriterCounters w = writer_->counters();
+      const StoreSinkCounters w = writer_->counters();
       c.emplace_back("samples_not_stored", v(w.samples_not_stored));
       c.emplace_back("stamps_not_stored", v(w.stamps_not_stored));
       c.emplace_back("orders_not_stored", v(w.orders_not_stored));
       c.emplace_back("orders_already_stored", v(w.orders_already_stored));
+      c.emplace_back(std::string(store::CounterName(store::Counter::kOrdersDetailSkipped)),
+                     v(w.orders_detail_skipped));
     } else {
       c.emplace_back("samples_not_stored", 0);
     }
@@ -325,27 +371,58 @@ class Session {
   void Snapshot(const DrainerCounters* d, const uint64_t* j) {
     if (writer_ == nullptr) return;
     writer_->Submit();
-    StoreSnapshot s;
-    s.processes = analyzer_->Processes();
-    s.threads = analyzer_->Threads();
-    s.tags = analyzer_->Tags();
+    store::Snapshot s;
+    for (const ProcessRow& p : analyzer_->Processes()) {
+      s.processes.push_back(store::ProcessRow{
+          .process_id = p.process_id,
+          .pid = p.pid,
+          .start_ticks = p.start_ticks,
+          .name = p.name,
+          .segment = p.segment,
+          .first_seen_utc_ns = p.first_seen_utc_ns,
+          .exited_utc_ns = p.exited ? std::optional<int64_t>(p.exited_utc_ns) : std::nullopt,
+          .tags_rejected = p.tags_rejected,
+          .threads_without_slot = p.threads_without_slot,
+          .slotless_dropped = p.slotless_dropped,
+      });
+    }
+    for (const ThreadRow& t : analyzer_->Threads()) {
+      s.threads.push_back(store::ThreadRow{.process_id = t.process_id,
+                                           .slot = t.slot,
+                                           .generation = t.generation,
+                                           .tid = t.tid,
+                                           .name = t.name,
+                                           .drained = t.drained,
+                                           .dropped = t.dropped});
+    }
+    for (const TagRow& t : analyzer_->Tags()) {
+      s.tags.push_back(store::TagRow{.process_id = t.process_id, .tag_id = t.tag_id, .name = t.name});
+    }
     s.counters = Counters(d, j);
-    s.stages = analyzer_->stats().Summaries();
-    s.include_flagged = info_.include_flagged;
+    for (const StageSummary& m : analyzer_->stats().Summaries()) {
+      s.stages.push_back(ToStageStatsRow(m, info_.include_flagged));
+    }
     // Every core measurement (few: one per --skew-interval), and the latest
     // anchors (the store ignores those it has; a replaced snapshot loses
     // none unless the writer is kAnchorOverlap anchors behind).
-    s.cores = info_.cores;
-    for (const RunInfoUpdate& u : analyzer_->core_measurements()) {
-      s.cores.insert(s.cores.end(), u.cores.begin(), u.cores.end());
-    }
+    auto add_cores = [&s](const std::vector<CoreSkew>& cores) {
+      for (const CoreSkew& c : cores) {
+        s.cores.push_back(store::CoreRow{.cpu = c.cpu,
+                                         .measured_utc_ns = c.measured_at_utc_ns,
+                                         .offset_ns = c.offset_ns,
+                                         .bound_ns = c.bound_ns,
+                                         .consistent = c.consistent});
+      }
+    };
+    add_cores(info_.cores);
+    for (const RunInfoUpdate& u : analyzer_->core_measurements()) add_cores(u.cores);
     constexpr size_t kAnchorOverlap = 600;
     const TimeBase& tb = analyzer_->time_base();
-    s.anchors.push_back(UtcAnchor{tb.anchor_tsc, tb.anchor_utc_ns});
+    s.anchors.push_back(store::AnchorRow{tb.anchor_tsc, tb.anchor_utc_ns});
     const size_t n = tb.later_anchors.size();
-    s.anchors.insert(s.anchors.end(),
-                     tb.later_anchors.begin() + static_cast<ptrdiff_t>(n - std::min(n, kAnchorOverlap)),
-                     tb.later_anchors.end());
+    for (size_t i = n - std::min(n, kAnchorOverlap); i < n; ++i) {
+      s.anchors.push_back(store::AnchorRow{tb.later_anchors[i].tsc, tb.later_anchors[i].utc_ns});
+    }
     s.utc_drift_ppm = tb.DriftPpm();
     const Stitcher& st = analyzer_->stitcher();
     if (pipeline_dirty_ && st.pipeline_known()) {
@@ -393,9 +470,9 @@ class Session {
   std::ostream& out_;
   RunInfo info_;
   TimeBase time_;
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<store::SqliteWriter> store_;
   int64_t run_id_ = 0;
-  std::unique_ptr<StoreWriter> writer_;
+  std::unique_ptr<StoreSink> writer_;
   std::unique_ptr<Analyzer> analyzer_;
   bool pipeline_dirty_ = true;
   int64_t restarts_ = 0;
@@ -638,7 +715,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
   if (!lock.ok()) return lock.status();
   if (!o.db_path.empty()) {
-    absl::Status s = Store::CheckExisting(o.db_path);
+    absl::Status s = store::SqliteWriter::CheckExisting(o.db_path);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
   // A planted symlink is named as such (private_file.h), not as "exists".
@@ -708,7 +785,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   std::optional<Journal> journal;
   Journal::Recovered recovered;
   if (resume_info.has_value() && session.store() != nullptr) {
-    absl::StatusOr<RunState> state = session.store()->LookupRun(resume_run);
+    absl::StatusOr<store::RunState> state = session.store()->LookupRun(resume_run);
     if (!state.ok()) return state.status();
     if (state->exists && state->ended) {
       // The run ended cleanly but its journal was not removed yet: stale.
@@ -764,7 +841,13 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);
     if (!j.ok()) return j.status();
     journal.emplace(*std::move(j));
-    session.set_restarts(1);
+    if (session.store() != nullptr) {
+      absl::StatusOr<int64_t> restarts = session.store()->ResumeRun(resume_run);
+      if (!restarts.ok()) return restarts.status();
+      session.set_restarts(*restarts);
+    } else {
+      session.set_restarts(1);
+    }
     if (session.writer() != nullptr) session.writer()->Submit();
   } else if (journaled) {
     absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id(), o.group_readable);

@@ -5,6 +5,8 @@
 #include <malloc.h>
 
 #include <cctype>
+#include <cstring>
+#include <optional>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -19,6 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "collector/collector.h"
 #include "collector/options.h"
+#include "collector/store/uri.h"
+#include "collector/store/writer.h"
 
 // Values are strings so that every bad value gets our one-line message and exit 2.
 ABSL_FLAG(std::string, session, "",
@@ -47,6 +51,17 @@ ABSL_FLAG(std::string, allow_uid, "",
           "default only this collector's own uid's segments are drained");
 ABSL_FLAG(bool, group_readable, false,
           "create the store, journal and raw archive 0640 (group may read) instead of 0600");
+ABSL_FLAG(std::string, store, "",
+          "the store: sqlite:PATH (default sqlite:ticktrace.db; --db PATH is the short form) "
+          "or clickhouse://HOST:PORT/DATABASE");
+ABSL_FLAG(std::string, detail, "all",
+          "order detail kept: all (every order), tail (per stage and interval the slowest, "
+          "every flagged or incomplete order, 1 in 100 of the rest) or none (statistics only)");
+ABSL_FLAG(std::string, interval_s, "1", "seconds per interval of the statistics over time");
+ABSL_FLAG(std::string, retain_detail, "",
+          "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
+          "(500MB, 2GB); the intervals stay. Empty: keep all");
+ABSL_FLAG(std::string, retain, "", "delete intervals older than this (30d). Empty: keep all");
 ABSL_FLAG(std::string, skew_cores, "allowed",
           "cores whose offsets are measured: 'allowed' (the collector's) or 'producers' "
           "(the cores the traced processes may run on)");
@@ -56,7 +71,8 @@ namespace {
 constexpr const char* kProgram = "ticktrace-collector";
 const std::vector<std::string> kValueFlags = {
     "session", "db", "pipeline", "order_timeout_ms", "duration_s", "raw", "replay", "tsc_hz",
-    "skew_interval", "skew_cores", "allow_uid"};
+    "skew_interval", "skew_cores", "allow_uid", "store", "detail", "interval_s", "retain_detail",
+    "retain"};
 // Abseil's --flagfile/--fromenv/--tryfromenv/--undefok are not offered: their
 // errors would bypass our one-line usage errors.
 const std::vector<std::string> kOtherFlags = {
@@ -151,6 +167,40 @@ int64_t ParseSeconds(absl::string_view flag, std::string text) {
   return v * unit;
 }
 
+// "90s", "30m", "8h", "7d" (a bare number: seconds) -> ns; nullopt when empty.
+std::optional<int64_t> ParseAge(absl::string_view flag, std::string text) {
+  if (text.empty()) return std::nullopt;
+  int64_t unit = 1;
+  const char last = text.back();
+  if (last == 's' || last == 'm' || last == 'h' || last == 'd') {
+    unit = last == 'd' ? 86400 : last == 'h' ? 3600 : last == 'm' ? 60 : 1;
+    text.pop_back();
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v <= 0 || v > 3650 * 86400 / unit) {
+    UsageError(absl::StrCat("--", flag, " '", text, "': not a duration (e.g. 90s, 30m, 8h, 7d)"));
+  }
+  return v * unit * 1'000'000'000;
+}
+
+// "500MB", "2GB", "1GiB" -> bytes; 0 when `text` is not a size.
+uint64_t ParseSize(std::string text) {
+  static const std::pair<const char*, uint64_t> kUnits[] = {
+      {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+      {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull}};
+  for (const auto& [suffix, unit] : kUnits) {
+    if (absl::EndsWith(text, suffix)) {
+      uint64_t v = 0;
+      if (!absl::SimpleAtoi(text.substr(0, text.size() - std::strlen(suffix)), &v) || v == 0 ||
+          v > (1ull << 50) / unit * 1024) {
+        return 0;
+      }
+      return v * unit;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,7 +212,8 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "collects ticktrace records from shared memory, stitches orders across processes, "
       "and stores per-stage latencies in SQLite.\n"
-      "  ticktrace-collector [--session NAME] [--db PATH] [--pipeline a,b,c]\n"
+      "  ticktrace-collector [--session NAME] [--store sqlite:PATH | --db PATH] [--pipeline a,b,c]\n"
+      "      [--detail all|tail|none] [--interval-s 1] [--retain-detail 8h|2GB] [--retain 30d]\n"
       "      [--order-timeout-ms N] [--duration-s N] [--raw PATH] [--tsc-hz HZ]\n"
       "      [--include-flagged] [--correct-skew] [--skew-interval 10m]\n"
       "      [--skew-cores allowed|producers]\n"
@@ -188,6 +239,34 @@ int main(int argc, char** argv) {
     o.session = env != nullptr && *env != '\0' ? env : "default";
   }
   o.db_path = absl::GetFlag(FLAGS_db);
+  if (const std::string store = absl::GetFlag(FLAGS_store); !store.empty()) {
+    absl::StatusOr<ticktrace::store::StoreUri> uri = ticktrace::store::ParseStoreUri(store);
+    if (!uri.ok()) UsageError(uri.status().message());
+    if (uri->kind != ticktrace::store::StoreUri::Kind::kSqlite) {
+      UsageError(absl::StrCat("--store ", store,
+                              ": this collector writes SQLite stores only (ClickHouse is not "
+                              "built yet)"));
+    }
+    o.db_path = uri->path;
+  }
+  {
+    absl::StatusOr<ticktrace::store::DetailPolicy> detail =
+        ticktrace::store::ParseDetailPolicy(absl::GetFlag(FLAGS_detail));
+    if (!detail.ok()) UsageError(detail.status().message());
+    o.store.detail = *detail;
+    const double interval_s = ParseNumber<double>("interval-s", absl::GetFlag(FLAGS_interval_s));
+    if (!(interval_s >= 0.001 && interval_s <= 3600)) {
+      UsageError("--interval-s: must be between 0.001 and 3600 seconds");
+    }
+    o.store.interval_ns = static_cast<int64_t>(interval_s * 1e9);
+    const std::string retain_detail = absl::GetFlag(FLAGS_retain_detail);
+    if (const uint64_t bytes = ParseSize(retain_detail); bytes > 0) {
+      o.store.retain_detail_bytes = bytes;
+    } else {
+      o.store.retain_detail_ns = ParseAge("retain-detail", retain_detail);
+    }
+    o.store.retain_ns = ParseAge("retain", absl::GetFlag(FLAGS_retain));
+  }
   absl::StatusOr<std::vector<std::string>> pipeline =
       ticktrace::collect::ParsePipeline(absl::GetFlag(FLAGS_pipeline));
   if (!pipeline.ok()) UsageError(pipeline.status().message());

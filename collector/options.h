@@ -12,14 +12,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "collector/store_writer.h"
+#include "collector/store_sink.h"
 
 namespace ticktrace::collect {
 
 struct CollectorOptions {
   // --- from flags ---
   std::string session = "default";
-  std::string db_path = "ticktrace.db";  // "" : no store (and no journal)
+  // The SQLite store (--store sqlite:PATH, or --db PATH); "" : no store (and
+  // no journal). Detail policy, interval and retention: `store` below.
+  std::string db_path = "ticktrace.db";
   std::vector<std::string> pipeline;     // empty: learn
   int64_t order_timeout_ms = 1000;
   double duration_s = 0;                 // 0: until SIGINT/SIGTERM (or *stop)
@@ -37,7 +39,7 @@ struct CollectorOptions {
   std::chrono::milliseconds anchor_interval{1000};  // a (TSC, UTC) anchor this often
   size_t learn_orders = 100;
   bool use_journal = true;                // live mode with a store: exactly-once journal
-  StoreWriterOptions store;
+  StoreSinkOptions store;  // --detail, --interval-s, --retain-detail, --retain set these
   std::chrono::microseconds min_pass_interval{200};  // busy: each ring polled at most this often
   std::chrono::microseconds max_idle_sleep{1000};    // idle back-off bound
   std::chrono::milliseconds snapshot_interval{1000};

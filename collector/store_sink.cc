@@ -208,6 +208,7 @@ void StoreSink::Submit() {
   building_.reserve(options_.max_orders_per_transaction);
   b.samples = building_samples_;
   building_samples_ = 0;
+  b.newest_first_utc_ns = newest_first_utc_ns_;
   std::vector<std::vector<store::OrderDetail>> spent;
   {
     std::lock_guard lock(mu_);
@@ -276,6 +277,7 @@ StoreSinkCounters StoreSink::counters() const {
 void StoreSink::Loop() {
   while (true) {
     Batch work;
+    int64_t newest_ns = INT64_MIN;
     std::optional<store::Snapshot> snapshot;
     size_t samples = 0;
     {
@@ -285,6 +287,7 @@ void StoreSink::Loop() {
       // Every queued interval delta, and detail up to a bound: statistics
       // and counters never wait behind a detail backlog.
       for (auto it = queue_.begin(); it != queue_.end();) {
+        newest_ns = std::max(newest_ns, it->newest_first_utc_ns);
         for (store::IntervalDelta& d : it->intervals) work.intervals.push_back(std::move(d));
         it->intervals.clear();
         for (const store::IntervalOrders& io : it->interval_orders) {
@@ -306,6 +309,26 @@ void StoreSink::Loop() {
     const uint64_t cpu_before_ns = ThreadCpuNs();
     absl::Status s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
                                      snapshot ? &*snapshot : nullptr, &already);
+    uint64_t retired = 0;
+    const bool retains = options_.retain_detail_ns.has_value() ||
+                         options_.retain_detail_bytes > 0 || options_.retain_ns.has_value();
+    if (s.ok() && retains && newest_ns != INT64_MIN &&
+        (retention_done_at_ns_ == INT64_MIN ||
+         newest_ns - retention_done_at_ns_ >= options_.retention_every_ns)) {
+      retention_done_at_ns_ = newest_ns;
+      auto before = [&](const std::optional<int64_t>& keep) -> std::optional<int64_t> {
+        if (!keep.has_value()) return std::nullopt;
+        return newest_ns - *keep;
+      };
+      absl::StatusOr<uint64_t> r = backend_->ApplyRetention(
+          run_id_, before(options_.retain_detail_ns), options_.retain_detail_bytes,
+          before(options_.retain_ns));
+      if (r.ok()) {
+        retired = *r;
+      } else {
+        s = r.status();
+      }
+    }
     const uint64_t cpu_ns = ThreadCpuNs() - cpu_before_ns;
     {
       std::lock_guard lock(mu_);
@@ -315,6 +338,7 @@ void StoreSink::Loop() {
       written_.orders_stored += work.orders.size() - already;
       ++written_.transactions;
       written_.writer_cpu_ns += cpu_ns;
+      written_.orders_retired += retired;
       if (!work.orders.empty() && spent_.size() < 64) spent_.push_back(std::move(work.orders));
       if (!s.ok() && error_.ok()) error_ = s;
       idle_cv_.notify_all();

@@ -57,6 +57,12 @@ struct StoreSinkOptions {
   // after its end have finished (the order timeout, the linger, a margin).
   int64_t tail_settle_ns = 3'000'000'000;
   bool include_flagged = false;  // flagged samples count in the histograms too
+  // Retention (--retain-detail, --retain), judged against the newest order's
+  // first stamp, so that a replay keeps what the live run would have kept.
+  std::optional<int64_t> retain_detail_ns;  // detail of older intervals deleted
+  uint64_t retain_detail_bytes = 0;         // 0: no size limit
+  std::optional<int64_t> retain_ns;         // older intervals deleted
+  int64_t retention_every_ns = 10'000'000'000;
 };
 
 struct StoreSinkCounters {
@@ -68,6 +74,7 @@ struct StoreSinkCounters {
   uint64_t orders_stored = 0;
   uint64_t transactions = 0;
   uint64_t writer_cpu_ns = 0;  // CPU time of the writer thread in the backend's Write()
+  uint64_t orders_retired = 0;  // detail deleted by retention
 };
 
 class StoreSink : public OrderSink {
@@ -103,6 +110,7 @@ class StoreSink : public OrderSink {
     std::vector<store::IntervalOrders> interval_orders;
     std::vector<store::OrderDetail> orders;
     size_t samples = 0;
+    int64_t newest_first_utc_ns = INT64_MIN;
   };
 
   int64_t IntervalOf(int64_t utc_ns) const;
@@ -139,6 +147,7 @@ class StoreSink : public OrderSink {
   bool stop_ = false;
   absl::Status error_;
   StoreSinkCounters written_;
+  int64_t retention_done_at_ns_ = INT64_MIN;  // writer thread only
   // Written detail, freed by the analysis thread (Submit), which has time to
   // spare, instead of the writer, which is the bottleneck of a replay.
   std::vector<std::vector<store::OrderDetail>> spent_;

@@ -369,12 +369,13 @@ absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
   return state;
 }
 
-absl::Status SqliteWriter::ResumeRun(int64_t run_id) {
+absl::StatusOr<int64_t> SqliteWriter::ResumeRun(int64_t run_id) {
   if (absl::StatusOr<RunState> state = LookupRun(run_id); !state.ok()) return state.status();
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(db_,
                          "INSERT INTO counters(run_id, name, value) VALUES(?, ?, 1) "
-                         "ON CONFLICT(run_id, name) DO UPDATE SET value = value + 1",
+                         "ON CONFLICT(run_id, name) DO UPDATE SET value = value + 1 "
+                         "RETURNING value",
                          -1, &s, nullptr) != SQLITE_OK) {
     return Error("prepare restarts");
   }
@@ -382,9 +383,11 @@ absl::Status SqliteWriter::ResumeRun(int64_t run_id) {
   const std::string_view name = CounterName(Counter::kRestarts);
   sqlite3_bind_text(s, 2, name.data(), static_cast<int>(name.size()), SQLITE_STATIC);
   const int rc = sqlite3_step(s);
+  const int64_t restarts = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
   sqlite3_finalize(s);
-  if (rc != SQLITE_DONE) return Error("count the restart");
-  return LoadDictionaries(run_id);
+  if (rc != SQLITE_ROW) return Error("count the restart");
+  if (absl::Status st = LoadDictionaries(run_id); !st.ok()) return st;
+  return restarts;
 }
 
 absl::Status SqliteWriter::LoadDictionaries(int64_t run_id) {

@@ -50,7 +50,7 @@ class SqliteWriter : public Writer {
 
   absl::StatusOr<int64_t> BeginRun(const RunMeta& run) override;
   absl::StatusOr<RunState> LookupRun(int64_t run_id) override;
-  absl::Status ResumeRun(int64_t run_id) override;
+  absl::StatusOr<int64_t> ResumeRun(int64_t run_id) override;
   absl::Status Write(int64_t run_id, const std::vector<IntervalDelta>& intervals,
                      const std::vector<IntervalOrders>& interval_orders,
                      const std::vector<OrderDetail>& orders, const Snapshot* snapshot,

@@ -155,8 +155,8 @@ class Writer {
   // Appends a run; returns its run_id.
   virtual absl::StatusOr<int64_t> BeginRun(const RunMeta& run) = 0;
   virtual absl::StatusOr<RunState> LookupRun(int64_t run_id) = 0;
-  // Counts a resume in the run's `restarts` counter.
-  virtual absl::Status ResumeRun(int64_t run_id) = 0;
+  // Counts a resume in the run's `restarts` counter; returns the new count.
+  virtual absl::StatusOr<int64_t> ResumeRun(int64_t run_id) = 0;
 
   // Writes one batch in one transaction: interval deltas, the orders counted
   // per interval, order detail and (optional) the snapshot. An order already

@@ -114,7 +114,7 @@ TEST_F(CliTest, RefusesANewerSchema) {
   const std::string db = dir_.File("new.db");
   MakeSqlite(db,
              "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-             "INSERT INTO meta VALUES('app','ticktrace'),('schema_version','2');");
+             "INSERT INTO meta VALUES('app','ticktrace'),('schema_version','99');");
   const std::string before = ReadFile(db);
   EXPECT_EQ(Run({"--db", db, "--tsc-hz", "2e9", "--duration-s", "0.1"}), 1);
   EXPECT_NE(out_.find("newer"), std::string::npos) << out_;

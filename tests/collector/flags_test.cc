@@ -205,7 +205,7 @@ TEST_F(FlagsTest, RepeatedStagesAreCountedAndTheEarliestIsUsed) {
   EXPECT_EQ(q.Rows("SELECT order_id, latency_ns FROM samples WHERE stage = 'a->b' "
                    "ORDER BY order_id"),
             (std::vector<std::vector<std::string>>{
-                {"1", "1000.0"}, {"2", "1000.0"}, {"3", "500.0"}, {"4", "200.0"}}));
+                {"1", "1000"}, {"2", "1000"}, {"3", "500"}, {"4", "200"}}));
   EXPECT_EQ(q.Real("SELECT total_ns FROM orders WHERE order_id = 2"), 1000);
   // Every stamp is still stored.
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM stamps WHERE order_id = 1"), 3);
@@ -279,7 +279,7 @@ TEST_F(FlagsTest, ALinkClosingACycleIsRejected) {
   // Each child's a->b starts at its root's a: 1500 - 1000 and 3700 - 3000.
   EXPECT_EQ(q.Rows("SELECT order_id, latency_ns FROM samples WHERE stage = 'a->b' "
                    "ORDER BY order_id"),
-            (std::vector<std::vector<std::string>>{{"2", "500.0"}, {"13", "700.0"}}));
+            (std::vector<std::vector<std::string>>{{"2", "500"}, {"13", "700"}}));
 }
 
 // store.md: `outside_pipeline` counts stamps whose tag is not a pipeline
@@ -304,7 +304,7 @@ TEST_F(FlagsTest, StampsOutsideThePipelineAreStoredButNotChained) {
   StoreQuery q(db());
   EXPECT_EQ(q.Rows("SELECT order_id, latency_ns FROM samples WHERE stage = 'a->b' "
                    "ORDER BY order_id"),
-            (std::vector<std::vector<std::string>>{{"1", "500.0"}, {"2", "300.0"}}));
+            (std::vector<std::vector<std::string>>{{"1", "500"}, {"2", "300"}}));
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM samples WHERE stage LIKE '%x%'"), 0);
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM stamps WHERE tag = 'x' AND kind = 'stamp'"), 2);
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM stage_stats WHERE stage LIKE '%x%'"), 0);

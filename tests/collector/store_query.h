@@ -1,4 +1,7 @@
-// Test helper: reads a ticktrace store with plain SQL.
+// Test helper: reads a ticktrace store with plain SQL. The packed order
+// detail is expanded into TEMP tables `samples` and `stamps` (one row per
+// sample and per stamp, collector/store/sqlite_expand.h) as the connection
+// opens, so a test sees what the store holds at that moment.
 
 #ifndef TICKTRACE_TESTS_COLLECTOR_STORE_QUERY_H_
 #define TICKTRACE_TESTS_COLLECTOR_STORE_QUERY_H_
@@ -9,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "collector/store/sqlite_expand.h"
+
 namespace ticktrace::collect::testing {
 
 class StoreQuery {
@@ -16,6 +21,10 @@ class StoreQuery {
   explicit StoreQuery(const std::string& path) {
     if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
       throw std::runtime_error("cannot open " + path);
+    }
+    sqlite3_busy_timeout(db_, 5000);
+    if (absl::Status s = store::ExpandDetail(db_); !s.ok()) {
+      throw std::runtime_error(path + ": " + std::string(s.message()));
     }
   }
   ~StoreQuery() { sqlite3_close(db_); }

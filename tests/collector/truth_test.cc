@@ -138,8 +138,8 @@ TEST(OrderInstances, RecordAfterLingerIsALateFlaggedInstance) {
   EXPECT_EQ(r.summary.counter("late_records"), 1);
   StoreQuery q(dir.File("s.db"));
   EXPECT_EQ(q.Int("SELECT count(*) FROM orders WHERE order_id = 1"), 2);
-  EXPECT_EQ(q.Int("SELECT late FROM orders WHERE instance = 1"), 1);
-  EXPECT_EQ(q.Int("SELECT late FROM orders WHERE instance = 0"), 0);
+  EXPECT_EQ(q.Int("SELECT (flags & 64) != 0 FROM orders WHERE instance = 1"), 1);
+  EXPECT_EQ(q.Int("SELECT (flags & 64) != 0 FROM orders WHERE instance = 0"), 0);
   EXPECT_EQ(q.Text("SELECT missing FROM orders WHERE instance = 0"), "b");
   EXPECT_EQ(q.Int("SELECT flags FROM stamps WHERE instance = 1 AND tag = 'b'"), 64);
   EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name = 'late_records'"), 1);

@@ -227,7 +227,9 @@ TEST(SqliteWriter, RestartsCountEveryResume) {
   for (int i = 0; i < 3; ++i) {
     auto w = SqliteWriter::OpenOrCreate(path);
     ASSERT_TRUE(w.ok());
-    ASSERT_TRUE((*w)->ResumeRun(run_id).ok());
+    absl::StatusOr<int64_t> restarts = (*w)->ResumeRun(run_id);
+    ASSERT_TRUE(restarts.ok()) << restarts.status();
+    EXPECT_EQ(*restarts, i + 1);
     // A snapshot's own `restarts` value never overwrites the store's count.
     Snapshot snap;
     snap.counters.emplace_back("restarts", 1);
