@@ -59,19 +59,26 @@ std::string FormatCalibration(const RunInfo& run) {
 }
 
 std::string FormatStageTable(const RunSummary& summary, const std::array<uint64_t, 3>& work_ns) {
-  std::string out = absl::StrFormat("  %-22s %8s %10s %10s %9s %10s %10s %10s  %s\n", "stage",
-                                    "count", "work", "p50", "p50-work", "p90", "p99", "max",
-                                    "migrated/negative/cross_core");
+  std::string out = absl::StrFormat(
+      "  %-22s %8s %10s %10s %10s %9s %10s %10s %10s  %s\n", "stage", "count", "work", "p50",
+      "cross-core", "p50-work", "p90", "p99", "max", "migrated/negative/cross_core/skew/out_of_order");
   for (const StageStats& s : summary.stages) {
     const std::optional<uint64_t> work = ConfiguredWorkNs(s.stage, work_ns);
     const std::string work_text =
         work ? FormatDuration(static_cast<double>(*work)) : std::string("queue hop");
     const std::string excess_text =
         work ? FormatDuration(s.p50_ns - static_cast<double>(*work)) : std::string("-");
-    absl::StrAppendFormat(&out, "  %-22s %8d %10s %10s %9s %10s %10s %10s  %d/%d/%d\n", s.stage,
-                          s.count, work_text, FormatDuration(s.p50_ns), excess_text,
-                          FormatDuration(s.p90_ns), FormatDuration(s.p99_ns),
-                          FormatDuration(s.max_ns), s.migrated, s.negative, s.cross_core);
+    // The p50 of a cross-core stage is uncertain by the cores' measured
+    // offset bounds (docs/calibration.md): shown beside it.
+    const std::string uncertainty =
+        s.cross_core > 0 && !std::isnan(s.uncertainty_ns) && s.uncertainty_ns > 0
+            ? "+-" + FormatDuration(s.uncertainty_ns)
+            : std::string("-");
+    absl::StrAppendFormat(&out, "  %-22s %8d %10s %10s %10s %9s %10s %10s %10s  %d/%d/%d/%d/%d\n",
+                          s.stage, s.count, work_text, FormatDuration(s.p50_ns), uncertainty,
+                          excess_text, FormatDuration(s.p90_ns), FormatDuration(s.p99_ns),
+                          FormatDuration(s.max_ns), s.migrated, s.negative, s.cross_core, s.skew,
+                          s.out_of_order);
   }
   if (summary.stages.empty()) absl::StrAppend(&out, "  (no stage statistics in the store)\n");
   return out;

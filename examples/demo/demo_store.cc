@@ -136,7 +136,8 @@ absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_i
     absl::StatusOr<Stmt> s = Prepare(
         db->get(),
         "SELECT stage, position, count, min_ns, max_ns, mean_ns, p50_ns, p90_ns, p99_ns, "
-        "p999_ns, migrated, negative, cross_core FROM stage_stats WHERE run_id = ?1 "
+        "p999_ns, migrated, negative, cross_core, skew, out_of_order, uncertainty_ns "
+        "FROM stage_stats WHERE run_id = ?1 "
         "ORDER BY position, stage");
     if (!s.ok()) return s.status();
     sqlite3_bind_int64(s->get(), 1, run_id);
@@ -161,6 +162,9 @@ absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_i
       st.migrated = sqlite3_column_int64(s->get(), 10);
       st.negative = sqlite3_column_int64(s->get(), 11);
       st.cross_core = sqlite3_column_int64(s->get(), 12);
+      st.skew = sqlite3_column_int64(s->get(), 13);
+      st.out_of_order = sqlite3_column_int64(s->get(), 14);
+      st.uncertainty_ns = percentile(15);
       summary.stages.push_back(std::move(st));
     }
   }

@@ -45,6 +45,10 @@ struct StageStats {
   double min_ns = 0, max_ns = 0, mean_ns = 0;
   double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
   int64_t migrated = 0, negative = 0, cross_core = 0;
+  int64_t skew = 0, out_of_order = 0;
+  // Cross-core stages: how far the cores' measured TSC offsets leave a
+  // sample uncertain (the sum of the two cores' bounds); NaN when unknown.
+  double uncertainty_ns = 0;
 };
 
 struct RunSummary {

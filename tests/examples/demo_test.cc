@@ -64,7 +64,7 @@ TEST_F(DemoTest, StoreHoldsWhatThePipelineProducedWithTheConfiguredWork) {
   EXPECT_EQ(summary->counters["samples_not_stored"], 0) << "the store writer fell behind";
   EXPECT_EQ(summary->counters["orders_not_stored"], 0) << "the store writer fell behind";
   const auto sample_counts = QueryPairs(
-      db_, absl::StrCat("SELECT stage, COUNT(*) FROM samples WHERE run_id = ", (*run)->run_id,
+      db_, absl::StrCat("SELECT stage, COUNT(*) FROM stage_latencies WHERE run_id = ", (*run)->run_id,
                         " GROUP BY stage"));
   for (const auto& [stage, count] : want_counts) {
     EXPECT_EQ(static_cast<uint64_t>(sample_counts.count(stage) ? sample_counts.at(stage) : 0),
