@@ -437,6 +437,7 @@ class Session {
     analyzer_->Finish();
     absl::Status status;
     if (writer_ != nullptr) {
+      writer_->SettleAll();
       writer_->Flush();
       Snapshot(d, j);  // with the writer's final counters
       writer_->Flush();

@@ -244,6 +244,8 @@ void StoreSink::SetSnapshot(store::Snapshot snapshot) {
   work_cv_.notify_one();
 }
 
+void StoreSink::SettleAll() { SettleTail(std::numeric_limits<int64_t>::max()); }
+
 void StoreSink::Flush() {
   Submit();
   std::unique_lock lock(mu_);
@@ -287,7 +289,6 @@ void StoreSink::Loop() {
       // Every queued interval delta, and detail up to a bound: statistics
       // and counters never wait behind a detail backlog.
       for (auto it = queue_.begin(); it != queue_.end();) {
-        newest_ns = std::max(newest_ns, it->newest_first_utc_ns);
         for (store::IntervalDelta& d : it->intervals) work.intervals.push_back(std::move(d));
         it->intervals.clear();
         for (const store::IntervalOrders& io : it->interval_orders) {
@@ -295,6 +296,8 @@ void StoreSink::Loop() {
         }
         it->interval_orders.clear();
         if (work.orders.size() < options_.max_orders_per_transaction) {
+          // Retention is judged by the orders written, never by queued ones.
+          newest_ns = std::max(newest_ns, it->newest_first_utc_ns);
           for (store::OrderDetail& o : it->orders) work.orders.push_back(std::move(o));
           samples += it->samples;
           it = queue_.erase(it);
@@ -316,9 +319,12 @@ void StoreSink::Loop() {
         (retention_done_at_ns_ == INT64_MIN ||
          newest_ns - retention_done_at_ns_ >= options_.retention_every_ns)) {
       retention_done_at_ns_ = newest_ns;
+      // Orders first-stamped up to tail_settle_ns (the order timeout, the
+      // linger, a margin) before the newest may still come: their intervals
+      // are not retired before then.
       auto before = [&](const std::optional<int64_t>& keep) -> std::optional<int64_t> {
         if (!keep.has_value()) return std::nullopt;
-        return newest_ns - *keep;
+        return newest_ns - *keep - options_.tail_settle_ns;
       };
       absl::StatusOr<uint64_t> r = backend_->ApplyRetention(
           run_id_, before(options_.retain_detail_ns), options_.retain_detail_bytes,

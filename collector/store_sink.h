@@ -95,6 +95,8 @@ class StoreSink : public OrderSink {
   void SetSnapshot(store::Snapshot snapshot);
   // Waits until everything submitted so far is written.
   void Flush();
+  // The stream ended: every pending tail choice is final (kept or counted).
+  void SettleAll();
   // Settles every pending tail choice, flushes, stops the thread; returns
   // the first write error, if any.
   absl::Status Stop();

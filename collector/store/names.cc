@@ -43,6 +43,10 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kSegmentsUnreadable, "segments_unreadable", "segments that could not be opened"},
     {Counter::kSegmentsOversized, "segments_oversized",
      "segments claiming sizes beyond their file or the limits (skipped)"},
+    {Counter::kSegmentsTruncated, "segments_truncated",
+     "segments shrunk under the collector (dropped from draining, never a crash)"},
+    {Counter::kRecordsInRefusedSegments, "records_in_refused_segments",
+     "records published in segments that were not drained (foreign, unreadable, oversized)"},
     {Counter::kSlotsCorrupt, "slots_corrupt", "rings with impossible indices (skipped)"},
     {Counter::kTagsRejected, "tags_rejected", "tags the producers could not register"},
     {Counter::kThreadsWithoutSlot, "threads_without_slot", "threads that found no free ring"},
@@ -58,6 +62,8 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kLinksRejected, "links_rejected", "self links, second parents, cycles"},
     {Counter::kLateRecords, "late_records",
      "records that arrived after their order was emitted (kept as late instances)"},
+    {Counter::kOrdersLate, "orders_late", "late partial instances (flag late)"},
+    {Counter::kReusedIds, "reused_ids", "order ids seen again after their order was emitted"},
     {Counter::kOrdersAlreadyStored, "orders_already_stored",
      "orders found in the store after a restart (kept once)"},
     {Counter::kOrdersNotStored, "orders_not_stored",
@@ -71,6 +77,8 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kJournalChunksCorrupt, "journal_chunks_corrupt",
      "journal chunks skipped as corrupt (their records lost)"},
     {Counter::kRestarts, "restarts", "times the collector resumed this run"},
+    {Counter::kAnchors, "anchors", "(TSC, CLOCK_REALTIME) anchors taken"},
+    {Counter::kCoreMeasurements, "core_measurements", "measurements of the cores' TSC offsets"},
 }};
 
 std::string_view CounterName(Counter counter) {

@@ -38,6 +38,8 @@ enum class Counter : int {
   kSegmentsForeign,
   kSegmentsUnreadable,
   kSegmentsOversized,
+  kSegmentsTruncated,
+  kRecordsInRefusedSegments,
   kSlotsCorrupt,
   kTagsRejected,
   kThreadsWithoutSlot,
@@ -52,6 +54,8 @@ enum class Counter : int {
   kRepeatedStages,
   kLinksRejected,
   kLateRecords,
+  kOrdersLate,
+  kReusedIds,
   kOrdersAlreadyStored,
   kOrdersNotStored,
   kSamplesNotStored,
@@ -60,6 +64,8 @@ enum class Counter : int {
   kJournalSyncs,
   kJournalChunksCorrupt,
   kRestarts,
+  kAnchors,
+  kCoreMeasurements,
   kCount_,  // not a counter
 };
 
