@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -155,6 +156,26 @@ bool GetBuckets(Cursor* in, std::vector<uint64_t>* buckets, uint64_t* total) {
   return true;
 }
 
+// GetBuckets() for MergeEncoded(): the (index, count) entries, same checks.
+bool GetSparseBuckets(Cursor* in, size_t size, std::vector<std::pair<uint32_t, uint64_t>>* out,
+                      uint64_t* total) {
+  uint64_t nonzero = 0;
+  if (!in->Varint(&nonzero) || nonzero > size) return false;
+  out->clear();
+  uint64_t next = 0;
+  for (uint64_t k = 0; k < nonzero; ++k) {
+    uint64_t gap = 0, count = 0;
+    if (!in->Varint(&gap) || !in->Varint(&count) || count == 0) return false;
+    if (gap >= size - next) return false;
+    const uint64_t i = next + gap;
+    out->emplace_back(static_cast<uint32_t>(i), count);
+    *total += count;
+    if (*total < count) return false;  // overflow
+    next = i + 1;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string Histogram::Encode() const {
@@ -199,6 +220,53 @@ absl::StatusOr<Histogram> Histogram::Decode(std::string_view bytes) {
   if (total != h.count_) return bad("bucket counts do not add up to the count");
   if (!in.done()) return bad("trailing bytes");
   return h;
+}
+
+absl::Status Histogram::MergeEncoded(std::string_view bytes) {
+  const auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
+  };
+  Cursor in(bytes);
+  uint8_t version = 0;
+  if (!in.Byte(&version)) return bad("empty");
+  if (version != kEncodingVersion) return bad(absl::StrCat("unknown version ", version));
+  uint64_t count = 0;
+  if (!in.Varint(&count)) return bad("truncated count");
+  if (count == 0) {
+    if (!in.done()) return bad("bytes after an empty histogram");
+    return absl::OkStatus();
+  }
+  double sum = 0, min = 0, max = 0;
+  if (!in.Double(&sum) || !in.Double(&min) || !in.Double(&max)) {
+    return bad("truncated sum/min/max");
+  }
+  if (!(min <= max)) return bad("min above max");
+  uint64_t near_zero = 0;
+  if (!in.Varint(&near_zero)) return bad("truncated near-zero count");
+  uint64_t total = near_zero;
+  // Reused across calls on one thread: a merge of thousands of intervals
+  // allocates them once.
+  thread_local std::vector<std::pair<uint32_t, uint64_t>> positive, negative;
+  if (!GetSparseBuckets(&in, kBuckets, &positive, &total) ||
+      !GetSparseBuckets(&in, kBuckets, &negative, &total)) {
+    return bad("bad bucket list");
+  }
+  if (total != count) return bad("bucket counts do not add up to the count");
+  if (!in.done()) return bad("trailing bytes");
+  if (count_ == 0) {
+    min_ = min;
+    max_ = max;
+  } else {
+    min_ = std::min(min_, min);
+    max_ = std::max(max_, max);
+  }
+  count_ += count;
+  sum_ += sum;
+  near_zero_ += near_zero;
+  for (const auto& [i, c] : positive) positive_[i] += c;
+  for (const auto& [i, c] : negative) negative_[i] += c;
+  return absl::OkStatus();
 }
 
 }  // namespace ticktrace::store

@@ -807,11 +807,11 @@ class SqliteStoreReader final : public StoreReader {
       TICKTRACE_RETURN_IF_ERROR(ForEachInterval(
           run_id, static_cast<int64_t>(id), window,
           [&](int64_t, int64_t samples_all, const FlagCounts& flags,
-              const store::Histogram& h) {
+              std::string_view histogram) {
             ++intervals;
             row.samples_all = row.samples_all.value_or(0) + samples_all;
             for (size_t f = 0; f < flags.size(); ++f) row.flag_counts[f] += flags[f];
-            merged.Merge(h);
+            return merged.MergeEncoded(histogram);
           }));
       if (intervals == 0 || row.samples_all.value_or(0) == 0) continue;
       FillFromHistogram(merged, &row);
@@ -890,11 +890,11 @@ class SqliteStoreReader final : public StoreReader {
       TICKTRACE_RETURN_IF_ERROR(ForEachInterval(
           run_id, id, window,
           [&](int64_t start, int64_t samples_all, const FlagCounts& flags,
-              const store::Histogram& h) {
+              std::string_view histogram) {
             Bucket& b = buckets[FloorTo(start, bucket_ns)];
             b.row.samples_all += samples_all;
             for (size_t f = 0; f < flags.size(); ++f) b.row.flag_counts[f] += flags[f];
-            b.histogram.Merge(h);
+            return b.histogram.MergeEncoded(histogram);
           }));
       for (auto& [start, b] : buckets) {
         if (b.row.samples_all == 0) continue;
@@ -1104,11 +1104,12 @@ class SqliteStoreReader final : public StoreReader {
     return absl::OkStatus();
   }
 
-  // Calls `visit(start, samples_all, flags, histogram)` for each interval of
-  // the stage that starts in `window`, by start.
+  // Calls `visit(start, samples_all, flags, encoded histogram)` for each
+  // interval of the stage that starts in `window`, by start; an error it
+  // returns (a bad histogram) stops the walk.
   absl::Status ForEachInterval(
       int64_t run_id, int64_t stage_id, const TimeWindow& window,
-      const std::function<void(int64_t, int64_t, const FlagCounts&, const store::Histogram&)>&
+      const std::function<absl::Status(int64_t, int64_t, const FlagCounts&, std::string_view)>&
           visit) {
     TICKTRACE_ASSIGN_OR_RETURN(
         Query s, Prepare(absl::StrCat("SELECT ", IntervalColumns(),
@@ -1122,15 +1123,13 @@ class SqliteStoreReader final : public StoreReader {
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      absl::StatusOr<store::Histogram> h = store::Histogram::Decode(s.Blob(4));
-      if (!h.ok()) {
-        return absl::DataLossError(absl::StrCat(path_, ": interval ", s.Int(0), " of stage ",
-                                                stage_id, ": ", h.status().message()));
-      }
       for (size_t f = 0; f < flags.size(); ++f) {
         flags[f] = s.Int(kIntervalFlagColumn + static_cast<int>(f));
       }
-      visit(s.Int(0), s.Int(1), flags, *h);
+      if (absl::Status st = visit(s.Int(0), s.Int(1), flags, s.Blob(4)); !st.ok()) {
+        return absl::DataLossError(absl::StrCat(path_, ": interval ", s.Int(0), " of stage ",
+                                                stage_id, ": ", st.message()));
+      }
     }
     return absl::OkStatus();
   }
