@@ -29,7 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "ticktrace/view/report_model.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 
 namespace {
@@ -248,7 +248,7 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   std::vector<std::string> ids = {"run-header", "breakdown", "median-stack", "stages",
                                   "slowest",    "slowest-1", "flags"};
   // Every stage of the run (as the viewer reads them) has both plots.
-  auto store = ticktrace::view::Store::Open(db);
+  auto store = ticktrace::view::StoreReader::Open(db);
   ASSERT_TRUE(store.ok()) << store.status();
   auto summary = ticktrace::view::BuildSummary(**store, ticktrace::view::QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();

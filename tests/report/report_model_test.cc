@@ -4,6 +4,7 @@
 #include "ticktrace/view/report_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -13,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/svg.h"
 
 namespace ticktrace::view {
@@ -175,8 +176,8 @@ class ReportModelStoreTest : public ::testing::Test {
     path_ = dir_.File("known.db");
     testing::WriteKnownStore(path_);
   }
-  std::unique_ptr<Store> Open() {
-    auto store = Store::Open(path_);
+  std::unique_ptr<StoreReader> Open() {
+    auto store = StoreReader::Open(path_);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }
@@ -313,19 +314,23 @@ TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string html = RenderReportHtml(*model);
   const std::vector<std::vector<std::string>> expected = {
-      // stage, count, min, p50, p90, p99, p99.9, max, mean, migrated, negative, cross-core
+      // stage, count, min, p50, p90, p99, p99.9, max, mean, migrated, negative, cross-core,
+      // skew, out_of_order, late, confidence
       // A p99 needs 100 samples and a p99.9 1000 (DESIGN §5): "-" below that.
+      // Confidence (docs/viewer.md): one flagged sample of 100 is 1.0%, 99
+      // samples are few; a cross-core stage without measured offsets is ok.
       // md->strategy: mean 50370/99 = 508.8 ns; p50 rank 50 = order 51.
       {"md-&gt;strategy", "99", "10.0 ns", "510 ns", "910 ns", "-", "-", "1.00 µs", "509 ns",
-       "0", "1", "1"},
+       "0", "1", "1", "0", "0", "0", "flagged 1.0%; few samples"},
       // risk: 101..200 without 121; mean 14929/99 = 150.8 ns.
-      {"risk", "99", "101 ns", "151 ns", "191 ns", "-", "-", "200 ns", "151 ns", "1", "0", "0"},
+      {"risk", "99", "101 ns", "151 ns", "191 ns", "-", "-", "200 ns", "151 ns", "1", "0", "0",
+       "0", "0", "0", "flagged 1.0%; few samples"},
       // strategy->gateway: 1001..1100 and 1200; mean 106250/101 = 1052 ns; p99 rank 100 = 1100.
       {"strategy-&gt;gateway", "101", "1.00 µs", "1.05 µs", "1.09 µs", "1.10 µs", "-",
-       "1.20 µs", "1.05 µs", "0", "0", "1"},
+       "1.20 µs", "1.05 µs", "0", "0", "1", "0", "0", "0", "ok"},
       // total: mean 456615/101 = 4521 ns; p99 rank 100 = 2100 ns.
       {"total", "101", "1.01 µs", "1.56 µs", "2.00 µs", "2.10 µs", "-", "301 µs", "4.52 µs",
-       "0", "0", "0"},
+       "0", "0", "0", "0", "0", "0", "ok"},
   };
   EXPECT_EQ(BreakdownCells(html), expected);
 }
@@ -419,14 +424,21 @@ TEST_F(ReportModelStoreTest, HostileNamesFromTheStoreAreEscaped) {
   const std::string hostile_tag = "<img src=x onerror=alert(1)>";
   const std::string hostile_host = "\"><script>alert('host')</script>";
   {
-    testing::StoreWriter w(path_, /*schema_version=*/0);
-    for (const char* table : {"samples", "stage_stats"}) {
-      w.Exec(
-          absl::StrCat("UPDATE ", table, " SET stage = '", hostile_tag, "' WHERE stage = 'risk'"));
+    std::vector<testing::FixtureRun> runs = testing::KnownRuns();
+    testing::FixtureRun& run = runs[1];
+    for (store::OrderDetail& o : run.orders) {
+      for (store::SampleDetail& s : o.samples) {
+        if (s.stage == "risk") s.stage = hostile_tag;
+      }
+      for (store::StampDetail& s : o.stamps) {
+        if (s.tag == "risk") s.tag = hostile_tag;
+      }
     }
-    w.Exec(
-        "UPDATE runs SET host = '\"><script>alert(''host'')</script>', "
-        "session = '<b>&amp;</b>' WHERE run_id = 2");
+    run.stage_order[1] = hostile_tag;
+    run.meta.host = hostile_host;
+    run.meta.session = "<b>&amp;</b>";
+    std::remove(path_.c_str());
+    testing::WriteStore(path_, runs);
   }
   auto store = Open();
   ASSERT_NE(store, nullptr);

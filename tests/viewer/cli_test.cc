@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "collector/store/sqlite_writer.h"
 #include "store_fixture.h"
 
 namespace ticktrace::view {
@@ -111,6 +112,8 @@ TEST_F(CliTest, EverySubcommandWorksAndLeavesTheStoreAlone) {
       {"summary", "--db", db_},
       {"summary", "--db", db_, "--json"},
       {"summary", "--db", db_, "--run", "1"},
+      {"summary", "--store", "sqlite:" + db_, "--exact"},
+      {"summary", "--store", db_, "--since", "+10ms", "--until", "+19ms"},
       {"summary", "--db", db_, "--stage", "total", "--process", "md", "--since", "-150ms",
        "--until", "2026-11-30T08:00:00.090Z", "--include-flagged"},
       {"orders", "--db", db_, "--slowest", "3"},
@@ -121,6 +124,7 @@ TEST_F(CliTest, EverySubcommandWorksAndLeavesTheStoreAlone) {
       {"percentiles", "--db", db_, "--stage", "md->strategy", "--unit", "ns",
        "--include-flagged"},
       {"runs", "--db", db_},
+      {"runs", "--store", "sqlite:" + db_},
       {"export", "--db", db_, "--format", "csv", "--out", "-", "--limit", "3"},
       {"export", "--db", db_, "--format", "chrome", "--out", "-"},
       {"top", "--db", db_, "--iterations", "2", "--interval-ms", "10"},
@@ -215,10 +219,11 @@ TEST_F(CliTest, BadFilesGetOneLineAndExitOne) {
   ExpectError({"summary", "--db", other}, 1, "not a ticktrace store");
 
   const std::string future = dir_.File("future.db");
-  { testing::StoreWriter w(future, 2); }
+  testing::WriteKnownStore(future);
+  testing::ExecSql(future, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
   listing_ = dir_.List();
   const testing::FileSnapshot future_snap = testing::Snapshot(future);
-  ExpectError({"summary", "--db", future}, 1, "schema version 2 is newer");
+  ExpectError({"summary", "--db", future}, 1, "schema version 3 is newer");
   EXPECT_TRUE(testing::Snapshot(future) == future_snap);
 }
 
@@ -240,6 +245,9 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   ExpectError({}, 2, "missing subcommand");
   ExpectError({"frobnicate"}, 2, "unknown subcommand 'frobnicate'");
   ExpectError({"summary"}, 2, "needs --db");
+  ExpectError({"summary", "--db", db_, "--store", db_}, 2, "give one");
+  ExpectError({"summary", "--store", "ftp://x/y"}, 2, "unknown kind of store");
+  ExpectError({"runs", "--store", "clickhouse://localhost:8123/db"}, 2, "not built yet");
   ExpectError({"summary", "--db", db_, "--bogus"}, 2, "unknown flag '--bogus'");
   ExpectError({"summary", "--db", db_, "--since", "yesterday"}, 2, "--since: bad time");
   ExpectError({"summary", "--db", db_, "--until", "2026-11-31T00:00:00Z"}, 2, "--until: bad time");
@@ -291,30 +299,28 @@ TEST_F(CliTest, TopStopsCleanlyOnSigint) {
 TEST(CliLiveTest, TopSeesCommitsOfARunningWriter) {
   testing::TempDir dir;
   const std::string db = dir.File("live.db");
-  testing::StoreWriter writer(db);
-  RunInfo run;
-  run.run_id = 1;
+  // The collector's own writer holds the store (WAL, -wal/-shm present).
+  auto writer = store::SqliteWriter::OpenOrCreate(db);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  store::RunMeta run;
   run.session = "first";
   run.host = "h";
   run.tsc_hz = 1e9;
   run.calibration_source = "given";
-  run.environment = "[]";
-  run.settings = "{}";
-  writer.AddRun(run);
-  writer.Exec("COMMIT");
-  writer.Exec("BEGIN");
+  ASSERT_TRUE((*writer)->BeginRun(run).ok());
   const pid_t pid = Spawn({"top", "--db", db, "--iterations", "400", "--interval-ms", "25"}, dir);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (testing::ReadFile(dir.File(".cli-stdout")).find("session first") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  run.run_id = 2;
   run.session = "second";
-  writer.AddRun(run);
-  writer.AddCounter(2, "drained", 77);
-  writer.Exec("COMMIT");
-  writer.Exec("BEGIN");
+  const absl::StatusOr<int64_t> second = (*writer)->BeginRun(run);
+  ASSERT_TRUE(second.ok()) << second.status();
+  store::Snapshot snapshot;
+  snapshot.counters = {{"drained", 77}};
+  uint64_t already_stored = 0;
+  ASSERT_TRUE((*writer)->Write(*second, {}, {}, {}, &snapshot, &already_stored).ok());
   while (testing::ReadFile(dir.File(".cli-stdout")).find("session second") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -14,7 +14,7 @@
 #include "store_fixture.h"
 #include "ticktrace/view/chrome_export.h"
 #include "ticktrace/view/csv_export.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -23,12 +23,12 @@ class ExportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::WriteKnownStore(dir_.File("known.db"));
-    auto store = Store::Open(dir_.File("known.db"));
+    auto store = StoreReader::Open(dir_.File("known.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
   testing::TempDir dir_;
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<StoreReader> store_;
 };
 
 // Stamps of run 2 per order, from the fixture's own story: orders 1..100
@@ -144,42 +144,43 @@ TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
       {-1, "18446744073709551615", "0xffffffffffffffff"},                 // 2^64 - 1
   };
   {
-    testing::StoreWriter w(path);
-    RunInfo run;
-    run.run_id = 1;
-    run.session = "big";
-    run.host = "h";
-    run.started_utc_ns = testing::KnownStore::BaseUtcNs();
-    run.tsc_hz = 1e9;
-    run.calibration_source = "given";
-    run.environment = "[]";
-    run.settings = "{}";
-    run.pipeline = "a,b";
-    w.AddRun(run);
-    w.AddProcess(1, {1, 500, "p", "ticktrace.big.500", std::nullopt, std::nullopt});
+    testing::FixtureRun run;
+    run.meta.session = "big";
+    run.meta.host = "h";
+    run.meta.started_utc_ns = testing::KnownStore::BaseUtcNs();
+    run.meta.tsc_hz = 1e9;
+    run.meta.calibration_source = "given";
+    run.meta.pipeline = "a,b";
+    store::ProcessRow p;
+    p.process_id = 1;
+    p.pid = 500;
+    p.name = "p";
+    p.segment = "ticktrace.big.500";
+    run.snapshot.processes.push_back(p);
     for (size_t i = 0; i < ids.size(); ++i) {
-      const int64_t first = run.started_utc_ns + static_cast<int64_t>(i) * 1000;
-      OrderRow o;
-      o.order_id = ids[i].stored;
+      const int64_t first = run.meta.started_utc_ns + static_cast<int64_t>(i) * 1000;
+      store::OrderDetail o;
+      o.order_id = static_cast<uint64_t>(ids[i].stored);
       o.first_utc_ns = first;
       o.total_ns = 100;
       o.complete = true;
-      if (i > 0) o.parent_order_id = ids[i - 1].stored;
-      w.AddOrder(1, o);
+      if (i > 0) o.parent_order_id = static_cast<uint64_t>(ids[i - 1].stored);
       for (int k = 0; k < 2; ++k) {
-        StampRow s;
-        s.order_id = ids[i].stored;
+        store::StampDetail s;
         s.tag = k == 0 ? "a" : "b";
-        s.kind = "stamp";
         s.process_id = 1;
         s.tid = 501;
-        s.tsc = 1000 + static_cast<int64_t>(i) * 1000 + k * 100;
+        s.tsc = 1000 + i * 1000 + static_cast<uint64_t>(k) * 100;
         s.utc_ns = first + k * 100;
-        w.AddStamp(1, s);
+        o.stamps.push_back(s);
       }
+      o.first_tsc = o.stamps[0].tsc;
+      o.first_tsc_utc_ns = o.stamps[0].utc_ns;
+      run.orders.push_back(o);
     }
+    testing::WriteStore(path, {run});
   }
-  auto store = Store::Open(path);
+  auto store = StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   std::stringstream out;
   auto result = ExportChrome(**store, ExportOptions(), out);

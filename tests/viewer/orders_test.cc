@@ -5,7 +5,7 @@
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 #include "ticktrace/view/args.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/timeline.h"
 #include "ticktrace/view/waterfall.h"
 
@@ -18,12 +18,12 @@ class OrdersTest : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::WriteKnownStore(dir_.File("known.db"));
-    auto store = Store::Open(dir_.File("known.db"));
+    auto store = StoreReader::Open(dir_.File("known.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
   testing::TempDir dir_;
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<StoreReader> store_;
 };
 
 TEST_F(OrdersTest, SlowestByTotal) {
@@ -66,19 +66,18 @@ TEST_F(OrdersTest, SlowestNMoreThanOrdersReturnsAll) {
 // order's: the ranking holds distinct orders, each by its slowest sample
 // (the store ranks within a window of samples that has to grow here).
 TEST_F(OrdersTest, OrderWithManySamplesOfOneStageCountsOnce) {
-  store_.reset();
-  {
-    testing::StoreWriter edit(dir_.File("known.db"), /*schema_version=*/0);
-    for (int i = 0; i < 60; ++i) {
-      SampleRow r;
-      r.order_id = 100;
-      r.stage = "md->strategy";
-      r.start_utc_ns = KnownStore::FirstUtcNs(100);
-      r.latency_ns = 5000.0 + i;
-      edit.AddSample(KnownStore::kLatestRun, r);
-    }
+  std::vector<testing::FixtureRun> runs = testing::KnownRuns();
+  store::OrderDetail& order100 = runs[1].orders[99];
+  ASSERT_EQ(order100.order_id, 100u);
+  for (int i = 0; i < 60; ++i) {
+    store::SampleDetail s;
+    s.stage = "md->strategy";
+    s.start_utc_ns = KnownStore::FirstUtcNs(100);
+    s.latency_ns = 5000.0 + i;
+    order100.samples.push_back(s);
   }
-  auto reopened = Store::Open(dir_.File("known.db"));  // SetUp's is an immutable snapshot
+  testing::WriteStore(dir_.File("many.db"), runs);
+  auto reopened = StoreReader::Open(dir_.File("many.db"));
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   store_ = std::move(*reopened);
   auto report = FindSlowestOrders(*store_, std::nullopt, std::string("md->strategy"), 3);
@@ -179,32 +178,29 @@ TEST(HighOrderIdTest, ShownUnsigned) {
   testing::TempDir dir;
   const std::string path = dir.File("high.db");
   {
-    testing::StoreWriter w(path);
-    RunInfo run;
-    run.run_id = 1;
-    run.session = "s";
-    run.host = "h";
-    run.tsc_hz = 1e9;
-    run.calibration_source = "given";
-    run.environment = "[]";
-    run.settings = "{}";
-    w.AddRun(run);
-    OrderRow o;
-    o.order_id = -2;  // 2^64 - 2
-    o.parent_order_id = INT64_MIN;  // 2^63
+    testing::FixtureRun run;
+    run.meta.session = "s";
+    run.meta.host = "h";
+    run.meta.tsc_hz = 1e9;
+    run.meta.calibration_source = "given";
+    store::OrderDetail o;
+    o.order_id = static_cast<uint64_t>(-2);  // 2^64 - 2
+    o.parent_order_id = uint64_t{1} << 63;   // 2^63
     o.complete = true;
-    w.AddOrder(1, o);
-    o.order_id = INT64_MIN;
-    o.parent_order_id.reset();
-    w.AddOrder(1, o);
-    StampRow s;
-    s.order_id = -2;
+    store::StampDetail s;
     s.tag = "a";
-    s.kind = "stamp";
     s.tsc = 10;
-    w.AddStamp(1, s);
+    o.stamps.push_back(s);
+    o.first_tsc = 10;
+    run.orders.push_back(o);
+    o.order_id = uint64_t{1} << 63;
+    o.parent_order_id.reset();
+    o.stamps.clear();
+    o.first_tsc = 0;
+    run.orders.push_back(o);
+    testing::WriteStore(path, {run});
   }
-  auto store = Store::Open(path);
+  auto store = StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::optional<int64_t> id = ParseOrderId("18446744073709551614");
   ASSERT_TRUE(id.has_value());

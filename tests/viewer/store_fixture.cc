@@ -15,7 +15,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "ticktrace/view/query.h"
+#include "collector/store/histogram.h"
+#include "collector/store/names.h"
+#include "collector/store/percentiles.h"
+#include "collector/store/sqlite_writer.h"
 
 namespace ticktrace::view::testing {
 
@@ -76,129 +79,136 @@ FileSnapshot Snapshot(const std::string& path) {
   return snap;
 }
 
+void ExecSql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    ADD_FAILURE() << "cannot open " << path;
+    sqlite3_close(db);
+    return;
+  }
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    ADD_FAILURE() << "SQL failed: " << (error ? error : "?") << "\n  in: " << sql;
+    sqlite3_free(error);
+  }
+  sqlite3_close(db);
+}
+
+store::StageKind KindOfStage(const std::string& stage) {
+  if (stage == store::kTotalStage) return store::StageKind::kTotal;
+  if (stage.find(store::kStageArrow) != std::string::npos) return store::StageKind::kTransition;
+  return store::StageKind::kSpan;
+}
+
 namespace {
 
-// Binds and runs one INSERT; values are SQL literals already.
-std::string Lit(const std::optional<int64_t>& v) { return v ? absl::StrCat(*v) : "NULL"; }
-std::string Lit(const std::optional<double>& v) {
-  return v ? absl::StrFormat("%.17g", *v) : "NULL";
+int64_t IntervalOf(int64_t utc_ns, int64_t interval_ns) {
+  const int64_t q = utc_ns / interval_ns;
+  return (utc_ns % interval_ns < 0 ? q - 1 : q) * interval_ns;
 }
-std::string Lit(double v) { return absl::StrFormat("%.17g", v); }
-std::string Lit(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += '\'';
-    out += c;
+
+// What the collector's analysis sends the writer for `run`: per stage and
+// interval the delta, per interval the orders.
+struct Intervals {
+  std::vector<store::IntervalDelta> deltas;
+  std::vector<store::IntervalOrders> orders;
+};
+
+Intervals IntervalsOf(const FixtureRun& run) {
+  std::map<std::pair<std::string, int64_t>, store::IntervalDelta> deltas;
+  std::map<int64_t, uint64_t> orders;
+  for (const store::OrderDetail& o : run.orders) {
+    const int64_t start = IntervalOf(o.first_utc_ns, run.meta.interval_ns);
+    ++orders[start];
+    for (const store::SampleDetail& s : o.samples) {
+      store::IntervalDelta& d = deltas[{s.stage, start}];
+      d.stage = s.stage;
+      d.kind = KindOfStage(s.stage);
+      d.start_utc_ns = start;
+      ++d.samples_all;
+      for (size_t f = 0; f < store::kFlagNames.size(); ++f) {
+        if (s.flags & store::kFlagNames[f].bit) ++d.flag_counts[f];
+      }
+      if (run.include_flagged || (s.flags & store::kFlagsExcludedByDefault) == 0) {
+        d.histogram.Add(s.latency_ns);
+      }
+    }
   }
-  return out + "'";
+  Intervals out;
+  for (auto& [key, d] : deltas) out.deltas.push_back(std::move(d));
+  for (const auto& [start, n] : orders) out.orders.push_back({start, n, 0});
+  return out;
+}
+
+// The whole-run stage_stats, as the collector computes them: the merge of
+// the stage's intervals (or the marker).
+std::vector<store::StageStatsRow> StageStatsOf(const FixtureRun& run,
+                                               const std::vector<store::IntervalDelta>& deltas) {
+  std::map<std::string, store::StageStatsRow> rows;
+  std::map<std::string, store::Histogram> merged;
+  for (const store::IntervalDelta& d : deltas) {
+    store::StageStatsRow& row = rows[d.stage];
+    row.stage = d.stage;
+    row.samples_all += d.samples_all;
+    for (size_t f = 0; f < row.flag_counts.size(); ++f) row.flag_counts[f] += d.flag_counts[f];
+    merged[d.stage].Merge(d.histogram);
+  }
+  std::vector<std::string> order = run.stage_order;
+  for (const auto& [stage, row] : rows) {
+    if (std::find(order.begin(), order.end(), stage) == order.end()) order.push_back(stage);
+  }
+  std::vector<store::StageStatsRow> out;
+  for (const std::string& stage : order) {
+    auto it = rows.find(stage);
+    if (it == rows.end()) continue;
+    store::StageStatsRow row = it->second;
+    const store::Histogram& h = merged[stage];
+    row.position = static_cast<int>(out.size());
+    row.include_flagged = run.include_flagged;
+    row.count = h.count();
+    if (h.count() > 0) {
+      row.min_ns = h.min();
+      row.max_ns = h.max();
+      row.mean_ns = h.mean();
+      const auto pct = [&](double percent) -> std::optional<double> {
+        if (h.count() < store::MinSamplesForPercentile(percent)) return std::nullopt;
+        return run.stats_marker.value_or(h.Quantile(percent / 100));
+      };
+      row.p50_ns = pct(50);
+      row.p90_ns = pct(90);
+      row.p99_ns = pct(99);
+      row.p999_ns = pct(99.9);
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 }  // namespace
 
-StoreWriter::StoreWriter(const std::string& path, int schema_version) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    ADD_FAILURE() << "cannot create " << path;
-    return;
+void WriteStore(const std::string& path, const std::vector<FixtureRun>& runs) {
+  auto writer = store::SqliteWriter::OpenOrCreate(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (const FixtureRun& run : runs) {
+    absl::StatusOr<int64_t> run_id = (*writer)->BeginRun(run.meta);
+    ASSERT_TRUE(run_id.ok()) << run_id.status();
+    const Intervals intervals = IntervalsOf(run);
+    store::Snapshot snapshot = run.snapshot;
+    snapshot.stages = StageStatsOf(run, intervals.deltas);
+    std::vector<store::OrderDetail> kept;
+    for (const store::OrderDetail& o : run.orders) {
+      if (!run.drop_detail || !run.drop_detail(o)) kept.push_back(o);
+    }
+    uint64_t already_stored = 0;
+    const absl::Status written = (*writer)->Write(*run_id, intervals.deltas, intervals.orders,
+                                                  kept, &snapshot, &already_stored);
+    ASSERT_TRUE(written.ok()) << written;
+    EXPECT_EQ(already_stored, 0u);
+    if (run.ended_utc_ns.has_value()) {
+      const absl::Status ended = (*writer)->EndRun(*run_id, *run.ended_utc_ns);
+      ASSERT_TRUE(ended.ok()) << ended;
+    }
   }
-  if (schema_version == 0) {
-    Exec("BEGIN");
-    return;
-  }
-  Exec("PRAGMA journal_mode=WAL");
-  absl::StatusOr<std::string> schema = SchemaSqlFromDocs();
-  if (!schema.ok()) {
-    ADD_FAILURE() << schema.status();
-    return;
-  }
-  Exec(*schema);
-  Exec(absl::StrCat("INSERT INTO meta(key, value) VALUES('app','ticktrace'),('schema_version','",
-                    schema_version, "')"));
-  Exec("BEGIN");
-}
-
-StoreWriter::~StoreWriter() { Close(); }
-
-void StoreWriter::Close() {
-  if (db_ == nullptr) return;
-  Exec("COMMIT");
-  if (sqlite3_close(db_) != SQLITE_OK) ADD_FAILURE() << "sqlite3_close failed";
-  db_ = nullptr;
-}
-
-void StoreWriter::Exec(const std::string& sql) {
-  if (db_ == nullptr) return;
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    ADD_FAILURE() << "SQL failed: " << (error ? error : "?") << "\n  in: " << sql;
-    sqlite3_free(error);
-  }
-}
-
-void StoreWriter::AddRun(const RunInfo& r) {
-  Exec(absl::StrCat(
-      "INSERT INTO runs(run_id, session, host, started_utc_ns, ended_utc_ns, tsc_hz, "
-      "calibration_source, spread_ppm, kernel_tsc_hz, tsc_step_ns, anchor_tsc, anchor_utc_ns, "
-      "environment, settings, pipeline, pipeline_learned) VALUES(",
-      r.run_id, ",", Lit(r.session), ",", Lit(r.host), ",", r.started_utc_ns, ",",
-      Lit(r.ended_utc_ns), ",", Lit(r.tsc_hz), ",", Lit(r.calibration_source), ",",
-      Lit(r.spread_ppm), ",", Lit(r.kernel_tsc_hz), ",", Lit(r.tsc_step_ns), ",", r.anchor_tsc,
-      ",", r.anchor_utc_ns, ",", Lit(r.environment), ",", Lit(r.settings), ",", Lit(r.pipeline),
-      ",", r.pipeline_learned ? 1 : 0, ")"));
-}
-
-void StoreWriter::AddProcess(int64_t run_id, const ProcessInfo& p) {
-  Exec(absl::StrCat("INSERT INTO processes(run_id, process_id, pid, start_ticks, name, segment, "
-                    "first_seen_utc_ns, exited_utc_ns) VALUES(",
-                    run_id, ",", p.process_id, ",", p.pid, ",0,", Lit(p.name), ",",
-                    Lit(p.segment), ",", Lit(p.first_seen_utc_ns), ",", Lit(p.exited_utc_ns),
-                    ")"));
-}
-
-void StoreWriter::AddThread(int64_t run_id, const ThreadInfo& t) {
-  Exec(absl::StrCat("INSERT INTO threads(run_id, process_id, slot, generation, tid, name, drained, "
-                    "dropped) VALUES(", run_id, ",", t.process_id, ",", t.slot, ",",
-                    t.generation, ",", t.tid, ",", Lit(t.name), ",", t.drained, ",", t.dropped,
-                    ")"));
-}
-
-void StoreWriter::AddCounter(int64_t run_id, const std::string& name, int64_t value) {
-  Exec(absl::StrCat("INSERT INTO counters(run_id, name, value) VALUES(", run_id, ",", Lit(name),
-                    ",", value, ")"));
-}
-
-void StoreWriter::AddOrder(int64_t run_id, const OrderRow& o) {
-  Exec(absl::StrCat("INSERT INTO orders(run_id, order_id, parent_order_id, first_utc_ns, total_ns, "
-                    "complete, missing) VALUES(", run_id, ",", o.order_id, ",",
-                    Lit(o.parent_order_id), ",", o.first_utc_ns, ",", Lit(o.total_ns), ",",
-                    o.complete ? 1 : 0, ",",
-                    o.missing.empty() ? std::string("NULL") : Lit(o.missing), ")"));
-}
-
-void StoreWriter::AddStamp(int64_t run_id, const StampRow& s) {
-  Exec(absl::StrCat("INSERT INTO stamps(run_id, order_id, tag, kind, process_id, tid, cpu, "
-                    "cpu_end, tsc, utc_ns, duration_ns, flags) VALUES(",
-                    run_id, ",", s.order_id, ",", Lit(s.tag), ",", Lit(s.kind), ",",
-                    s.process_id, ",", s.tid, ",", Lit(s.cpu), ",", Lit(s.cpu_end), ",", s.tsc,
-                    ",", s.utc_ns, ",", Lit(s.duration_ns), ",", s.flags, ")"));
-}
-
-void StoreWriter::AddSample(int64_t run_id, const SampleRow& s) {
-  Exec(absl::StrCat("INSERT INTO samples(run_id, order_id, stage, start_utc_ns, latency_ns, "
-                    "process_begin, process_end, cpu_begin, cpu_end, flags) VALUES(",
-                    run_id, ",", s.order_id, ",", Lit(s.stage), ",", s.start_utc_ns, ",",
-                    Lit(s.latency_ns), ",", Lit(s.process_begin), ",", Lit(s.process_end), ",",
-                    Lit(s.cpu_begin), ",", Lit(s.cpu_end), ",", s.flags, ")"));
-}
-
-void StoreWriter::AddStageStats(int64_t run_id, const StageStatsRow& s) {
-  Exec(absl::StrCat("INSERT INTO stage_stats(run_id, stage, position, count, min_ns, max_ns, "
-                    "mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, migrated, negative, cross_core, "
-                    "include_flagged) VALUES(", run_id, ",", Lit(s.stage), ",", s.position,
-                    ",", s.count, ",", Lit(s.min_ns), ",", Lit(s.max_ns), ",", Lit(s.mean_ns),
-                    ",", Lit(s.p50_ns), ",", Lit(s.p90_ns), ",", Lit(s.p99_ns), ",",
-                    Lit(s.p999_ns), ",", s.migrated, ",", s.negative, ",", s.cross_core, ",",
-                    s.include_flagged ? 1 : 0, ")"));
 }
 
 // ---- The known data set ----------------------------------------------------
@@ -214,23 +224,23 @@ int64_t KnownStore::FirstUtcNs(int64_t order) { return BaseUtcNs() + order * 1'0
 
 namespace {
 
-constexpr int64_t kAnchorTsc = 10'000'000'000;
+constexpr uint64_t kAnchorTsc = 10'000'000'000;
 
 // The flag bits of docs/store.md ("Flags"), spelled out so that the rows do
-// not follow a change of the viewer's constants.
+// not follow a change of the store library's constants.
 constexpr uint32_t kMigrated = 1;
 constexpr uint32_t kNegative = 2;
 constexpr uint32_t kCrossCore = 4;
 
 // The TSC value the known run maps to `utc_ns` (2 ticks per ns).
-int64_t TscAt(int64_t utc_ns) { return kAnchorTsc + 2 * (utc_ns - KnownStore::BaseUtcNs()); }
+uint64_t TscAt(int64_t utc_ns) {
+  return kAnchorTsc + static_cast<uint64_t>(2 * (utc_ns - KnownStore::BaseUtcNs()));
+}
 
-StampRow Stamp(int64_t order, const std::string& tag, int64_t process_id, int64_t tid,
-               std::optional<int64_t> cpu, int64_t utc_ns, uint32_t flags = 0) {
-  StampRow s;
-  s.order_id = order;
+store::StampDetail Stamp(const std::string& tag, uint32_t process_id, uint32_t tid, int32_t cpu,
+                         int64_t utc_ns, uint32_t flags = 0) {
+  store::StampDetail s;
   s.tag = tag;
-  s.kind = "stamp";
   s.process_id = process_id;
   s.tid = tid;
   s.cpu = cpu;
@@ -240,10 +250,9 @@ StampRow Stamp(int64_t order, const std::string& tag, int64_t process_id, int64_
   return s;
 }
 
-SampleRow Sample(int64_t order, const std::string& stage, int64_t start, double latency,
-                 int64_t pb, int64_t pe, int64_t cb, int64_t ce, uint32_t flags = 0) {
-  SampleRow s;
-  s.order_id = order;
+store::SampleDetail Sample(const std::string& stage, int64_t start, double latency, int32_t pb,
+                           int32_t pe, int32_t cb, int32_t ce, uint32_t flags = 0) {
+  store::SampleDetail s;
   s.stage = stage;
   s.start_utc_ns = start;
   s.latency_ns = latency;
@@ -255,14 +264,18 @@ SampleRow Sample(int64_t order, const std::string& stage, int64_t start, double 
   return s;
 }
 
-struct KnownRun2 {
-  std::vector<OrderRow> orders;
-  std::vector<StampRow> stamps;
-  std::vector<SampleRow> samples;
-};
+// first_tsc / first_tsc_utc_ns from the order's own stamps.
+void SetFirstTsc(store::OrderDetail* o) {
+  for (const store::StampDetail& s : o->stamps) {
+    if (o->first_tsc == 0 || s.tsc < o->first_tsc) {
+      o->first_tsc = s.tsc;
+      o->first_tsc_utc_ns = s.utc_ns;
+    }
+  }
+}
 
-KnownRun2 BuildRun2() {
-  KnownRun2 run;
+std::vector<store::OrderDetail> Run2Orders() {
+  std::vector<store::OrderDetail> orders;
   for (int64_t i = 1; i <= 100; ++i) {
     const int64_t first = KnownStore::FirstUtcNs(i);
     const int64_t strat = first + static_cast<int64_t>(KnownStore::MdToStrategyNs(i));
@@ -270,39 +283,40 @@ KnownRun2 BuildRun2() {
     const uint32_t md_flags = i == 13 ? (kNegative | kCrossCore) : 0;
     const uint32_t gw_flags = i == 7 ? kCrossCore : 0;
     const uint32_t risk_flags = i == 21 ? kMigrated : 0;
-    run.stamps.push_back(Stamp(i, "md", 1, 2001, 1, first));
-    run.stamps.push_back(Stamp(i, "strategy", 2, 2002, 2, strat, md_flags));
-    StampRow risk = Stamp(i, "risk", 2, 2002, 2, strat + 10, risk_flags);
-    risk.kind = "span";
+    store::OrderDetail o;
+    o.order_id = static_cast<uint64_t>(i);
+    o.first_utc_ns = first;
+    o.stamps.push_back(Stamp("md", 1, 2001, 1, first));
+    o.stamps.push_back(Stamp("strategy", 2, 2002, 2, strat, md_flags));
+    store::StampDetail risk = Stamp("risk", 2, 2002, 2, strat + 10, risk_flags);
+    risk.is_span = true;
     risk.cpu_end = i == 21 ? 3 : 2;
     risk.duration_ns = KnownStore::RiskNs(i);
-    run.stamps.push_back(risk);
-    run.stamps.push_back(Stamp(i, "gateway", 3, 2003, 3, gw, gw_flags));
-    run.samples.push_back(
-        Sample(i, "md->strategy", first, KnownStore::MdToStrategyNs(i), 1, 2, 1, 2, md_flags));
-    run.samples.push_back(Sample(i, "risk", strat + 10, KnownStore::RiskNs(i), 2, 2, 2,
-                                 i == 21 ? 3 : 2, risk_flags));
-    run.samples.push_back(Sample(i, "strategy->gateway", strat, KnownStore::StrategyToGatewayNs(i),
-                                 2, 3, 2, 3, gw_flags));
+    o.stamps.push_back(risk);
+    o.stamps.push_back(Stamp("gateway", 3, 2003, 3, gw, gw_flags));
+    o.samples.push_back(
+        Sample("md->strategy", first, KnownStore::MdToStrategyNs(i), 1, 2, 1, 2, md_flags));
+    o.samples.push_back(
+        Sample("risk", strat + 10, KnownStore::RiskNs(i), 2, 2, 2, i == 21 ? 3 : 2, risk_flags));
+    o.samples.push_back(Sample("strategy->gateway", strat, KnownStore::StrategyToGatewayNs(i), 2,
+                               3, 2, 3, gw_flags));
     const double total = KnownStore::MdToStrategyNs(i) + KnownStore::StrategyToGatewayNs(i);
-    run.samples.push_back(Sample(i, "total", first, total, 1, 3, 1, 3));
-    OrderRow o;
-    o.order_id = i;
-    o.first_utc_ns = first;
+    o.samples.push_back(Sample("total", first, total, 1, 3, 1, 3));
     o.total_ns = total;
     o.complete = true;
-    run.orders.push_back(o);
+    SetFirstTsc(&o);
+    orders.push_back(std::move(o));
   }
   // 101: incomplete, only its md stamp, read with plain rdtsc (no core).
   {
-    const int64_t first = KnownStore::FirstUtcNs(101);
-    run.stamps.push_back(Stamp(101, "md", 1, 2001, std::nullopt, first));
-    OrderRow o;
+    store::OrderDetail o;
     o.order_id = 101;
-    o.first_utc_ns = first;
+    o.first_utc_ns = KnownStore::FirstUtcNs(101);
+    o.stamps.push_back(Stamp("md", 1, 2001, -1, o.first_utc_ns));
     o.complete = false;
     o.missing = "strategy,gateway";
-    run.orders.push_back(o);
+    SetFirstTsc(&o);
+    orders.push_back(std::move(o));
   }
   // 102: linked to 50 (an amend): strategy 300 µs after 50's first stamp,
   // gateway 1.2 µs later. Its total runs from 50's first stamp.
@@ -310,155 +324,155 @@ KnownRun2 BuildRun2() {
     const int64_t parent_first = KnownStore::FirstUtcNs(50);
     const int64_t strat = parent_first + 300'000;
     const int64_t gw = strat + 1200;
-    run.stamps.push_back(Stamp(102, "strategy", 2, 2002, 2, strat));
-    run.stamps.push_back(Stamp(102, "gateway", 3, 2003, 3, gw));
-    run.samples.push_back(Sample(102, "strategy->gateway", strat, 1200, 2, 3, 2, 3));
-    run.samples.push_back(Sample(102, "total", parent_first, 301'200, 1, 3, 1, 3));
-    OrderRow o;
+    store::OrderDetail o;
     o.order_id = 102;
     o.parent_order_id = 50;
     o.first_utc_ns = parent_first;
+    o.stamps.push_back(Stamp("strategy", 2, 2002, 2, strat));
+    o.stamps.push_back(Stamp("gateway", 3, 2003, 3, gw));
+    o.samples.push_back(Sample("strategy->gateway", strat, 1200, 2, 3, 2, 3));
+    o.samples.push_back(Sample("total", parent_first, 301'200, 1, 3, 1, 3));
     o.total_ns = 301'200;
     o.complete = true;
-    run.orders.push_back(o);
+    SetFirstTsc(&o);
+    orders.push_back(std::move(o));
   }
-  return run;
+  return orders;
 }
 
-// Exact statistics, written independently of the viewer's own.
-StageStatsRow StatsOf(const std::string& stage, int64_t position,
-                      const std::vector<SampleRow>& samples, std::optional<double> marker) {
-  StageStatsRow row;
-  row.stage = stage;
-  row.position = position;
-  std::vector<double> v;
-  for (const SampleRow& s : samples) {
-    if (s.stage != stage) continue;
-    row.migrated += (s.flags & kMigrated) ? 1 : 0;
-    row.negative += (s.flags & kNegative) ? 1 : 0;
-    row.cross_core += (s.flags & kCrossCore) ? 1 : 0;
-    // The documented policy (docs/store.md, "Flagged samples"): migrated and
-    // negative samples are out of the percentiles, cross_core alone is in.
-    // Spelled out here rather than taken from the viewer's kExcludedFlags.
-    if ((s.flags & (kMigrated | kNegative)) == 0) v.push_back(s.latency_ns);
-  }
-  std::sort(v.begin(), v.end());
-  row.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return row;
-  const auto pct = [&](double p) {
-    size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size()) - 1e-9));
-    return v[std::max<size_t>(rank, 1) - 1];
-  };
-  double sum = 0;
-  for (double x : v) sum += x;
-  row.min_ns = v.front();
-  row.max_ns = v.back();
-  row.mean_ns = sum / static_cast<double>(v.size());
-  // As the collector writes them (DESIGN §5): a tail percentile needs
-  // 1 / (1 - q) samples (10, 100, 1000), else NULL.
-  const auto stored = [&](double p, size_t min_samples) -> std::optional<double> {
-    if (v.size() < min_samples) return std::nullopt;
-    return marker.value_or(pct(p));
-  };
-  row.p50_ns = stored(0.5, 1);
-  row.p90_ns = stored(0.9, 10);
-  row.p99_ns = stored(0.99, 100);
-  row.p999_ns = stored(0.999, 1000);
-  return row;
+store::ProcessRow Process(uint32_t id, uint32_t pid, const std::string& name,
+                          const std::string& segment, int64_t first_seen_utc_ns) {
+  store::ProcessRow p;
+  p.process_id = id;
+  p.pid = pid;
+  p.name = name;
+  p.segment = segment;
+  p.first_seen_utc_ns = first_seen_utc_ns;
+  return p;
+}
+
+store::ThreadRow Thread(uint32_t process_id, uint32_t tid, const std::string& name,
+                        uint64_t drained, uint64_t dropped) {
+  store::ThreadRow t;
+  t.process_id = process_id;
+  t.tid = tid;
+  t.name = name;
+  t.drained = drained;
+  t.dropped = dropped;
+  return t;
 }
 
 }  // namespace
 
-std::vector<SampleRow> KnownSamples() { return BuildRun2().samples; }
-
-void WriteKnownStore(const std::string& path, std::optional<double> stats_marker) {
-  StoreWriter w(path);
+std::vector<FixtureRun> KnownRuns(const KnownStoreOptions& options) {
   const int64_t base = KnownStore::BaseUtcNs();
+  std::vector<FixtureRun> runs(2);
 
   // Run 1: an hour earlier, one order with ID 1.
-  RunInfo r1;
-  r1.run_id = 1;
-  r1.session = "old";
-  r1.host = "testhost";
-  r1.started_utc_ns = base - 3'600'000'000'000;
-  r1.ended_utc_ns = r1.started_utc_ns + 1'000'000'000;
-  r1.tsc_hz = 2e9;
-  r1.calibration_source = "given";
-  r1.anchor_tsc = 1000;
-  r1.anchor_utc_ns = r1.started_utc_ns;
-  r1.environment = "[]";
-  r1.settings = "{}";
-  r1.pipeline = "md,gateway";
-  w.AddRun(r1);
-  w.AddProcess(1, {1, 900, "md", "ticktrace.old.900", std::nullopt, std::nullopt});
-  StampRow s1;
-  s1.order_id = 1;
-  s1.tag = "md";
-  s1.kind = "stamp";
-  s1.process_id = 1;
-  s1.tid = 901;
-  s1.cpu = 0;
-  s1.tsc = 2000;
-  s1.utc_ns = r1.started_utc_ns + 500;
-  w.AddStamp(1, s1);
-  s1.tag = "gateway";
-  s1.tsc = 12000;
-  s1.utc_ns += 5000;
-  w.AddStamp(1, s1);
-  OrderRow o1;
-  o1.order_id = 1;
-  o1.first_utc_ns = r1.started_utc_ns + 500;
-  o1.total_ns = 5000;
-  o1.complete = true;
-  w.AddOrder(1, o1);
-  w.AddSample(1, Sample(1, "md->gateway", o1.first_utc_ns, 5000, 1, 1, 0, 0));
-  w.AddSample(1, Sample(1, "total", o1.first_utc_ns, 5000, 1, 1, 0, 0));
-  std::vector<SampleRow> run1_samples = {Sample(1, "md->gateway", 0, 5000, 1, 1, 0, 0),
-                                         Sample(1, "total", 0, 5000, 1, 1, 0, 0)};
-  w.AddStageStats(1, StatsOf("md->gateway", 0, run1_samples, std::nullopt));
-  w.AddStageStats(1, StatsOf("total", 1, run1_samples, std::nullopt));
-  w.AddCounter(1, "drained", 2);
-  w.AddCounter(1, "orders_complete", 1);
+  FixtureRun& r1 = runs[0];
+  r1.meta.session = "old";
+  r1.meta.host = "testhost";
+  r1.meta.started_utc_ns = base - 3'600'000'000'000;
+  r1.ended_utc_ns = r1.meta.started_utc_ns + 1'000'000'000;
+  r1.meta.tsc_hz = 2e9;
+  r1.meta.calibration_source = "given";
+  r1.meta.anchor_tsc = 1000;
+  r1.meta.anchor_utc_ns = r1.meta.started_utc_ns;
+  r1.meta.pipeline = "md,gateway";
+  r1.meta.interval_ns = KnownStore::kIntervalNs;
+  r1.snapshot.processes.push_back(Process(1, 900, "md", "ticktrace.old.900", 0));
+  r1.stage_order = {"md->gateway", "total"};
+  {
+    store::OrderDetail o;
+    o.order_id = 1;
+    o.first_utc_ns = r1.meta.started_utc_ns + 500;
+    store::StampDetail s;
+    s.tag = "md";
+    s.process_id = 1;
+    s.tid = 901;
+    s.cpu = 0;
+    s.tsc = 2000;
+    s.utc_ns = o.first_utc_ns;
+    o.stamps.push_back(s);
+    s.tag = "gateway";
+    s.tsc = 12000;
+    s.utc_ns += 5000;
+    o.stamps.push_back(s);
+    o.samples.push_back(Sample("md->gateway", o.first_utc_ns, 5000, 1, 1, 0, 0));
+    o.samples.push_back(Sample("total", o.first_utc_ns, 5000, 1, 1, 0, 0));
+    o.total_ns = 5000;
+    o.complete = true;
+    SetFirstTsc(&o);
+    r1.orders.push_back(std::move(o));
+  }
+  r1.snapshot.counters = {{"drained", 2}, {"orders_complete", 1}};
 
   // Run 2: the known pipeline.
-  RunInfo r2;
-  r2.run_id = 2;
-  r2.session = "known";
-  r2.host = "testhost";
-  r2.started_utc_ns = base;
+  FixtureRun& r2 = runs[1];
+  r2.meta.session = "known";
+  r2.meta.host = "testhost";
+  r2.meta.started_utc_ns = base;
   r2.ended_utc_ns = base + 200'000'000;
-  r2.tsc_hz = KnownStore::kTscHz;
-  r2.calibration_source = "cpuid-0x15";
-  r2.spread_ppm = 1.5;
-  r2.kernel_tsc_hz = 2e9;
-  r2.tsc_step_ns = 0.5;
-  r2.anchor_tsc = kAnchorTsc;
-  r2.anchor_utc_ns = base;
-  r2.environment = R"([{"name":"constant_tsc","value":"yes","meaning":"","warning":""}])";
-  r2.settings = R"({"pipeline":"md,strategy,gateway","order_timeout_ms":100})";
-  r2.pipeline = "md,strategy,gateway";
-  w.AddRun(r2);
-  w.AddProcess(2, {1, 1001, "md", "ticktrace.known.1001", base, std::nullopt});
-  w.AddProcess(2, {2, 1002, "strategy", "ticktrace.known.1002", base, std::nullopt});
-  w.AddProcess(2, {3, 1003, "gateway", "ticktrace.known.1003", base, std::nullopt});
-  w.AddThread(2, {1, 0, 0, 2001, "md-rx", 202, 3});
-  w.AddThread(2, {2, 0, 0, 2002, "strat-main", 302, 0});
-  w.AddThread(2, {3, 0, 0, 2003, "gw-tx", 101, 0});
-  const KnownRun2 run = BuildRun2();
-  for (const OrderRow& o : run.orders) w.AddOrder(2, o);
-  for (const StampRow& s : run.stamps) w.AddStamp(2, s);
-  for (const SampleRow& s : run.samples) w.AddSample(2, s);
-  const char* stages[] = {"md->strategy", "risk", "strategy->gateway", "total"};
-  for (int p = 0; p < 4; ++p) w.AddStageStats(2, StatsOf(stages[p], p, run.samples, stats_marker));
-  w.AddCounter(2, "drained", 405);
-  w.AddCounter(2, "dropped", 3);
-  w.AddCounter(2, "malformed", 1);
-  w.AddCounter(2, "orders_complete", 101);
-  w.AddCounter(2, "orders_incomplete", 1);
-  w.AddCounter(2, "samples_not_stored", 0);
-  w.AddCounter(2, "missing_stage:strategy", 1);
-  w.AddCounter(2, "missing_stage:gateway", 1);
-  w.Close();
+  r2.meta.tsc_hz = KnownStore::kTscHz;
+  r2.meta.calibration_source = "cpuid-0x15";
+  r2.meta.spread_ppm = 1.5;
+  r2.meta.kernel_tsc_hz = 2e9;
+  r2.meta.tsc_step_ns = 0.5;
+  r2.meta.anchor_tsc = kAnchorTsc;
+  r2.meta.anchor_utc_ns = base;
+  r2.meta.environment_json = R"([{"name":"constant_tsc","value":"yes","meaning":"","warning":""}])";
+  r2.meta.settings_json = R"({"pipeline":"md,strategy,gateway","order_timeout_ms":100})";
+  r2.meta.pipeline = "md,strategy,gateway";
+  r2.meta.interval_ns = KnownStore::kIntervalNs;
+  r2.snapshot.processes = {Process(1, 1001, "md", "ticktrace.known.1001", base),
+                           Process(2, 1002, "strategy", "ticktrace.known.1002", base),
+                           Process(3, 1003, "gateway", "ticktrace.known.1003", base)};
+  r2.snapshot.threads = {Thread(1, 2001, "md-rx", 202, 3), Thread(2, 2002, "strat-main", 302, 0),
+                         Thread(3, 2003, "gw-tx", 101, 0)};
+  r2.snapshot.counters = {{"drained", 405},
+                          {"dropped", 3},
+                          {"malformed", 1},
+                          {"orders_complete", 101},
+                          {"orders_incomplete", 1},
+                          {"samples_not_stored", 0},
+                          {"missing_stage:strategy", 1},
+                          {"missing_stage:gateway", 1}};
+  r2.stage_order = {"md->strategy", "risk", "strategy->gateway", "total"};
+  r2.stats_marker = options.stats_marker;
+  r2.include_flagged = options.include_flagged;
+  r2.orders = Run2Orders();
+  if (options.detail_sampled) {
+    r2.meta.detail = store::DetailPolicy::kTail;
+    r2.drop_detail = [](const store::OrderDetail& o) {
+      return o.order_id <= 100 && o.order_id % 10 != 0 && o.flags() == 0;
+    };
+  }
+  return runs;
+}
+
+void WriteKnownStore(const std::string& path, const KnownStoreOptions& options) {
+  WriteStore(path, KnownRuns(options));
+}
+
+std::vector<SampleRow> KnownSamples() {
+  std::vector<SampleRow> rows;
+  for (const store::OrderDetail& o : Run2Orders()) {
+    for (const store::SampleDetail& s : o.samples) {
+      SampleRow r;
+      r.order_id = static_cast<int64_t>(o.order_id);
+      r.instance = o.instance;
+      r.stage = s.stage;
+      r.start_utc_ns = s.start_utc_ns;
+      r.latency_ns = s.latency_ns;
+      r.process_begin = s.process_begin;
+      r.process_end = s.process_end;
+      r.cpu_begin = s.cpu_begin;
+      r.cpu_end = s.cpu_end;
+      r.flags = s.flags;
+      rows.push_back(r);
+    }
+  }
+  return rows;
 }
 
 }  // namespace ticktrace::view::testing

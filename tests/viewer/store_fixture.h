@@ -1,22 +1,23 @@
-// Builds ticktrace stores for the viewer's tests: the schema is parsed out of
-// docs/store.md at test time (so the tests and the contract cannot drift),
-// rows are inserted with known values. Also a self-cleaning temp directory
-// and a snapshot of a file's bytes and mtime.
+// Builds ticktrace stores for the viewer's tests through the collector's own
+// writer (store::SqliteWriter, schema 2) from orders of known values, with
+// interval statistics computed from the same samples. Also the ```sql block
+// of docs/store.md, a self-cleaning temp directory and a snapshot of a
+// file's bytes and mtime.
 #ifndef TICKTRACE_TESTS_VIEWER_STORE_FIXTURE_H_
 #define TICKTRACE_TESTS_VIEWER_STORE_FIXTURE_H_
 
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/store/writer.h"
 #include "ticktrace/view/records.h"
-
-struct sqlite3;
 
 namespace ticktrace::view::testing {
 
@@ -53,46 +54,54 @@ FileSnapshot Snapshot(const std::string& path);
 // The whole file as a string ("" when unreadable).
 std::string ReadFile(const std::string& path);
 
-// Writes a store. Failures are gtest failures (ADD_FAILURE), so a test
-// reads straight through.
-class StoreWriter {
- public:
-  // Creates `path` in WAL mode (as the collector does) with the docs
-  // schema and meta rows app=ticktrace, schema_version=`schema_version`.
-  // schema_version 0 opens an existing store to edit it instead.
-  explicit StoreWriter(const std::string& path, int schema_version = 1);
-  ~StoreWriter();
-  StoreWriter(const StoreWriter&) = delete;
-  StoreWriter& operator=(const StoreWriter&) = delete;
+// Runs SQL on the SQLite file at `path` (tests that tamper with a store:
+// a newer schema version, a changed column); ADD_FAILURE on error.
+void ExecSql(const std::string& path, const std::string& sql);
 
-  // Runs SQL; ADD_FAILURE on error.
-  void Exec(const std::string& sql);
-  void AddRun(const RunInfo& run);
-  void AddProcess(int64_t run_id, const ProcessInfo& p);
-  void AddThread(int64_t run_id, const ThreadInfo& t);
-  void AddCounter(int64_t run_id, const std::string& name, int64_t value);
-  void AddOrder(int64_t run_id, const OrderRow& o);
-  void AddStamp(int64_t run_id, const StampRow& s);
-  void AddSample(int64_t run_id, const SampleRow& s);
-  void AddStageStats(int64_t run_id, const StageStatsRow& s);
-  // Commits and closes; the destructor does it too.
-  void Close();
-
- private:
-  sqlite3* db_ = nullptr;
+// One run as WriteStore writes it through store::SqliteWriter, the
+// collector's own writer: the interval statistics (IntervalDelta per stage
+// per interval, IntervalOrders per interval) and the whole-run stage_stats
+// are computed here from `orders`' samples, the way the collector does it
+// (an order belongs to the interval of its first stamp; a sample is in the
+// percentiles unless a flag of store::kFlagsExcludedByDefault says otherwise,
+// or `include_flagged`), so they agree with the detail by construction.
+struct FixtureRun {
+  store::RunMeta meta;  // interval_ns and detail policy included
+  std::optional<int64_t> ended_utc_ns;  // EndRun when set
+  // Processes, threads, counters, cores; `stages` is filled from the orders.
+  store::Snapshot snapshot;
+  // stage_stats.position: these first, in this order; other stages after,
+  // by name.
+  std::vector<std::string> stage_order;
+  bool include_flagged = false;  // stage_stats.include_flagged, and the histograms
+  // Every stage_stats percentile (that has enough samples) is this value
+  // instead of the histogram's: shows which numbers a reader takes.
+  std::optional<double> stats_marker;
+  std::vector<store::OrderDetail> orders;
+  // Orders whose detail is not stored (counted in interval_detail.orders,
+  // not kept): what --detail tail or a writer that fell behind leaves.
+  std::function<bool(const store::OrderDetail&)> drop_detail;
 };
+
+// Creates the store at `path` (schema 2, through store::SqliteWriter) and
+// writes `runs` in order: their run_ids are 1, 2, ...
+void WriteStore(const std::string& path, const std::vector<FixtureRun>& runs);
+
+// The stage kind of a fixture stage name: "total", "a->b", else a span.
+store::StageKind KindOfStage(const std::string& stage);
 
 // The known data set (see store_fixture.cc for the story):
 //  run 1: an older run with one order (so "latest" is tested);
 //  run 2: pipeline md -> strategy -> gateway, processes md[1001],
 //         strategy[1002], gateway[1003], a span "risk" in strategy,
 //         orders 1..100 complete, 101 incomplete (gateway missing),
-//         102 linked to 50; flags on orders 7, 13 and 21; stage_stats
-//         computed from the samples unless `stats_marker` is set, in which
-//         case every stage_stats percentile is that marker value.
+//         102 linked to 50; flags on orders 7, 13 and 21. Intervals of
+//         1 ms, so that order i (first stamp at i ms) has interval i to
+//         itself (102 shares 50's: its first stamp is 50's).
 struct KnownStore {
   static constexpr int64_t kLatestRun = 2;
   static constexpr double kTscHz = 2e9;  // 0.5 ns per tick
+  static constexpr int64_t kIntervalNs = 1'000'000;
   static int64_t BaseUtcNs();            // 2026-11-30T08:00:00Z
   // md->strategy latency of order i (i = 1..100): 10*i ns, except order 13: -5 ns.
   static double MdToStrategyNs(int64_t order);
@@ -103,7 +112,17 @@ struct KnownStore {
   // Order i's first stamp: BaseUtcNs() + i ms.
   static int64_t FirstUtcNs(int64_t order);
 };
-void WriteKnownStore(const std::string& path, std::optional<double> stats_marker = std::nullopt);
+struct KnownStoreOptions {
+  std::optional<double> stats_marker;  // FixtureRun::stats_marker of run 2
+  bool include_flagged = false;        // FixtureRun::include_flagged of run 2
+  // Run 2 written with --detail tail: orders 1..100 whose id is not a
+  // multiple of 10 and that carry no flag have no detail (13, 21 and 7
+  // keep theirs, as do 101 and 102).
+  bool detail_sampled = false;
+};
+// The two runs of the known store, for tests that change them before writing.
+std::vector<FixtureRun> KnownRuns(const KnownStoreOptions& options = {});
+void WriteKnownStore(const std::string& path, const KnownStoreOptions& options = {});
 
 // The samples WriteKnownStore puts in run 2, for tests that count them.
 std::vector<SampleRow> KnownSamples();

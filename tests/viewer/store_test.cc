@@ -1,11 +1,13 @@
-// Store::Open: read-only, never creates files, refuses what is not a
-// ticktrace store of a known schema.
-#include "ticktrace/view/store.h"
+// StoreReader::Open as the viewer's commands use it: read-only, never creates
+// files, refuses what is not a ticktrace store of a known schema, takes a
+// path or a --store URI. (The reader's rows: sqlite_store_reader_test.cc.)
+#include "ticktrace/view/store_reader.h"
 
 #include <sqlite3.h>
 
 #include <fstream>
 
+#include "collector/store/sqlite_writer.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 
@@ -23,7 +25,7 @@ void WriteText(const std::string& path, const std::string& text) {
 TEST(StoreOpenTest, MissingFileIsNotFoundAndNotCreated) {
   testing::TempDir dir;
   const std::string path = dir.File("missing.db");
-  auto store = Store::Open(path);
+  auto store = StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsNotFound(store.status())) << store.status();
   EXPECT_TRUE(Contains(store.status(), "missing.db: no such file")) << store.status();
@@ -33,14 +35,14 @@ TEST(StoreOpenTest, MissingFileIsNotFoundAndNotCreated) {
 TEST(StoreOpenTest, NotSqlite) {
   testing::TempDir dir;
   WriteText(dir.File("text.db"), std::string(4096, 'x'));
-  auto store = Store::Open(dir.File("text.db"));
+  auto store = StoreReader::Open(dir.File("text.db"));
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(Contains(store.status(), "not an SQLite database")) << store.status();
   WriteText(dir.File("short.db"), "hello");
-  EXPECT_TRUE(Contains(Store::Open(dir.File("short.db")).status(), "not an SQLite database"));
+  EXPECT_TRUE(Contains(StoreReader::Open(dir.File("short.db")).status(), "not an SQLite database"));
   WriteText(dir.File("empty.db"), "");
-  EXPECT_TRUE(Contains(Store::Open(dir.File("empty.db")).status(), "not a ticktrace store"));
-  EXPECT_TRUE(Contains(Store::Open(dir.path()).status(), "is a directory"));
+  EXPECT_TRUE(Contains(StoreReader::Open(dir.File("empty.db")).status(), "not a ticktrace store"));
+  EXPECT_TRUE(Contains(StoreReader::Open(dir.path()).status(), "is a directory"));
 }
 
 TEST(StoreOpenTest, SqliteButNotTicktrace) {
@@ -54,7 +56,7 @@ TEST(StoreOpenTest, SqliteButNotTicktrace) {
               SQLITE_OK);
     sqlite3_close(db);
   }
-  auto store = Store::Open(path);
+  auto store = StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(Contains(store.status(), "not a ticktrace store (no meta table)")) << store.status();
 
@@ -67,18 +69,20 @@ TEST(StoreOpenTest, SqliteButNotTicktrace) {
               SQLITE_OK);
     sqlite3_close(db);
   }
-  EXPECT_TRUE(Contains(Store::Open(path).status(), "meta.app is 'other'"));
+  EXPECT_TRUE(Contains(StoreReader::Open(path).status(), "meta.app is not 'ticktrace'"));
 }
 
 TEST(StoreOpenTest, NewerSchemaIsRefused) {
   testing::TempDir dir;
   const std::string path = dir.File("future.db");
-  { testing::StoreWriter w(path, /*schema_version=*/2); }
-  auto store = Store::Open(path);
+  testing::WriteKnownStore(path);
+  testing::ExecSql(path, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+  const testing::FileSnapshot snap = testing::Snapshot(path);
+  auto store = StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(store.status()));
-  EXPECT_TRUE(Contains(store.status(), "schema version 2 is newer than this viewer reads (1)"))
-      << store.status();
+  EXPECT_TRUE(Contains(store.status(), "schema version 3 is newer")) << store.status();
+  EXPECT_TRUE(testing::Snapshot(path) == snap);
 }
 
 TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
@@ -89,9 +93,9 @@ TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
   EXPECT_EQ(before, std::vector<std::string>{"known.db"});
   const testing::FileSnapshot snap = testing::Snapshot(path);
   {
-    auto store = Store::Open(path);
+    auto store = StoreReader::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
-    EXPECT_EQ((*store)->schema_version(), 1);
+    EXPECT_EQ((*store)->schema_version(), 2);
     auto runs = (*store)->ListRuns();
     ASSERT_TRUE(runs.ok());
     ASSERT_EQ(runs->size(), 2u);
@@ -109,20 +113,18 @@ TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
 TEST(StoreOpenTest, LiveModeReadsWhileAWriterHoldsTheStore) {
   testing::TempDir dir;
   const std::string path = dir.File("live.db");
-  testing::StoreWriter writer(path);
-  RunInfo run;
-  run.run_id = 1;
+  // The collector's writer, open (WAL, -wal/-shm beside the store) with one
+  // run begun and not ended.
+  auto writer = store::SqliteWriter::OpenOrCreate(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  store::RunMeta run;
   run.session = "live";
   run.host = "h";
   run.tsc_hz = 1e9;
   run.calibration_source = "given";
-  run.environment = "[]";
-  run.settings = "{}";
-  writer.AddRun(run);
-  writer.Exec("COMMIT");
-  writer.Exec("BEGIN");
+  ASSERT_TRUE((*writer)->BeginRun(run).ok());
   for (OpenMode mode : {OpenMode::kLive, OpenMode::kSnapshot}) {
-    auto store = Store::Open(path, mode);
+    auto store = StoreReader::Open(path, mode);
     ASSERT_TRUE(store.ok()) << store.status();
     auto got = (*store)->GetRun(std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
@@ -135,9 +137,26 @@ TEST(StoreOpenTest, PathsWithUriCharacters) {
   testing::TempDir dir;
   const std::string path = dir.File("odd ?name#%.db");
   testing::WriteKnownStore(path);
-  auto store = Store::Open(path);
+  auto store = StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->path(), path);
+}
+
+TEST(StoreOpenTest, StoreUrisNameTheSameStore) {
+  testing::TempDir dir;
+  const std::string path = dir.File("known.db");
+  testing::WriteKnownStore(path);
+  for (const std::string& uri : {path, "sqlite:" + path}) {
+    auto store = StoreReader::Open(uri);
+    ASSERT_TRUE(store.ok()) << uri << ": " << store.status();
+    EXPECT_EQ((*store)->path(), path);
+    EXPECT_EQ((*store)->GetRun(std::nullopt)->session, "known");
+  }
+  auto clickhouse = StoreReader::Open("clickhouse://localhost:8123/ticktrace");
+  ASSERT_FALSE(clickhouse.ok());
+  EXPECT_TRUE(absl::IsUnimplemented(clickhouse.status())) << clickhouse.status();
+  EXPECT_TRUE(Contains(clickhouse.status(), "not built yet")) << clickhouse.status();
+  EXPECT_EQ(dir.List(), std::vector<std::string>{"known.db"});
 }
 
 }  // namespace

@@ -4,17 +4,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <memory>
 
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 #include "ticktrace/view/query.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 namespace {
 
 using testing::KnownStore;
+
+// The interval histograms' percentiles are within 1/256 of a sample
+// (store/histogram.h); exact ones come from --exact or a filter they cannot
+// answer.
+constexpr double kHistogramRelativeError = 1.0 / 256;
 
 // Order 7's strategy->gateway sample is only cross-core. The documented
 // policy (docs/store.md, "Flagged samples": "`migrated` and `negative`
@@ -29,7 +35,7 @@ class SummaryTest : public ::testing::Test {
   void SetUp() override {
     path_ = dir_.File("known.db");
     testing::WriteKnownStore(path_);
-    auto store = Store::Open(path_);
+    auto store = StoreReader::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -44,14 +50,15 @@ class SummaryTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string path_;
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<StoreReader> store_;
 };
 
-TEST_F(SummaryTest, UnfilteredUsesStageStatsOfLatestRunInPipelineOrder) {
+TEST_F(SummaryTest, UnfilteredMergesIntervalsOfLatestRunInPipelineOrder) {
   auto summary = BuildSummary(*store_, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->run.run_id, KnownStore::kLatestRun);
-  EXPECT_TRUE(summary->from_stage_stats);
+  EXPECT_TRUE(summary->from_intervals);
+  EXPECT_FALSE(summary->detail_sampled);
   ASSERT_EQ(summary->stages.size(), 4u);
   EXPECT_EQ(summary->stages[0].stage, "md->strategy");
   EXPECT_EQ(summary->stages[1].stage, "risk");
@@ -62,34 +69,42 @@ TEST_F(SummaryTest, UnfilteredUsesStageStatsOfLatestRunInPipelineOrder) {
   EXPECT_EQ(CounterValue(*summary, "orders_incomplete"), 1);
 }
 
-TEST_F(SummaryTest, StageStatsAreReportedAsStored) {
+// The numbers are the intervals' merge, not the stage_stats the collector
+// keeps for users' SQL (schema 2): a marker there never shows.
+TEST_F(SummaryTest, IntervalsNotStageStatsGiveTheNumbers) {
   testing::TempDir dir;
   const std::string marked = dir.File("marked.db");
-  testing::WriteKnownStore(marked, /*stats_marker=*/12345.0);
-  auto store = Store::Open(marked);
+  testing::KnownStoreOptions options;
+  options.stats_marker = 12345.0;
+  testing::WriteKnownStore(marked, options);
+  auto store = StoreReader::Open(marked);
   ASSERT_TRUE(store.ok()) << store.status();
   auto summary = BuildSummary(**store, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
+  ASSERT_EQ(summary->stages.size(), 4u);
   for (const StageSummary& s : summary->stages) {
-    EXPECT_EQ(s.stats.p50_ns, 12345.0) << s.stage;
-    // Every stage has fewer than 1000 samples: the store holds NULL, shown as unset.
+    ASSERT_TRUE(s.stats.p50_ns.has_value()) << s.stage;
+    EXPECT_NE(*s.stats.p50_ns, 12345.0) << s.stage;
+    // Every stage has fewer than 1000 samples: no p99.9.
     EXPECT_EQ(s.stats.p999_ns, std::nullopt) << s.stage;
   }
-  // A time filter makes the viewer compute from samples instead.
+  EXPECT_NEAR(*Find(*summary, "total")->stats.p50_ns, 1561.0, 1561.0 * kHistogramRelativeError);
+  // --exact computes from the samples instead: the nearest rank itself.
   QueryOptions q;
-  q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
-  auto filtered = BuildSummary(**store, q);
-  ASSERT_TRUE(filtered.ok()) << filtered.status();
-  EXPECT_FALSE(filtered->from_stage_stats);
-  EXPECT_EQ(Find(*filtered, "total")->stats.p50_ns, 1561.0);
+  q.exact = true;
+  auto exact = BuildSummary(**store, q);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_FALSE(exact->from_intervals);
+  EXPECT_EQ(Find(*exact, "total")->stats.p50_ns, 1561.0);
 }
 
 TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   QueryOptions q;
-  q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};  // everything, but forces samples
+  q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};  // everything
+  q.exact = true;                                     // from the samples
   auto summary = BuildSummary(*store_, q);
   ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_FALSE(summary->from_stage_stats);
+  EXPECT_FALSE(summary->from_intervals);
 
   // md->strategy: 10*i ns for i = 1..100; order 13 is negative+cross-core,
   // so out of the percentiles: 99 values.
@@ -129,10 +144,15 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(gw->stats.max_ns, 1200.0);
 }
 
-TEST_F(SummaryTest, StageStatsAndSamplesAgreeOnTheKnownStore) {
+// The intervals' merge and the exact statistics of the same samples agree:
+// counts and flags exactly, percentiles within the histogram's precision
+// (schema 2: the whole run's numbers are the intervals', no longer
+// stage_stats computed exactly by the fixture).
+TEST_F(SummaryTest, IntervalsAndSamplesAgreeOnTheKnownStore) {
   auto from_stats = BuildSummary(*store_, QueryOptions());
   QueryOptions q;
   q.until = TimeArg{TimeArg::Anchor::kRunEnd, 0};
+  q.exact = true;
   auto from_samples = BuildSummary(*store_, q);
   ASSERT_TRUE(from_stats.ok() && from_samples.ok());
   ASSERT_EQ(from_stats->stages.size(), from_samples->stages.size());
@@ -141,18 +161,25 @@ TEST_F(SummaryTest, StageStatsAndSamplesAgreeOnTheKnownStore) {
     const StageSummary& b = from_samples->stages[i];
     EXPECT_EQ(a.stage, b.stage);
     EXPECT_EQ(a.stats.count, b.stats.count) << a.stage;
-    EXPECT_EQ(a.stats.p50_ns, b.stats.p50_ns) << a.stage;
+    ASSERT_TRUE(a.stats.p50_ns.has_value() && b.stats.p50_ns.has_value()) << a.stage;
+    EXPECT_NEAR(*a.stats.p50_ns, *b.stats.p50_ns,
+                std::fabs(*b.stats.p50_ns) * kHistogramRelativeError)
+        << a.stage;
+    EXPECT_EQ(a.stats.min_ns, b.stats.min_ns) << a.stage;  // exact in both
+    EXPECT_EQ(a.stats.max_ns, b.stats.max_ns) << a.stage;
     EXPECT_EQ(a.stats.p999_ns, b.stats.p999_ns) << a.stage;
+    EXPECT_EQ(a.migrated, b.migrated) << a.stage;
+    EXPECT_EQ(a.negative, b.negative) << a.stage;
     EXPECT_EQ(a.cross_core, b.cross_core) << a.stage;
   }
 }
 
 TEST_F(SummaryTest, IncludeFlaggedCountsFlaggedSamples) {
   QueryOptions q;
-  q.include_flagged = true;  // the stage_stats were written without: computed
+  q.include_flagged = true;  // the histograms were written without: computed
   auto summary = BuildSummary(*store_, q);
   ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_FALSE(summary->from_stage_stats);
+  EXPECT_FALSE(summary->from_intervals);
   EXPECT_EQ(Find(*summary, "md->strategy")->stats.count, 100);
   EXPECT_EQ(Find(*summary, "md->strategy")->stats.min_ns, -5.0);
 }
@@ -160,23 +187,23 @@ TEST_F(SummaryTest, IncludeFlaggedCountsFlaggedSamples) {
 TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
   testing::TempDir dir;
   const std::string path = dir.File("included.db");
-  testing::WriteKnownStore(path);
-  {
-    testing::StoreWriter edit(path, /*schema_version=*/0);  // 0: reopen, no schema
-    edit.Exec("UPDATE stage_stats SET include_flagged = 1 WHERE run_id = 2");
-  }
-  auto store = Store::Open(path);
+  testing::KnownStoreOptions options;
+  options.include_flagged = true;  // a run collected with --include-flagged
+  testing::WriteKnownStore(path, options);
+  auto store = StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto unfiltered = BuildSummary(**store, QueryOptions());
   ASSERT_TRUE(unfiltered.ok()) << unfiltered.status();
-  EXPECT_TRUE(unfiltered->from_stage_stats);
+  EXPECT_TRUE(unfiltered->from_intervals);
   EXPECT_TRUE(unfiltered->include_flagged);
+  EXPECT_EQ(Find(*unfiltered, "md->strategy")->stats.count, 100);  // order 13 included
 
   QueryOptions q;
   q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
+  q.exact = true;
   auto filtered = BuildSummary(**store, q);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
-  EXPECT_FALSE(filtered->from_stage_stats);
+  EXPECT_FALSE(filtered->from_intervals);
   EXPECT_EQ(Find(*filtered, "md->strategy")->stats.count, 100);  // order 13 included
 
   q.include_flagged = false;  // --exclude-flagged
@@ -184,6 +211,57 @@ TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
   ASSERT_TRUE(excluded.ok()) << excluded.status();
   EXPECT_EQ(Find(*excluded, "md->strategy")->stats.count, 99);
   EXPECT_FALSE(excluded->include_flagged);
+}
+
+// A run whose detail was sampled (--detail tail: of orders 1..102 only the
+// ten multiples of 10, the flagged 7, 13 and 21, and 101 and 102 keep their
+// detail: 15 of 102). The intervals still count every order; numbers from
+// the samples say "detail sampled", and the text says it either way.
+TEST(SummarySampledTest, SampledDetailIsNeverPresentedAsComplete) {
+  testing::TempDir dir;
+  const std::string path = dir.File("tail.db");
+  testing::KnownStoreOptions options;
+  options.detail_sampled = true;
+  testing::WriteKnownStore(path, options);
+  auto store = StoreReader::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+
+  auto summary = BuildSummary(**store, QueryOptions());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_TRUE(summary->from_intervals);
+  EXPECT_TRUE(summary->detail_sampled);
+  EXPECT_EQ(summary->detail.orders, 102);
+  EXPECT_EQ(summary->detail.orders_kept, 15);
+  ASSERT_EQ(summary->stages.size(), 4u);
+  EXPECT_EQ(summary->stages[0].stats.count, 99);  // every order's md->strategy but 13's
+  const std::string text = RenderSummaryText(*summary);
+  EXPECT_NE(text.find("detail sampled: 15 of 102 orders have detail (--detail tail)"),
+            std::string::npos)
+      << text;
+
+  QueryOptions q;
+  q.exact = true;
+  auto exact = BuildSummary(**store, q);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_FALSE(exact->from_intervals);
+  ASSERT_EQ(exact->stages[0].stage, "md->strategy");
+  EXPECT_EQ(exact->stages[0].stats.count, 12);  // 10, 20, ..., 100, 7 and 21
+  for (const StageSummary& s : exact->stages) {
+    EXPECT_NE(std::find(s.confidence.begin(), s.confidence.end(), "detail sampled"),
+              s.confidence.end())
+        << s.stage;
+  }
+  EXPECT_NE(RenderSummaryText(*exact).find("detail sampled"), std::string::npos);
+
+  // A window: orders 51..101 (by first stamp; 102's is 50's), of which 60,
+  // 70, 80, 90, 100 and 101 kept detail.
+  q = QueryOptions();
+  q.since = TimeArg{TimeArg::Anchor::kAbsolute, KnownStore::FirstUtcNs(51)};
+  auto window = BuildSummary(**store, q);
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_EQ(window->detail.orders, 51);
+  EXPECT_EQ(window->detail.orders_kept, 6);
+  EXPECT_EQ(window->stages[0].stats.count, 50);
 }
 
 TEST_F(SummaryTest, StageFilterKeepsOneRow) {
@@ -319,7 +397,8 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   EXPECT_EQ(stages[0]["stage"], "md->strategy");
   EXPECT_EQ(stages[3]["stage"], "total");
   EXPECT_EQ(stages[3]["count"].get<int64_t>(), 101);
-  EXPECT_EQ(stages[3]["p50_ns"].get<double>(), 1561.0);
+  // The intervals' merge: within the histogram's precision of the nearest rank.
+  EXPECT_NEAR(stages[3]["p50_ns"].get<double>(), 1561.0, 1561.0 * kHistogramRelativeError);
 }
 
 // The documented exceptions to "number": null when not measured / no sample.

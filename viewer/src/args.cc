@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/store/uri.h"
 
 namespace ticktrace::view {
 namespace {
@@ -141,6 +142,32 @@ std::string CommandHelp(absl::string_view program, const CommandSpec& spec) {
   if (!spec.description.empty()) absl::StrAppend(&out, "\n", spec.description, "\n");
   if (!spec.example.empty()) absl::StrAppend(&out, "\nexample:\n  ", spec.example, "\n");
   return out;
+}
+
+FlagSpec StoreFlag() {
+  return {"store", "URI",
+          "the store: sqlite:PATH (an SQLite file written by ticktrace-collector) or a plain "
+          "path; clickhouse://HOST:PORT/DB is not built yet"};
+}
+
+FlagSpec DbFlag() { return {"db", "PATH", "the SQLite store at PATH (short for --store sqlite:PATH)"}; }
+
+absl::StatusOr<std::string> StoreUriFromArgs(const ParsedArgs& args) {
+  const std::optional<std::string> uri = args.Value("store");
+  const std::optional<std::string> db = args.Value("db");
+  if (uri.has_value() && db.has_value()) {
+    return absl::InvalidArgumentError("--db and --store both name a store; give one");
+  }
+  if (!uri.has_value() && !db.has_value()) {
+    return absl::InvalidArgumentError("needs --db PATH or --store URI");
+  }
+  if (db.has_value()) {
+    if (db->empty()) return absl::InvalidArgumentError("--db: empty path");
+    return absl::StrCat("sqlite:", *db);
+  }
+  const absl::StatusOr<store::StoreUri> parsed = store::ParseStoreUri(*uri);
+  if (!parsed.ok()) return parsed.status();
+  return *uri;
 }
 
 std::optional<int64_t> ParseOrderId(absl::string_view text) {

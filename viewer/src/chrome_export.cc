@@ -67,7 +67,7 @@ class EventWriter {
 
 }  // namespace
 
-absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& options,
+absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOptions& options,
                                           std::ostream& out) {
   TICKTRACE_ASSIGN_OR_RETURN(RunInfo run, store.GetRun(options.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> orders,

@@ -12,7 +12,7 @@
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/report.h"
 #include "ticktrace/view/runs_report.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 #include "ticktrace/view/time_arg.h"
 #include "ticktrace/view/timeline.h"
@@ -25,8 +25,8 @@ namespace {
 
 constexpr char kProgram[] = "ticktrace-view";
 
-const FlagSpec kDbFlag = {"db", "PATH", "the store (an SQLite file written by ticktrace-collector)",
-                          /*required=*/true};
+const FlagSpec kDbFlag = DbFlag();
+const FlagSpec kStoreFlag = StoreFlag();
 const FlagSpec kRunFlag = {"run", "N", "the run (default: the latest)"};
 const FlagSpec kProcessFlag = {"process", "P",
                                "only samples with an end in process P (an OS pid or a name)"};
@@ -42,22 +42,30 @@ const FlagSpec kIncludeFlaggedFlag = {
 const FlagSpec kExcludeFlaggedFlag = {"exclude-flagged", "",
                                       "keep flagged samples out of the percentiles"};
 
+const FlagSpec kExactFlag = {"exact", "",
+                             "exact nearest-rank statistics from the stored samples instead of "
+                             "the interval histograms"};
+
 constexpr char kFilterText[] =
-    "Without --process/--since/--until the numbers are the collector's stage_stats\n"
-    "(percentiles from its log-linear histogram). With them, or with an\n"
-    "--include-flagged/--exclude-flagged the collector did not use, they are computed\n"
-    "here from the samples: exact nearest-rank percentiles of the sorted values.\n"
-    "Flagged samples count in the percentiles as the collector counted them for the\n"
-    "run, unless --include-flagged or --exclude-flagged says otherwise.";
+    "The numbers are the run's interval histograms merged over the whole run, or over\n"
+    "the intervals that start in --since..--until (log-linear percentiles within\n"
+    "0.4%, every order counted whatever detail the store kept). With --process, with\n"
+    "an --include-flagged/--exclude-flagged the collector did not use, or with\n"
+    "--exact, they are computed here from the stored samples: exact nearest-rank\n"
+    "percentiles, of the orders whose detail the store kept (\"detail sampled\" says\n"
+    "when that is not every order). Flagged samples count in the percentiles as the\n"
+    "collector counted them for the run, unless --include-flagged or\n"
+    "--exclude-flagged says otherwise.";
 
 struct Command {
   CommandSpec spec;
   std::function<absl::Status(const ParsedArgs&, std::ostream&, bool)> run;
 };
 
-// Opens the store that --db names (a snapshot: see OpenMode).
-absl::StatusOr<std::unique_ptr<Store>> OpenStore(const ParsedArgs& args) {
-  return Store::Open(*args.Value("db"));
+// Opens the store that --db or --store names (a snapshot: see OpenMode).
+absl::StatusOr<std::unique_ptr<StoreReader>> OpenStore(const ParsedArgs& args) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::string uri, StoreUriFromArgs(args));
+  return StoreReader::Open(uri);
 }
 
 // The filters shared by summary, percentiles and top.
@@ -77,13 +85,14 @@ absl::StatusOr<QueryOptions> QueryFromArgs(const ParsedArgs& args) {
   }
   if (args.Has("include-flagged")) q.include_flagged = true;
   if (args.Has("exclude-flagged")) q.include_flagged = false;
+  q.exact = args.Has("exact");
   return q;
 }
 
 // summary: the per-stage table or JSON.
 absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(Summary summary, BuildSummary(*store, query));
   out << (args.Has("json") ? RenderSummaryJson(summary) : RenderSummaryText(summary));
   return absl::OkStatus();
@@ -93,7 +102,7 @@ absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
 absl::Status OrdersCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> n, args.IntValue("slowest", 1));
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(SlowestReport report,
                              FindSlowestOrders(*store, run, args.Value("stage"), *n));
   out << RenderWaterfall(report);
@@ -109,7 +118,7 @@ absl::Status OrderCommand(const ParsedArgs& args, std::ostream& out, bool) {
                                                     "'"));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(Timeline timeline, BuildTimeline(*store, *id, run));
   out << RenderTimeline(timeline);
   return absl::OkStatus();
@@ -128,19 +137,23 @@ absl::Status PercentilesCommand(const ParsedArgs& args, std::ostream& out, bool)
     return absl::InvalidArgumentError(
         absl::StrCat("--unit: expected ns, us or ms, got '", unit_text, "'"));
   }
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(StageValues values, CollectStageValues(*store, query));
-  const std::string label =
+  std::string label =
       absl::StrCat("run ", values.run.run_id, ", stage ", *query.stage, ", flagged samples ",
                    values.include_flagged ? "included"
                                           : absl::StrCat("excluded (", values.excluded, ")"));
+  if (!values.detail.complete()) {
+    absl::StrAppend(&label, ", detail sampled (", values.detail.orders_kept, " of ",
+                    values.detail.orders, " orders kept)");
+  }
   out << RenderPercentileDistribution(values.sorted_ns, unit, label);
   return absl::OkStatus();
 }
 
 // runs: every run in the store.
 absl::Status RunsCommand(const ParsedArgs& args, std::ostream& out, bool) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::string text, RenderRuns(*store));
   out << text;
   return absl::OkStatus();
@@ -157,7 +170,7 @@ absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(options.run_id, args.IntValue("run", 0));
   TICKTRACE_ASSIGN_OR_RETURN(options.limit, args.IntValue("limit", 1));
   const std::string out_path = *args.Value("out");
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   // Check the run before creating the output file.
   TICKTRACE_RETURN_IF_ERROR(store->GetRun(options.run_id).status());
   ExportResult result;
@@ -187,13 +200,14 @@ absl::Status TopCommand(const ParsedArgs& args, std::ostream& out, bool stdout_i
   options.iterations = iterations.value_or(0);
   options.interval_ms = interval.value_or(1000);
   options.clear_screen = stdout_is_tty;
-  return RunTop(*args.Value("db"), options, out);
+  TICKTRACE_ASSIGN_OR_RETURN(std::string uri, StoreUriFromArgs(args));
+  return RunTop(uri, options, out);
 }
 
 // report --out FILE: the self-contained HTML report (report.h).
 absl::Status ReportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   ReportRequest request;
-  request.db_path = *args.Value("db");
+  TICKTRACE_ASSIGN_OR_RETURN(request.store_uri, StoreUriFromArgs(args));
   request.out_path = *args.Value("out");
   TICKTRACE_ASSIGN_OR_RETURN(request.run_id, args.IntValue("run", 0));
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> slowest, args.IntValue("slowest", 1));
@@ -211,10 +225,10 @@ const std::vector<Command>& Commands() {
         "mean and flag counts, stages in pipeline order with total last, under a header\n"
         "with the calibration and the loss counters.",
         kFilterText,
-        {kDbFlag, kRunFlag,
+        {kDbFlag, kStoreFlag, kRunFlag,
          {"stage", "S", "only stage S"},
          kProcessFlag, kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
-         {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
+         kExactFlag, {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
         "",
         "ticktrace-view summary --db trace.db --since -5m --json"},
        SummaryCommand},
@@ -223,7 +237,7 @@ const std::vector<Command>& Commands() {
         "The N slowest orders (by total, or by one stage) with a per-stage waterfall.",
         "Every sample ranks, flagged or not; flags are marked M (migrated), N (negative),\n"
         "X (cross-core).",
-        {kDbFlag, {"slowest", "N", "how many orders", /*required=*/true},
+        {kDbFlag, kStoreFlag, {"slowest", "N", "how many orders", /*required=*/true},
          {"stage", "S", "rank by stage S instead of total"}, kRunFlag},
         "",
         "ticktrace-view orders --db trace.db --slowest 10 --stage 'strategy->gateway'"},
@@ -235,7 +249,7 @@ const std::vector<Command>& Commands() {
         "and flags.",
         "ID is the order ID as given to the trace API (decimal). Default run: the latest\n"
         "run that holds the order.",
-        {kDbFlag, kRunFlag},
+        {kDbFlag, kStoreFlag, kRunFlag},
         "ID",
         "ticktrace-view order --db trace.db 1042"},
        OrderCommand},
@@ -244,7 +258,7 @@ const std::vector<Command>& Commands() {
         "One stage's latency distribution in HdrHistogram's percentile format (Value,\n"
         "Percentile, TotalCount, 1/(1-Percentile)), computed exactly from the samples.",
         "",
-        {kDbFlag, {"stage", "S", "the stage", /*required=*/true}, kRunFlag, kProcessFlag,
+        {kDbFlag, kStoreFlag, {"stage", "S", "the stage", /*required=*/true}, kRunFlag, kProcessFlag,
          kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
          {"unit", "U", "unit of the Value column: ns, us (default) or ms"}},
         "",
@@ -255,7 +269,7 @@ const std::vector<Command>& Commands() {
         "The runs in the store with their time span, host, calibration, pipeline,\n"
         "processes and counters.",
         "",
-        {kDbFlag},
+        {kDbFlag, kStoreFlag},
         "",
         "ticktrace-view runs --db trace.db"},
        RunsCommand},
@@ -267,7 +281,7 @@ const std::vector<Command>& Commands() {
         "duration, an order's stamps joined by flow arrows. csv: one row per sample\n"
         "after a header row. --limit N takes the run's first N orders by time.\n"
         "--out - writes to stdout.",
-        {kDbFlag, {"format", "F", "chrome or csv", /*required=*/true},
+        {kDbFlag, kStoreFlag, {"format", "F", "chrome or csv", /*required=*/true},
          {"out", "FILE", "the output file", /*required=*/true},
          {"limit", "N", "only the first N orders"}, kRunFlag},
         "",
@@ -278,8 +292,8 @@ const std::vector<Command>& Commands() {
         "The summary, redrawn every second while a collector writes the store, until\n"
         "Ctrl-C. Follows the latest run unless --run is given.",
         kFilterText,
-        {kDbFlag, kRunFlag, {"stage", "S", "only stage S"}, kProcessFlag, kSinceFlag, kUntilFlag,
-         kIncludeFlaggedFlag, kExcludeFlaggedFlag,
+        {kDbFlag, kStoreFlag, kRunFlag, {"stage", "S", "only stage S"}, kProcessFlag, kSinceFlag, kUntilFlag,
+         kIncludeFlaggedFlag, kExcludeFlaggedFlag, kExactFlag,
          {"iterations", "N", "stop after N frames (tests)", false, /*hidden=*/true},
          {"interval-ms", "MS", "time between frames (tests)", false, /*hidden=*/true}},
         "",
@@ -292,7 +306,7 @@ const std::vector<Command>& Commands() {
         "waterfalls, and the flag counts. Inline SVG and CSS; no scripts, no network.",
         "An existing --out is left alone unless --force is given. --out - writes to\n"
         "stdout. Statistics are the summary's; plots are drawn from the stored samples.",
-        {kDbFlag, {"out", "FILE", "the HTML file", /*required=*/true}, kRunFlag,
+        {kDbFlag, kStoreFlag, {"out", "FILE", "the HTML file", /*required=*/true}, kRunFlag,
          {"slowest", "N", "how many slowest orders to draw (default 5)"},
          {"force", "", "replace --out if it exists"}},
         "",
@@ -305,7 +319,7 @@ const std::vector<Command>& Commands() {
 // `ticktrace-view --help`.
 std::string GeneralHelp() {
   std::string out = absl::StrCat("usage: ", kProgram,
-                                 " <subcommand> --db PATH [flags]\n\n"
+                                 " <subcommand> --db PATH | --store URI [flags]\n\n"
                                  "Reads a ticktrace store (never writes it). Subcommands:\n");
   for (const Command& c : Commands()) {
     absl::StrAppend(&out, "  ", c.spec.name, std::string(13 - c.spec.name.size(), ' '),
@@ -321,7 +335,10 @@ std::string GeneralHelp() {
 
 int ExitStatusFor(const absl::Status& status) {
   if (status.ok()) return kExitOk;
-  return absl::IsInvalidArgument(status) ? kExitUsageError : kExitRuntimeError;
+  // Unimplemented: a store kind this build cannot read (clickhouse://), a
+  // usage error like an unknown scheme.
+  return absl::IsInvalidArgument(status) || absl::IsUnimplemented(status) ? kExitUsageError
+                                                                          : kExitRuntimeError;
 }
 
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,

@@ -30,7 +30,7 @@ std::string CsvField(const std::string& field) {
   return absl::StrCat("\"", absl::StrReplaceAll(field, {{"\"", "\"\""}}), "\"");
 }
 
-absl::StatusOr<ExportResult> ExportCsv(Store& store, const ExportOptions& options,
+absl::StatusOr<ExportResult> ExportCsv(StoreReader& store, const ExportOptions& options,
                                        std::ostream& out) {
   TICKTRACE_ASSIGN_OR_RETURN(RunInfo run, store.GetRun(options.run_id));
   ExportResult result;

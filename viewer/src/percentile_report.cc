@@ -77,12 +77,13 @@ std::string RenderPercentileDistribution(const std::vector<double>& sorted_ns, V
   return out;
 }
 
-absl::StatusOr<StageValues> CollectStageValues(Store& store, const QueryOptions& options) {
+absl::StatusOr<StageValues> CollectStageValues(StoreReader& store, const QueryOptions& options) {
   if (!options.stage.has_value()) return absl::InvalidArgumentError("--stage is required");
   TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
   StageValues out;
   out.run = q.run;
   out.include_flagged = q.include_flagged;
+  TICKTRACE_ASSIGN_OR_RETURN(out.detail, store.DetailCompleteness(q.run.run_id, q.window));
   TICKTRACE_RETURN_IF_ERROR(store.ForEachSample(
       q.run.run_id, q.filter, /*ordered=*/false, [&](const SampleRow& sample) {
         if (InPercentiles(sample.flags, q.include_flagged)) {

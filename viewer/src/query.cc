@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -14,7 +15,7 @@
 
 namespace ticktrace::view {
 
-absl::StatusOr<std::vector<std::string>> OrderedStages(Store& store, const RunInfo& run) {
+absl::StatusOr<std::vector<std::string>> OrderedStages(StoreReader& store, const RunInfo& run) {
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<std::string> names, store.StageNames(run.run_id));
   std::set<std::string> remaining(names.begin(), names.end());
   std::vector<std::string> ordered;
@@ -32,7 +33,7 @@ absl::StatusOr<std::vector<std::string>> OrderedStages(Store& store, const RunIn
   return ordered;
 }
 
-absl::StatusOr<bool> RunIncludesFlagged(Store& store, const RunInfo& run) {
+absl::StatusOr<bool> RunIncludesFlagged(StoreReader& store, const RunInfo& run) {
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> stats, store.StageStats(run.run_id));
   if (!stats.empty()) return stats.front().include_flagged;
   const nlohmann::json settings = nlohmann::json::parse(run.settings, nullptr,
@@ -44,15 +45,12 @@ absl::StatusOr<bool> RunIncludesFlagged(Store& store, const RunInfo& run) {
   return false;
 }
 
-absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& options) {
+absl::StatusOr<ResolvedQuery> ResolveQuery(StoreReader& store, const QueryOptions& options) {
   ResolvedQuery q;
   TICKTRACE_ASSIGN_OR_RETURN(q.run, store.GetRun(options.run_id));
-  if (options.include_flagged.has_value()) {
-    q.include_flagged = *options.include_flagged;
-    q.include_flagged_given = true;
-  } else {
-    TICKTRACE_ASSIGN_OR_RETURN(q.include_flagged, RunIncludesFlagged(store, q.run));
-  }
+  TICKTRACE_ASSIGN_OR_RETURN(q.run_includes_flagged, RunIncludesFlagged(store, q.run));
+  q.include_flagged = options.include_flagged.value_or(q.run_includes_flagged);
+  q.include_flagged_given = options.include_flagged.has_value();
   std::vector<std::string> words;
 
   if (options.stage.has_value()) {
@@ -83,6 +81,7 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& opt
           known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
     }
     q.narrows_samples = true;
+    q.narrows_processes = true;
     // Names come from the kernel's 15-character comm, so several processes
     // may share one: say so rather than pick one.
     words.push_back(absl::StrCat(
@@ -114,6 +113,12 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& opt
                        FormatUtcNs(*q.filter.until_utc_ns)));
     }
     q.narrows_samples = true;
+    // --until is inclusive on whole ns: the half-open window ends 1 ns later.
+    q.window.since_utc_ns = q.filter.since_utc_ns;
+    if (q.filter.until_utc_ns.has_value() &&
+        *q.filter.until_utc_ns < std::numeric_limits<int64_t>::max()) {
+      q.window.until_utc_ns = *q.filter.until_utc_ns + 1;
+    }
   }
   if (options.include_flagged.has_value()) {
     words.push_back(*options.include_flagged ? "--include-flagged" : "--exclude-flagged");

@@ -5,10 +5,11 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "collector/store/uri.h"
 #include "status_macros.h"
 #include "ticktrace/view/export_common.h"
 #include "ticktrace/view/report_model.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
@@ -17,8 +18,10 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
   // Refuse before reading anything: an existing report is someone's work.
   struct stat out_st;
   struct stat db_st;
-  if (request.out_path != "-" && ::stat(request.out_path.c_str(), &out_st) == 0 &&
-      ::stat(request.db_path.c_str(), &db_st) == 0 && out_st.st_dev == db_st.st_dev &&
+  TICKTRACE_ASSIGN_OR_RETURN(const store::StoreUri uri, store::ParseStoreUri(request.store_uri));
+  if (request.out_path != "-" && uri.kind == store::StoreUri::Kind::kSqlite &&
+      ::stat(request.out_path.c_str(), &out_st) == 0 &&
+      ::stat(uri.path.c_str(), &db_st) == 0 && out_st.st_dev == db_st.st_dev &&
       out_st.st_ino == db_st.st_ino) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--out ", request.out_path, " is the store itself; the viewer never writes it"));
@@ -27,7 +30,8 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
     return absl::AlreadyExistsError(
         absl::StrCat("--out ", request.out_path, " exists; add --force to replace it"));
   }
-  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(request.db_path));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store,
+                             StoreReader::Open(request.store_uri));
   TICKTRACE_ASSIGN_OR_RETURN(ReportModel model,
                              BuildReportModel(*store, request.run_id, request.slowest));
   const std::string html = RenderReportHtml(model);

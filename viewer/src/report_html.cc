@@ -367,10 +367,18 @@ std::string RunHeader(const ReportModel& model) {
   const char* flagged = s.include_flagged ? "flagged samples included" : "flagged samples excluded";
   fact(
       "statistics",
-      EscapeHtml(s.from_stage_stats
-                     ? absl::StrCat("the collector's stage_stats (", flagged, "); plots from ",
-                                    model.samples_stored, " stored samples")
+      EscapeHtml(s.from_intervals
+                     ? absl::StrCat("interval histograms merged over the whole run (", flagged,
+                                    "); plots from ", model.samples_stored, " stored samples")
                      : absl::StrCat("exact, from ", s.samples_read, " stored samples; ", flagged)));
+  if (s.detail_sampled) {
+    // The plots and waterfalls come from the detail: never shown as complete.
+    fact("detail", EscapeHtml(absl::StrCat(
+                       "detail sampled: ", s.detail.orders_kept, " of ", s.detail.orders,
+                       " orders have detail (--detail ", s.detail.policy,
+                       s.detail.intervals_deleted > 0 ? ", some deleted by retention" : "",
+                       "); the plots and slowest orders show only those")));
+  }
   out += "</dl>\n";
 
   if (!model.losses.empty()) {

@@ -218,12 +218,20 @@ const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings() {
   return *meanings;
 }
 
-absl::StatusOr<ReportModel> BuildReportModel(Store& store, std::optional<int64_t> run_id,
+absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<int64_t> run_id,
                                              int64_t slowest) {
   ReportModel model;
   model.store_path = store.path();
   QueryOptions query;
   query.run_id = run_id;
+  // The plots read every stored sample anyway: where those are every order
+  // the breakdown is exact from them too; where the detail is sampled it is
+  // the intervals' merge, which counts every order (and the page says so).
+  TICKTRACE_ASSIGN_OR_RETURN(const RunInfo run_info, store.GetRun(run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(const DetailCoverage coverage,
+                             store.DetailCompleteness(run_info.run_id, TimeWindow{}));
+  query.run_id = run_info.run_id;
+  query.exact = coverage.complete();
   TICKTRACE_ASSIGN_OR_RETURN(model.summary, BuildSummary(store, query));
   const RunInfo& run = model.summary.run;
   model.environment = ParseEnvironment(run.environment);

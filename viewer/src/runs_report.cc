@@ -10,7 +10,7 @@
 
 namespace ticktrace::view {
 
-absl::StatusOr<std::string> RenderRuns(Store& store) {
+absl::StatusOr<std::string> RenderRuns(StoreReader& store) {
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<RunInfo> runs, store.ListRuns());
   std::string out = absl::StrCat(runs.size(), runs.size() == 1 ? " run" : " runs", " in ",
                                  store.path(), " (schema ", store.schema_version(), ")\n");

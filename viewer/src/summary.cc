@@ -23,13 +23,6 @@ constexpr const char* kHeaderCounters[] = {"drained", "dropped", "malformed", "o
 // Also always in the JSON counters (0 when the collector did not write them).
 constexpr const char* kJsonCounters[] = {"late_records", "orders_late"};
 
-// True when the run's settings JSON has "detail" other than "all".
-bool DetailSampled(const std::string& settings) {
-  const nlohmann::json j = nlohmann::json::parse(settings, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("detail") || !j["detail"].is_string()) return false;
-  return j["detail"].get<std::string>() != "all";
-}
-
 // The verdict of each stage (stats.h, ConfidenceReasons).
 void SetConfidence(Summary* summary) {
   for (StageSummary& s : summary->stages) {
@@ -46,7 +39,8 @@ void SetConfidence(Summary* summary) {
     in.p50_ns = s.stats.p50_ns;
     in.uncertainty_ns = s.uncertainty_ns;
     in.tsc_step_ns = summary->run.tsc_step_ns;
-    in.detail_sampled = summary->detail_sampled;
+    // Interval statistics count every order whatever the detail keeps.
+    in.detail_sampled = summary->detail_sampled && !summary->from_intervals;
     s.confidence = ConfidenceReasons(in);
   }
 }
@@ -60,7 +54,7 @@ std::string P50Text(const StageSummary& s) {
   return p50;
 }
 
-StageSummary FromStatsRow(const StageStatsRow& row) {
+StageSummary FromWindowRow(const WindowStageStatsRow& row) {
   StageSummary s;
   s.stage = row.stage;
   s.stats.count = row.count;
@@ -71,12 +65,18 @@ StageSummary FromStatsRow(const StageStatsRow& row) {
   s.stats.p90_ns = row.p90_ns;
   s.stats.p99_ns = row.p99_ns;
   s.stats.p999_ns = row.p999_ns;
-  s.migrated = row.migrated;
-  s.negative = row.negative;
-  s.cross_core = row.cross_core;
-  s.skew = row.skew.value_or(0);
-  s.out_of_order = row.out_of_order.value_or(0);
-  s.late = row.late.value_or(0);
+  const auto flag = [&](uint32_t bit) {
+    for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
+      if (store::kFlagNames[i].bit == bit) return row.flag_counts[i];
+    }
+    return int64_t{0};
+  };
+  s.migrated = flag(kFlagMigrated);
+  s.negative = flag(kFlagNegative);
+  s.cross_core = flag(kFlagCrossCore);
+  s.skew = flag(kFlagSkew);
+  s.out_of_order = flag(kFlagOutOfOrder);
+  s.late = flag(kFlagLate);
   s.samples_all = row.samples_all.value_or(row.count);
   s.uncertainty_ns = row.uncertainty_ns.value_or(0);
   return s;
@@ -93,7 +93,7 @@ int64_t CounterValue(const Summary& summary, const std::string& name) {
   return it == summary.counters.end() ? 0 : it->second;
 }
 
-absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) {
+absl::StatusOr<Summary> BuildSummary(StoreReader& store, const QueryOptions& options) {
   TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
   Summary summary;
   summary.run = q.run;
@@ -101,22 +101,19 @@ absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options) 
   summary.filters = q.description;
   TICKTRACE_ASSIGN_OR_RETURN(summary.counters, store.Counters(q.run.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(summary.cores, store.Cores(q.run.run_id));
-  summary.detail_sampled = DetailSampled(q.run.settings);
+  TICKTRACE_ASSIGN_OR_RETURN(summary.detail, store.DetailCompleteness(q.run.run_id, q.window));
+  summary.detail_sampled = !summary.detail.complete();
 
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> stats, store.StageStats(q.run.run_id));
-  const bool stats_match =
-      !stats.empty() && std::all_of(stats.begin(), stats.end(), [&](const StageStatsRow& r) {
-        return r.include_flagged == q.include_flagged;
-      });
-  if (!q.narrows_samples && stats_match) {
-    summary.from_stage_stats = true;
-    std::vector<StageSummary> rest;
-    for (const StageStatsRow& row : stats) {
+  // The interval histograms hold the samples the run's include_flagged
+  // rule kept, per interval: they answer any window, but know no process.
+  if (!q.narrows_processes && !options.exact && q.include_flagged == q.run_includes_flagged) {
+    summary.from_intervals = true;
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<WindowStageStatsRow> rows,
+                               store.StageWindowStats(q.run.run_id, q.window));
+    for (const WindowStageStatsRow& row : rows) {
       if (q.filter.stage.has_value() && row.stage != *q.filter.stage) continue;
-      // stage_stats.position puts total last; keep it last even if not.
-      (row.stage == kTotalStage ? rest : summary.stages).push_back(FromStatsRow(row));
+      summary.stages.push_back(FromWindowRow(row));
     }
-    for (StageSummary& s : rest) summary.stages.push_back(std::move(s));
     SetConfidence(&summary);
     return summary;
   }
@@ -219,8 +216,10 @@ std::string RenderSummaryText(const Summary& summary) {
   if (!others.empty()) absl::StrAppend(&out, "other counters: ", absl::StrJoin(others, ", "), "\n");
   const char* flagged = summary.include_flagged ? "flagged samples included"
                                                 : "flagged samples excluded";
-  if (summary.from_stage_stats) {
-    absl::StrAppend(&out, "statistics: the collector's stage_stats (", flagged, ")\n");
+  if (summary.from_intervals) {
+    absl::StrAppend(&out, "statistics: interval histograms merged over ",
+                    summary.filters.empty() ? "the whole run" : summary.filters, " (", flagged,
+                    ")\n");
   } else {
     absl::StrAppend(&out, "statistics: exact, from ", summary.samples_read, " samples",
                     summary.filters.empty() ? "" : absl::StrCat(" (", summary.filters, ")"),
@@ -231,6 +230,19 @@ std::string RenderSummaryText(const Summary& summary) {
       absl::StrAppend(&out, "warning: ", lost,
                       " samples were not stored; statistics computed from samples miss them\n");
     }
+  }
+  if (summary.detail_sampled) {
+    const DetailCoverage& d = summary.detail;
+    absl::StrAppend(&out, "detail sampled: ", d.orders_kept, " of ", d.orders,
+                    " orders have detail (--detail ", d.policy, ")",
+                    d.intervals_deleted > 0
+                        ? absl::StrCat(", retention deleted the detail of ", d.intervals_deleted,
+                                       " intervals")
+                        : "",
+                    summary.from_intervals
+                        ? "; statistics count every order, slowest orders and timelines "
+                          "only those kept\n"
+                        : "; statistics from samples miss the others\n");
   }
   out += "\n";
 

@@ -19,7 +19,7 @@ constexpr int kMaxChainDepth = 64;
 
 }  // namespace
 
-absl::StatusOr<Timeline> BuildTimeline(Store& store, int64_t order_id,
+absl::StatusOr<Timeline> BuildTimeline(StoreReader& store, int64_t order_id,
                                        std::optional<int64_t> run_id) {
   Timeline timeline;
   if (run_id.has_value()) {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "ticktrace/view/format_units.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 #include "status_macros.h"
 
@@ -55,14 +55,14 @@ void SleepUnlessStopped(int64_t ms) {
 
 }  // namespace
 
-absl::Status RunTop(const std::string& db_path, const TopOptions& options, std::ostream& out) {
+absl::Status RunTop(const std::string& store_uri, const TopOptions& options, std::ostream& out) {
   ScopedStopHandlers handlers;
   for (int64_t i = 0; !g_stop_requested; ++i) {
     if (options.iterations > 0 && i >= options.iterations) break;
     // Opened afresh for every frame: a snapshot sees the latest commit, a
     // collector that starts (or a run that begins) later is picked up, and
-    // a store nobody writes gets no -wal/-shm files (Store::Open).
-    TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(db_path));
+    // a store nobody writes gets no -wal/-shm files (OpenMode::kSnapshot).
+    TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, StoreReader::Open(store_uri));
     std::string frame = options.clear_screen ? "\x1b[H\x1b[2J" : (i > 0 ? "\n" : "");
     absl::StrAppend(&frame, "ticktrace-view top  ", store->path(), "  ",
                     FormatUtcNs(absl::GetCurrentTimeNanos()), "  (Ctrl-C to quit)\n");

@@ -13,7 +13,7 @@
 
 namespace ticktrace::view {
 
-absl::StatusOr<SlowestReport> FindSlowestOrders(Store& store, std::optional<int64_t> run_id,
+absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optional<int64_t> run_id,
                                                 std::optional<std::string> stage, int64_t n) {
   QueryOptions options;
   options.run_id = run_id;

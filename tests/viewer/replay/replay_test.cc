@@ -27,6 +27,7 @@
 #include "collector/archive.h"
 #include "collector/collector.h"
 #include "collector/run_info.h"
+#include "collector/store/sqlite_expand.h"
 #include "collector/stream.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
@@ -34,7 +35,7 @@
 #include "ticktrace/view/chrome_export.h"
 #include "ticktrace/view/csv_export.h"
 #include "ticktrace/view/query.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 #include "ticktrace/view/timeline.h"
 #include "ticktrace/view/waterfall.h"
@@ -169,9 +170,13 @@ std::vector<double> ExpectedTotal() {
   return Sorted(v);
 }
 
+// Counts rows with `sql`, which may read the flat rows `samples` and
+// `stamps` (store::ExpandDetail: TEMP tables decoded from the packed detail).
 int64_t CountRows(const std::string& db, const std::string& sql) {
   sqlite3* h = nullptr;
   sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr);
+  const absl::Status expanded = store::ExpandDetail(h);
+  EXPECT_TRUE(expanded.ok()) << expanded;
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(h, sql.c_str(), -1, &s, nullptr);
   int64_t n = -1;
@@ -204,7 +209,7 @@ class ReplayTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(replay_status_->ok()) << *replay_status_;
     db_ = dir_->File("replayed.db");
-    auto store = Store::Open(db_);
+    auto store = StoreReader::Open(db_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -219,15 +224,15 @@ class ReplayTest : public ::testing::Test {
   static testing::TempDir* dir_;
   static absl::Status* replay_status_;
   std::string db_;
-  std::unique_ptr<Store> store_;
+  std::unique_ptr<StoreReader> store_;
 };
 testing::TempDir* ReplayTest::dir_ = nullptr;
 absl::Status* ReplayTest::replay_status_ = nullptr;
 
-TEST_F(ReplayTest, SummaryFromTheCollectorsStageStats) {
+TEST_F(ReplayTest, SummaryFromTheCollectorsIntervals) {
   auto summary = BuildSummary(*store_, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_TRUE(summary->from_stage_stats);
+  EXPECT_TRUE(summary->from_intervals);
   EXPECT_EQ(summary->run.tsc_hz, 1e9);
   ASSERT_GE(summary->stages.size(), 4u);
   EXPECT_EQ(summary->stages.back().stage, "total");
@@ -287,9 +292,10 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsStageStats) {
 TEST_F(ReplayTest, ExactPercentilesFromSamplesWhenFiltered) {
   QueryOptions q;
   q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
+  q.exact = true;  // a window alone is the intervals' merge now
   auto summary = BuildSummary(*store_, q);
   ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_FALSE(summary->from_stage_stats);
+  EXPECT_FALSE(summary->from_intervals);
   const std::vector<double> md = ExpectedMdToStrategy();
   const StageSummary* row = Find(*summary, "md->strategy");
   ASSERT_NE(row, nullptr);

@@ -70,6 +70,16 @@ bool WantsHelp(const std::vector<std::string>& args);
 // The --help text of `spec`, for program `program`.
 std::string CommandHelp(absl::string_view program, const CommandSpec& spec);
 
+// The flags that name the store a subcommand reads: --store URI (sqlite:PATH,
+// a plain path, or clickhouse://HOST:PORT/DB) and --db PATH, its short form.
+FlagSpec StoreFlag();
+FlagSpec DbFlag();
+
+// The store `args` names, as StoreReader::Open takes it: --store as given,
+// or --db PATH as "sqlite:PATH". InvalidArgument when neither or both are
+// given, or when the URI does not parse (store::ParseStoreUri).
+absl::StatusOr<std::string> StoreUriFromArgs(const ParsedArgs& args);
+
 // Parses a decimal integer that may be a 64-bit order ID: a signed value,
 // or an unsigned one above INT64_MAX, kept as its two's-complement bits
 // (the store keeps order IDs in SQLite's signed INTEGER).

@@ -17,12 +17,12 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/export_common.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
 // Writes the trace of the orders `options` selects to `out`.
-absl::StatusOr<ExportResult> ExportChrome(Store& store, const ExportOptions& options,
+absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOptions& options,
                                           std::ostream& out);
 
 }  // namespace ticktrace::view

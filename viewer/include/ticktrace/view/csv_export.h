@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/export_common.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
@@ -25,7 +25,7 @@ inline constexpr char kCsvHeader[] =
 
 // Writes the samples of the orders `options` selects to `out`: with a limit,
 // order by order in time order; without, every sample of the run by order ID.
-absl::StatusOr<ExportResult> ExportCsv(Store& store, const ExportOptions& options,
+absl::StatusOr<ExportResult> ExportCsv(StoreReader& store, const ExportOptions& options,
                                        std::ostream& out);
 
 // `field` quoted for CSV when it holds a comma, a quote or a line break.

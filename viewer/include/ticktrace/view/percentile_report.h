@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "ticktrace/view/query.h"
 #include "ticktrace/view/records.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
@@ -43,11 +43,14 @@ struct StageValues {
   std::vector<double> sorted_ns;  // ascending
   int64_t excluded = 0;           // flagged samples kept out
   bool include_flagged = false;   // as resolved (QueryOptions::include_flagged)
+  // How much of the window's detail the values come from: not every order's
+  // when !detail.complete() ("detail sampled").
+  DetailCoverage detail;
 };
 
 // The values of the stage that `options` names (required), with the same
 // filters and flag rule as summary. InvalidArgument without a stage.
-absl::StatusOr<StageValues> CollectStageValues(Store& store, const QueryOptions& options);
+absl::StatusOr<StageValues> CollectStageValues(StoreReader& store, const QueryOptions& options);
 
 }  // namespace ticktrace::view
 

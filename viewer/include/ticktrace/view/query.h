@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/records.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/time_arg.h"
 
 namespace ticktrace::view {
@@ -33,32 +33,40 @@ struct QueryOptions {
   // collector counted them for this run (stage_stats.include_flagged, else
   // runs.settings.include_flagged, else not).
   std::optional<bool> include_flagged;
+  // Compute the statistics exactly from the order detail (nearest rank over
+  // the stored samples) even where the interval histograms could answer.
+  bool exact = false;
 };
 
 // The run's own include_flagged setting (see QueryOptions::include_flagged).
-absl::StatusOr<bool> RunIncludesFlagged(Store& store, const RunInfo& run);
+absl::StatusOr<bool> RunIncludesFlagged(StoreReader& store, const RunInfo& run);
 
 // QueryOptions checked against one run of a store.
 struct ResolvedQuery {
   RunInfo run;
   SampleFilter filter;
-  // True when --process, --since or --until narrow the samples (so the
-  // whole-run stage_stats cannot answer).
+  // The statistics window of --since/--until: [since, until + 1), intervals
+  // by their start (StoreReader::StageWindowStats); unset ends do not limit.
+  TimeWindow window;
+  // True when --process, --since or --until narrow the samples.
   bool narrows_samples = false;
+  // True when --process is given: interval statistics do not know processes.
+  bool narrows_processes = false;
   bool include_flagged = false;  // resolved
   bool include_flagged_given = false;  // by the user, not the run's setting
+  bool run_includes_flagged = false;   // the run's own setting (its histograms hold these)
   // The filters in words for report headers, e.g. "process md, since ...".
   std::string description;
 };
 
 // Resolves `options` on `store`. NotFound for an unknown run, stage or
 // process; InvalidArgument when --since is after --until.
-absl::StatusOr<ResolvedQuery> ResolveQuery(Store& store, const QueryOptions& options);
+absl::StatusOr<ResolvedQuery> ResolveQuery(StoreReader& store, const QueryOptions& options);
 
 // The run's stage names in pipeline order, `total` last: stage_stats.position
 // where the collector wrote it, otherwise consecutive pairs of runs.pipeline,
 // then any other stage (spans) by name.
-absl::StatusOr<std::vector<std::string>> OrderedStages(Store& store, const RunInfo& run);
+absl::StatusOr<std::vector<std::string>> OrderedStages(StoreReader& store, const RunInfo& run);
 
 // True when a sample with `flags` counts in the percentiles.
 inline bool InPercentiles(uint32_t flags, bool include_flagged) {

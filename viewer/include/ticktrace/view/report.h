@@ -22,7 +22,7 @@ inline constexpr int64_t kDefaultReportSlowest = 5;
 
 // What `ticktrace-view report` was asked for.
 struct ReportRequest {
-  std::string db_path;                      // the store (opened read-only, never written)
+  std::string store_uri;                    // the store (StoreReader::Open; never written)
   std::string out_path;                     // the HTML file; "-" writes to stdout
   std::optional<int64_t> run_id;            // unset: the latest run
   int64_t slowest = kDefaultReportSlowest;  // waterfalls drawn; >= 1

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/records.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 #include "ticktrace/view/waterfall.h"
 
@@ -192,7 +192,7 @@ const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings();
 
 // Reads everything the report shows of run `run_id` (latest when unset):
 // `slowest` waterfalls (>= 1). NotFound for an unknown run. Read-only.
-absl::StatusOr<ReportModel> BuildReportModel(Store& store, std::optional<int64_t> run_id,
+absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<int64_t> run_id,
                                              int64_t slowest);
 
 // The report page: one HTML document with inline CSS and SVG, no script.

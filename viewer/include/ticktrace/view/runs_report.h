@@ -6,12 +6,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
 // One block of text per run, oldest first.
-absl::StatusOr<std::string> RenderRuns(Store& store);
+absl::StatusOr<std::string> RenderRuns(StoreReader& store);
 
 }  // namespace ticktrace::view
 

@@ -12,7 +12,7 @@
 #include "ticktrace/view/query.h"
 #include "ticktrace/view/records.h"
 #include "ticktrace/view/stats.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
@@ -36,22 +36,28 @@ struct StageSummary {
 struct Summary {
   RunInfo run;
   std::vector<CoreRow> cores;  // the latest offset of each core measured
-  bool detail_sampled = false; // the run's settings say "detail" is not "all"
+  // How much order detail the window holds (StoreReader::DetailCompleteness);
+  // detail_sampled: not all of it ("detail sampled").
+  DetailCoverage detail;
+  bool detail_sampled = false;
   std::map<std::string, int64_t> counters;
   std::vector<StageSummary> stages;
-  // True when the rows are the collector's stage_stats (log-linear histogram
-  // percentiles); false when computed here, exactly, from samples.
-  bool from_stage_stats = false;
+  // True when the rows are the merge of the run's interval histograms over
+  // the window (log-linear histogram percentiles, every order counted);
+  // false when computed here, exactly, from the stored samples.
+  bool from_intervals = false;
   bool include_flagged = false;
-  int64_t samples_read = 0;  // samples read when !from_stage_stats
+  int64_t samples_read = 0;  // samples read when !from_intervals
   std::string filters;       // the filters in words; empty when none
 };
 
-// Builds the summary of the run `options` names. Uses stage_stats when no
-// filter narrows the samples, the run has stage_stats, and they were computed
-// with the include_flagged in force (by default the run's own, so an
-// unfiltered summary always uses them); otherwise reads the samples.
-absl::StatusOr<Summary> BuildSummary(Store& store, const QueryOptions& options);
+// Builds the summary of the run `options` names. Merges the run's interval
+// histograms over the window (--since/--until; the whole run without them)
+// unless --process narrows the samples, the include_flagged in force is not
+// the run's own (its histograms hold the run's choice), or options.exact;
+// then computes exact statistics from the stored samples, which are
+// "detail sampled" where the store does not hold every order's detail.
+absl::StatusOr<Summary> BuildSummary(StoreReader& store, const QueryOptions& options);
 
 // The summary as the text table with its header.
 std::string RenderSummaryText(const Summary& summary);

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/records.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
@@ -37,7 +37,7 @@ struct Timeline {
 
 // Builds the timeline of `order_id` in run `run_id`, or when unset in the
 // latest run that holds the order. NotFound for an unknown run or order.
-absl::StatusOr<Timeline> BuildTimeline(Store& store, int64_t order_id,
+absl::StatusOr<Timeline> BuildTimeline(StoreReader& store, int64_t order_id,
                                        std::optional<int64_t> run_id);
 
 // The timeline as text: a header naming the order, its chain and state,

@@ -20,11 +20,11 @@ struct TopOptions {
   bool clear_screen = false;    // redraw in place (a terminal) or append
 };
 
-// Runs the loop on the store at `db_path`, writing to `out`. Installs
+// Runs the loop on the store `store_uri` names (StoreReader::Open), writing to `out`. Installs
 // handlers for SIGINT and SIGTERM while it runs (restoring the previous ones
 // after) and returns OK when one of them stops it. Call from the main
 // thread only.
-absl::Status RunTop(const std::string& db_path, const TopOptions& options, std::ostream& out);
+absl::Status RunTop(const std::string& store_uri, const TopOptions& options, std::ostream& out);
 
 }  // namespace ticktrace::view
 

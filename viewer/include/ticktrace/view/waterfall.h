@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/records.h"
-#include "ticktrace/view/store.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
@@ -33,7 +33,7 @@ struct SlowestReport {
 // `stage` (default "total"). Every sample counts, flagged or not: flags are
 // shown, not filtered. NotFound for an unknown run or stage.
 // REQUIRES: n >= 1.
-absl::StatusOr<SlowestReport> FindSlowestOrders(Store& store, std::optional<int64_t> run_id,
+absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optional<int64_t> run_id,
                                                 std::optional<std::string> stage, int64_t n);
 
 // The report as text: per order a header line, then one line per stage with
