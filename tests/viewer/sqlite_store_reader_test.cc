@@ -564,6 +564,52 @@ TEST_F(HandStore, ForEachSampleFilters) {
   EXPECT_EQ(in[1].order_id, 8);
 }
 
+// Orders without samples (late instances) in the first and last intervals
+// with detail do not hide the samples of the intervals between.
+TEST(SqliteStoreReader, SampleSpanSkipsIntervalsWithoutSamples) {
+  TempDir dir;
+  const std::string path = dir.path() + "/span.db";
+  int64_t run = 0;
+  {
+    auto w = store::SqliteWriter::OpenOrCreate(path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    store::RunMeta meta;
+    meta.tsc_hz = 1e9;
+    run = *(*w)->BeginRun(meta);
+    const auto bare = [](uint64_t id, int64_t at) {
+      OrderDetail o;
+      o.order_id = id;
+      o.first_utc_ns = at;
+      o.first_tsc = 10;
+      o.first_tsc_utc_ns = at;
+      o.stamps.push_back({.tag = "a", .process_id = 1, .tid = 1, .tsc = 10, .utc_ns = at});
+      return o;
+    };
+    Truth t;
+    t.order_id = 2;
+    t.first_utc_ns = kT0 + kSecond + 40;
+    t.stages = {"rx->strat", "total"};
+    t.latency_ns = {300, 300};
+    t.flags = {0, 0};
+    Truth u = t;
+    u.order_id = 3;
+    u.first_utc_ns = kT0 + 2 * kSecond + 70;
+    uint64_t already = 0;
+    ASSERT_TRUE((*w)->Write(run, {}, {{kT0, 1, 0}, {kT0 + 3 * kSecond, 1, 0}},
+                            {bare(1, kT0 + 5), bare(4, kT0 + 3 * kSecond + 5)}, nullptr, &already)
+                    .ok());
+    WriteOrders(w->get(), run, {t, u}, 1);
+  }
+  auto reader = OpenOrDie(path);
+  ASSERT_NE(reader, nullptr);
+  auto span = reader->SampleSpanUtcNs(run);
+  ASSERT_TRUE(span.ok()) << span.status();
+  ASSERT_TRUE(span->has_value());
+  // rx->strat starts at the first stamp; total too: kT0+1s+40 .. kT0+2s+70.
+  EXPECT_EQ((*span)->first, kT0 + kSecond + 40);
+  EXPECT_EQ((*span)->second, kT0 + 2 * kSecond + 70);
+}
+
 // ---- window statistics, intervals, completeness ---------------------------------
 
 TEST(SqliteStoreReaderGenerated, WindowStatsEqualTheDetailWithinTheHistogramPrecision) {

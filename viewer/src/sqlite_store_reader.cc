@@ -501,15 +501,23 @@ class SqliteStoreReader final : public StoreReader {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<KeyRange> ranges, KeyRanges(run_id, TimeWindow{}));
     int64_t first = kMaxTime, last = kMinTime;
-    if (!ranges.empty()) {
-      const std::vector<KeyRange> ends =
-          ranges.size() == 1 ? ranges : std::vector<KeyRange>{ranges.front(), ranges.back()};
-      TICKTRACE_RETURN_IF_ERROR(ScanSamples(
-          run_id, ends, std::nullopt, TimeWindow{}, [&](const SampleRow& r) {
-            first = std::min(first, r.start_utc_ns);
-            last = std::max(last, r.start_utc_ns);
-          }));
-    }
+    const auto scan = [&](size_t i) {
+      return ScanSamples(run_id, {ranges[i]}, std::nullopt, TimeWindow{},
+                         [&](const SampleRow& r) {
+                           first = std::min(first, r.start_utc_ns);
+                           last = std::max(last, r.start_utc_ns);
+                         });
+    };
+    // The earliest: the first interval whose orders have samples (an
+    // interval may hold only orders without any, e.g. late instances).
+    size_t lo = 0;
+    for (; lo < ranges.size() && first == kMaxTime; ++lo) TICKTRACE_RETURN_IF_ERROR(scan(lo));
+    // The latest: the last such interval, and the one before it (its orders
+    // may start samples after the last interval's first stamps).
+    size_t hi = ranges.size();
+    const int64_t before = last;
+    while (hi > lo && last == before) TICKTRACE_RETURN_IF_ERROR(scan(--hi));
+    if (hi > lo) TICKTRACE_RETURN_IF_ERROR(scan(hi - 1));
     if (first <= last) return Span(std::make_pair(first, last));
     // No detail: the intervals' extent.
     TICKTRACE_ASSIGN_OR_RETURN(

@@ -143,8 +143,9 @@ class StoreReader {
   // The latest measurement of each core's TSC offset, by cpu.
   virtual absl::StatusOr<std::vector<CoreRow>> Cores(int64_t run_id) = 0;
   // The earliest and the latest sample start of the run, from the orders of
-  // its first and last intervals with detail (exact unless an order outlives
-  // an interval); nullopt when it has no detail.
+  // its first and last intervals whose orders have samples (exact unless an
+  // order outlives an interval); without detail, the intervals' extent;
+  // nullopt when the run has neither.
   virtual absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> SampleSpanUtcNs(
       int64_t run_id) = 0;
 
