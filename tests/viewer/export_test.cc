@@ -268,3 +268,63 @@ TEST(CsvFieldTest, QuotesOnlyWhenNeeded) {
 
 }  // namespace
 }  // namespace ticktrace::view
+
+namespace ticktrace::view {
+namespace {
+
+// An id used twice in a run (instances 0 and 1, each with two stamps and one
+// sample): each orders row exports its own instance once, not both twice.
+TEST(ExportInstancesTest, EachInstanceExportsItsOwnRowsOnce) {
+  testing::TempDir dir;
+  const std::string path = dir.File("instances.db");
+  testing::FixtureRun run;
+  run.meta.session = "reuse";
+  run.meta.host = "h";
+  run.meta.started_utc_ns = testing::KnownStore::BaseUtcNs();
+  run.meta.tsc_hz = 1e9;
+  run.meta.calibration_source = "given";
+  run.meta.pipeline = "a,b";
+  for (uint32_t instance = 0; instance < 2; ++instance) {
+    store::OrderDetail o;
+    o.order_id = 7;
+    o.instance = instance;
+    o.first_utc_ns = run.meta.started_utc_ns + instance * 1'000'000;
+    o.complete = true;
+    o.total_ns = 100;
+    for (int k = 0; k < 2; ++k) {
+      store::StampDetail s;
+      s.tag = k == 0 ? "a" : "b";
+      s.process_id = 1;
+      s.tid = 1;
+      s.tsc = 1'000'000 + instance * 1'000'000 + static_cast<uint64_t>(k) * 100;
+      s.utc_ns = o.first_utc_ns + k * 100;
+      o.stamps.push_back(s);
+    }
+    o.first_tsc = o.stamps[0].tsc;
+    o.first_tsc_utc_ns = o.first_utc_ns;
+    store::SampleDetail sample;
+    sample.stage = "a->b";
+    sample.start_utc_ns = o.first_utc_ns;
+    sample.latency_ns = 100;
+    o.samples.push_back(sample);
+    run.orders.push_back(o);
+  }
+  testing::WriteStore(path, {run});
+  auto store = StoreReader::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+
+  ExportOptions options;
+  options.limit = 10;
+  std::stringstream csv;
+  auto rows = ExportCsv(**store, options, csv);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->orders, 2);
+  EXPECT_EQ(rows->rows, 2);  // one a->b sample per instance
+  std::stringstream chrome;
+  auto events = ExportChrome(**store, options, chrome);
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->stamps, 4);  // two stamps per instance
+}
+
+}  // namespace
+}  // namespace ticktrace::view

@@ -105,8 +105,10 @@ absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOption
   }
   for (size_t i = 0; i < orders.size(); ++i) {
     const OrderRow& order = orders[i];
-    TICKTRACE_ASSIGN_OR_RETURN(const std::vector<StampRow> stamps,
-                               store.Stamps(run.run_id, order.order_id));
+    // One instance per orders row (an id used again has a row per use).
+    TICKTRACE_ASSIGN_OR_RETURN(
+        const std::vector<StampRow> stamps,
+        store.StampsOfInstance(run.run_id, order.order_id, order.instance));
     for (const StampRow& s : stamps) {
       Json args = {{"order_id", OrderIdDecimal(s.order_id)},
                    {"utc", FormatUtcNs(s.utc_ns)},

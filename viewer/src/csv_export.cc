@@ -42,8 +42,12 @@ absl::StatusOr<ExportResult> ExportCsv(StoreReader& store, const ExportOptions& 
     for (const OrderRow& order : orders) {
       TICKTRACE_ASSIGN_OR_RETURN(std::vector<SampleRow> samples,
                                  store.SamplesOfOrder(run.run_id, order.order_id));
-      for (const SampleRow& s : samples) WriteRow(run.run_id, s, out);
-      result.rows += static_cast<int64_t>(samples.size());
+      // SamplesOfOrder holds every instance; this row is one of them.
+      for (const SampleRow& s : samples) {
+        if (s.instance != order.instance) continue;
+        WriteRow(run.run_id, s, out);
+        ++result.rows;
+      }
       ++result.orders;
     }
     return result;
