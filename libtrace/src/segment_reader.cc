@@ -552,36 +552,32 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
                                              std::vector<abi::Record>* out,
                                              uint64_t* generation) const {
   const abi::SlotControl* c = control(slot);
-  uint64_t r = 0, w = 0;
-  const bool indices_read = Guarded([&] {
+  const abi::Record* ring = records(slot);
+  const uint64_t mask = info_.ring_capacity - 1;
+  const size_t old_size = out->size();
+  uint64_t r = 0, w = 0, n = 0, gen = 0;
+  bool impossible = false;
+  // One guarded section per call (a guard costs a sigsetjmp): nothing in it
+  // allocates while the mapping is touched, so a jump out of it leaks nothing.
+  const bool ok = Guarded([&] {
     // Relaxed: only the consumer writes read_index.
     r = c->read_index.load(std::memory_order_relaxed);
     // Acquire: pairs with the producer's release store of write_index in
     // internal::Write(); the records below it are complete.
     w = c->write_index.load(std::memory_order_acquire);
-  });
-  if (!indices_read) {
-    return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
-  }
-  // Indices grow forever and wrap at 2^64 (abi.h): the published count is
-  // w - r modulo 2^64. Write behind read shows up as a huge difference, so
-  // this one check refuses both impossible states, also across the wrap.
-  if (w - r > info_.ring_capacity) {
-    return absl::DataLossError(absl::StrCat("segment ", info_.name, " slot ", slot,
-                                            ": impossible indices (read ", r, ", write ", w,
-                                            ", capacity ", info_.ring_capacity, ")"));
-  }
-  const uint64_t n = std::min<uint64_t>(w - r, max_records);
-  const uint64_t mask = info_.ring_capacity - 1;
-  const abi::Record* ring = records(slot);
-  const size_t old_size = out->size();
-  out->resize(old_size + n);  // allocated outside the guard: a jump never leaks it
-  const uint64_t first = r & mask;
-  const uint64_t first_part = std::min<uint64_t>(n, info_.ring_capacity - first);
-  abi::Record* dest = out->data() + old_size;
-  uint64_t gen = 0;
-  const bool copied = Guarded([&] {
+    // Indices grow forever and wrap at 2^64 (abi.h): the published count is
+    // w - r modulo 2^64. Write behind read shows up as a huge difference, so
+    // this one check refuses both impossible states, also across the wrap.
+    if (w - r > info_.ring_capacity) {
+      impossible = true;
+      return;
+    }
+    n = std::min<uint64_t>(w - r, max_records);
     if (n > 0) {
+      out->resize(old_size + n);  // touches the heap only
+      const uint64_t first = r & mask;
+      const uint64_t first_part = std::min<uint64_t>(n, info_.ring_capacity - first);
+      abi::Record* dest = out->data() + old_size;
       std::memcpy(dest, ring + first, first_part * sizeof(abi::Record));
       if (n > first_part) {
         std::memcpy(dest + first_part, ring, (n - first_part) * sizeof(abi::Record));
@@ -589,9 +585,14 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
     }
     if (generation != nullptr) gen = c->generation.load(std::memory_order_acquire);
   });
-  if (!copied) {
-    out->resize(old_size);
+  if (!ok) {
+    out->resize(old_size);  // a faulted copy leaves nothing behind
     return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
+  }
+  if (impossible) {
+    return absl::DataLossError(absl::StrCat("segment ", info_.name, " slot ", slot,
+                                            ": impossible indices (read ", r, ", write ", w,
+                                            ", capacity ", info_.ring_capacity, ")"));
   }
   if (generation != nullptr) *generation = gen;
   return r + n;
