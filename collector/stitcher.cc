@@ -161,12 +161,28 @@ uint32_t Stitcher::OrderIndex(uint64_t order_id) {
   Order& o = pool_[idx];
   o.live = true;
   o.last_activity = clock_;
-  uint32_t& next = next_instance_[order_id];
-  o.instance = std::min<uint32_t>(next, (1u << 27) - 1);
-  if (next > 0) ++counters_.reused_ids;
-  if (next < (1u << 27) - 1) ++next;
+  InstanceMemory& m = next_instance_[order_id];
+  o.instance = std::min<uint32_t>(m.next, (1u << 27) - 1);
+  if (m.next > 0) ++counters_.reused_ids;
+  if (m.next < (1u << 27) - 1) ++m.next;
+  m.opened_at = clock_;
+  if (settings_.timeout_ticks > 0) instance_expiry_.emplace_back(clock_, order_id);
   it->second = idx;
   return idx;
+}
+
+void Stitcher::ForgetOldInstances() {
+  const uint64_t keep = instance_memory_ticks();
+  while (!instance_expiry_.empty() && clock_ - instance_expiry_.front().first > keep) {
+    const auto [opened_at, id] = instance_expiry_.front();
+    instance_expiry_.pop_front();
+    auto it = next_instance_.find(id);
+    // Opened again since: a later entry of the queue forgets it.
+    if (it != next_instance_.end() && it->second.opened_at == opened_at && !open_.contains(id) &&
+        !lingering_.contains(id)) {
+      next_instance_.erase(it);
+    }
+  }
 }
 
 Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
@@ -293,6 +309,7 @@ void Stitcher::AdvanceClock(uint64_t tsc) {
     SweepTimeouts();
   }
   ExpireLingering(/*all=*/false);
+  ForgetOldInstances();
   if (!pipeline_known_ && held_order_.size() >= settings_.learn_orders) Learn();
 }
 

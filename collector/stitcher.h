@@ -310,8 +310,22 @@ class Stitcher {
   absl::flat_hash_map<uint64_t, uint32_t> lingering_;
   std::deque<std::pair<uint64_t, uint64_t>> linger_queue_;
   bool finishing_ = false;  // Finish(): no lingering
-  // id -> instances opened so far (the next instance's number).
-  absl::flat_hash_map<uint64_t, uint32_t> next_instance_;
+  // Ids of recent orders -> the next instance's number, and the clock when
+  // the id was last opened. Bounded: an id unseen for instance_memory_ticks()
+  // of the stream is forgotten (instance_expiry_ in opening order), so memory
+  // follows the order rate, not the run's length. A reuse after that starts
+  // at instance 0 again; the store tells it from a re-emitted order by its
+  // first TSC and gives it the next free instance (store/sqlite_writer.cc).
+  struct InstanceMemory {
+    uint32_t next = 0;
+    uint64_t opened_at = 0;
+  };
+  absl::flat_hash_map<uint64_t, InstanceMemory> next_instance_;
+  std::deque<std::pair<uint64_t, uint64_t>> instance_expiry_;  // (opened at, id)
+  uint64_t instance_memory_ticks() const {
+    return 2 * settings_.timeout_ticks + 2 * settings_.linger_ticks;
+  }
+  void ForgetOldInstances();
   std::vector<CoreClock> core_clock_;  // by cpu number
   absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
   // (order id, pool index) in finishing order; an id may appear more than once.

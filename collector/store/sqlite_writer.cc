@@ -613,12 +613,23 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     samples.push_back(']');
     sqlite3_bind_text(s, 11, samples.data(), static_cast<int>(samples.size()), SQLITE_STATIC);
     sqlite3_bind_blob(s, 12, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
-    const int rc = sqlite3_step(s);
+    int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) return Error("insert order");
     if (sqlite3_changes(db_) == 0) {
-      ++*already_stored;  // stored before a restart, with its samples
-      continue;
+      // Its key is taken: the same order re-emitted after a restart (same
+      // first TSC: kept once), or a reuse of the id the collector no longer
+      // remembered (another first TSC): the next free instance.
+      absl::StatusOr<std::optional<uint32_t>> fresh = FreeInstanceIfReused(run_id, o);
+      if (!fresh.ok()) return fresh.status();
+      if (!fresh->has_value()) {
+        ++*already_stored;  // stored before a restart, with its samples
+        continue;
+      }
+      sqlite3_bind_int64(s, 3, **fresh);
+      rc = sqlite3_step(s);
+      sqlite3_reset(s);
+      if (rc != SQLITE_DONE || sqlite3_changes(db_) == 0) return Error("insert reused order id");
     }
     const int64_t key = sqlite3_last_insert_rowid(db_);
     const int64_t interval = o.first_utc_ns - (((o.first_utc_ns % interval_ns_) + interval_ns_) %
@@ -640,6 +651,29 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     if (rc != SQLITE_DONE) return Error("count kept detail");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<uint32_t>> SqliteWriter::FreeInstanceIfReused(
+    int64_t run_id, const OrderDetail& o) {
+  sqlite3_stmt* q = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT (SELECT first_tsc FROM orders WHERE run_id = ?1 AND order_id = ?2 "
+                         "AND instance = ?3), (SELECT max(instance) FROM orders WHERE run_id = ?1 "
+                         "AND order_id = ?2)",
+                         -1, &q, nullptr) != SQLITE_OK) {
+    return Error("prepare instance lookup");
+  }
+  sqlite3_bind_int64(q, 1, run_id);
+  sqlite3_bind_int64(q, 2, AsInt(o.order_id));
+  sqlite3_bind_int64(q, 3, o.instance);
+  std::optional<uint32_t> fresh;
+  const int rc = sqlite3_step(q);
+  if (rc == SQLITE_ROW && sqlite3_column_int64(q, 0) != AsInt(o.first_tsc)) {
+    fresh = static_cast<uint32_t>(sqlite3_column_int64(q, 1) + 1);
+  }
+  sqlite3_finalize(q);
+  if (rc != SQLITE_ROW) return Error("instance lookup");
+  return fresh;
 }
 
 absl::Status SqliteWriter::WriteSnapshot(int64_t run_id, const Snapshot& snapshot) {

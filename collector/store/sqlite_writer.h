@@ -84,6 +84,10 @@ class SqliteWriter : public Writer {
   absl::Status WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
                            uint64_t* already_stored);
   absl::Status WriteSnapshot(int64_t run_id, const Snapshot& snapshot);
+  // For an order whose (run, id, instance) is taken: nullopt when the stored
+  // one has its first TSC (the same order again), else the next free instance.
+  absl::StatusOr<std::optional<uint32_t>> FreeInstanceIfReused(int64_t run_id,
+                                                               const OrderDetail& o);
 
   sqlite3* db_ = nullptr;
   std::string path_;

@@ -157,6 +157,14 @@ TEST(SqliteWriter, IntervalsMergeAcrossWritesAndDetailIsQueryable) {
   again.instance = 1;
   ASSERT_TRUE((*w)->Write(*run, {}, {}, {again}, nullptr, &already).ok());
   EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders WHERE order_id = 2"), 2);
+  // Id 2 used again long after, when the collector no longer remembered it
+  // (instance 0 again, another first TSC): stored as instance 2, not lost.
+  OrderDetail much_later = MakeOrder(2, kT0 + 90 * kSecond, 800);
+  much_later.first_tsc = 99'000'000'000;
+  ASSERT_TRUE((*w)->Write(*run, {}, {}, {much_later}, nullptr, &already).ok());
+  EXPECT_EQ(already, 1u);
+  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders WHERE order_id = 2"), 3);
+  EXPECT_EQ(QueryInt(path, "SELECT max(instance) FROM orders WHERE order_id = 2"), 2);
 }
 
 TEST(SqliteWriter, FlatRowsGiveBackEveryStampAndSample) {
