@@ -12,30 +12,23 @@
 
 #include "collector/histogram.h"
 #include "collector/name_table.h"
+#include "collector/store/flags.h"
+#include "collector/store/percentiles.h"
 
 namespace ticktrace::collect {
 
-// Sample flags, as stored in samples.flags and stamps.flags (docs/store.md,
-// "Flags"). The values are fixed: the viewer (records.h) and the store's
-// readers use the same bits.
-inline constexpr uint8_t kFlagMigrated = 1;   // a span's two ends on different cores
-// Below zero beyond what the cores' measured offsets explain (or on cores
-// whose offsets were not measured): a real clock or ordering problem.
-inline constexpr uint8_t kFlagNegative = 2;
-inline constexpr uint8_t kFlagCrossCore = 4;  // the two ends read on different cores
-// A span of 2^32 ticks or more: the producer kept 2^32 - 1, so the value is
-// only a lower bound.
-inline constexpr uint8_t kFlagSaturated = 8;
-// A cross-core difference below zero but within the two cores' measured
-// bounds (RunInfo.cores): expected noise of the offset measurement.
-inline constexpr uint8_t kFlagSkew = 16;
-// Below zero where no clock offset can explain it: both stamps on one core,
-// or from one thread (program order contradicts the declared pipeline).
-inline constexpr uint8_t kFlagOutOfOrder = 32;
-// Part of an order instance made of records that arrived after their order
-// had been emitted (past the linger window; see stitcher.h).
-inline constexpr uint8_t kFlagLate = 64;
-inline constexpr uint8_t kFlagCrossHost = 128;  // reserved for multi-host; not set yet
+// Sample flags: the store's bits (collector/store/flags.h, the one
+// definition, documented in docs/store.md "Flags"), as the collector's
+// 8-bit flag fields hold them.
+inline constexpr uint8_t kFlagMigrated = store::kFlagMigrated;
+inline constexpr uint8_t kFlagNegative = store::kFlagNegative;
+inline constexpr uint8_t kFlagCrossCore = store::kFlagCrossCore;
+inline constexpr uint8_t kFlagSaturated = store::kFlagSaturated;
+inline constexpr uint8_t kFlagSkew = store::kFlagSkew;
+inline constexpr uint8_t kFlagOutOfOrder = store::kFlagOutOfOrder;
+inline constexpr uint8_t kFlagLate = store::kFlagLate;
+inline constexpr uint8_t kFlagCrossHost = store::kFlagCrossHost;
+static_assert(store::kFlagCrossHost <= 0xff, "the collector keeps flags in 8 bits");
 
 // The flags that keep a sample out of the percentiles unless --include-flagged.
 // cross_core alone is counted but not excluded: every hop between pinned
@@ -43,19 +36,13 @@ inline constexpr uint8_t kFlagCrossHost = 128;  // reserved for multi-host; not 
 // counted, not excluded (a short hop measured through a slightly offset
 // clock is still a hop), and late is not excluded either (its samples are
 // real differences).
-inline constexpr uint8_t kFlagsExcludedByDefault =
-    kFlagMigrated | kFlagNegative | kFlagOutOfOrder | kFlagSaturated;
+inline constexpr uint8_t kFlagsExcludedByDefault = store::kFlagsExcludedByDefault;
 
 enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
 
-// The fewest samples for which a tail percentile says more than "the largest
-// sample": 1 / (1 - q), i.e. 10 for p90, 100 for p99, 1000 for p99.9 (p99.9
-// of 200 samples would be their maximum, printed as if it were a p99.9). With
-// fewer it is not reported as a number (DESIGN §5). The median (and below)
-// needs one sample.
-inline constexpr uint64_t MinSamplesForPercentile(double percent) {
-  return percent <= 50 ? 1 : static_cast<uint64_t>(100.0 / (100.0 - percent) + 0.5);
-}
+// When a percentile is a number: one rule for the collector and every reader
+// (collector/store/percentiles.h).
+using store::MinSamplesForPercentile;
 
 // One stage's summary, ready for the store and the report.
 struct StageSummary {
