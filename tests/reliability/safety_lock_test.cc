@@ -1,15 +1,16 @@
 // Issue 16, rows 5 and 6 (docs/security.md): nobody can block a start.
-// Another local user (nobody) holds the collector's old lock name (the
-// abstract socket "@ticktrace-collector.<session>") and pre-creates the
-// segment name of a producer whose pid it can predict. The collector starts;
-// the producer traces under "ticktrace.<session>.<pid>.1", which the collector
-// finds and drains; the planted file is counted as foreign.
+// Another local user holds the collector's old lock name (the abstract socket
+// "@ticktrace-collector.<session>"), or pre-creates the segment name of a
+// producer whose pid it can predict. The collector starts; the producer traces
+// under "ticktrace.<session>.<pid>.1", which the collector finds and drains;
+// the planted file is counted as foreign.
 
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <cstddef>
+#include <fstream>
 
 #include "tests/reliability/rel_fixture.h"
 #include "tests/reliability/safety_util.h"
@@ -83,26 +84,45 @@ TEST_F(SafetyLockTest, AnotherUserCannotHoldTheSessionLock) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders WHERE complete=1"), 100);
 }
 
-// Row 6: nobody pre-creates "ticktrace.<session>.<pid>" for the pid the next
-// producer will have. The producer is started from a child held at a gate,
-// so its pid is known before it runs.
+// Row 6: another user pre-creates "ticktrace.<session>.<pid>" for the pid the
+// next producer will have. The producer runs as a user who cannot remove that
+// file (nobody; the planter is a second throwaway uid), as in the issue, and
+// is started from a child held at a gate, so its pid is known before it runs.
+// The collector (root) allows nobody's segments and not the planter's.
 TEST_F(SafetyLockTest, PlantedSegmentNameMakesTheProducerPickAnother) {
   if (const std::string why = CannotPlayNobody(); !why.empty()) GTEST_SKIP() << why;
-  const pid_t collector = StartCollector({"--pipeline", "a,b"});
+  const Account producer_user = Nobody();
+  const Account planter{producer_user.uid - 1, producer_user.gid};
+  const pid_t collector =
+      StartCollector({"--pipeline", "a,b", "--allow-uid", absl::StrCat(producer_user.uid)});
 
+  // The producer binary where nobody can run it (the build tree may be out of its reach).
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0755), 0);
+  const std::string bin = dir_.File("rel_producer");
+  {
+    std::ifstream in(kProducer, std::ios::binary);
+    std::ofstream out(bin, std::ios::binary);
+    out << in.rdbuf();
+  }
+  ASSERT_EQ(chmod(bin.c_str(), 0755), 0);
   int gate[2];
   ASSERT_EQ(pipe(gate), 0);
   const std::string producer_log = dir_.File("producer.log");
-  const std::vector<std::string> args = {kProducer, "--session", session_, "--mode", "seq",
-                                         "--rings", "2", "--ring", "4096", "--orders", "200"};
+  const std::vector<std::string> args = {bin,     "--session", session_, "--mode", "seq",
+                                         "--rings", "2",       "--ring", "4096", "--orders",
+                                         "200"};
   const pid_t parent = getpid();
   const pid_t producer = fork();
   if (producer == 0) {
     collect::testing::BecomeTestChild(parent);
     close(gate[1]);
+    const int log_fd = open(producer_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (setgroups(0, nullptr) != 0 || setgid(producer_user.gid) != 0 ||
+        setuid(producer_user.uid) != 0) {
+      _exit(125);
+    }
     char go = 0;
     if (read(gate[0], &go, 1) != 1) _exit(126);
-    const int log_fd = open(producer_log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     dup2(log_fd, 1);
     dup2(log_fd, 2);
     std::vector<char*> argv;
@@ -116,14 +136,11 @@ TEST_F(SafetyLockTest, PlantedSegmentNameMakesTheProducerPickAnother) {
   children_.Add(producer);
   close(gate[0]);
   const std::string planted = SegmentName(session_, static_cast<uint32_t>(producer));
-  ASSERT_TRUE(PlantShmFile(Nobody(), planted, "not yours", 0600));
+  ASSERT_TRUE(PlantShmFile(planter, planted, "not yours", 0600));
   ASSERT_EQ(write(gate[1], "g", 1), 1);
   close(gate[1]);
 
   const std::string chosen = planted + ".1";
-  EXPECT_TRUE(WaitFor([&] { return FileExists("/dev/shm/" + chosen); }, 30s) ||
-              !FileExists("/dev/shm/" + planted))
-      << "the producer did not pick " << chosen;
   EXPECT_EQ(WaitExit(producer, 60s), 0) << ReadFile(producer_log);
   Forget(producer);
   EXPECT_TRUE(WaitFor([&] { return !FileExists("/dev/shm/" + chosen); }, 60s))
