@@ -9,25 +9,28 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "collector/store/flags.h"
+#include "collector/store/names.h"
 
 namespace ticktrace::view {
 
-// Bits of samples.flags and stamps.flags (docs/store.md, "Flags"); the same
-// values as the collector's (collector/stage_stats.h).
-inline constexpr uint32_t kFlagMigrated = 1;   // a span's two ends on different cores
-inline constexpr uint32_t kFlagNegative = 2;   // below zero beyond the cores' measured bound
-inline constexpr uint32_t kFlagCrossCore = 4;  // the two ends read on different cores
-inline constexpr uint32_t kFlagSaturated = 8;  // a span of 2^32 ticks or more: a lower bound
-inline constexpr uint32_t kFlagSkew = 16;        // cross-core, below zero within the bound
-inline constexpr uint32_t kFlagOutOfOrder = 32;  // below zero on one core / against the pipeline
-inline constexpr uint32_t kFlagLate = 64;        // records that came after their order
-inline constexpr uint32_t kFlagCrossHost = 128;  // reserved for multi-host; not set yet
-// Kept out of the percentiles unless --include-flagged.
-inline constexpr uint32_t kFlagsExcludedByDefault =
-    kFlagMigrated | kFlagNegative | kFlagOutOfOrder | kFlagSaturated;
+// The store's flag bits and stage naming (collector/store/flags.h and
+// names.h: the one definition; docs/store.md, "Flags").
+using store::kFlagCrossCore;
+using store::kFlagCrossHost;
+using store::kFlagLate;
+using store::kFlagMigrated;
+using store::kFlagNegative;
+using store::kFlagOutOfOrder;
+using store::kFlagSaturated;
+using store::kFlagSkew;
+using store::kFlagsExcludedByDefault;
 
 // The name of the stage that spans an order from its first stamp to its last.
 inline constexpr char kTotalStage[] = "total";
+static_assert(std::string_view(kTotalStage) == store::kTotalStage);
 
 // One row of `runs`.
 struct RunInfo {
