@@ -162,6 +162,7 @@ fi
 run scaling_bench 300 "$bin/scaling_bench" --seconds 1.5
 # Makes its store once (cached in /tmp across runs), then queries it.
 run store_query_bench 1200 "$bin/store_query_bench" --orders 10000000 --hours 8 --repeat 5
+run store_write_bench 600 "$bin/store_write_bench" --orders 2000000 --dir "$tmp"
 if [ "$collector_bench_status" = built ]; then
   run collector_bench 900 "$bin/collector_bench" "${collector_bench_args[@]}"
 fi
@@ -244,17 +245,17 @@ if [ "$collector_bench_status" = built ] && ! grep -q '^TARGET|' "$collector_tar
       echo "TARGET|collector|replay throughput, store off|not measured|>= 10 M records/s|**missed**|no 'replay, store off' line in collector_bench's output"
     fi
     if [ -n "$on_samples" ]; then
-      echo "TARGET|collector|stage samples into SQLite (collector_bench: replay, store on)|$on_samples M samples/s|>= 1 M samples/s|$(awk -v v="$on_samples" 'BEGIN {print (v >= 1) ? "met" : "**missed**"}')|$on M records/s, every order, sample and stamp row stored"
+      echo "TARGET|collector|stage samples into SQLite (collector_bench: replay, store on)|$on_samples M samples/s|>= 1.5 M samples/s|$(awk -v v="$on_samples" 'BEGIN {print (v >= 1.5) ? "met" : "**missed**"}')|$on M records/s, --detail all (every order's samples and stamps kept)"
     elif [ -n "$on" ]; then
       # Every stage sample comes from at least one record, so samples/s <= records/s:
       # below 1 M records/s the target is missed whatever the sample count.
       if awk -v v="$on" 'BEGIN {exit !(v < 1)}'; then
-        echo "TARGET|collector|stage samples into SQLite (collector_bench: replay, store on)|$on M records/s (samples/s <= records/s)|>= 1 M samples/s|**missed**|"
+        echo "TARGET|collector|stage samples into SQLite (collector_bench: replay, store on)|$on M records/s (samples/s <= records/s)|>= 1.5 M samples/s|**missed**|"
       else
-        echo "TARGET|collector|stage samples into SQLite (collector_bench: replay, store on)|$on M records/s|>= 1 M samples/s|not judged|collector_bench reports records/s, not samples/s"
+        echo "TARGET|collector|stage samples into SQLite (collector_bench: replay, store on)|$on M records/s|>= 1.5 M samples/s|not judged|collector_bench reports records/s, not samples/s"
       fi
     else
-      echo "TARGET|collector|stage samples into SQLite|not measured|>= 1 M samples/s|**missed**|no 'replay, store on' line in collector_bench's output"
+      echo "TARGET|collector|stage samples into SQLite|not measured|>= 1.5 M samples/s|**missed**|no 'replay, store on' line in collector_bench's output"
     fi
     # Its stamp() with/without a draining collector: the producer-slowdown target too.
     sed -n 's/^stamp() cost, \(.*\): \([0-9.]*\) ns without a collector, \([0-9.]*\) ns with the collector draining.*ratio \([0-9.]*\).*/\1|\2|\3|\4/p' "$cb" |
@@ -271,7 +272,7 @@ elif [ "$collector_bench_status" != built ]; then
   why="collector_bench: $collector_bench_status"
   {
     echo "TARGET|collector|replay throughput, store off|not measured|>= 10 M records/s|**missed**|$why"
-    echo "TARGET|collector|stage samples into SQLite|not measured|>= 1 M samples/s|**missed**|$why"
+    echo "TARGET|collector|stage samples into SQLite|not measured|>= 1.5 M samples/s|**missed**|$why"
     grep -q '^TARGET|collector|order visible' "$tmp/visibility_bench.txt" 2>/dev/null ||
       echo "TARGET|collector|order visible in the store after its last stamp, p99|not measured|<= 1 s|**missed**|$why"
     grep -q '^TARGET|collector|peak RSS' "$tmp/visibility_bench.txt" 2>/dev/null ||
@@ -310,6 +311,10 @@ missed_notes() {
           "not measured") echo "- **$fig: not measured.**" ;;
           *) echo "- **$fig = $value.** The collector holds more than the 200-byte budget per order in flight (bytes per order above its idle RSS: detail column). Open orders live in the stitcher (\`collector/stitcher.cc\`); where the bytes go is for the collector engineer to profile." ;;
         esac ;;
+      *"bytes per record"*)
+        echo "- **$fig = $value.** The store file holds more than the target per record: see the store-write section (per policy sizes). Orders are one row each with their samples (JSON) and packed stamps; SQLite's page fill and the per-order index make up the rest." ;;
+      *"through the store sink"*)
+        echo "- **$fig = $value.** The sink and the SQLite writer share 2 vCPUs with each other and with the machine: the writer thread's own rate (per CPU-second, in the row) is what one free core gives." ;;
       *"window query"*|*"orders --slowest"*)
         echo "- **$fig = $value.** See the store-query section: the figure is a median over repeats on a warm page cache, so a miss here is either a loaded machine (compare the first and median runs) or a regression in the SQLite reader (\`viewer/src/sqlite_store_reader.cc\`: window statistics decode and merge one histogram per stage per interval; the slowest-order walk visits intervals by their max and should stop after a few)." ;;
       *"replay throughput"*)
@@ -319,7 +324,7 @@ missed_notes() {
           "not measured")
             echo "- **$fig: not measured.** This figure belongs to the collector's benchmark (\`bench/collector_bench.cc\`, owned by the collector engineer), which does not report it in this run." ;;
           *)
-            echo "- **$fig = $value.** Replaying into SQLite (every order, sample and stamp row) is below the target, and SQLite is the bottleneck, not the analysis (compare the store-off replay): each sample also brings a stamp row and a quarter of an order row, and SQLite inserts ~0.8 M rows/s here with 8-row INSERT statements and only the two by-order indexes (no latency index: see docs/store.md, Indexes). Closing it means fewer, wider rows: e.g. one row per order with its samples packed, or stamps stored only on request — a schema change for the viewer and for users' SQL." ;;
+            echo "- **$fig = $value.** The replay into SQLite (schema 2: one row per order with its samples and packed stamps) is limited by two threads sharing 2 vCPUs with the machine: the store writer (SQLite's own per-row cost; see store_write_bench's per-CPU-second figure) and the analysis thread (decode, stitch with instances and linger, interval statistics). Compare the store-off replay in the collector section and the load average: on an idle machine each has a core. What would close it: a stitcher with one hash probe per record (lingering orders in the open-order map) and packing the detail on the analysis thread." ;;
         esac ;;
     esac
   done
@@ -340,7 +345,7 @@ collector_notes="$(awk '
   END {if (!marked) printf "%s", buf}
 ' "$out_md" 2>/dev/null | sed '/./,$!d' | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' || true)"
 
-missed_text="$(missed_notes "$tmp/trace_targets.txt" "$tmp/peers_bench.txt" "$tmp/interference_bench.txt" "$collector_targets" "$tmp/visibility_bench.txt" "$tmp/store_query_bench.txt")"
+missed_text="$(missed_notes "$tmp/trace_targets.txt" "$tmp/peers_bench.txt" "$tmp/interference_bench.txt" "$collector_targets" "$tmp/visibility_bench.txt" "$tmp/store_query_bench.txt" "$tmp/store_write_bench.txt")"
 
 mkdir -p "$(dirname "$out_md")"
 {
@@ -380,7 +385,7 @@ benchmark from the figure shown; nothing is adjusted afterwards.
 
 | area | figure | value | target | met / missed | detail |
 |---|---|---|---|---|---|
-$(target_rows "$tmp/trace_targets.txt" "$tmp/peers_bench.txt" "$tmp/interference_bench.txt" "$collector_targets" "$tmp/visibility_bench.txt" "$tmp/store_query_bench.txt")
+$(target_rows "$tmp/trace_targets.txt" "$tmp/peers_bench.txt" "$tmp/interference_bench.txt" "$collector_targets" "$tmp/visibility_bench.txt" "$tmp/store_query_bench.txt" "$tmp/store_write_bench.txt")
 
 "quiet" figures leave out the batches (or bursts) during which the measuring
 thread was preempted — its involuntary context-switch count (getrusage,
@@ -512,6 +517,20 @@ checks them and shows the scan they avoid. Medians of 5 runs on a warm page
 cache.
 
 $(body store_query_bench)
+
+## Store writes — \`store_write_bench\`
+
+\`$bin_shown/store_write_bench --orders 2000000\` (source:
+[\`bench/store_write_bench.cc\`](../bench/store_write_bench.cc); $(status_line store_write_bench)).
+Finished orders of the demo's shape (a tick of 4 records and its child order
+of 4: 7 stamps, 1 link, 8 stage samples per pair) go through the collector's
+store sink (interval statistics, the detail policy) into the SQLite backend,
+blocking as in a replay, once per \`--detail\` policy, side by side. "Per
+writer CPU-s" is what the writer thread sustains with a core to itself (the
+wall rate shares 2 vCPUs with the analysis thread and the machine); bytes per
+record are the store file after the run (WAL truncated) over the records.
+
+$(body store_write_bench)
 
 ## Scaling — \`scaling_bench\`
 
