@@ -36,7 +36,8 @@ absl::StatusOr<Journal> Journal::Create(const std::string& path, int64_t run_id,
   ArchiveHeader h;
   h.kind = ArchiveKind::kJournal;
   h.run_id = static_cast<uint64_t>(run_id);
-  absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(path, h, /*durable=*/true, group_readable);
+  absl::StatusOr<ArchiveWriter> w =
+      ArchiveWriter::Create(path, h, /*durable=*/true, group_readable);
   if (!w.ok()) return w.status();
   return Journal(std::move(*w));
 }

@@ -14,10 +14,10 @@ namespace ticktrace::collect {
 namespace {
 
 absl::Status ErrnoStatus(const std::string& path, absl::string_view what, int err) {
-  const absl::StatusCode code = err == EEXIST                   ? absl::StatusCode::kAlreadyExists
-                                : err == ENOENT                 ? absl::StatusCode::kNotFound
-                                : err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied
-                                                                : absl::StatusCode::kInternal;
+  absl::StatusCode code = absl::StatusCode::kInternal;
+  if (err == EEXIST) code = absl::StatusCode::kAlreadyExists;
+  if (err == ENOENT) code = absl::StatusCode::kNotFound;
+  if (err == EACCES || err == EPERM) code = absl::StatusCode::kPermissionDenied;
   return absl::Status(code, absl::StrCat(path, ": ", what, ": ", std::strerror(err)));
 }
 

@@ -76,7 +76,8 @@ TEST_F(SafetyForeignTest, AnotherUsersSegmentIsCountedAndNotDrained) {
   absl::PrintF("FIGURE safety foreign: segments_foreign %d, %d records refused, %d intruder "
                "orders stored, %d genuine orders stored\n",
                Counter(q, "segments_foreign"), Counter(q, "records_in_refused_segments"),
-               Count(q, IntruderOrders()), Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"));
+               Count(q, IntruderOrders()),
+               Count(q, "SELECT COUNT(*) FROM orders WHERE complete=1"));
 }
 
 // --allow-uid: a shared setup drains the named user's segments.

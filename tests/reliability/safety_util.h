@@ -85,7 +85,9 @@ inline std::string CraftSegment(uint32_t pid, uint32_t orders, const std::string
   const uint64_t size = abi::SegmentSize(kTags, slot_count, ring_capacity);
   // Built in cache-line-aligned memory (the layout's alignment), then copied out.
   struct AlignedFree {
-    void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(abi::kCacheLineSize)); }
+    void operator()(uint8_t* p) const {
+      ::operator delete[](p, std::align_val_t(abi::kCacheLineSize));
+    }
   };
   std::unique_ptr<uint8_t[], AlignedFree> buf(
       static_cast<uint8_t*>(::operator new[](size, std::align_val_t(abi::kCacheLineSize))));
