@@ -819,7 +819,18 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   if (!started.ok()) return started;
 
   if (resumed) {
-    out << "resuming run " << resume_run << " from " << journal_path << "\n" << std::flush;
+    // Counted as the resume starts (the store's count, so every resume counts,
+    // also one that is killed during its recovery), then said.
+    int64_t restarts = 1;
+    if (session.store() != nullptr) {
+      absl::StatusOr<int64_t> counted = session.store()->ResumeRun(resume_run);
+      if (!counted.ok()) return counted.status();
+      restarts = *counted;
+    }
+    session.set_restarts(restarts);
+    out << "resuming run " << resume_run << " from " << journal_path << " (restart " << restarts
+        << ")\n"
+        << std::flush;
     // Recovery re-emits every order the journal finishes; the store must take
     // all of them (it skips those it has), so the writer waits instead of dropping.
     if (session.writer() != nullptr) session.writer()->set_block_when_full(true);
@@ -842,13 +853,6 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);
     if (!j.ok()) return j.status();
     journal.emplace(*std::move(j));
-    if (session.store() != nullptr) {
-      absl::StatusOr<int64_t> restarts = session.store()->ResumeRun(resume_run);
-      if (!restarts.ok()) return restarts.status();
-      session.set_restarts(*restarts);
-    } else {
-      session.set_restarts(1);
-    }
     if (session.writer() != nullptr) session.writer()->Submit();
   } else if (journaled) {
     absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id(), o.group_readable);
