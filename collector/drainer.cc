@@ -292,8 +292,13 @@ size_t Drainer::Pass(bool discover, std::string* out) {
   }
   size_t records = 0;
   for (auto& [name, seg] : segments_) {
-    for (uint32_t i = 0; i < seg->slots.size(); ++i) {
-      records += DrainSlot(*seg, i, out);
+    // One look at every ring's indices (one SIGBUS guard), then a Peek only
+    // of the rings with something in them: a Peek of an empty ring finds
+    // nothing, so skipping it changes nothing.
+    if (seg->reader->PendingRecords(&pending_records_)) {
+      for (uint32_t i = 0; i < seg->slots.size(); ++i) {
+        if (pending_records_[i] != 0) records += DrainSlot(*seg, i, out);
+      }
     }
     if (seg->reader->truncated()) continue;  // dropped in CommitPass()
     if (seg->dying && !seg->exited_announced) {
@@ -324,9 +329,9 @@ void Drainer::CommitPass() {
   pending_.clear();
   for (auto& [name, seg] : segments_) {
     if (seg->dying) continue;
-    for (uint32_t i = 0; i < seg->slots.size(); ++i) {
-      if (!seg->slots[i].corrupt) seg->reader->FreeIfDrained(i);
-    }
+    skip_slots_.assign(seg->slots.size(), false);
+    for (uint32_t i = 0; i < seg->slots.size(); ++i) skip_slots_[i] = seg->slots[i].corrupt;
+    seg->reader->FreeDrainedSlots(skip_slots_);
   }
   for (const std::string& name : to_remove_) {
     auto it = segments_.find(name);

@@ -153,6 +153,8 @@ class Drainer {
   std::vector<PendingCommit> pending_;
   std::vector<std::string> to_remove_;
   std::vector<abi::Record> buffer_;
+  std::vector<uint64_t> pending_records_;  // per slot, scratch of Pass()
+  std::vector<bool> skip_slots_;           // per slot, scratch of CommitPass()
   DrainerCounters counters_;
 };
 

@@ -607,6 +607,39 @@ bool SegmentReader::Commit(uint32_t slot, uint64_t new_read_index) {
   });
 }
 
+bool SegmentReader::PendingRecords(std::vector<uint64_t>* pending) const {
+  pending->assign(info_.slot_count, 0);
+  return Guarded([&] {
+    for (uint32_t slot = 0; slot < info_.slot_count; ++slot) {
+      const abi::SlotControl* c = control(slot);
+      // Relaxed: only the consumer writes read_index. Acquire: as in Peek().
+      const uint64_t r = c->read_index.load(std::memory_order_relaxed);
+      (*pending)[slot] = c->write_index.load(std::memory_order_acquire) - r;
+    }
+  });
+}
+
+uint32_t SegmentReader::FreeDrainedSlots(const std::vector<bool>& skip) {
+  uint32_t freed = 0;
+  Guarded([&] {
+    for (uint32_t slot = 0; slot < info_.slot_count && slot < skip.size(); ++slot) {
+      if (skip[slot]) continue;
+      abi::SlotControl* c = control(slot);
+      uint32_t state = c->state.load(std::memory_order_acquire);
+      if (state != abi::kSlotRetired) continue;
+      if (c->write_index.load(std::memory_order_acquire) !=
+          c->read_index.load(std::memory_order_relaxed)) {
+        continue;
+      }
+      // Release: as in FreeIfDrained().
+      if (c->state.compare_exchange_strong(state, abi::kSlotFree, std::memory_order_acq_rel)) {
+        ++freed;
+      }
+    }
+  });
+  return freed;
+}
+
 bool SegmentReader::FreeIfDrained(uint32_t slot) {
   abi::SlotControl* c = control(slot);
   bool freed = false;

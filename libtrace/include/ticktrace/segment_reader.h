@@ -200,6 +200,16 @@ class SegmentReader {
   // new thread to claim. Returns true if it did.
   bool FreeIfDrained(uint32_t slot);
 
+  // The batch forms, for a consumer that visits every slot on each pass: one
+  // SIGBUS guard (a sigsetjmp) for all slots instead of one per slot.
+  // PendingRecords: (*pending)[slot] = records published and not consumed
+  // (write_index - read_index, as Peek sees them; more than ring_capacity
+  // when the indices are impossible). False when the file was found shrunk.
+  bool PendingRecords(std::vector<uint64_t>* pending) const;
+  // FreeIfDrained for every slot whose `skip[slot]` is false (skip has
+  // slot_count entries); returns how many were freed.
+  uint32_t FreeDrainedSlots(const std::vector<bool>& skip);
+
   // The raw mapping, for tests that corrupt a segment on purpose.
   uint8_t* base_for_testing() { return base_; }
 
