@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "collector/store/names.h"
 #include "status_macros.h"
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/query.h"
@@ -198,23 +199,24 @@ std::string StageColour(size_t index) {
 }
 
 const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings() {
-  static const auto* meanings = new std::vector<std::pair<std::string, std::string>>{
-      {"dropped", "records the producers lost to full rings"},
-      {"malformed", "records with an impossible kind, an unknown tag or an unknown process"},
-      {"samples_not_stored",
-       "samples the store writer could not keep up with (in the statistics, "
-       "not in the plots)"},
-      {"stamps_not_stored", "stamps the store writer could not keep up with"},
-      {"orders_not_stored", "orders the store writer could not keep up with"},
-      {"malformed_chunks", "journal/archive chunks with impossible payloads, skipped"},
-      {"unattributed", "records of a tag that found the tag table full"},
-      {"index_gaps", "ring indices never seen (another consumer took them)"},
-      {"segments_corrupt", "segments that could not be validated (skipped)"},
-      {"slots_corrupt", "rings with impossible indices (skipped)"},
-      {"tags_rejected", "tags the producers could not register"},
-      {"threads_without_slot", "threads that found no free ring"},
-      {"slotless_dropped", "records of threads without a ring"},
-  };
+  // Every way a record, an order's detail or a segment can be lost, with the
+  // schema owner's wording (collector/store/names.cc).
+  static const auto* meanings = [] {
+    using store::Counter;
+    auto* m = new std::vector<std::pair<std::string, std::string>>;
+    for (Counter c :
+         {Counter::kDropped, Counter::kMalformed, Counter::kSamplesNotStored,
+          Counter::kStampsNotStored, Counter::kOrdersNotStored, Counter::kMalformedChunks,
+          Counter::kJournalChunksCorrupt, Counter::kUnattributed, Counter::kIndexGaps,
+          Counter::kSegmentsCorrupt, Counter::kSegmentsForeign, Counter::kSegmentsUnreadable,
+          Counter::kSegmentsOversized, Counter::kSegmentsTruncated,
+          Counter::kRecordsInRefusedSegments, Counter::kSlotsCorrupt, Counter::kTagsRejected,
+          Counter::kThreadsWithoutSlot, Counter::kSlotlessDropped}) {
+      const store::CounterInfo& info = store::kCounters[static_cast<size_t>(c)];
+      m->emplace_back(std::string(info.name), std::string(info.meaning));
+    }
+    return m;
+  }();
   return *meanings;
 }
 
