@@ -17,6 +17,7 @@
 #   interference_bench   stamp cost with the real ticktrace-collector draining vs not
 #   scaling_bench        1..8 rings per process, 1..8 processes
 #   collector_bench      the collector's own bench, when bench/collector_bench.cc exists
+#   store_write_bench    demo-shaped orders through the store sink into SQLite, per --detail policy
 #   store_query_bench    the viewer's StoreReader on an 8-hour, 10 M-order store (made
 #                        once, ~3 min, cached in /tmp): window statistics, slowest orders
 #
@@ -49,7 +50,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTICKTRACE_BUILD_BENCH=
       -DTICKTRACE_BUILD_TESTS=OFF -DTICKTRACE_BUILD_TOOLS=ON >"$build/run_all.configure.log" 2>&1 \
   || { cat "$build/run_all.configure.log" >&2; exit 1; }
 targets=(trace_benchmark peers_bench interference_bench scaling_bench visibility_bench first_pass_bench
-         store_query_bench)
+         store_query_bench store_write_bench)
 log "building ${targets[*]}"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$build/run_all.build.log" 2>&1 \
   || { tail -50 "$build/run_all.build.log" >&2; exit 1; }
