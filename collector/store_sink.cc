@@ -109,10 +109,7 @@ void StoreSink::Aggregate(const FinishedOrder& f, int64_t interval) {
     store::IntervalDelta& d = it->second;
     if (fresh) {
       d.stage = s.stage;
-      d.kind = s.stage == store::kTotalStage ? store::StageKind::kTotal
-               : s.stage.find(store::kStageArrow) != std::string::npos
-                   ? store::StageKind::kTransition
-                   : store::StageKind::kSpan;
+      d.kind = store::StageKindOfName(s.stage);
       d.start_utc_ns = interval;
     }
     ++d.samples_all;

@@ -22,6 +22,12 @@ std::string_view StageKindName(StageKind kind) {
   return "transition";
 }
 
+StageKind StageKindOfName(std::string_view stage) {
+  if (stage == kTotalStage) return StageKind::kTotal;
+  return stage.find(kStageArrow) != std::string_view::npos ? StageKind::kTransition
+                                                           : StageKind::kSpan;
+}
+
 const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters = {{
     {Counter::kDrained, "drained", "records copied out of the rings"},
     {Counter::kDropped, "dropped", "records the producers lost to full rings"},

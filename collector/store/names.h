@@ -21,6 +21,8 @@ std::string TransitionStageName(std::string_view from_tag, std::string_view to_t
 // What a stage measures (stages.kind).
 enum class StageKind : int { kTransition = 0, kSpan = 1, kTotal = 2 };
 std::string_view StageKindName(StageKind kind);  // "transition", "span", "total"
+// The kind a stage name says: "total", "a->b", else a span's tag.
+StageKind StageKindOfName(std::string_view stage);
 
 // The run's counters, one row each in `counters`.
 enum class Counter : int {

@@ -39,11 +39,6 @@ int32_t OptionalInt(sqlite3_stmt* s, int i) {
                                                   : static_cast<int32_t>(sqlite3_column_int64(s, i));
 }
 
-StageKind KindOf(const std::string& stage) {
-  if (stage == kTotalStage) return StageKind::kTotal;
-  return stage.find(kStageArrow) != std::string::npos ? StageKind::kTransition : StageKind::kSpan;
-}
-
 // Moves one schema-1 run's detail into the schema-2 tables, computing its
 // intervals on the way.
 absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_flagged,
@@ -140,7 +135,7 @@ absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_fla
       IntervalDelta& d = it->second;
       if (fresh) {
         d.stage = sd.stage;
-        d.kind = KindOf(sd.stage);
+        d.kind = StageKindOfName(sd.stage);
         d.start_utc_ns = interval;
       }
       ++d.samples_all;

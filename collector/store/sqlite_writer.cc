@@ -596,10 +596,7 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     // samples: [[stage_id, latency_ns, flags], ...] in seq order (docs/store.md).
     samples.assign(1, '[');
     for (const SampleDetail& sd : o.samples) {
-      const auto kind = sd.stage == kTotalStage ? StageKind::kTotal
-                        : sd.stage.find(kStageArrow) != std::string::npos ? StageKind::kTransition
-                                                                          : StageKind::kSpan;
-      absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, kind);
+      absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, StageKindOfName(sd.stage));
       if (!stage.ok()) return stage.status();
       if (samples.size() > 1) samples.push_back(',');
       samples.push_back('[');

@@ -2,9 +2,32 @@
 
 #include <utility>
 
-#include "sqlite_statement.h"
+#include "absl/strings/str_cat.h"
 
 namespace ticktrace::view::internal {
+
+absl::Status SqliteError(sqlite3* db, int rc, std::string_view context_in) {
+  const absl::string_view context(context_in.data(), context_in.size());
+  const int primary = rc & 0xff;
+  std::string message =
+      absl::StrCat(context, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (primary) {
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+      return absl::DataLossError(std::move(message));
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(std::move(message));
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_READONLY:
+      return absl::PermissionDeniedError(std::move(message));
+    default:
+      return absl::InternalError(std::move(message));
+  }
+}
 
 absl::StatusOr<Query> Query::Prepare(sqlite3* db, std::string_view sql,
                                      std::string_view context) {
@@ -12,7 +35,7 @@ absl::StatusOr<Query> Query::Prepare(sqlite3* db, std::string_view sql,
   const int rc = sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt);
-    return SqliteError(db, rc, absl::string_view(context.data(), context.size()));
+    return SqliteError(db, rc, context);
   }
   return Query(db, stmt, std::string(context));
 }

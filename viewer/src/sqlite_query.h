@@ -17,6 +17,11 @@
 
 namespace ticktrace::view::internal {
 
+// An SQLite error as absl::Status, with `context` first: DataLoss for a
+// corrupt or non-database file, Unavailable for busy/locked, PermissionDenied
+// for open and permission errors, Internal otherwise.
+absl::Status SqliteError(sqlite3* db, int rc, std::string_view context);
+
 class Query {
  public:
   // Prepares `sql` on `db`; `context` names the query in error messages.

@@ -45,7 +45,6 @@
 #include "collector/store/sqlite_writer.h"
 #include "packed_rows.h"
 #include "sqlite_query.h"
-#include "sqlite_statement.h"
 #include "status_macros.h"
 
 namespace ticktrace::view::internal {
