@@ -74,10 +74,13 @@ class LiveTest : public ::testing::Test {
     return pid;
   }
 
-  // SIGTERM, then expect a clean exit.
+  // SIGTERM, then expect a clean exit. The bound is generous: under TSan a
+  // collector that drains a refused segment's neighbours and flushes its
+  // store took over 30 s to finish on a loaded 2-vCPU machine (the CI pass
+  // failed there); a hang still fails, well inside the test's CTest timeout.
   void StopCollector(pid_t pid) {
     kill(pid, SIGTERM);
-    EXPECT_EQ(WaitExit(pid, std::chrono::seconds(30)), 0) << ReadFile(log());
+    EXPECT_EQ(WaitExit(pid, std::chrono::seconds(120)), 0) << ReadFile(log());
     Forget(pid);
   }
 
