@@ -1,0 +1,36 @@
+#include "collector/store/open_writer.h"
+
+#include "collector/store/clickhouse_writer.h"
+#include "collector/store/http_client.h"
+#include "collector/store/sqlite_writer.h"
+#include "collector/store/uri.h"
+
+namespace ticktrace::store {
+
+absl::StatusOr<std::unique_ptr<Writer>> OpenWriter(const std::string& uri_text,
+                                                   const OpenWriterOptions& options) {
+  absl::StatusOr<StoreUri> uri = ParseStoreUri(uri_text);
+  if (!uri.ok()) return uri.status();
+  if (uri->kind == StoreUri::Kind::kSqlite) {
+    SqliteOpenOptions o;
+    o.group_readable = options.group_readable;
+    o.on_migration = options.on_migration;
+    absl::StatusOr<std::unique_ptr<SqliteWriter>> w = SqliteWriter::OpenOrCreate(uri->path, o);
+    if (!w.ok()) return w.status();
+    return std::unique_ptr<Writer>(std::move(*w));
+  }
+  ClickHouseOptions o;
+  o.http = HttpClientOptions::FromEnvironment(uri->host, uri->port);
+  o.database = uri->database;
+  o.on_notice = options.on_notice;
+  o.open_timeout_ms = options.open_timeout_ms;
+  absl::StatusOr<std::unique_ptr<ClickHouseWriter>> w = ClickHouseWriter::Open(std::move(o));
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<Writer>(std::move(*w));
+}
+
+void RequestWriterStop(Writer* writer) {
+  if (auto* ch = dynamic_cast<ClickHouseWriter*>(writer); ch != nullptr) ch->RequestStop();
+}
+
+}  // namespace ticktrace::store
