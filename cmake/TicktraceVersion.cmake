@@ -2,6 +2,7 @@
 # binary's --version: a generated header <ticktrace/version.h> with
 #   inline constexpr std::string_view kVersion   = "0.1.0";
 #   inline constexpr std::string_view kGitCommit = "a1b2c3d";   // or "unknown"
+#   std::string VersionLine("ticktrace-collector")  // "ticktrace-collector 0.1.0 (a1b2c3d)"
 # and the target ticktrace::version to link for it.
 #
 # The commit is read with `git rev-parse --short HEAD` at configure time and
@@ -32,12 +33,21 @@ function(ticktrace_write_version_header source_dir version out)
 #ifndef TICKTRACE_VERSION_H_
 #define TICKTRACE_VERSION_H_
 
+#include <string>
 #include <string_view>
 
 namespace ticktrace {
 
 inline constexpr std::string_view kVersion = "@version@";
 inline constexpr std::string_view kGitCommit = "@commit@";
+
+// "<program> <version> (<commit>)", e.g. "ticktrace-collector 0.1.0 (a1b2c3d)":
+// the line every binary's --version prints.
+inline std::string VersionLine(std::string_view program) {
+  std::string line(program);
+  line.append(" ").append(kVersion).append(" (").append(kGitCommit).append(")");
+  return line;
+}
 
 }  // namespace ticktrace
 

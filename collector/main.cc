@@ -1,140 +1,121 @@
-// ticktrace-collector: parses flags, then runs the collector (collector/collector.h).
-// Exit codes: 0 done; 1 runtime error (bad file, store not ours, calibration);
-// 2 usage error (unknown flag, bad value). Errors are one line on stderr.
+// ticktrace-collector: parses flags (collector/command_line.h), then runs the
+// collector (collector/collector.h).
+// Exit codes: 0 done (and --help, --version); 1 runtime error (bad file, store
+// not ours, calibration, a busy --metrics-listen port); 2 usage error (unknown
+// flag, bad value). Errors are one line on stderr.
+//
+// To add a flag: a field in Flags, one Add* line in RegisterFlags (dashes in
+// its name), and its conversion into CollectorOptions in main().
 
 #include <malloc.h>
 
-#include <cctype>
-#include <cstring>
-#include <optional>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "collector/collector.h"
+#include "collector/command_line.h"
 #include "collector/options.h"
 #include "collector/store/uri.h"
 #include "collector/store/writer.h"
-
-// Values are strings so that every bad value gets our one-line message and exit 2.
-ABSL_FLAG(std::string, session, "",
-          "session to collect (default: $TICKTRACE_SESSION, else 'default')");
-ABSL_FLAG(std::string, db, "ticktrace.db",
-          "SQLite store; an existing ticktrace store gets a new run appended, any other "
-          "existing file is refused. Empty: no store");
-ABSL_FLAG(std::string, pipeline, "",
-          "ordered stage tags, e.g. md_rx,decide,order_sent; empty: learn the order");
-ABSL_FLAG(std::string, order_timeout_ms, "1000",
-          "an order with no new record for this long is finished");
-ABSL_FLAG(std::string, duration_s, "0", "stop after this many seconds (0: until SIGINT/SIGTERM)");
-ABSL_FLAG(std::string, raw, "", "write a raw archive of every drained record to this new file");
-ABSL_FLAG(std::string, replay, "", "run from this raw archive instead of shared memory, then exit");
-ABSL_FLAG(std::string, tsc_hz, "", "TSC frequency in Hz: skip calibration");
-ABSL_FLAG(bool, include_flagged, false,
-          "percentiles include flagged (migrated, negative, out-of-order, saturated) samples");
-ABSL_FLAG(bool, correct_skew, false,
-          "subtract the cores' measured TSC offsets from cross-core differences (off: the "
-          "offsets are only known within their bounds; see docs/calibration.md)");
-ABSL_FLAG(std::string, skew_interval, "600",
-          "re-measure the cores' TSC offsets this often during a live run: seconds, or with "
-          "a unit (90s, 10m, 1h); 0: at start only");
-ABSL_FLAG(std::string, allow_uid, "",
-          "also drain segments owned by these users (UID or name, comma-separated); by "
-          "default only this collector's own uid's segments are drained");
-ABSL_FLAG(bool, group_readable, false,
-          "create the store, journal and raw archive 0640 (group may read) instead of 0600");
-ABSL_FLAG(std::string, store, "",
-          "the store: sqlite:PATH (default sqlite:ticktrace.db; --db PATH is the short form) "
-          "or clickhouse://HOST:PORT/DATABASE");
-ABSL_FLAG(std::string, detail, "all",
-          "order detail kept: all (every order), tail (per stage and interval the slowest, "
-          "every flagged or incomplete order, 1 in 100 of the rest) or none (statistics only)");
-ABSL_FLAG(std::string, interval_s, "1", "seconds per interval of the statistics over time");
-ABSL_FLAG(std::string, retain_detail, "",
-          "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
-          "(500MB, 2GB); the intervals stay. Empty: keep all");
-ABSL_FLAG(std::string, retain, "", "delete intervals older than this (30d). Empty: keep all");
-ABSL_FLAG(std::string, skew_cores, "allowed",
-          "cores whose offsets are measured: 'allowed' (the collector's) or 'producers' "
-          "(the cores the traced processes may run on)");
+#include "ticktrace/version.h"
 
 namespace {
 
 constexpr const char* kProgram = "ticktrace-collector";
-const std::vector<std::string> kValueFlags = {
-    "session", "db", "pipeline", "order_timeout_ms", "duration_s", "raw", "replay", "tsc_hz",
-    "skew_interval", "skew_cores", "allow_uid", "store", "detail", "interval_s", "retain_detail",
-    "retain"};
-// Abseil's --flagfile/--fromenv/--tryfromenv/--undefok are not offered: their
-// errors would bypass our one-line usage errors.
-const std::vector<std::string> kOtherFlags = {
-    "include_flagged", "noinclude_flagged", "correct_skew", "nocorrect_skew", "help", "helpfull", "helpshort", "helppackage",
-    "version", "only_check_args", "helpon", "helpmatch", "group_readable", "nogroup_readable"};
 
-// The spellings Abseil accepts for a bool flag's value.
-bool IsBoolText(std::string v) {
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* ok : {"true", "false", "1", "0", "yes", "no", "t", "f", "y", "n"}) {
-    if (v == ok) return true;
-  }
-  return false;
+// The flags as typed; values are strings so that every bad value gets our
+// one-line message and exit 2.
+struct Flags {
+  std::string session;
+  std::string db = "ticktrace.db";
+  std::string store;
+  std::string pipeline;
+  std::string order_timeout_ms = "1000";
+  std::string duration_s = "0";
+  std::string raw;
+  std::string replay;
+  std::string tsc_hz;
+  bool include_flagged = false;
+  bool correct_skew = false;
+  std::string skew_interval = "600";
+  std::string skew_cores = "allowed";
+  std::string allow_uid;
+  bool group_readable = false;
+  std::string cpu;
+  std::string detail = "all";
+  std::string interval_s = "1";
+  std::string retain_detail;
+  std::string retain;
+};
+
+void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
+  cl.Section("What to collect");
+  cl.AddValue("session", "NAME", &f.session,
+              "session to collect (default: $TICKTRACE_SESSION, else 'default')");
+  cl.AddValue("replay", "ARCHIVE", &f.replay,
+              "run from this raw archive instead of shared memory, then exit");
+  cl.AddValue("allow-uid", "USERS", &f.allow_uid,
+              "also drain segments owned by these users (UIDs or names, comma-separated); by "
+              "default only this collector's own uid's segments are drained");
+  cl.AddValue("duration-s", "SECONDS", &f.duration_s,
+              "stop after this many seconds; 0: until SIGINT/SIGTERM");
+  cl.AddValue("cpu", "N", &f.cpu,
+              "pin every collector thread to core N (e.g. a housekeeping core; one of the "
+              "cores it may run on); the CPU used is reported at exit either way");
+
+  cl.Section("Orders and stages");
+  cl.AddValue("pipeline", "TAGS", &f.pipeline,
+              "ordered stage tags, e.g. md_rx,decide,order_sent; empty: learn the order from "
+              "the first orders");
+  cl.AddValue("order-timeout-ms", "MS", &f.order_timeout_ms,
+              "an order with no new record for this long is finished");
+  cl.AddBool("include-flagged", &f.include_flagged,
+             "percentiles include flagged samples (migrated, negative, out-of-order, "
+             "saturated); their counts are reported either way");
+
+  cl.Section("Store");
+  cl.AddValue("store", "URI", &f.store,
+              "sqlite:PATH or clickhouse://HOST:PORT/DATABASE (default: sqlite:ticktrace.db)");
+  cl.AddValue("db", "PATH", &f.db,
+              "short for --store sqlite:PATH; an existing ticktrace store gets a new run "
+              "appended, any other existing file is refused; empty: no store");
+  cl.AddValue("detail", "all|tail|none", &f.detail,
+              "order detail kept: every order, the tail (per stage and interval the slowest, "
+              "every flagged or incomplete order, 1 in 100 of the rest) or none");
+  cl.AddValue("interval-s", "SECONDS", &f.interval_s,
+              "length of an interval of the statistics over time");
+  cl.AddValue("retain-detail", "AGE|SIZE", &f.retain_detail,
+              "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
+              "(500MB, 2GB); the intervals stay; empty: keep all");
+  cl.AddValue("retain", "AGE", &f.retain, "delete intervals older than this (30d); empty: keep all");
+  cl.AddValue("raw", "PATH", &f.raw, "also write every drained record to this new raw archive");
+  cl.AddBool("group-readable", &f.group_readable,
+             "create the store, journal and raw archive 0640 (group may read) instead of 0600");
+
+  cl.Section("Clock");
+  cl.AddValue("tsc-hz", "HZ", &f.tsc_hz, "TSC frequency in Hz: skip the calibration");
+  cl.AddBool("correct-skew", &f.correct_skew,
+             "subtract the cores' measured TSC offsets from cross-core differences (see "
+             "docs/calibration.md)");
+  cl.AddValue("skew-interval", "DURATION", &f.skew_interval,
+              "re-measure the cores' TSC offsets this often in a live run: seconds, or 90s, "
+              "10m, 1h; 0: at start only");
+  cl.AddValue("skew-cores", "allowed|producers", &f.skew_cores,
+              "cores whose offsets are measured: the collector's allowed cores, or those the "
+              "traced processes may run on");
 }
 
 [[noreturn]] void UsageError(absl::string_view message) {
   std::cerr << kProgram << ": " << message << " (see --help)\n";
   std::exit(2);
-}
-
-bool Contains(const std::vector<std::string>& v, std::string_view s) {
-  for (const std::string& x : v) {
-    if (x == s) return true;
-  }
-  return false;
-}
-
-// Accepts --order-timeout-ms as well as --order_timeout_ms, and turns unknown
-// flags and missing values into usage errors (exit 2) before Abseil sees them.
-std::vector<std::string> NormalizeArgs(int argc, char** argv) {
-  std::vector<std::string> args = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      for (; i < argc; ++i) args.emplace_back(argv[i]);
-      break;
-    }
-    if (a.size() < 2 || a[0] != '-') UsageError(absl::StrCat("unexpected argument '", a, "'"));
-    const size_t dashes = a[1] == '-' ? 2 : 1;
-    const size_t eq = a.find('=');
-    std::string name = a.substr(dashes, eq == std::string::npos ? std::string::npos : eq - dashes);
-    for (char& c : name) {
-      if (c == '-') c = '_';
-    }
-    if (!Contains(kValueFlags, name) && !Contains(kOtherFlags, name)) {
-      UsageError(absl::StrCat("unknown flag --", a.substr(dashes, eq == std::string::npos
-                                                                      ? std::string::npos
-                                                                      : eq - dashes)));
-    }
-    if ((name == "include_flagged" || name == "noinclude_flagged" || name == "correct_skew" ||
-         name == "nocorrect_skew" || name == "group_readable" || name == "nogroup_readable") &&
-        eq != std::string::npos && !IsBoolText(a.substr(eq + 1))) {
-      UsageError(absl::StrCat("--", name, " '", a.substr(eq + 1), "': not true or false"));
-    }
-    std::string rebuilt = "--" + name + (eq == std::string::npos ? "" : a.substr(eq));
-    args.push_back(rebuilt);
-    if (eq == std::string::npos && Contains(kValueFlags, name)) {
-      if (i + 1 >= argc) UsageError(absl::StrCat("--", name, " needs a value"));
-      args.emplace_back(argv[++i]);
-    }
-  }
-  return args;
 }
 
 template <typename T>
@@ -209,86 +190,84 @@ int main(int argc, char** argv) {
   // microseconds on a VM.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  absl::SetProgramUsageMessage(
-      "collects ticktrace records from shared memory, stitches orders across processes, "
-      "and stores per-stage latencies in SQLite.\n"
-      "  ticktrace-collector [--session NAME] [--store sqlite:PATH | --db PATH] [--pipeline a,b,c]\n"
-      "      [--detail all|tail|none] [--interval-s 1] [--retain-detail 8h|2GB] [--retain 30d]\n"
-      "      [--order-timeout-ms N] [--duration-s N] [--raw PATH] [--tsc-hz HZ]\n"
-      "      [--include-flagged] [--correct-skew] [--skew-interval 10m]\n"
-      "      [--skew-cores allowed|producers]\n"
-      "  ticktrace-collector --replay ARCHIVE [--db PATH] [--pipeline ...] [--tsc-hz HZ]\n"
-      "Flag names take '-' or '_'. Exit: 0 ok, 1 runtime error, 2 usage error.");
-  absl::FlagsUsageConfig usage;
-  // --help lists the flags of this file (Abseil matches the program name by default).
-  usage.contains_help_flags = [](absl::string_view path) {
-    return absl::EndsWith(path, "collector/main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  std::vector<std::string> args = NormalizeArgs(argc, argv);
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
-  if (rest.size() > 1) UsageError(absl::StrCat("unexpected argument '", rest[1], "'"));
+
+  ticktrace::collect::CommandLine cl(
+      kProgram,
+      "ticktrace-collector [OPTIONS]                  collect a session live\n"
+      "ticktrace-collector --replay ARCHIVE [OPTIONS] analyse a raw archive, then exit",
+      "Collects ticktrace records from shared memory, stitches orders across processes, and "
+      "stores per-stage latencies (statistics per interval, and order detail).");
+  cl.Epilogue(
+      "Exit status: 0 ok, 1 runtime error, 2 usage error. Docs: docs/collector.md, "
+      "docs/operations.md.");
+  Flags f;
+  RegisterFlags(cl, f);
+  absl::StatusOr<ticktrace::collect::CommandLine::Outcome> outcome = cl.Parse(argc, argv);
+  if (!outcome.ok()) UsageError(outcome.status().message());
+  if (*outcome == ticktrace::collect::CommandLine::Outcome::kHelp) {
+    std::cout << cl.Usage();
+    return 0;
+  }
+  if (*outcome == ticktrace::collect::CommandLine::Outcome::kVersion) {
+    std::cout << ticktrace::VersionLine(kProgram) << "\n";
+    return 0;
+  }
 
   ticktrace::collect::CollectorOptions o;
-  o.session = absl::GetFlag(FLAGS_session);
+  o.session = f.session;
   if (o.session.empty()) {
     const char* env = std::getenv("TICKTRACE_SESSION");
     o.session = env != nullptr && *env != '\0' ? env : "default";
   }
-  o.db_path = absl::GetFlag(FLAGS_db);
-  if (const std::string store = absl::GetFlag(FLAGS_store); !store.empty()) {
-    absl::StatusOr<ticktrace::store::StoreUri> uri = ticktrace::store::ParseStoreUri(store);
+  o.db_path = f.db;
+  if (!f.store.empty()) {
+    absl::StatusOr<ticktrace::store::StoreUri> uri = ticktrace::store::ParseStoreUri(f.store);
     if (!uri.ok()) UsageError(uri.status().message());
-    if (uri->kind != ticktrace::store::StoreUri::Kind::kSqlite) {
-      UsageError(absl::StrCat("--store ", store,
-                              ": this collector writes SQLite stores only (ClickHouse is not "
-                              "built yet)"));
-    }
-    o.db_path = uri->path;
+    // A ClickHouse store travels as its URI (collector.cc's OpenStore).
+    o.db_path =
+        uri->kind == ticktrace::store::StoreUri::Kind::kSqlite ? uri->path : uri->ToString();
   }
   {
     absl::StatusOr<ticktrace::store::DetailPolicy> detail =
-        ticktrace::store::ParseDetailPolicy(absl::GetFlag(FLAGS_detail));
+        ticktrace::store::ParseDetailPolicy(f.detail);
     if (!detail.ok()) UsageError(detail.status().message());
     o.store.detail = *detail;
-    const double interval_s = ParseNumber<double>("interval-s", absl::GetFlag(FLAGS_interval_s));
+    const double interval_s = ParseNumber<double>("interval-s", f.interval_s);
     if (!(interval_s >= 0.001 && interval_s <= 3600)) {
       UsageError("--interval-s: must be between 0.001 and 3600 seconds");
     }
     o.store.interval_ns = static_cast<int64_t>(interval_s * 1e9);
-    const std::string retain_detail = absl::GetFlag(FLAGS_retain_detail);
-    if (const uint64_t bytes = ParseSize(retain_detail); bytes > 0) {
+    if (const uint64_t bytes = ParseSize(f.retain_detail); bytes > 0) {
       o.store.retain_detail_bytes = bytes;
     } else {
-      o.store.retain_detail_ns = ParseAge("retain-detail", retain_detail);
+      o.store.retain_detail_ns = ParseAge("retain-detail", f.retain_detail);
     }
-    o.store.retain_ns = ParseAge("retain", absl::GetFlag(FLAGS_retain));
+    o.store.retain_ns = ParseAge("retain", f.retain);
   }
   absl::StatusOr<std::vector<std::string>> pipeline =
-      ticktrace::collect::ParsePipeline(absl::GetFlag(FLAGS_pipeline));
+      ticktrace::collect::ParsePipeline(f.pipeline);
   if (!pipeline.ok()) UsageError(pipeline.status().message());
   o.pipeline = *pipeline;
-  o.order_timeout_ms = ParseNumber<int64_t>("order-timeout-ms", absl::GetFlag(FLAGS_order_timeout_ms));
-  o.duration_s = ParseNumber<double>("duration-s", absl::GetFlag(FLAGS_duration_s));
-  o.raw_path = absl::GetFlag(FLAGS_raw);
-  o.replay_path = absl::GetFlag(FLAGS_replay);
-  const std::string hz = absl::GetFlag(FLAGS_tsc_hz);
-  if (!hz.empty()) {
-    o.tsc_hz = ParseNumber<double>("tsc-hz", hz);
+  o.order_timeout_ms = ParseNumber<int64_t>("order-timeout-ms", f.order_timeout_ms);
+  o.duration_s = ParseNumber<double>("duration-s", f.duration_s);
+  o.raw_path = f.raw;
+  o.replay_path = f.replay;
+  if (!f.tsc_hz.empty()) {
+    o.tsc_hz = ParseNumber<double>("tsc-hz", f.tsc_hz);
     if (o.tsc_hz == 0) UsageError("--tsc-hz 0: must be between 1e6 and 1e11");
   }
-  o.include_flagged = absl::GetFlag(FLAGS_include_flagged);
-  o.correct_skew = absl::GetFlag(FLAGS_correct_skew);
-  o.skew_interval_s = ParseSeconds("skew-interval", absl::GetFlag(FLAGS_skew_interval));
-  o.skew_cores = absl::GetFlag(FLAGS_skew_cores);
-  absl::StatusOr<std::vector<uint32_t>> uids =
-      ticktrace::collect::ParseUidList(absl::GetFlag(FLAGS_allow_uid));
+  o.include_flagged = f.include_flagged;
+  o.correct_skew = f.correct_skew;
+  o.skew_interval_s = ParseSeconds("skew-interval", f.skew_interval);
+  o.skew_cores = f.skew_cores;
+  absl::StatusOr<std::vector<uint32_t>> uids = ticktrace::collect::ParseUidList(f.allow_uid);
   if (!uids.ok()) UsageError(uids.status().message());
   o.allow_uids = *uids;
-  o.group_readable = absl::GetFlag(FLAGS_group_readable);
+  o.group_readable = f.group_readable;
+  if (!f.cpu.empty()) {
+    o.cpu = ParseNumber<int>("cpu", f.cpu);
+    if (o.cpu < 0) UsageError(absl::StrCat("--cpu ", f.cpu, ": not a core number"));
+  }
   if (absl::Status s = ticktrace::collect::ValidateOptions(o); !s.ok()) UsageError(s.message());
 
   absl::Status s = ticktrace::collect::RunCollector(o);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -59,12 +60,47 @@ class CliTest : public ::testing::Test {
   std::string out_;
 };
 
-TEST_F(CliTest, HelpListsTheFlags) {
-  EXPECT_EQ(Run({"--help"}), 1);  // Abseil's --help exits 1 after printing
-  for (const char* flag : {"--session", "--db", "--pipeline", "--order_timeout_ms", "--duration_s",
-                           "--raw", "--replay", "--tsc_hz", "--include_flagged"}) {
+// Issue 17: --help exits 0 with our own usage, every flag spelled with
+// dashes, and no Abseil wording ("Flags from ...", "--helpfull").
+TEST_F(CliTest, HelpListsTheFlagsWithDashes) {
+  EXPECT_EQ(Run({"--help"}), 0) << out_;
+  for (const char* flag : {"--session", "--db", "--store", "--pipeline", "--order-timeout-ms",
+                           "--duration-s", "--raw", "--replay", "--tsc-hz", "--include-flagged",
+                           "--detail", "--interval-s", "--retain-detail", "--retain",
+                           "--skew-interval", "--skew-cores", "--allow-uid", "--group-readable",
+                           "--correct-skew", "--help", "--version"}) {
     EXPECT_NE(out_.find(flag), std::string::npos) << flag;
   }
+  EXPECT_EQ(out_.rfind("Usage:", 0), 0u) << out_;
+  for (const char* leak : {"Flags from", "helpfull", "absl", "Abseil", "_ms", "_s ", "tsc_hz",
+                           "include_flagged"}) {
+    EXPECT_EQ(out_.find(leak), std::string::npos) << leak << "\n" << out_;
+  }
+  EXPECT_EQ(Run({"-h"}), 0);
+  EXPECT_EQ(out_.rfind("Usage:", 0), 0u) << out_;
+}
+
+// "ticktrace-collector <version> (<commit>)", exit 0: the version is the
+// project's (CMakeLists.txt project(VERSION)), the commit hex or "unknown".
+TEST_F(CliTest, VersionPrintsVersionAndCommit) {
+  EXPECT_EQ(Run({"--version"}), 0) << out_;
+  EXPECT_TRUE(std::regex_match(out_, std::regex("ticktrace-collector [0-9]+\\.[0-9]+\\.[0-9]+ "
+                                                "\\(([0-9a-f]{4,40}|unknown)\\)\n")))
+      << out_;
+  EXPECT_EQ(out_.find("Debug build"), std::string::npos) << out_;
+}
+
+// The underscore spellings earlier releases documented still work, silently,
+// as do Abseil's --noflag negations.
+TEST_F(CliTest, UnderscoreSpellingsStillAccepted) {
+  const std::string db = dir_.File("u.db");
+  EXPECT_EQ(Run({"--db", db, "--order_timeout_ms=0"}), 2);
+  EXPECT_NE(out_.find("--order-timeout-ms 0: must be between"), std::string::npos) << out_;
+  EXPECT_EQ(Run({"--db", db, "--noinclude_flagged", "--include_flagged=false", "--no-correct-skew",
+                 "--duration_s", "-1"}),
+            2);
+  EXPECT_NE(out_.find("--duration-s"), std::string::npos) << out_;
+  EXPECT_FALSE(Exists(db));
 }
 
 TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
