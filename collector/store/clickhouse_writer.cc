@@ -118,7 +118,9 @@ ClickHouseWriter::ClickHouseWriter(ClickHouseOptions options)
       location_(absl::StrCat("clickhouse://", options_.http.host, ":", options_.http.port, "/",
                              options_.database)) {
   if (!options_.on_notice) {
-    options_.on_notice = [](const std::string& line) { std::cerr << "ticktrace: " << line << "\n"; };
+    options_.on_notice = [](const std::string& line) {
+      std::cerr << "ticktrace: " << line << "\n";
+    };
   }
 }
 
@@ -423,10 +425,10 @@ absl::StatusOr<int64_t> ClickHouseWriter::ResumeRun(int64_t run_id) {
   if (absl::Status s = DeleteUncommitted(run_id); !s.ok()) return s;
   // A generation above every batch id the run has seen (committed or not).
   absl::StatusOr<std::string> top = QueryRetrying(absl::StrCat(
-      "SELECT greatest((SELECT max(batch) FROM batches WHERE run_id = ", run_id,
+      "SELECT greatest(greatest((SELECT max(batch) FROM batches WHERE run_id = ", run_id,
       "), (SELECT max(version) FROM counters WHERE run_id = ", run_id,
-      "), (SELECT max(batch) FROM intervals WHERE run_id = ", run_id,
-      "), (SELECT max(batch) FROM orders WHERE run_id = ", run_id, "))"));
+      ")), greatest((SELECT max(batch) FROM intervals WHERE run_id = ", run_id,
+      "), (SELECT max(batch) FROM orders WHERE run_id = ", run_id, ")))"));
   if (!top.ok()) return top.status();
   generation_ = (ParseCount(*top) >> 32) + 1;
   sequence_ = 0;
@@ -843,8 +845,8 @@ absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
       if (!t.empty() && t[0].size() == 2 && t[0][0] != "0") {
         const int64_t until = TsvInt(t[0][1]).value_or(0) + 3'600'000'000'000;
         if (absl::Status s = delete_detail(std::nullopt, until); !s.ok()) return s;
-        detail_deleted_before_ns_ =
-            std::max(detail_deleted_before_ns_.value_or(INT64_MIN), IntervalStart(until, interval_ns_));
+        detail_deleted_before_ns_ = std::max(detail_deleted_before_ns_.value_or(INT64_MIN),
+                                             IntervalStart(until, interval_ns_));
       }
     }
   }

@@ -114,6 +114,11 @@ absl::StatusOr<HttpResponse> HttpClient::Post(
     curl_easy_setopt(curl, CURLOPT_USERNAME, options_.user.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, options_.password.c_str());
   }
+  // libcurl silently sends a request again when a re-used connection closes
+  // without an answer: for an INSERT that duplicates what the server may
+  // have applied. Non-abortable requests (INSERTs) take a new connection,
+  // so a lost answer is an error the caller sees (and checks).
+  if (!abortable) curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
   abortable_now_ = abortable;
   const CURLcode rc = curl_easy_perform(curl);
   abortable_now_ = false;

@@ -83,7 +83,8 @@ class HttpClient {
 
   // Runs `insert` ("INSERT INTO t FORMAT RowBinary") with `rows` as its
   // data. Not abortable: it returns when the server answered or the
-  // request timed out.
+  // request timed out. Sent on a new connection (never re-sent by libcurl:
+  // a lost answer is Unavailable, and the caller checks what was applied).
   absl::Status Insert(std::string_view insert, std::string_view rows, std::string_view database);
 
   // Makes abortable requests in flight return Unavailable promptly, and
