@@ -9,6 +9,8 @@
 #include "ticktrace/view/args.h"
 #include "ticktrace/view/chrome_export.h"
 #include "ticktrace/view/csv_export.h"
+#include "ticktrace/view/diff_report.h"
+#include "ticktrace/view/intervals_report.h"
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/report.h"
 #include "ticktrace/view/runs_report.h"
@@ -216,6 +218,73 @@ absl::Status ReportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   return WriteHtmlReport(request, out);
 }
 
+// intervals: per-stage statistics per interval or --every bucket.
+absl::Status IntervalsCommand(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
+  std::optional<int64_t> every_ns;
+  if (auto text = args.Value("every")) {
+    TICKTRACE_ASSIGN_OR_RETURN(every_ns, ParseDurationArg("--every", *text));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(IntervalsReport report, BuildIntervals(*store, query, every_ns));
+  out << (args.Has("json") ? RenderIntervalsJson(report) : RenderIntervalsText(report));
+  return absl::OkStatus();
+}
+
+// diff: the baseline (--against*) against the run the usual flags name.
+absl::Status DiffCommand(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions after, QueryFromArgs(args));
+  QueryOptions before = after;
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> against_run, args.IntValue("against", 0));
+  const bool other_store = args.Has("against-db") || args.Has("against-store");
+  if (args.Has("against-db") && args.Has("against-store")) {
+    return absl::InvalidArgumentError("--against-db and --against-store both name a store; give one");
+  }
+  // The baseline run: --against N; else another store's latest run; else
+  // the same run (then a different window must be given).
+  before.run_id = against_run.has_value() ? against_run : (other_store ? std::nullopt : after.run_id);
+  if (args.Has("against-since") || args.Has("against-until")) {
+    before.since.reset();
+    before.until.reset();
+    if (auto text = args.Value("against-since")) {
+      TICKTRACE_ASSIGN_OR_RETURN(before.since, ParseTimeArg("--against-since", *text));
+    }
+    if (auto text = args.Value("against-until")) {
+      TICKTRACE_ASSIGN_OR_RETURN(before.until, ParseTimeArg("--against-until", *text));
+    }
+  }
+  std::optional<int64_t> every_ns;
+  if (auto text = args.Value("every")) {
+    TICKTRACE_ASSIGN_OR_RETURN(every_ns, ParseDurationArg("--every", *text));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
+  std::unique_ptr<StoreReader> against_store;
+  if (other_store) {
+    std::string uri;
+    if (auto db = args.Value("against-db")) {
+      if (db->empty()) return absl::InvalidArgumentError("--against-db: empty path");
+      uri = absl::StrCat("sqlite:", *db);
+    } else {
+      uri = *args.Value("against-store");
+    }
+    TICKTRACE_ASSIGN_OR_RETURN(against_store, StoreReader::Open(uri));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(DiffSide after_side, ReadDiffSide(*store, after, every_ns));
+  TICKTRACE_ASSIGN_OR_RETURN(
+      DiffSide before_side,
+      ReadDiffSide(other_store ? *against_store : *store, before, every_ns));
+  if (!other_store && before_side.run.run_id == after_side.run.run_id &&
+      before_side.window.since_utc_ns == after_side.window.since_utc_ns &&
+      before_side.window.until_utc_ns == after_side.window.until_utc_ns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "diff would compare run ", after_side.run.run_id,
+        " with itself: give --against N, --against-since/--against-until or --against-db"));
+  }
+  const DiffReport report = CompareSides(std::move(before_side), std::move(after_side));
+  out << (args.Has("json") ? RenderDiffJson(report) : RenderDiffText(report));
+  return absl::OkStatus();
+}
+
 // Every subcommand, in the order --help lists them.
 const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
@@ -312,6 +381,43 @@ const std::vector<Command>& Commands() {
         "",
         "ticktrace-view report --db trace.db --out report.html"},
        ReportCommand},
+      {{"intervals",
+        "per-stage p50/p99/max/count over time",
+        "A run's statistics over time: per stage, one row per interval (the collector's\n"
+        "--interval-s) or per --every bucket, with count, p50, p99, max, the samples kept\n"
+        "out of the percentiles and the orders whose detail the store holds.",
+        "The numbers are the stored interval histograms, merged per bucket (log-linear\n"
+        "percentiles within 0.4%, every order counted). --since/--until select the\n"
+        "intervals that start in the window.",
+        {kDbFlag, kStoreFlag, kRunFlag, {"stage", "S", "only stage S"}, kSinceFlag, kUntilFlag,
+         {"every", "D", "one row per bucket of D (1m, 10s; a multiple of the run's interval)"},
+         kIncludeFlaggedFlag, kExcludeFlaggedFlag,
+         {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
+        "",
+        "ticktrace-view intervals --db trace.db --every 1m --since -1h"},
+       IntervalsCommand},
+      {{"diff",
+        "two runs, windows or stores compared per stage",
+        "Compares a baseline (before) with a run (after), per stage: count, p50, p99 and\n"
+        "p99.9 before -> after, the change in %, and whether it is beyond both the\n"
+        "histograms' precision and the interval-to-interval noise (marked *).",
+        "After: the run that --db/--store, --run, --since and --until name. Before: run\n"
+        "--against N (default: the same run, or the latest run of --against-db/\n"
+        "--against-store), over --against-since..--against-until (default: --since and\n"
+        "--until, so relative times take the same part of each run). --every D measures\n"
+        "the noise over buckets of D instead of single intervals.",
+        {kDbFlag, kStoreFlag, kRunFlag, {"stage", "S", "only stage S"}, kSinceFlag, kUntilFlag,
+         {"against", "N", "the baseline run"},
+         {"against-db", "PATH", "the baseline's SQLite store (default: the same store)"},
+         {"against-store", "URI", "the baseline's store, as --store"},
+         {"against-since", "T", "the baseline's window start (as --since)"},
+         {"against-until", "T", "the baseline's window end (as --until)"},
+         {"every", "D", "buckets for the noise estimate (a multiple of the run's interval)"},
+         kIncludeFlaggedFlag, kExcludeFlaggedFlag,
+         {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
+        "",
+        "ticktrace-view diff --db trace.db --run 3 --against 2"},
+       DiffCommand},
   };
   return *commands;
 }

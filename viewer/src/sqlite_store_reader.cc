@@ -249,7 +249,7 @@ constexpr int kIntervalFlagColumn = 5;
 constexpr char kRunColumns[] =
     "run_id, session, host, started_utc_ns, ended_utc_ns, tsc_hz, calibration_source, "
     "spread_ppm, kernel_tsc_hz, tsc_step_ns, anchor_tsc, anchor_utc_ns, environment, "
-    "settings, pipeline, pipeline_learned, utc_drift_ppm";
+    "settings, pipeline, pipeline_learned, utc_drift_ppm, interval_ns";
 
 RunInfo ReadRun(const Query& s) {
   RunInfo run;
@@ -270,6 +270,7 @@ RunInfo ReadRun(const Query& s) {
   run.pipeline = s.Text(14);
   run.pipeline_learned = s.Int(15) != 0;
   run.utc_drift_ppm = s.OptionalDouble(16);
+  run.interval_ns = s.Int(17);
   return run;
 }
 

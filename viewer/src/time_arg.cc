@@ -37,6 +37,17 @@ absl::StatusOr<TimeArg> ParseTimeArg(absl::string_view flag, absl::string_view t
   return arg;
 }
 
+absl::StatusOr<int64_t> ParseDurationArg(absl::string_view flag, absl::string_view text) {
+  absl::Duration d;
+  if (text.empty() || text.front() == '+' || text.front() == '-' ||
+      !absl::ParseDuration(std::string(text), &d) || d == absl::InfiniteDuration() ||
+      d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": bad duration '", text, "' (expected a positive duration like 1m, 30s, 250ms)"));
+  }
+  return absl::ToInt64Nanoseconds(d);
+}
+
 int64_t ResolveTimeArg(const TimeArg& arg, int64_t first_utc_ns, int64_t last_utc_ns) {
   switch (arg.anchor) {
     case TimeArg::Anchor::kRunStart:

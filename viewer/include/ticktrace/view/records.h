@@ -53,6 +53,9 @@ struct RunInfo {
   // How far CLOCK_REALTIME ran from the TSC over the run (anchors), in ppm;
   // unset in stores written before anchors, or with one anchor.
   std::optional<double> utc_drift_ppm;
+  // runs.interval_ns: the length of the run's intervals (interval
+  // statistics); 0 when the backend does not say.
+  int64_t interval_ns = 0;
 };
 
 // A core's TSC offset against the run's reference core (table cores): the

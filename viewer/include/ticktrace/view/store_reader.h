@@ -91,6 +91,7 @@ struct IntervalRow {
   int64_t samples_all = 0;
   std::optional<double> min_ns, max_ns, mean_ns;
   std::optional<double> p50_ns, p90_ns, p99_ns;  // unset below MinSamplesForPercentile
+  std::optional<double> p999_ns;                 // likewise (1000 samples)
   FlagCounts flag_counts{};
   // The bucket's orders (all stages share them) and how many have detail.
   int64_t orders = 0;

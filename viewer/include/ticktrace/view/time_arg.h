@@ -30,6 +30,10 @@ struct TimeArg {
 // neither RFC 3339 nor a signed duration.
 absl::StatusOr<TimeArg> ParseTimeArg(absl::string_view flag, absl::string_view text);
 
+// Parses a positive duration such as "1m", "250ms" or "1h30m" (units as
+// above) into ns; InvalidArgument naming `flag` (e.g. "--every") otherwise.
+absl::StatusOr<int64_t> ParseDurationArg(absl::string_view flag, absl::string_view text);
+
 // The UTC ns that `arg` names for a run whose data spans [first, last].
 int64_t ResolveTimeArg(const TimeArg& arg, int64_t first_utc_ns, int64_t last_utc_ns);
 
