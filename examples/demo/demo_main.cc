@@ -5,6 +5,7 @@
 
 #include "demo_options.h"
 #include "demo_runner.h"
+#include "ticktrace/version.h"
 
 int main(int argc, char** argv) {
   using namespace ticktrace::examples;
@@ -16,6 +17,10 @@ int main(int argc, char** argv) {
   }
   if (parsed->help) {
     std::fputs(parsed->usage.c_str(), stdout);
+    return kDemoOk;
+  }
+  if (parsed->version) {
+    std::printf("%s\n", ticktrace::VersionLine("ticktrace-demo").c_str());
     return kDemoOk;
   }
   InstallDemoSignalHandlers();

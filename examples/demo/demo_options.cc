@@ -55,8 +55,9 @@ absl::StatusOr<ParsedDemoFlags> ParseDemoFlags(int argc, const char* const* argv
   parser.AddBool("verbose", &o.verbose, "print every program's full output");
   if (absl::Status s = parser.Parse(argc, argv); !s.ok()) return s;
   parsed.help = parser.help_requested();
+  parsed.version = parser.version_requested();
   parsed.usage = parser.Usage();
-  if (parsed.help) return parsed;
+  if (parsed.help || parsed.version) return parsed;
 
   if (o.ticks == 0 || o.ticks > kMaxTickId) {
     return absl::InvalidArgumentError(

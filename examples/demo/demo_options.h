@@ -42,6 +42,7 @@ struct DemoOptions {
 struct ParsedDemoFlags {
   DemoOptions options;
   bool help = false;
+  bool version = false;  // --version
   std::string usage;
 };
 

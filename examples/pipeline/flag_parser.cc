@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "ticktrace/version.h"
 
 namespace ticktrace::examples {
 
@@ -87,6 +88,10 @@ absl::Status FlagParser::Parse(int argc, const char* const* argv) {
       help_requested_ = true;
       return absl::OkStatus();
     }
+    if (arg == "--version") {
+      version_requested_ = true;
+      return absl::OkStatus();
+    }
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
       return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
     }
@@ -131,6 +136,7 @@ std::string FlagParser::Usage() const {
     absl::StrAppend(&out, "\n");
   }
   absl::StrAppend(&out, "  --help                       this text\n");
+  absl::StrAppend(&out, "  --version                    the version and git commit it was built from\n");
   return out;
 }
 
@@ -138,6 +144,10 @@ void FlagParser::ParseOrExit(int argc, const char* const* argv) {
   const absl::Status s = Parse(argc, argv);
   if (help_requested_) {
     std::fputs(Usage().c_str(), stdout);
+    std::exit(0);
+  }
+  if (version_requested_) {
+    std::printf("%s\n", VersionLine(program_).c_str());
     std::exit(0);
   }
   if (!s.ok()) {

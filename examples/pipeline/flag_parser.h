@@ -34,14 +34,17 @@ class FlagParser {
   void AddCustom(std::string name, std::string value_name,
                  std::function<absl::Status(absl::string_view)> parse, std::string help);
 
-  // Parses argv[1..argc). `--help` sets help_requested() and stops parsing.
+  // Parses argv[1..argc). `--help` sets help_requested(), `--version`
+  // version_requested(), and stops parsing.
   absl::Status Parse(int argc, const char* const* argv);
   bool help_requested() const { return help_requested_; }
+  bool version_requested() const { return version_requested_; }
 
   // Usage text: the summary and one line per flag with its default.
   std::string Usage() const;
 
-  // Parses, and on --help prints Usage() to stdout and exits 0; on an error
+  // Parses, and on --help prints Usage() to stdout and exits 0 (on --version
+  // "<program> <version> (<commit>)", exit 0); on an error
   // prints "<program>: <message> (see --help)" to stderr and exits 2.
   void ParseOrExit(int argc, const char* const* argv);
 
@@ -59,6 +62,7 @@ class FlagParser {
   std::string summary_;
   std::vector<Flag> flags_;
   bool help_requested_ = false;
+  bool version_requested_ = false;
 };
 
 // Parses "a,b,c" into exactly `count` unsigned integers.
