@@ -17,7 +17,9 @@
 #   interference_bench   stamp cost with the real ticktrace-collector draining vs not
 #   scaling_bench        1..8 rings per process, 1..8 processes
 #   collector_bench      the collector's own bench, when bench/collector_bench.cc exists
-#   store_write_bench    demo-shaped orders through the store sink into SQLite, per --detail policy
+#   store_write_bench    demo-shaped orders through the store sink into SQLite, per --detail policy,
+#                        then the same orders into a ClickHouse server it starts itself (skipped,
+#                        with the reason, when clickhouse-server is not installed)
 #   store_query_bench    the viewer's StoreReader on an 8-hour, 10 M-order store (made
 #                        once, ~3 min, cached in /tmp): window statistics, slowest orders
 #
@@ -38,7 +40,8 @@ log() { echo "== $*" >&2; }
 # ---- packages ---------------------------------------------------------------
 packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmock-dev
           libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps
-          liblttng-ust-dev lttng-tools libspdlog-dev util-linux)
+          liblttng-ust-dev lttng-tools libspdlog-dev util-linux
+          libcurl4-openssl-dev clickhouse-server clickhouse-client)
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   bash "$root/.ci/install-packages.sh" "${packages[@]}"
 fi
@@ -314,6 +317,8 @@ missed_notes() {
         esac ;;
       *"bytes per record"*)
         echo "- **$fig = $value.** The store file holds more than the target per record: see the store-write section (per policy sizes). Orders are one row each with their samples (JSON) and packed stamps; SQLite's page fill and the per-order index make up the rest." ;;
+      *"into ClickHouse"*)
+        echo "- **$fig = $value.** The writer thread, the sink's analysis thread and the ClickHouse server (parsing RowBinary, writing one part per INSERT and merging them) share 2 vCPUs with the machine; the row gives the samples per CPU-second of writer and server together, what the pair sustains with the cores to itself. Batches are the sink's (20000 orders per Write); one INSERT per table per batch, waited for in turn (exactly-once needs each answer). What would close it: larger batches for ClickHouse, and the orders INSERT sent while the next batch is encoded (\`collector/store/clickhouse_writer.cc\`)." ;;
       *"through the store sink"*)
         echo "- **$fig = $value.** The sink and the SQLite writer share 2 vCPUs with each other and with the machine: the writer thread's own rate (per CPU-second, in the row) is what one free core gives." ;;
       *"window query"*|*"orders --slowest"*)

@@ -4,8 +4,12 @@
 // through the collector's StoreSink (interval statistics, detail policy)
 // into the SQLite backend, in blocking mode as in a replay. One run per
 // detail policy, side by side. Prints samples/s and bytes per record.
+// Then the same orders (--detail all) into ClickHouse (issue 14): a
+// clickhouse-server of its own (tests/support/clickhouse_server.h: temporary
+// config and data directory, loopback port, stopped at the end), beside
+// SQLite's figure; skipped with the reason when it is not installed.
 //
-//   store_write_bench [--orders N] [--dir DIR]
+//   store_write_bench [--orders N] [--dir DIR] [--no-clickhouse]
 
 #include <sys/stat.h>
 #include <time.h>
@@ -15,13 +19,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "collector/stitcher.h"
+#include "collector/store/clickhouse_writer.h"
 #include "collector/store/sqlite_writer.h"
 #include "collector/store_sink.h"
+#include "tests/support/clickhouse_server.h"
 
 namespace {
 
@@ -103,12 +113,49 @@ struct Result {
   double file_bytes = 0;
   double writer_cpu_s = 0;    // the sink's writer thread, inside the backend
   double analysis_cpu_s = 0;  // this thread: the sink's per-order work
+  double server_cpu_s = 0;    // ClickHouse: the server's CPU meanwhile
 };
 
 double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Through the sink into `writer` (SQLite or ClickHouse); file_bytes is
+// filled in by the caller.
+Result RunSink(store::Writer* writer, store::DetailPolicy policy,
+               const std::vector<FinishedOrder>& orders) {
+  store::RunMeta meta;
+  meta.session = "bench";
+  meta.tsc_hz = 1e9 / kNsPerTick;
+  meta.detail = policy;
+  absl::StatusOr<int64_t> run = writer->BeginRun(meta);
+  if (!run.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n", std::string(run.status().message()).c_str());
+    std::exit(1);
+  }
+  ticktrace::collect::StoreSinkOptions o;
+  o.block_when_full = true;
+  o.detail = policy;
+  ticktrace::collect::StoreSink sink(writer, *run, o);
+  std::vector<FinishedOrder> copy = orders;  // moved into the sink, outside the timing
+  const auto start = std::chrono::steady_clock::now();
+  const double cpu0 = ThreadCpuSeconds();
+  sink.Start();
+  for (FinishedOrder& f : copy) sink.OnFinishedOrder(std::move(f));
+  sink.Submit();
+  const double analysis_cpu_s = ThreadCpuSeconds() - cpu0;
+  absl::Status s = sink.Stop();
+  const double writer_cpu_s = static_cast<double>(sink.counters().writer_cpu_ns) * 1e-9;
+  if (s.ok()) s = writer->EndRun(*run, kT0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!s.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n", std::string(s.message()).c_str());
+    std::exit(1);
+  }
+  return {seconds, 0, writer_cpu_s, analysis_cpu_s};
 }
 
 Result RunOnce(const std::string& path, store::DetailPolicy policy,
@@ -119,35 +166,73 @@ Result RunOnce(const std::string& path, store::DetailPolicy policy,
     std::fprintf(stderr, "store_write_bench: %s\n", std::string(writer.status().message()).c_str());
     std::exit(1);
   }
-  store::RunMeta meta;
-  meta.session = "bench";
-  meta.tsc_hz = 1e9 / kNsPerTick;
-  meta.detail = policy;
-  const int64_t run = *(*writer)->BeginRun(meta);
-  ticktrace::collect::StoreSinkOptions o;
-  o.block_when_full = true;
-  o.detail = policy;
-  ticktrace::collect::StoreSink sink(writer->get(), run, o);
-  std::vector<FinishedOrder> copy = orders;  // moved into the sink, outside the timing
-  const auto start = std::chrono::steady_clock::now();
-  const double cpu0 = ThreadCpuSeconds();
-  sink.Start();
-  for (FinishedOrder& f : copy) sink.OnFinishedOrder(std::move(f));
-  sink.Submit();
-  const double analysis_cpu_s = ThreadCpuSeconds() - cpu0;
-  absl::Status s = sink.Stop();
-  const double writer_cpu_s = static_cast<double>(sink.counters().writer_cpu_ns) * 1e-9;
-  if (s.ok()) s = (*writer)->EndRun(run, kT0);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!s.ok()) {
-    std::fprintf(stderr, "store_write_bench: %s\n", std::string(s.message()).c_str());
-    std::exit(1);
-  }
+  Result r = RunSink(writer->get(), policy, orders);
   writer->reset();
   struct stat st {};
   ::stat(path.c_str(), &st);
-  return {seconds, static_cast<double>(st.st_size), writer_cpu_s, analysis_cpu_s};
+  r.file_bytes = static_cast<double>(st.st_size);
+  return r;
+}
+
+// CPU seconds (user + system) of the processes whose command line holds
+// `needle` (the ClickHouse server started from the fixture's directory).
+double ProcessCpuSeconds(const std::string& needle) {
+  double total = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd("/proc/" + pid + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) == std::string::npos) continue;
+    std::ifstream stat("/proc/" + pid + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) utime = std::strtod(field.c_str(), nullptr);
+      if (i == 15) stime = std::strtod(field.c_str(), nullptr);
+    }
+    total += (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  return total;
+}
+
+// The same into a ClickHouse server of its own; nullopt (with `why`) when
+// there is none. file_bytes: the database's active parts after merging.
+std::optional<Result> RunClickHouse(const std::vector<FinishedOrder>& orders, std::string* why) {
+  using ticktrace::testing::ClickHouseServer;
+  if (std::optional<std::string> skip = ClickHouseServer::SkipReason()) {
+    *why = *skip;
+    return std::nullopt;
+  }
+  absl::StatusOr<std::unique_ptr<ClickHouseServer>> ch = ClickHouseServer::Start();
+  if (!ch.ok()) {
+    *why = std::string(ch.status().message());
+    return std::nullopt;
+  }
+  store::ClickHouseOptions o;
+  o.http.port = (*ch)->http_port();
+  o.database = "bench";
+  absl::StatusOr<std::unique_ptr<store::ClickHouseWriter>> writer =
+      store::ClickHouseWriter::Open(o);
+  if (!writer.ok()) {
+    *why = std::string(writer.status().message());
+    return std::nullopt;
+  }
+  const double server_cpu0 = ProcessCpuSeconds((*ch)->dir());
+  Result r = RunSink(writer->get(), store::DetailPolicy::kAll, orders);
+  r.server_cpu_s = ProcessCpuSeconds((*ch)->dir()) - server_cpu0;
+  for (const char* t : {"orders", "intervals", "interval_detail", "batches", "counters"}) {
+    (*ch)->Query(std::string("OPTIMIZE TABLE bench.") + t + " FINAL").IgnoreError();
+  }
+  absl::StatusOr<std::string> bytes = (*ch)->Query(
+      "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = 'bench'");
+  r.file_bytes = bytes.ok() ? std::strtod(bytes->c_str(), nullptr) : 0;
+  return r;
 }
 
 }  // namespace
@@ -155,13 +240,16 @@ Result RunOnce(const std::string& path, store::DetailPolicy policy,
 int main(int argc, char** argv) {
   uint64_t pairs = 500'000;
   std::string dir = "/tmp";
+  bool clickhouse = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--orders") == 0 && i + 1 < argc) {
       pairs = std::strtoull(argv[++i], nullptr, 10) / 2;
     } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--no-clickhouse") == 0) {
+      clickhouse = false;
     } else {
-      std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR]\n");
+      std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR] [--no-clickhouse]\n");
       return 2;
     }
   }
@@ -205,5 +293,28 @@ int main(int argc, char** argv) {
               "(store_write_bench, wall)|%.2f M samples/s|>= 1.5 M samples/s|%s|writer thread "
               "alone: %.2f M samples per CPU-second\n",
               wall_rate, wall_rate >= 1.5 ? "met" : "**missed**", writer_rate);
+  // ClickHouse, same orders, same run of this program (issue 14's target).
+  std::string why = "--no-clickhouse";
+  std::optional<Result> ch = clickhouse ? RunClickHouse(orders, &why) : std::nullopt;
+  if (!ch.has_value()) {
+    std::printf("clickhouse   skipped: %s\n", why.c_str());
+    std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
+                "(store_write_bench, wall)|not measured|>= 2 M samples/s|**missed**|skipped: %s\n",
+                why.c_str());
+    return 0;
+  }
+  const double ch_rate = samples / ch->seconds / 1e6;
+  const double ch_cpu_rate = samples / (ch->writer_cpu_s + ch->server_cpu_s) / 1e6;
+  std::printf("clickhouse   %6.2f M samples/s wall  %6.2f M/s per writer CPU-s  %6.2f M/s per "
+              "writer+server CPU-s  %7.1f MB  %6.2f B/record  (SQLite, same orders: %.2f M "
+              "samples/s wall)\n",
+              ch_rate, ch->writer_cpu_s > 0 ? samples / ch->writer_cpu_s / 1e6 : 0.0, ch_cpu_rate,
+              ch->file_bytes / 1e6, ch->file_bytes / records, wall_rate);
+  std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
+              "(store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|SQLite in the same "
+              "run: %.2f M samples/s; writer thread + server: %.2f M samples per CPU-second; %.1f "
+              "B/record on disk after merges\n",
+              ch_rate, ch_rate >= 2 ? "met" : "**missed**", wall_rate, ch_cpu_rate,
+              ch->file_bytes / records);
   return 0;
 }
