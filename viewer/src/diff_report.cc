@@ -228,8 +228,7 @@ std::string RenderDiffText(const DiffReport& report) {
                   BeforeAfter(d.p50), ChangeText(d.p50), BeforeAfter(d.p99), ChangeText(d.p99),
                   BeforeAfter(d.p999), ChangeText(d.p999)});
   }
-  out += table.Render();
-  if (report.stages.empty()) out += "(no samples on either side)\n";
+  out += report.stages.empty() ? "(no samples on either side)\n" : table.Render();
   return out;
 }
 
