@@ -27,11 +27,11 @@ build_dir="${BUILD_DIR:-$root/build}"
 jobs="${JOBS:-$(nproc)}"
 
 packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps)
+          libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps zlib1g-dev)
 if [ "$mode" = test ]; then
   # clang for the sanitizer pass and libFuzzer; chromium for the report's browser
   # test; zlib to read the PNG that test takes.
-  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev)
+  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev nodejs npm tmux)
 fi
 
 bash "$root/.ci/install-packages.sh" "${packages[@]}"

@@ -1,6 +1,7 @@
 #include "collector/options.h"
 
 #include <pwd.h>
+#include <sched.h>
 
 #include <cmath>
 
@@ -104,6 +105,20 @@ absl::Status ValidateOptions(const CollectorOptions& o) {
   }
   if (!o.replay_path.empty() && o.replay_path == o.db_path) {
     return absl::InvalidArgumentError("--replay and --db name the same file");
+  }
+  if (o.cpu >= 0 || o.cpu < -1) {
+    // Only a core of this process's allowed set (taskset, cgroup cpuset).
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (o.cpu < 0 || o.cpu >= CPU_SETSIZE ||
+        ::sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || !CPU_ISSET(o.cpu, &allowed)) {
+      std::string cores;
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) absl::StrAppend(&cores, cores.empty() ? "" : ",", c);
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cpu ", o.cpu, ": not a core this collector may run on (allowed: ", cores, ")"));
+    }
   }
   return absl::OkStatus();
 }

@@ -34,6 +34,7 @@ struct CollectorOptions {
   std::string skew_cores = "allowed";    // measure the "allowed" cores or the "producers'"
   std::vector<uint32_t> allow_uids;      // also drain segments of these uids (besides our own)
   bool group_readable = false;           // new store/journal/archive files 0640 instead of 0600
+  int cpu = -1;                          // --cpu: pin every collector thread to this core; -1: not
 
   // --- for tests and the bench ---
   std::chrono::milliseconds anchor_interval{1000};  // a (TSC, UTC) anchor this often

@@ -101,6 +101,18 @@ double Histogram::Quantile(double q) const {
   return std::clamp(value, min_, max_);
 }
 
+void Histogram::ForEachBucket(
+    const std::function<void(double value_ns, uint64_t count)>& visit) const {
+  if (count_ == 0) return;
+  for (int i = kBuckets - 1; i >= 0; --i) {  // most negative first
+    if (negative_[i] != 0) visit(std::clamp(-Midpoint(i), min_, max_), negative_[i]);
+  }
+  if (near_zero_ != 0) visit(std::clamp(0.0, min_, max_), near_zero_);
+  for (int i = 0; i < kBuckets; ++i) {
+    if (positive_[i] != 0) visit(std::clamp(Midpoint(i), min_, max_), positive_[i]);
+  }
+}
+
 uint64_t Histogram::CountAtMost(double value_ns) const {
   uint64_t n = 0;
   for (int i = kBuckets - 1; i >= 0; --i) {

@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,11 @@ class Histogram {
   // its midpoint is <= value_ns (Prometheus-style cumulative buckets).
   uint64_t CountAtMost(double value_ns) const;
   double sum() const { return sum_; }
+  // Calls `visit(value_ns, count)` for every non-empty bucket, ascending by
+  // value: a bucket's value is its midpoint clamped to [min(), max()] (what
+  // Quantile() reports for it), 0 for the near-zero bucket. Exports that
+  // re-bucket into another format call it (viewer's export --format hlog).
+  void ForEachBucket(const std::function<void(double value_ns, uint64_t count)>& visit) const;
 
   // The compact encoding (see above). Decode() checks untrusted bytes:
   // InvalidArgument for anything that is not an encoding of this version.

@@ -82,6 +82,11 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kJournalSyncs, "journal_syncs", "fdatasync calls on the journal"},
     {Counter::kJournalChunksCorrupt, "journal_chunks_corrupt",
      "journal chunks skipped as corrupt (their records lost)"},
+    {Counter::kJournalRecordsLost, "journal_records_lost",
+     "records lost in corrupt journal chunks, as later chunks' ring index gaps show (a lower "
+     "bound)"},
+    {Counter::kCollectorCpuMs, "collector_cpu_ms",
+     "CPU time the collector process used, user + system (ms; a resumed run: since the resume)"},
     {Counter::kRestarts, "restarts", "times the collector resumed this run"},
     {Counter::kAnchors, "anchors", "(TSC, CLOCK_REALTIME) anchors taken"},
     {Counter::kCoreMeasurements, "core_measurements", "measurements of the cores' TSC offsets"},

@@ -65,6 +65,8 @@ enum class Counter : int {
   kOrdersDetailSkipped,
   kJournalSyncs,
   kJournalChunksCorrupt,
+  kJournalRecordsLost,
+  kCollectorCpuMs,
   kRestarts,
   kAnchors,
   kCoreMeasurements,

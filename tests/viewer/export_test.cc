@@ -1,5 +1,13 @@
-// export --format chrome|csv on the known store.
+// export --format chrome|csv on the known store, and its --out/--force rules.
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
 
 #include <cstdint>
 #include <map>
@@ -9,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
@@ -324,6 +334,95 @@ TEST(ExportInstancesTest, EachInstanceExportsItsOwnRowsOnce) {
   auto events = ExportChrome(**store, options, chrome);
   ASSERT_TRUE(events.ok()) << events.status();
   EXPECT_EQ(events->stamps, 4);  // two stamps per instance
+}
+
+}  // namespace
+}  // namespace ticktrace::view
+
+// export --out FILE never replaces what is there without --force (issue 17:
+// it silently overwrote a 0444 file and a symlink's target), and with
+// --force replaces the name itself, never a symlink's target.
+namespace ticktrace::view {
+namespace {
+
+class ExportOutTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::WriteKnownStore(dir_.File("known.db")); }
+
+  // Runs `ticktrace-view export --format csv --db known.db --out <out> [extra]`;
+  // the exit status, stderr in `err`.
+  int Export(const std::string& out, const std::string& extra, std::string* err) {
+    const std::string command =
+        absl::StrCat(TICKTRACE_VIEW_BINARY, " export --format csv --db '", dir_.File("known.db"),
+                     "' --out '", out, "' ", extra, " 2>'", dir_.File("stderr"), "' >/dev/null");
+    const int status = std::system(command.c_str());
+    *err = testing::ReadFile(dir_.File("stderr"));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  // The directory holds exactly `names` (no temporary file left behind).
+  void ExpectOnly(std::vector<std::string> names) {
+    names.push_back("known.db");
+    names.push_back("stderr");
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(dir_.List(), names);
+  }
+  testing::TempDir dir_;
+};
+
+bool IsSymlink(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+TEST_F(ExportOutTest, ReadOnlyFileIsRefusedWithoutForceAndReplacedWithIt) {
+  const std::string out = dir_.File("out.csv");
+  std::ofstream(out) << "someone's work\n";
+  ASSERT_EQ(::chmod(out.c_str(), 0444), 0);
+  const testing::FileSnapshot before = testing::Snapshot(out);
+  std::string err;
+  EXPECT_EQ(Export(out, "", &err), 1);
+  EXPECT_EQ(err, absl::StrCat("ticktrace-view: --out ", out, " exists; add --force to replace it\n"));
+  EXPECT_TRUE(testing::Snapshot(out) == before);
+  ExpectOnly({"out.csv"});
+
+  EXPECT_EQ(Export(out, "--force", &err), 0) << err;
+  EXPECT_TRUE(absl::StartsWith(testing::ReadFile(out), "run_id,order_id,")) << err;
+  ExpectOnly({"out.csv"});
+}
+
+TEST_F(ExportOutTest, SymlinkIsRefusedAndNeverFollowed) {
+  const std::string target = dir_.File("target.txt");
+  std::ofstream(target) << "the link's target\n";
+  const testing::FileSnapshot before = testing::Snapshot(target);
+  const std::string link = dir_.File("link.csv");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  const std::string dangling = dir_.File("dangling.csv");
+  ASSERT_EQ(::symlink(dir_.File("nothing-here").c_str(), dangling.c_str()), 0);
+  std::string err;
+  EXPECT_EQ(Export(link, "", &err), 1);
+  EXPECT_TRUE(absl::StrContains(err, "exists; add --force")) << err;
+  EXPECT_EQ(Export(dangling, "", &err), 1);
+  EXPECT_TRUE(absl::StrContains(err, "exists; add --force")) << err;
+  EXPECT_TRUE(testing::Snapshot(target) == before);
+  EXPECT_TRUE(IsSymlink(link));
+  EXPECT_TRUE(IsSymlink(dangling));
+  ExpectOnly({"dangling.csv", "link.csv", "target.txt"});  // nothing-here not created
+
+  // --force replaces the link, not its target.
+  EXPECT_EQ(Export(link, "--force", &err), 0) << err;
+  EXPECT_FALSE(IsSymlink(link));
+  EXPECT_TRUE(absl::StartsWith(testing::ReadFile(link), "run_id,order_id,"));
+  EXPECT_TRUE(testing::Snapshot(target) == before);
+}
+
+TEST_F(ExportOutTest, NewFileIsWrittenAndDirectoryRefused) {
+  std::string err;
+  EXPECT_EQ(Export(dir_.File("new.csv"), "", &err), 0) << err;
+  EXPECT_TRUE(absl::StartsWith(testing::ReadFile(dir_.File("new.csv")), "run_id,order_id,"));
+  ASSERT_EQ(::mkdir(dir_.File("sub").c_str(), 0755), 0);
+  EXPECT_EQ(Export(dir_.File("sub"), "--force", &err), 2);
+  EXPECT_TRUE(absl::StrContains(err, "is a directory")) << err;
+  ExpectOnly({"new.csv", "sub"});
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "ticktrace/view/chrome_export.h"
 #include "ticktrace/view/csv_export.h"
 #include "ticktrace/view/diff_report.h"
+#include "ticktrace/view/hlog_export.h"
 #include "ticktrace/view/intervals_report.h"
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/report.h"
@@ -161,12 +162,12 @@ absl::Status RunsCommand(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
-// export --format chrome|csv --out FILE: writes a file (or stdout) and says what.
+// export --format chrome|csv|hlog --out FILE: writes a file (or stdout) and says what.
 absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   const std::string format = *args.Value("format");
-  if (format != "chrome" && format != "csv") {
+  if (format != "chrome" && format != "csv" && format != "hlog") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--format: expected chrome or csv, got '", format, "'"));
+        absl::StrCat("--format: expected chrome, csv or hlog, got '", format, "'"));
   }
   ExportOptions options;
   TICKTRACE_ASSIGN_OR_RETURN(options.run_id, args.IntValue("run", 0));
@@ -179,15 +180,18 @@ absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_RETURN_IF_ERROR(
       WriteOutput(out_path, store->path(), [&](std::ostream& file) -> absl::Status {
         absl::StatusOr<ExportResult> r = format == "chrome" ? ExportChrome(*store, options, file)
+                                         : format == "hlog" ? ExportHlog(*store, options, file)
                                                             : ExportCsv(*store, options, file);
         if (!r.ok()) return r.status();
         result = *r;
         return absl::OkStatus();
-      }));
+      },
+      args.Has("force")));
   if (out_path != "-") {
-    out << "run " << result.run_id << ": " << result.orders << " orders, "
-        << (format == "chrome" ? absl::StrCat(result.stamps, " stamps")
-                               : absl::StrCat(result.rows, " samples"))
+    out << "run " << result.run_id << ": "
+        << (format == "chrome" ? absl::StrCat(result.orders, " orders, ", result.stamps, " stamps")
+            : format == "hlog" ? absl::StrCat(result.rows, " interval histograms")
+                               : absl::StrCat(result.orders, " orders, ", result.rows, " samples"))
         << " -> " << out_path << "\n";
   }
   return absl::OkStatus();
@@ -343,16 +347,21 @@ const std::vector<Command>& Commands() {
         "ticktrace-view runs --db trace.db"},
        RunsCommand},
       {{"export",
-        "Chrome trace JSON (Perfetto) or CSV of samples",
-        "Export a run's orders: Chrome Trace Event JSON (open in ui.perfetto.dev or\n"
-        "chrome://tracing) or CSV of the stage samples.",
+        "Chrome trace JSON (Perfetto), CSV of samples, or an HdrHistogram log",
+        "Export a run: its orders as Chrome Trace Event JSON (open in ui.perfetto.dev or\n"
+        "chrome://tracing) or as CSV of the stage samples, or its interval histograms as\n"
+        "an HdrHistogram interval log.",
         "chrome: a track per process and thread, each stamp an event, spans with their\n"
-        "duration, an order's stamps joined by flow arrows. csv: one row per sample\n"
-        "after a header row. --limit N takes the run's first N orders by time.\n"
-        "--out - writes to stdout.",
-        {kDbFlag, kStoreFlag, {"format", "F", "chrome or csv", /*required=*/true},
+        "duration, an order's stamps joined by flow arrows, and a parent's to its linked\n"
+        "children's. csv: one row per sample after a header row. --limit N takes the\n"
+        "run's first N orders by time. hlog: one line per stage (Tag=stage) per interval,\n"
+        "V2 compressed histograms of latencies in ns (HdrHistogram's tools read it).\n"
+        "An existing --out is left alone unless --force is given. --out - writes to\n"
+        "stdout.",
+        {kDbFlag, kStoreFlag, {"format", "F", "chrome, csv or hlog", /*required=*/true},
          {"out", "FILE", "the output file", /*required=*/true},
-         {"limit", "N", "only the first N orders"}, kRunFlag},
+         {"limit", "N", "only the first N orders (chrome, csv)"}, kRunFlag,
+         {"force", "", "replace --out if it exists"}},
         "",
         "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000"},
        ExportCommand},

@@ -39,7 +39,8 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
       WriteOutput(request.out_path, store->path(), [&](std::ostream& file) -> absl::Status {
         file << html;
         return absl::OkStatus();
-      }));
+      },
+      request.force));
   if (request.out_path != "-") {
     log << "run " << model.summary.run.run_id << ": " << model.stages.size() << " stages, "
         << model.slowest.size() << " slowest orders";

@@ -920,6 +920,34 @@ class SqliteStoreReader final : public StoreReader {
     return out;
   }
 
+  absl::Status ForEachIntervalHistogram(
+      int64_t run_id, const TimeWindow& window,
+      const std::function<absl::Status(const std::string&, int64_t, std::string_view)>& visit)
+      override {
+    TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
+    TICKTRACE_ASSIGN_OR_RETURN(
+        Query s, Prepare("SELECT stage_id, start_utc_ns, histogram FROM intervals WHERE "
+                         "run_id = ? AND start_utc_ns >= ? AND start_utc_ns < ? AND count > 0 "
+                         "ORDER BY start_utc_ns, stage_id",
+                         "reading intervals"));
+    s.Bind(1, run_id).Bind(2, window.since_utc_ns.value_or(kMinTime));
+    s.Bind(3, window.until_utc_ns.value_or(kMaxTime));
+    for (;;) {
+      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
+      if (!row) break;
+      const int64_t id = s.Int(0);
+      if (id < 0 || static_cast<size_t>(id) >= dict->stages.size() || dict->stages[id].empty()) {
+        return absl::DataLossError(absl::StrCat(path_, ": interval ", s.Int(1), " names stage ",
+                                                id, ", which the run's stages do not hold"));
+      }
+      if (absl::Status st = visit(dict->stages[id], s.Int(1), s.Blob(2)); !st.ok()) {
+        return absl::Status(st.code(), absl::StrCat(path_, ": interval ", s.Int(1), " of stage ",
+                                                    dict->stages[id], ": ", st.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<DetailCoverage> DetailCompleteness(int64_t run_id,
                                                     const TimeWindow& window) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));

@@ -1,5 +1,6 @@
-// What the exports (chrome_export.h, csv_export.h) share: their options,
-// their result, and writing the output file without touching the store.
+// What the exports (chrome_export.h, csv_export.h, hlog_export.h) and the
+// report share: their options, their result, and writing the output file
+// without touching the store or anything already there.
 #ifndef TICKTRACE_VIEW_EXPORT_COMMON_H_
 #define TICKTRACE_VIEW_EXPORT_COMMON_H_
 
@@ -10,13 +11,15 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "ticktrace/view/store_reader.h"
 
 namespace ticktrace::view {
 
-// Which orders an export holds.
+// Which orders (or intervals) an export holds.
 struct ExportOptions {
   std::optional<int64_t> run_id;  // unset: the latest run
   std::optional<int64_t> limit;   // the first N orders by first stamp; unset: all
+  TimeWindow window;              // hlog: the intervals that start in it
 };
 
 // What an export wrote.
@@ -24,15 +27,20 @@ struct ExportResult {
   int64_t run_id = 0;
   int64_t orders = 0;  // orders exported
   int64_t stamps = 0;  // chrome: stamp and span events
-  int64_t rows = 0;    // csv: sample rows (without the header)
+  int64_t rows = 0;    // csv: sample rows (without the header); hlog: interval lines
 };
 
 // Runs `write` on a stream for `out_path` ("-" is stdout). A file is written
-// beside its final name and renamed into place when `write` succeeds, so a
-// failed export leaves no half file. InvalidArgument when `out_path` is the
-// store itself (`store_path`).
+// beside its final name (created afresh, never through a symlink) and
+// renamed into place when `write` succeeds, so a failed export leaves no
+// half file. An `out_path` that exists in any form (a file of any mode, a
+// directory, a symlink, dangling or not) is AlreadyExists, checked before
+// `write` runs and again, atomically, at the rename, unless `force`: then a
+// file or symlink is replaced (the link itself, never its target).
+// InvalidArgument when `out_path` is the store itself (`store_path`).
 absl::Status WriteOutput(const std::string& out_path, const std::string& store_path,
-                         const std::function<absl::Status(std::ostream&)>& write);
+                         const std::function<absl::Status(std::ostream&)>& write,
+                         bool force = false);
 
 }  // namespace ticktrace::view
 

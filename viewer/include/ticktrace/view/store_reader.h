@@ -41,6 +41,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "collector/store/flags.h"
 #include "ticktrace/view/records.h"
 // OpenMode, SampleFilter and RankedOrder: they move here when view::Store goes.
@@ -206,6 +207,20 @@ class StoreReader {
                                                              const std::optional<std::string>& stage,
                                                              const TimeWindow& window,
                                                              int64_t bucket_ns) = 0;
+  // Every non-empty interval histogram of the run that starts in `window`,
+  // by start time then stage id: `visit(stage, start_utc_ns, encoded)` with
+  // the histogram in its compact encoding (store::Histogram::Decode; the
+  // samples in the percentiles, as IntervalRow::count). For the export of
+  // the histograms themselves (export --format hlog). An error `visit`
+  // returns stops the walk and is returned.
+  // Unimplemented in a backend that does not offer it (the default).
+  virtual absl::Status ForEachIntervalHistogram(
+      int64_t /*run_id*/, const TimeWindow& /*window*/,
+      const std::function<absl::Status(const std::string& stage, int64_t start_utc_ns,
+                                       std::string_view encoded)>& /*visit*/) {
+    return absl::UnimplementedError(
+        absl::StrCat(path(), ": this kind of store cannot list its interval histograms yet"));
+  }
   // How much of the window's order detail the store holds.
   virtual absl::StatusOr<DetailCoverage> DetailCompleteness(int64_t run_id,
                                                             const TimeWindow& window) = 0;
