@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,12 +18,14 @@
 #include <cstddef>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -30,9 +34,11 @@
 #include "collector/core_skew.h"
 #include "collector/drainer.h"
 #include "collector/journal.h"
+#include "collector/metrics/collector_metrics.h"
 #include "collector/private_file.h"
 #include "collector/report.h"
 #include "collector/run_info.h"
+#include "collector/store/open_writer.h"
 #include "collector/store/sqlite_writer.h"
 #include "collector/store_sink.h"
 #include "collector/stream.h"
@@ -47,6 +53,29 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_signal_stop{false};
+
+// When RunCollector started: the wall time the CPU figures are measured against.
+Clock::time_point g_collector_started = Clock::now();
+
+// CPU this process used so far (user + system), in seconds.
+double ProcessCpuSeconds(double* user_s = nullptr, double* sys_s = nullptr) {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  const double user = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+  const double sys = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+  if (user_s != nullptr) *user_s = user;
+  if (sys_s != nullptr) *sys_s = sys;
+  return user + sys;
+}
+
+// "cpu: 1.23 s (user 1.00 s, system 0.23 s) in 60.0 s: 2.1% of one core" (the exit report).
+std::string CpuUsedLine() {
+  double user_s, sys_s;
+  const double cpu_s = ProcessCpuSeconds(&user_s, &sys_s);
+  const double wall_s = std::chrono::duration<double>(Clock::now() - g_collector_started).count();
+  return absl::StrFormat("cpu: %.2f s (user %.2f s, system %.2f s) in %.1f s: %.1f%% of one core\n",
+                         cpu_s, user_s, sys_s, wall_s, wall_s > 0 ? 100 * cpu_s / wall_s : 0.0);
+}
 
 extern "C" void OnStopSignal(int) { g_signal_stop.store(true, std::memory_order_relaxed); }
 
@@ -290,11 +319,13 @@ class Session {
 
   absl::Status OpenStore() {
     if (o_.db_path.empty()) return absl::OkStatus();
-    store::SqliteOpenOptions options;
+    store::OpenWriterOptions options;
     options.group_readable = o_.group_readable;
     options.on_migration = [this](const std::string& line) { out_ << line << "\n" << std::flush; };
-    absl::StatusOr<std::unique_ptr<store::SqliteWriter>> s =
-        store::SqliteWriter::OpenOrCreate(o_.db_path, options);
+    // db_path is a SQLite file, or a clickhouse:// URI (main.cc).
+    absl::StatusOr<std::unique_ptr<store::Writer>> s = store::OpenWriter(
+        absl::StartsWith(o_.db_path, "clickhouse://") ? o_.db_path : "sqlite:" + o_.db_path,
+        options);
     if (!s.ok()) return s.status();
     store_ = *std::move(s);
     return absl::OkStatus();
@@ -363,7 +394,15 @@ class Session {
       c.emplace_back("records_in_refused_segments", v(d->records_in_refused_segments));
     }
     if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
+    // Chunks skipped as corrupt by this run's journal recovery or replay (ArchiveReader).
+    c.emplace_back(std::string(store::CounterName(store::Counter::kJournalChunksCorrupt)),
+                   v(corrupt_chunks_));
+    c.emplace_back(std::string(store::CounterName(store::Counter::kJournalRecordsLost)),
+                   v(corrupt_records_lost_));
     c.emplace_back("restarts", restarts_);
+    // This collector process's CPU so far (a resumed run: since the resume).
+    c.emplace_back(std::string(store::CounterName(store::Counter::kCollectorCpuMs)),
+                   static_cast<int64_t>(ProcessCpuSeconds() * 1e3));
     std::sort(c.begin(), c.end());
     return c;
   }
@@ -429,6 +468,11 @@ class Session {
       s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
       pipeline_dirty_ = false;
     }
+    if (o_.metrics != nullptr) {  // --metrics-listen: the endpoint's copy (collector/metrics/)
+      o_.metrics->Publish(metrics::MakeMetricsSnapshot(s, analyzer_->stats(),
+                                                       writer_->counters().orders_stored, tb,
+                                                       info_.session));
+    }
     writer_->SetSnapshot(std::move(s));
   }
 
@@ -451,7 +495,7 @@ class Session {
     if (!o_.quiet) {
       out_ << ExitReport(counters, stages, st.pipeline(), st.pipeline_learned(),
                          info_.include_flagged)
-           << std::flush;
+           << CpuUsedLine() << std::flush;
     }
     if (summary != nullptr) {
       summary->run_id = run_id_;
@@ -466,17 +510,37 @@ class Session {
 
   void set_restarts(int64_t n) { restarts_ = n; }
 
+  // What reading the journal (or --replay's archive) skipped: one stderr line
+  // per skip, and the counters. Non-OK (DataLoss, for exit status 1) when
+  // anything was skipped; the run itself goes on.
+  absl::Status NoteCorruptChunks(const std::string& what, const std::vector<CorruptSkip>& skips,
+                                 uint64_t chunks, uint64_t records_lost) {
+    corrupt_chunks_ = chunks;
+    corrupt_records_lost_ = records_lost;
+    for (const CorruptSkip& skip : skips) std::cerr << CorruptSkipLine(what, skip) << "\n";
+    if (chunks > skips.size()) {
+      std::cerr << what << ": " << chunks - skips.size() << " more corrupt chunks not listed\n";
+    }
+    if (chunks == 0) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        what, ": ", chunks, " corrupt chunk", chunks == 1 ? " was" : "s were",
+        " skipped (at least ", records_lost, " records lost; journal_chunks_corrupt and ",
+        "journal_records_lost in the store); the rest of the run was processed"));
+  }
+
  private:
   const CollectorOptions& o_;
   std::ostream& out_;
   RunInfo info_;
   TimeBase time_;
-  std::unique_ptr<store::SqliteWriter> store_;
+  std::unique_ptr<store::Writer> store_;
   int64_t run_id_ = 0;
   std::unique_ptr<StoreSink> writer_;
   std::unique_ptr<Analyzer> analyzer_;
   bool pipeline_dirty_ = true;
   int64_t restarts_ = 0;
+  uint64_t corrupt_chunks_ = 0;
+  uint64_t corrupt_records_lost_ = 0;
 };
 
 absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
@@ -522,8 +586,12 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
   } else if (reader->torn_tail()) {
     out << "replay: " << o.replay_path << " ends with a torn chunk; analysing what came before\n";
   }
+  const absl::Status lost =
+      session.NoteCorruptChunks(absl::StrCat("replay ", o.replay_path), reader->corrupt_skips(),
+                                reader->corrupt_chunks(), reader->corrupt_records_lost());
   absl::Status s = session.Finish(nullptr, nullptr, summary);
   if (summary != nullptr) summary->elapsed_s = std::chrono::duration<double>(t1 - t0).count();
+  if (s.ok() && read.ok()) s = lost;
   return s;
 }
 
@@ -546,6 +614,40 @@ absl::Status CopyJournalInto(const std::string& journal_path, uint64_t valid_byt
   }
   ::close(fd);
   return s;
+}
+
+// Full disk (docs/collector.md): an append of a drained pass failed with
+// ResourceExhausted (`status`). The pass is kept and `append` tried again
+// every 100 ms; meanwhile no ring's read index moves (the rings hold the
+// records, or the producers drop and count them). Says on stderr once what is
+// full, and when there is space again. Returns the first result that is not
+// ResourceExhausted, or FailedPrecondition when the run is told to stop while
+// still full (what the journal holds stays for a restart, the rest stays in
+// the rings). Drain thread.
+absl::Status RetryWhileFull(absl::Status status, const std::function<absl::Status()>& append,
+                            const std::atomic<bool>* stop) {
+  std::cerr << "ticktrace-collector: " << status.message()
+            << "; not draining until there is space (the rings keep the records, or their "
+               "producers drop and count them); retrying every 100 ms\n"
+            << std::flush;
+  const auto since = Clock::now();
+  while (absl::IsResourceExhausted(status)) {
+    if (g_signal_stop.load(std::memory_order_relaxed) ||
+        (stop != nullptr && stop->load(std::memory_order_relaxed))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "stopped while full (", status.message(),
+          "); the undrained records stay in the rings and the journal for a restart"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = append();
+  }
+  if (status.ok()) {
+    std::cerr << "ticktrace-collector: space again after "
+              << absl::StrFormat("%.1f", std::chrono::duration<double>(Clock::now() - since).count())
+              << " s; draining\n"
+              << std::flush;
+  }
+  return status;
 }
 
 // Drained passes on their way from the drain thread to the analysis thread.
@@ -715,7 +817,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   // 1. Everything that can refuse the run, before anything is created.
   absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
   if (!lock.ok()) return lock.status();
-  if (!o.db_path.empty()) {
+  if (!o.db_path.empty() && !absl::StartsWith(o.db_path, "clickhouse://")) {
     absl::Status s = store::SqliteWriter::CheckExisting(o.db_path);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
@@ -785,9 +887,12 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   if (absl::Status s = session.OpenStore(); !s.ok()) return s;
   std::optional<Journal> journal;
   Journal::Recovered recovered;
+  absl::Status journal_loss;  // DataLoss: the recovery skipped corrupt chunks
+  store::RunState resume_state;
   if (resume_info.has_value() && session.store() != nullptr) {
     absl::StatusOr<store::RunState> state = session.store()->LookupRun(resume_run);
     if (!state.ok()) return state.status();
+    resume_state = *state;
     if (state->exists && state->ended) {
       // The run ended cleanly but its journal was not removed yet: stale.
       ::unlink(journal_path.c_str());
@@ -833,7 +938,11 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
         << std::flush;
     // Recovery re-emits every order the journal finishes; the store must take
     // all of them (it skips those it has), so the writer waits instead of dropping.
-    if (session.writer() != nullptr) session.writer()->set_block_when_full(true);
+    if (session.writer() != nullptr) {
+      // What the store holds already is skipped as the journal re-emits it.
+      session.writer()->Resume(resume_state.counters);
+      session.writer()->set_block_when_full(true);
+    }
     absl::StatusOr<Journal::Recovered> r = Journal::Recover(journal_path, &session.analyzer());
     if (session.writer() != nullptr) {
       // Wait until the recovered orders are written, not only queued: a full
@@ -846,8 +955,11 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     recovered = *r;
     if (recovered.torn_tail) {
       out << "journal: cut at byte " << recovered.valid_bytes
-          << " (a torn or corrupt tail; everything before it was recovered)\n";
+          << " (a torn tail; everything before it was recovered)\n";
     }
+    journal_loss = session.NoteCorruptChunks(absl::StrCat("journal ", journal_path),
+                                             recovered.corrupt_skips, recovered.corrupt_chunks,
+                                             recovered.corrupt_records_lost);
     session.analyzer().mutable_counters().malformed_chunks += recovered.malformed_chunks;
     // Orders the journal left pending finish at the first clock tick.
     absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);
@@ -974,10 +1086,16 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     // Durable first (journal), then the rings may reuse the cells, then analyse.
     if (journal.has_value()) {
       status = journal->AppendDurable(buf);
+      if (absl::IsResourceExhausted(status)) {  // full disk: the same pass again until it fits
+        status = RetryWhileFull(status, [&] { return journal->AppendDurable(buf); }, o.stop);
+      }
       if (!status.ok()) break;
     }
     if (raw.has_value()) {
       status = raw->Append(buf);
+      if (absl::IsResourceExhausted(status)) {
+        status = RetryWhileFull(status, [&] { return raw->Append(buf); }, o.stop);
+      }
       if (!status.ok()) break;
     }
     drainer.CommitPass();
@@ -1036,6 +1154,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
         << journal->bytes() << " bytes; " << passes << " drain passes with data\n";
   }
   if (status.ok() && journal.has_value()) status = journal->Remove();
+  if (status.ok()) status = journal_loss;  // the run is complete; exit 1 all the same
   return status;
 }
 
@@ -1057,6 +1176,17 @@ const StageSummary* RunSummary::stage(std::string_view name) const {
 
 absl::Status RunCollector(const CollectorOptions& options, RunSummary* summary) {
   std::ostream& out = options.out != nullptr ? *options.out : std::cout;
+  g_collector_started = Clock::now();
+  if (options.cpu >= 0) {
+    // Before any thread starts: every thread the collector creates inherits it.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(options.cpu, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--cpu ", options.cpu, ": cannot pin to it: ", std::strerror(errno)));
+    }
+  }
   // From the start: a SIGTERM during calibration still ends the run cleanly.
   SignalScope signals(options.handle_signals && options.replay_path.empty());
   if (!options.replay_path.empty()) return RunReplay(options, out, summary);

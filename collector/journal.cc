@@ -18,16 +18,15 @@ absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path,
   if (reader->header().kind != ArchiveKind::kJournal) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a ticktrace journal"));
   }
-  absl::Status s = reader->ReadAll(visitor);
+  if (absl::Status s = reader->ReadAll(visitor); !s.ok()) return s;
   Recovered r;
   r.run_id = static_cast<int64_t>(reader->header().run_id);
   r.valid_bytes = reader->valid_bytes();
   r.torn_tail = reader->torn_tail();
   r.malformed_chunks = reader->malformed_chunks();
-  if (!s.ok()) {
-    // A corrupt chunk ends what can be trusted; what came before stands.
-    r.torn_tail = true;
-  }
+  r.corrupt_chunks = reader->corrupt_chunks();
+  r.corrupt_records_lost = reader->corrupt_records_lost();
+  r.corrupt_skips = reader->corrupt_skips();
   return r;
 }
 
@@ -50,8 +49,9 @@ absl::StatusOr<Journal> Journal::Continue(const std::string& path, const Recover
 }
 
 absl::Status Journal::AppendDurable(std::string_view chunks) {
+  const uint64_t before = writer_.bytes_written();
   absl::Status s = writer_.Append(chunks);
-  if (!s.ok()) return s;
+  if (!s.ok()) return s;  // nothing of `chunks` is in the file
   const auto t0 = std::chrono::steady_clock::now();
   s = writer_.Sync();
   const uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -60,6 +60,11 @@ absl::Status Journal::AppendDurable(std::string_view chunks) {
   ++syncs_;
   sync_ns_total_ += ns;
   sync_ns_max_ = std::max(sync_ns_max_, ns);
+  if (!s.ok()) {
+    // After a failed fdatasync the pages' fate is unknown (the kernel may
+    // have dropped them): cut the chunks off, so that a retry writes them again.
+    writer_.Rollback(before).IgnoreError();
+  }
   return s;
 }
 

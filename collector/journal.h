@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,20 +42,31 @@ class Journal {
     uint64_t valid_bytes = 0;
     bool torn_tail = false;
     uint64_t malformed_chunks = 0;
+    // Corrupt chunks skipped (resynchronised at the next valid chunk; their
+    // records are lost): ArchiveReader::ReadAll.
+    uint64_t corrupt_chunks = 0;
+    uint64_t corrupt_records_lost = 0;    // known from ring index gaps (a lower bound)
+    std::vector<CorruptSkip> corrupt_skips;  // the first ArchiveReader::kMaxListedSkips
   };
 
-  // Reads an existing journal and dispatches every whole chunk to `visitor`.
-  // NotFound when there is none; InvalidArgument when the file is not a journal.
+  // Reads an existing journal and dispatches every whole chunk to `visitor`,
+  // skipping corrupt chunks (Recovered says which). NotFound when there is
+  // none; InvalidArgument when the file is not a journal; Internal when it
+  // cannot be read.
   static absl::StatusOr<Recovered> Recover(const std::string& path, ChunkVisitor* visitor);
 
   // Starts a new journal for `run_id`. The file must not exist; it is created
   // 0600 (0640 with `group_readable`), never through a symlink (private_file.h).
   static absl::StatusOr<Journal> Create(const std::string& path, int64_t run_id,
                                         bool group_readable = false);
-  // Continues a recovered journal (cuts a torn tail).
+  // Continues a recovered journal at recovered.valid_bytes (cuts a torn tail;
+  // a corrupt chunk, even at the end, stays, so that every later recovery
+  // finds and counts it again).
   static absl::StatusOr<Journal> Continue(const std::string& path, const Recovered& recovered);
 
   // Appends whole chunks and makes them durable (fdatasync) before returning.
+  // On an error none of `chunks` stays in the journal, so the caller may
+  // retry with the same bytes; ResourceExhausted when the file system is full.
   absl::Status AppendDurable(std::string_view chunks);
   // Closes and deletes the journal (the run ended cleanly and is in the store).
   absl::Status Remove();

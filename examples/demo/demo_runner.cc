@@ -29,6 +29,7 @@
 #include "messages.h"
 #include "shared_queue.h"
 #include "ticktrace/environment.h"
+#include "ticktrace/segment_reader.h"
 
 namespace ticktrace::examples {
 namespace {
@@ -350,6 +351,14 @@ bool DemoRun::StopCollector(milliseconds grace) {
 void DemoRun::RemoveLeftovers(bool report) {
   for (const std::string& name : SessionShmEntries(session_)) {
     if (!ShmEntryIsOurs(name)) continue;  // another user's: not ours to remove
+    // Records no collector drained (it failed, e.g. on a full disk) stay for
+    // one that resumes the run from its journal: never unlinked.
+    if (const uint64_t undrained = UndrainedRecords(name); undrained > 0) {
+      Complain(absl::StrCat("kept /dev/shm/", name, ": it holds ", undrained,
+                            " undrained records; ticktrace-collector --session ", session_,
+                            " --db ", options_.db_path, " drains them"));
+      continue;
+    }
     if (shm_unlink(name.c_str()) == 0 && report) {
       Complain(absl::StrCat("removed leftover /dev/shm/", name));
     }
@@ -456,6 +465,18 @@ void InstallDemoSignalHandlers() {
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
 }
 
+uint64_t UndrainedRecords(const std::string& name) {
+  if (!absl::StartsWith(name, "ticktrace.")) return 0;  // a queue of the example pipeline
+  absl::StatusOr<std::unique_ptr<ticktrace::SegmentReader>> seg =
+      ticktrace::SegmentReader::Open(name);
+  if (!seg.ok()) return 0;  // not a segment a collector could drain either
+  std::vector<uint64_t> pending;
+  if (!(*seg)->PendingRecords(&pending)) return 0;
+  uint64_t n = 0;
+  for (uint64_t p : pending) n += std::min<uint64_t>(p, (*seg)->info().ring_capacity);
+  return n;
+}
+
 bool ShmEntryIsOurs(const std::string& name) {
   struct stat st;
   return lstat(absl::StrCat("/dev/shm/", name).c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
@@ -522,6 +543,7 @@ std::vector<std::string> SweepStaleDemoSessions() {
     if (parts[0] == "ticktrace") {
       int64_t owner = 0;
       if (!absl::SimpleAtoi(parts[2], &owner) || ProcessAlive(static_cast<int32_t>(owner))) continue;
+      if (UndrainedRecords(name) > 0) continue;  // a resumed collector drains them
     }
     if (shm_unlink(name.c_str()) == 0) removed.push_back(name);
   }

@@ -14,6 +14,7 @@
 #ifndef TICKTRACE_EXAMPLES_DEMO_DEMO_RUNNER_H_
 #define TICKTRACE_EXAMPLES_DEMO_DEMO_RUNNER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ std::vector<std::string> SessionShmEntries(const std::string& session);
 // True when /dev/shm/<name> is a regular file of this process's effective uid:
 // the only entries the demo removes or counts as its session's (docs/security.md).
 bool ShmEntryIsOurs(const std::string& name);
+
+// Records published and not yet drained in the trace segment /dev/shm/`name`
+// (0 for anything else, or a segment that cannot be opened). RemoveLeftovers
+// and SweepStaleDemoSessions never unlink a segment that holds some.
+uint64_t UndrainedRecords(const std::string& name);
 
 // Removes what earlier demo runs left in /dev/shm when they were killed
 // outright (SIGKILL: the children get SIGTERM and stop, but the collector may
