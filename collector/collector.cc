@@ -25,7 +25,6 @@
 #include <optional>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -34,11 +33,9 @@
 #include "collector/core_skew.h"
 #include "collector/drainer.h"
 #include "collector/journal.h"
-#include "collector/metrics/collector_metrics.h"
 #include "collector/private_file.h"
 #include "collector/report.h"
 #include "collector/run_info.h"
-#include "collector/store/open_writer.h"
 #include "collector/store/sqlite_writer.h"
 #include "collector/store_sink.h"
 #include "collector/stream.h"
@@ -319,13 +316,11 @@ class Session {
 
   absl::Status OpenStore() {
     if (o_.db_path.empty()) return absl::OkStatus();
-    store::OpenWriterOptions options;
+    store::SqliteOpenOptions options;
     options.group_readable = o_.group_readable;
     options.on_migration = [this](const std::string& line) { out_ << line << "\n" << std::flush; };
-    // db_path is a SQLite file, or a clickhouse:// URI (main.cc).
-    absl::StatusOr<std::unique_ptr<store::Writer>> s = store::OpenWriter(
-        absl::StartsWith(o_.db_path, "clickhouse://") ? o_.db_path : "sqlite:" + o_.db_path,
-        options);
+    absl::StatusOr<std::unique_ptr<store::SqliteWriter>> s =
+        store::SqliteWriter::OpenOrCreate(o_.db_path, options);
     if (!s.ok()) return s.status();
     store_ = *std::move(s);
     return absl::OkStatus();
@@ -468,11 +463,6 @@ class Session {
       s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
       pipeline_dirty_ = false;
     }
-    if (o_.metrics != nullptr) {  // --metrics-listen: the endpoint's copy (collector/metrics/)
-      o_.metrics->Publish(metrics::MakeMetricsSnapshot(s, analyzer_->stats(),
-                                                       writer_->counters().orders_stored, tb,
-                                                       info_.session));
-    }
     writer_->SetSnapshot(std::move(s));
   }
 
@@ -533,7 +523,7 @@ class Session {
   std::ostream& out_;
   RunInfo info_;
   TimeBase time_;
-  std::unique_ptr<store::Writer> store_;
+  std::unique_ptr<store::SqliteWriter> store_;
   int64_t run_id_ = 0;
   std::unique_ptr<StoreSink> writer_;
   std::unique_ptr<Analyzer> analyzer_;
@@ -817,7 +807,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   // 1. Everything that can refuse the run, before anything is created.
   absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
   if (!lock.ok()) return lock.status();
-  if (!o.db_path.empty() && !absl::StartsWith(o.db_path, "clickhouse://")) {
+  if (!o.db_path.empty()) {
     absl::Status s = store::SqliteWriter::CheckExisting(o.db_path);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
@@ -888,11 +878,9 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   std::optional<Journal> journal;
   Journal::Recovered recovered;
   absl::Status journal_loss;  // DataLoss: the recovery skipped corrupt chunks
-  store::RunState resume_state;
   if (resume_info.has_value() && session.store() != nullptr) {
     absl::StatusOr<store::RunState> state = session.store()->LookupRun(resume_run);
     if (!state.ok()) return state.status();
-    resume_state = *state;
     if (state->exists && state->ended) {
       // The run ended cleanly but its journal was not removed yet: stale.
       ::unlink(journal_path.c_str());
@@ -938,11 +926,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
         << std::flush;
     // Recovery re-emits every order the journal finishes; the store must take
     // all of them (it skips those it has), so the writer waits instead of dropping.
-    if (session.writer() != nullptr) {
-      // What the store holds already is skipped as the journal re-emits it.
-      session.writer()->Resume(resume_state.counters);
-      session.writer()->set_block_when_full(true);
-    }
+    if (session.writer() != nullptr) session.writer()->set_block_when_full(true);
     absl::StatusOr<Journal::Recovered> r = Journal::Recover(journal_path, &session.analyzer());
     if (session.writer() != nullptr) {
       // Wait until the recovered orders are written, not only queued: a full
