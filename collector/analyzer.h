@@ -124,6 +124,16 @@ class Analyzer : public ChunkVisitor {
   const std::vector<RunInfoUpdate>& core_measurements() const { return core_measurements_; }
   // UTC as the stream's anchors map it (TimeBase::DriftPpm for the drift).
   const TimeBase& time_base() const { return stitcher_.time_base(); }
+  // The whole state after the chunks seen so far, for a checkpoint
+  // (collector/checkpoint.h): run info and its updates, processes, slots
+  // with their high-water marks, threads, tags, counters, stage statistics
+  // and the stitcher. LoadState REQUIRES: an Analyzer fresh from the
+  // constructor with the saved one's settings; false on bad input (then
+  // discard it). After LoadState the analyzer goes on exactly as the saved
+  // one would have.
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
+
   // Every counter the store's counters table holds that the analysis knows.
   std::vector<std::pair<std::string, int64_t>> CounterValues() const;
 

@@ -83,3 +83,48 @@ std::vector<StageSummary> StageStats::Summaries() const {
 }
 
 }  // namespace ticktrace::collect
+
+namespace ticktrace::collect {
+
+void StageStats::SaveState(StateWriter& w) const {
+  w.Put<uint64_t>(samples_);
+  w.Put<uint64_t>(stages_.size());
+  for (uint32_t id = 0; id < stages_.size(); ++id) {
+    const Stage& s = *stages_[id];
+    w.PutString(names_.Name(id));
+    w.Put<uint8_t>(static_cast<uint8_t>(s.kind));
+    w.PutString(s.histogram.Encode());
+    for (uint64_t v : {s.samples_all, s.migrated, s.negative, s.cross_core, s.skew,
+                       s.out_of_order, s.late}) {
+      w.Put<uint64_t>(v);
+    }
+    w.Put<double>(s.uncertainty_ns);
+    w.Put<double>(s.offset_sum_ns);
+  }
+}
+
+bool StageStats::LoadState(StateReader& r) {
+  samples_ = r.Get<uint64_t>();
+  const uint64_t n = r.GetCount(8 + 1 + 8 + 7 * 8 + 16);
+  for (uint64_t id = 0; id < n && r.ok(); ++id) {
+    const std::string name = r.GetString();
+    const uint8_t kind = r.Get<uint8_t>();
+    if (kind > static_cast<uint8_t>(StageKind::kTotal)) r.Fail();
+    absl::StatusOr<Histogram> h = Histogram::Decode(r.GetString());
+    if (!r.ok() || !h.ok()) return false;
+    // Ids are dense in creation order, so interning in order gives the same ids.
+    if (StageId(name, static_cast<StageKind>(kind)) != id) return false;
+    Stage& s = *stages_[id];
+    s.kind = static_cast<StageKind>(kind);
+    s.histogram = *std::move(h);
+    for (uint64_t* v : {&s.samples_all, &s.migrated, &s.negative, &s.cross_core, &s.skew,
+                        &s.out_of_order, &s.late}) {
+      *v = r.Get<uint64_t>();
+    }
+    s.uncertainty_ns = r.Get<double>();
+    s.offset_sum_ns = r.Get<double>();
+  }
+  return r.ok() && names_.size() == n;
+}
+
+}  // namespace ticktrace::collect

@@ -12,6 +12,7 @@
 
 #include "collector/histogram.h"
 #include "collector/name_table.h"
+#include "collector/state_codec.h"
 #include "collector/store/flags.h"
 #include "collector/store/percentiles.h"
 
@@ -82,6 +83,18 @@ class StageStats {
 
   // Every stage, in display order.
   std::vector<StageSummary> Summaries() const;
+  // The histogram of stage `name`'s samples in the percentiles; null for a
+  // stage never seen. The metrics endpoint's snapshot reads it (analysis thread).
+  const Histogram* FindHistogram(std::string_view name) const {
+    const int64_t id = names_.Find(name);
+    return id < 0 ? nullptr : &stages_[static_cast<size_t>(id)]->histogram;
+  }
+
+  // The whole state, for a checkpoint (collector/checkpoint.h). LoadState
+  // REQUIRES: a StageStats with no stages yet but those LoadState's caller
+  // created in the same order (the stitcher's 'total'); false on bad input.
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
 
  private:
   struct Stage {

@@ -414,6 +414,7 @@ void Stitcher::Release(uint32_t idx, bool held) {
 }
 
 void Stitcher::Emit(uint64_t order_id, Order& o) {
+  ++emitted_;
   const int stages = static_cast<int>(pipeline_.size());
   chain_.assign(stages, ChainEntry{});
   for (const Event& e : o.events) {
@@ -455,6 +456,7 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
   size_t samples = 0;  // produced for this order
   if (sink_ != nullptr && sink_->WantsRows()) {
     out = &row;
+    out->seq = emitted_;
     out->order.order_id = order_id;
     out->order.instance = o.instance;
     out->order.late = late;

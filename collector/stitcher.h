@@ -81,6 +81,7 @@
 #include "collector/name_table.h"
 #include "collector/run_info.h"
 #include "collector/stage_stats.h"
+#include "collector/state_codec.h"
 #include "collector/time_base.h"
 #include "ticktrace/abi.h"
 
@@ -154,6 +155,11 @@ struct StampRow {
 };
 
 struct FinishedOrder {
+  // 1, 2, 3, ... in emission order over the whole run (checkpoints keep the
+  // count): the stream decides every emission, so a restart that replays the
+  // journal re-emits an order with the number it had, and the store sink
+  // skips what the store already holds by it (store_sink.h).
+  uint64_t seq = 0;
   OrderRow order;
   std::vector<SampleRow> samples;
   std::vector<StampRow> stamps;
@@ -219,6 +225,17 @@ class Stitcher {
   // Orders whose last stage arrived, waiting for their clock ticks.
   bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
+  // Orders emitted so far (the last FinishedOrder::seq).
+  uint64_t emitted() const { return emitted_; }
+
+  // The whole state, for a checkpoint (collector/checkpoint.h): open,
+  // lingering and held orders with their events, instance memory, the
+  // learned pipeline, the clock, the counters and the UTC anchors. Stage ids
+  // are the StageStats' (saved by the analyzer); lookup caches are rebuilt.
+  // LoadState REQUIRES: a Stitcher fresh from the constructor with the
+  // settings the saved one had; false on bad input (then discard it).
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
 
   // Called once when the pipeline was learned, with the number of orders it was learned from.
   std::function<void(const std::vector<std::string>& pipeline, size_t orders)> on_learned;
@@ -332,6 +349,7 @@ class Stitcher {
   std::vector<std::pair<uint64_t, uint32_t>> held_order_;
   std::vector<uint64_t> pending_current_, pending_previous_;
 
+  uint64_t emitted_ = 0;  // FinishedOrder::seq of the last emitted order
   uint64_t clock_ = 0;
   bool clock_seen_ = false;
   uint64_t last_sweep_clock_ = 0;

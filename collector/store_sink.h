@@ -19,6 +19,14 @@
 // backlog. interval_detail tells per interval how much detail is missing.
 // In blocking mode (replay, journal recovery) Submit() waits instead.
 //
+// Exactly once across restarts: every transaction also writes, as counters,
+// the sequence number (FinishedOrder::seq) through which the store holds the
+// statistics (store_stats_through) and the detail decisions
+// (store_detail_through), and the sink's own counts, so that they always
+// agree with the rows. A resumed run re-emits orders with the numbers they
+// had (the analysis is a function of the journal); Resume() makes the sink
+// skip those at or below the stored numbers, and continue the stored counts.
+//
 // Thread model: one analysis thread calls everything but the writer thread's
 // Loop(); the backend is used only by the writer thread between Start() and
 // Stop().
@@ -102,6 +110,12 @@ class StoreSink : public OrderSink {
   absl::Status Stop();
 
   StoreSinkCounters counters() const;
+  // A resumed run: takes the stored sequence numbers and counts (the run's
+  // counters, store::RunState). REQUIRES: before the first order.
+  void Resume(const std::map<std::string, int64_t>& stored_counters);
+  // The highest sequence number through which the store holds statistics
+  // and detail decisions (0: none yet).
+  uint64_t stored_through() const;
   void set_block_when_full(bool block) { options_.block_when_full = block; }
 
  private:
@@ -113,6 +127,11 @@ class StoreSink : public OrderSink {
     std::vector<store::OrderDetail> orders;
     size_t samples = 0;
     int64_t newest_first_utc_ns = INT64_MIN;
+    uint64_t last_seq = 0;               // of the orders gathered up to this batch
+    uint64_t detail_skipped_total = 0;   // local_.orders_detail_skipped then
+    // written_'s not-stored counts once this batch's detail was dropped or not.
+    uint64_t orders_not_stored_total = 0, samples_not_stored_total = 0;
+    uint64_t stamps_not_stored_total = 0;
   };
 
   int64_t IntervalOf(int64_t utc_ns) const;
@@ -135,6 +154,9 @@ class StoreSink : public OrderSink {
   int64_t newest_first_utc_ns_ = INT64_MIN;
   std::map<int64_t, std::unique_ptr<TailInterval>> tail_;
   StoreSinkCounters local_;
+  uint64_t last_seq_ = 0;              // of the last order received
+  uint64_t skip_stats_through_ = 0;    // Resume(): already in the store
+  uint64_t skip_detail_through_ = 0;
 
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
   // TSan, so TSan cannot see absl::Mutex's synchronisation.
@@ -149,6 +171,8 @@ class StoreSink : public OrderSink {
   bool stop_ = false;
   absl::Status error_;
   StoreSinkCounters written_;
+  uint64_t stats_through_ = 0;   // as last written (store_stats_through)
+  uint64_t detail_through_ = 0;  // as last written (store_detail_through)
   int64_t retention_done_at_ns_ = INT64_MIN;  // writer thread only
   // Written detail, freed by the analysis thread (Submit), which has time to
   // spare, instead of the writer, which is the bottleneck of a replay.

@@ -88,6 +88,10 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kCollectorCpuMs, "collector_cpu_ms",
      "CPU time the collector process used, user + system (ms; a resumed run: since the resume)"},
     {Counter::kRestarts, "restarts", "times the collector resumed this run"},
+    {Counter::kStoreStatsThrough, "store_stats_through",
+     "emitted orders (by sequence number) whose statistics the store holds"},
+    {Counter::kStoreDetailThrough, "store_detail_through",
+     "emitted orders (by sequence number) whose detail the store holds or decided not to keep"},
     {Counter::kAnchors, "anchors", "(TSC, CLOCK_REALTIME) anchors taken"},
     {Counter::kCoreMeasurements, "core_measurements", "measurements of the cores' TSC offsets"},
 }};

@@ -68,6 +68,8 @@ enum class Counter : int {
   kJournalRecordsLost,
   kCollectorCpuMs,
   kRestarts,
+  kStoreStatsThrough,
+  kStoreDetailThrough,
   kAnchors,
   kCoreMeasurements,
   kCount_,  // not a counter

@@ -366,6 +366,19 @@ absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
   }
   sqlite3_finalize(s);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("run lookup");
+  if (!state.exists) return state;
+  if (sqlite3_prepare_v2(db_, "SELECT name, value FROM counters WHERE run_id = ?", -1, &s,
+                         nullptr) != SQLITE_OK) {
+    return Error("prepare counters lookup");
+  }
+  sqlite3_bind_int64(s, 1, run_id);
+  int crc;
+  while ((crc = sqlite3_step(s)) == SQLITE_ROW) {
+    const char* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    if (name != nullptr) state.counters[name] = sqlite3_column_int64(s, 1);
+  }
+  sqlite3_finalize(s);
+  if (crc != SQLITE_DONE) return Error("counters lookup");
   return state;
 }
 

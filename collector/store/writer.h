@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,6 +54,9 @@ struct RunState {
   bool exists = false;
   bool ended = false;
   std::string session;
+  // The run's counters as stored (a resume reads what the store holds from
+  // them: store_stats_through, store_detail_through, the sink's counts).
+  std::map<std::string, int64_t> counters;
 };
 
 struct ProcessRow {
