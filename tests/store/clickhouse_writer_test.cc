@@ -221,8 +221,10 @@ class ClickHouseWriterTest : public ::testing::Test {
     ASSERT_TRUE(ch.ok()) << ch.status();
     ch_ = *std::move(ch);
   }
-  std::unique_ptr<ClickHouseWriter> Open(int port, std::vector<std::string>* notices = nullptr) {
+  std::unique_ptr<ClickHouseWriter> Open(int port, std::vector<std::string>* notices = nullptr,
+                                         int64_t retention_step_ns = 600 * kSecondNs) {
     ClickHouseOptions o;
+    o.retention_step_ns = retention_step_ns;
     o.http.host = "127.0.0.1";
     o.http.port = port;
     o.http.request_timeout_ms = 20000;
@@ -371,7 +373,8 @@ TEST_F(ClickHouseWriterTest, ServerKilledAndRestartedMidStreamLosesAndDuplicates
   constexpr int kBatches = 24;
   constexpr int kPerBatch = 500;
   std::atomic<int> written{0};
-  absl::Status error;
+  std::atomic<bool> failed{false};
+  absl::Status error;  // the writer thread's, read after join
   std::thread writer([&] {
     for (int i = 0; i < kBatches; ++i) {
       uint64_t already = 0;
@@ -379,12 +382,15 @@ TEST_F(ClickHouseWriterTest, ServerKilledAndRestartedMidStreamLosesAndDuplicates
                                                       kT0 + i * kSecondNs), &already);
       if (!s.ok()) {
         error = s;
+        failed.store(true);
         return;
       }
       written.store(i + 1);
     }
   });
-  while (written.load() < 6 && error.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (written.load() < 6 && !failed.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   ch_->Kill();  // mid-stream, perhaps mid-INSERT
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const int at_kill = written.load();
@@ -424,6 +430,49 @@ TEST_F(ClickHouseWriterTest, StopMakesAWaitingWriteReturnPromptly) {
   EXPECT_NE(s.message().find("journal keeps it"), std::string::npos) << s;
   // Not a timing test: "promptly" is far below the 20 s request timeout.
   EXPECT_LT(waited, std::chrono::seconds(10));
+}
+
+// Mutations run in the background: waits until the server has done them.
+void WaitForMutations(const ClickHouseServer& ch) {
+  for (int i = 0; i < 600; ++i) {
+    if (Count(ch, "SELECT count() FROM system.mutations WHERE is_done = 0") == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ADD_FAILURE() << "mutations still running after 30 s";
+}
+
+TEST_F(ClickHouseWriterTest, RetentionDeletesOldDetailAndMarksItsIntervalsThenOldIntervals) {
+  std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port(), nullptr, /*retention_step_ns=*/0);
+  ASSERT_NE(w, nullptr);
+  absl::StatusOr<int64_t> run = w->BeginRun(Meta());
+  ASSERT_TRUE(run.ok());
+  uint64_t already = 0;
+  // Ten 1 s intervals, 2 orders each.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(WriteBatch(*w, *run, MakeBatch(1 + 2 * i, 2, kT0 + i * kSecondNs), &already).ok());
+  }
+  // Detail of the intervals before kT0 + 5 s: 5 intervals, 10 orders.
+  absl::StatusOr<uint64_t> deleted =
+      w->ApplyRetention(*run, kT0 + 5 * kSecondNs, 0, std::nullopt);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 10u);
+  WaitForMutations(*ch_);
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.orders WHERE run_id = 1"), 10u);
+  EXPECT_EQ(Count(*ch_, "SELECT min(first_utc_ns) FROM tt.orders WHERE run_id = 1"),
+            static_cast<uint64_t>(kT0 + 5 * kSecondNs));
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM (SELECT start_utc_ns FROM tt.interval_detail "
+                        "WHERE run_id = 1 GROUP BY start_utc_ns HAVING max(detail_deleted) = 1)"),
+            5u);
+  // The intervals stay: 10 intervals x 2 stages x 2 samples.
+  EXPECT_EQ(Count(*ch_, "SELECT sum(count) FROM tt.intervals WHERE run_id = 1"), 40u);
+  // Intervals before kT0 + 3 s go, with their detail rows.
+  deleted = w->ApplyRetention(*run, std::nullopt, 0, kT0 + 3 * kSecondNs);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 0u);  // their orders were gone already
+  WaitForMutations(*ch_);
+  EXPECT_EQ(Count(*ch_, "SELECT sum(count) FROM tt.intervals WHERE run_id = 1"), 28u);
+  EXPECT_EQ(
+      Count(*ch_, "SELECT uniqExact(start_utc_ns) FROM tt.interval_detail WHERE run_id = 1"), 7u);
 }
 
 TEST_F(ClickHouseWriterTest, RefusesAnotherApplicationsDatabase) {
