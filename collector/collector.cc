@@ -33,6 +33,7 @@
 #include "collector/core_skew.h"
 #include "collector/drainer.h"
 #include "collector/journal.h"
+#include "collector/metrics/collector_metrics.h"
 #include "collector/private_file.h"
 #include "collector/report.h"
 #include "collector/run_info.h"
@@ -462,6 +463,11 @@ class Session {
     if (pipeline_dirty_ && st.pipeline_known()) {
       s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
       pipeline_dirty_ = false;
+    }
+    if (o_.metrics != nullptr) {  // --metrics-listen: the endpoint's copy (collector/metrics/)
+      o_.metrics->Publish(metrics::MakeMetricsSnapshot(s, analyzer_->stats(),
+                                                       writer_->counters().orders_stored, tb,
+                                                       info_.session));
     }
     writer_->SetSnapshot(std::move(s));
   }

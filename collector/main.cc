@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/collector.h"
 #include "collector/command_line.h"
+#include "collector/metrics/metrics_server.h"
 #include "collector/options.h"
 #include "collector/store/uri.h"
 #include "collector/store/writer.h"
@@ -54,6 +55,7 @@ struct Flags {
   std::string interval_s = "1";
   std::string retain_detail;
   std::string retain;
+  std::string metrics_listen;
 };
 
 void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
@@ -95,7 +97,8 @@ void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
   cl.AddValue("retain-detail", "AGE|SIZE", &f.retain_detail,
               "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
               "(500MB, 2GB); the intervals stay; empty: keep all");
-  cl.AddValue("retain", "AGE", &f.retain, "delete intervals older than this (30d); empty: keep all");
+  cl.AddValue("retain", "AGE", &f.retain,
+              "delete intervals older than this (30d); empty: keep all");
   cl.AddValue("raw", "PATH", &f.raw, "also write every drained record to this new raw archive");
   cl.AddBool("group-readable", &f.group_readable,
              "create the store, journal and raw archive 0640 (group may read) instead of 0600");
@@ -111,6 +114,12 @@ void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
   cl.AddValue("skew-cores", "allowed|producers", &f.skew_cores,
               "cores whose offsets are measured: the collector's allowed cores, or those the "
               "traced processes may run on");
+
+  cl.Section("Monitoring");
+  cl.AddValue("metrics-listen", "HOST:PORT", &f.metrics_listen,
+              "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464): "
+              "per-stage latency histograms, flag counts, counters, lag and CPU; see "
+              "docs/operations.md");
 }
 
 [[noreturn]] void UsageError(absl::string_view message) {
@@ -269,6 +278,24 @@ int main(int argc, char** argv) {
     if (o.cpu < 0) UsageError(absl::StrCat("--cpu ", f.cpu, ": not a core number"));
   }
   if (absl::Status s = ticktrace::collect::ValidateOptions(o); !s.ok()) UsageError(s.message());
+
+  std::optional<ticktrace::metrics::MetricsServer> metrics;
+  if (!f.metrics_listen.empty()) {
+    absl::StatusOr<ticktrace::metrics::ListenAddress> address =
+        ticktrace::metrics::ParseListenAddress(f.metrics_listen);
+    if (!address.ok()) UsageError(address.status().message());
+    metrics.emplace(std::string(ticktrace::kVersion), std::string(ticktrace::kGitCommit));
+    if (absl::Status s = metrics->Start(*address); !s.ok()) {
+      std::cerr << kProgram << ": " << s.message() << "\n";
+      return 1;
+    }
+    o.metrics = &*metrics;
+    std::string host = address->host.empty() ? "0.0.0.0" : address->host;
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    std::cout << kProgram << ": metrics at http://" << host << ":" << metrics->port()
+              << "/metrics\n"
+              << std::flush;
+  }
 
   absl::Status s = ticktrace::collect::RunCollector(o);
   if (!s.ok()) {

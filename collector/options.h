@@ -14,6 +14,10 @@
 #include "absl/status/statusor.h"
 #include "collector/store_sink.h"
 
+namespace ticktrace::metrics {
+class MetricsServer;  // collector/metrics/metrics_server.h
+}  // namespace ticktrace::metrics
+
 namespace ticktrace::collect {
 
 struct CollectorOptions {
@@ -34,6 +38,9 @@ struct CollectorOptions {
   std::string skew_cores = "allowed";    // measure the "allowed" cores or the "producers'"
   std::vector<uint32_t> allow_uids;      // also drain segments of these uids (besides our own)
   bool group_readable = false;           // new store/journal/archive files 0640 instead of 0600
+  // --metrics-listen: main() starts the endpoint; the collector publishes to
+  // it at every snapshot (about 1 s). Null: no endpoint. Must outlive the run.
+  metrics::MetricsServer* metrics = nullptr;
   int cpu = -1;                          // --cpu: pin every collector thread to this core; -1: not
 
   // --- for tests and the bench ---

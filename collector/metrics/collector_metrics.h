@@ -1,0 +1,28 @@
+// The collector's side of the metrics endpoint: builds a MetricsSnapshot from
+// what Session::Snapshot (collector/collector.cc) has at hand when it builds
+// the store's snapshot, about once a second. Analysis thread.
+
+#ifndef TICKTRACE_COLLECTOR_METRICS_COLLECTOR_METRICS_H_
+#define TICKTRACE_COLLECTOR_METRICS_COLLECTOR_METRICS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "collector/metrics/metrics_server.h"
+#include "collector/metrics/metrics_snapshot.h"
+#include "collector/stage_stats.h"
+#include "collector/store/writer.h"
+#include "collector/time_base.h"
+
+namespace ticktrace::metrics {
+
+// `store_snapshot`: the snapshot the store gets (stages, counters);
+// `stats`: the analysis's per-stage histograms; `orders_stored`: the store
+// sink's count; `time_base`: the analysis's anchors (for the lag).
+MetricsSnapshot MakeMetricsSnapshot(const store::Snapshot& store_snapshot,
+                                    const collect::StageStats& stats, uint64_t orders_stored,
+                                    const collect::TimeBase& time_base, const std::string& session);
+
+}  // namespace ticktrace::metrics
+
+#endif  // TICKTRACE_COLLECTOR_METRICS_COLLECTOR_METRICS_H_

@@ -1,0 +1,155 @@
+#include "collector/metrics/prometheus_text.h"
+
+#include <cstdint>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ticktrace::metrics {
+namespace {
+
+// HELP text of the counters a user looks for first; the others get a
+// generic line naming the store counter (docs/store.md lists them all).
+const std::map<std::string, std::string, std::less<>>& CounterHelp() {
+  static const auto* help = new std::map<std::string, std::string, std::less<>>{
+      {"drained", "Records drained from the rings (after de-duplication)."},
+      {"dropped", "Records the producers dropped because their ring was full."},
+      {"orders_stored", "Orders whose detail the store holds."},
+      {"orders_complete", "Orders that reached the last pipeline stage."},
+      {"orders_incomplete", "Orders finished by the timeout or the end of the run."},
+      {"samples", "Stage samples computed."},
+      {"samples_not_stored", "Samples the store could not keep (the writer was behind)."},
+      {"restarts", "Times this run was resumed after a collector restart."},
+  };
+  return *help;
+}
+
+void AppendHeader(std::string* out, absl::string_view name, absl::string_view type,
+                  absl::string_view help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+std::string Number(double v) { return absl::StrFormat("%.15g", v); }
+
+}  // namespace
+
+std::string EscapeLabelValue(absl::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string MetricNamePart(absl::string_view name) {
+  std::string out(name);
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
+                           absl::string_view commit) {
+  std::string out;
+  out.reserve(4096 + s.stages.size() * 3000);
+
+  // Per-stage latency histograms: cumulative counts at each le bound. A
+  // bucket of the store's histogram counts at a bound when its midpoint is
+  // at or below it (Histogram::CountAtMost), the value Quantile() reports
+  // for it, so histogram_quantile() and the store's percentiles agree on
+  // which classic bucket a percentile is in.
+  AppendHeader(&out, "ticktrace_stage_latency_seconds", "histogram",
+               "Stage latency of the samples in the percentiles (flagged ones only with "
+               "--include-flagged).");
+  for (const StageMetrics& m : s.stages) {
+    const std::string stage = EscapeLabelValue(m.stage);
+    for (double le : kLatencyBucketsSeconds) {
+      absl::StrAppend(&out, "ticktrace_stage_latency_seconds_bucket{stage=\"", stage, "\",le=\"",
+                      absl::StrFormat("%g", le), "\"} ", m.histogram.CountAtMost(le * 1e9), "\n");
+    }
+    absl::StrAppend(&out, "ticktrace_stage_latency_seconds_bucket{stage=\"", stage,
+                    "\",le=\"+Inf\"} ", m.histogram.count(), "\n");
+    absl::StrAppend(&out, "ticktrace_stage_latency_seconds_sum{stage=\"", stage, "\"} ",
+                    Number(m.histogram.sum() * 1e-9), "\n");
+    absl::StrAppend(&out, "ticktrace_stage_latency_seconds_count{stage=\"", stage, "\"} ",
+                    m.histogram.count(), "\n");
+  }
+
+  AppendHeader(&out, "ticktrace_stage_samples_total", "counter",
+               "Every sample of the stage, flagged ones included.");
+  for (const StageMetrics& m : s.stages) {
+    absl::StrAppend(&out, "ticktrace_stage_samples_total{stage=\"", EscapeLabelValue(m.stage),
+                    "\"} ", m.samples_all, "\n");
+  }
+  AppendHeader(&out, "ticktrace_stage_flagged_samples_total", "counter",
+               "Samples of the stage carrying the flag (docs/store.md, Flags).");
+  for (const StageMetrics& m : s.stages) {
+    for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
+      absl::StrAppend(&out, "ticktrace_stage_flagged_samples_total{stage=\"",
+                      EscapeLabelValue(m.stage), "\",flag=\"",
+                      std::string(store::kFlagNames[i].name), "\"} ", m.flag_counts[i], "\n");
+    }
+  }
+
+  // Counters: one metric each; "missing_stage:<stage>" as one labelled metric.
+  std::string missing;
+  for (const auto& [name, value] : s.counters) {
+    constexpr absl::string_view kMissing = "missing_stage:";
+    if (absl::StartsWith(name, kMissing)) {
+      absl::StrAppend(&missing, "ticktrace_missing_stage_total{stage=\"",
+                      EscapeLabelValue(absl::string_view(name).substr(kMissing.size())), "\"} ",
+                      value, "\n");
+      continue;
+    }
+    // The process's CPU is ticktrace_collector_cpu_seconds_total, at scrape time.
+    if (name == "collector_cpu_ms") continue;
+    const std::string metric = absl::StrCat("ticktrace_", MetricNamePart(name), "_total");
+    const auto help = CounterHelp().find(name);
+    AppendHeader(&out, metric, "counter",
+                 help != CounterHelp().end()
+                     ? help->second
+                     : absl::StrCat("The store's counter '", name, "' (docs/store.md)."));
+    absl::StrAppend(&out, metric, " ", value, "\n");
+  }
+  AppendHeader(&out, "ticktrace_missing_stage_total", "counter",
+               "Orders that finished without the stage.");
+  out += missing;
+
+  AppendHeader(&out, "ticktrace_collector_info", "gauge",
+               "The collector's version, git commit and session (value 1).");
+  absl::StrAppend(&out, "ticktrace_collector_info{version=\"", EscapeLabelValue(version),
+                  "\",commit=\"", EscapeLabelValue(commit), "\",session=\"",
+                  EscapeLabelValue(s.session), "\"} 1\n");
+  return out;
+}
+
+std::string RenderScrapeTime(int64_t analysed_until_utc_ns, int64_t now_utc_ns,
+                             double cpu_seconds) {
+  std::string out;
+  AppendHeader(&out, "ticktrace_collector_lag_seconds", "gauge",
+               "How far the analysis is behind: now minus the newest clock anchor it has "
+               "processed (anchors come once a second, so 0 to 1 when keeping up).");
+  if (analysed_until_utc_ns > 0) {
+    absl::StrAppend(&out, "ticktrace_collector_lag_seconds ",
+                    Number(static_cast<double>(now_utc_ns - analysed_until_utc_ns) * 1e-9), "\n");
+  }
+  AppendHeader(&out, "ticktrace_collector_cpu_seconds_total", "counter",
+               "CPU time (user + system) of the collector process, every thread.");
+  absl::StrAppend(&out, "ticktrace_collector_cpu_seconds_total ", Number(cpu_seconds), "\n");
+  return out;
+}
+
+}  // namespace ticktrace::metrics
