@@ -119,7 +119,8 @@ absl::StatusOr<CommandLine::Outcome> CommandLine::Parse(int argc, const char* co
       }
     }
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", arg.substr(0, arg.find('='))));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag ", arg.substr(0, arg.find('='))));
     }
     if (flag->boolean != nullptr) {
       bool v = true;
@@ -164,7 +165,8 @@ std::string CommandLine::Usage() const {
     }
   }
   absl::StrAppend(&out, "\nOther:\n");
-  absl::StrAppend(&out, "  --help", std::string(kHelpColumn - 8, ' '), "print this text and exit\n");
+  absl::StrAppend(&out, "  --help", std::string(kHelpColumn - 8, ' '),
+                  "print this text and exit\n");
   absl::StrAppend(&out, "  --version", std::string(kHelpColumn - 11, ' '),
                   "print the version and the git commit, then exit\n");
   if (!epilogue_.empty()) {
