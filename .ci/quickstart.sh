@@ -31,7 +31,7 @@ packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmo
 if [ "$mode" = test ]; then
   # clang for the sanitizer pass and libFuzzer; chromium for the report's browser
   # test; zlib to read the PNG that test takes.
-  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev nodejs npm tmux)
+  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev nodejs npm tmux prometheus)
 fi
 
 bash "$root/.ci/install-packages.sh" "${packages[@]}"
