@@ -161,6 +161,28 @@ absl::Status ArchiveWriter::Append(std::string_view chunk_bytes) {
   return absl::OkStatus();
 }
 
+absl::Status ArchiveWriter::PunchHole(uint64_t from, uint64_t to) {
+  constexpr uint64_t kBlock = 4096;
+  from = (from + kBlock - 1) / kBlock * kBlock;
+  to = to / kBlock * kBlock;
+  if (fd_ < 0 || to <= from) return absl::OkStatus();
+  if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                  static_cast<off_t>(to - from)) != 0) {
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+      return absl::UnimplementedError(
+          absl::StrCat(path_, ": the file system cannot free a file's start (no hole punching)"));
+    }
+    return Errno("cannot free journal space", path_);
+  }
+  return absl::OkStatus();
+}
+
+uint64_t ArchiveWriter::DiskBytes() const {
+  struct stat st;
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) return 0;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
 absl::Status ArchiveWriter::Rollback(uint64_t bytes) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": archive closed"));
   if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0 ||

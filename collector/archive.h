@@ -19,6 +19,7 @@
 #ifndef TICKTRACE_COLLECTOR_ARCHIVE_H_
 #define TICKTRACE_COLLECTOR_ARCHIVE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -77,6 +78,12 @@ class ArchiveWriter {
   // Cuts the file back to `bytes` (<= bytes_written()): what was appended
   // after it, e.g. chunks whose Sync() failed, is gone.
   absl::Status Rollback(uint64_t bytes);
+  // Frees the disk blocks of bytes [from, to), rounded inwards to 4 KiB
+  // (fallocate PUNCH_HOLE, KEEP_SIZE): offsets stay, the bytes read as
+  // zeros. Unimplemented where the file system cannot punch holes.
+  absl::Status PunchHole(uint64_t from, uint64_t to);
+  // Bytes the file takes on disk (st_blocks), which holes do not count.
+  uint64_t DiskBytes() const;
   // Makes everything appended so far durable (fdatasync) when `durable`.
   absl::Status Sync();
   // Closes the file; further calls fail.
@@ -141,6 +148,9 @@ class ArchiveReader {
   // the last whole chunk, or the end of a corrupt tail (kept, so that a later
   // reading finds and counts it again; only a torn tail is cut).
   absl::Status ReadAll(ChunkVisitor* visitor);
+  // Makes ReadAll start at byte `offset` (a chunk boundary, e.g. a
+  // checkpoint's journal offset) instead of after the header.
+  void StartAt(uint64_t offset) { valid_bytes_ = std::max<uint64_t>(offset, kArchiveHeaderBytes); }
 
   uint64_t valid_bytes() const { return valid_bytes_; }
   bool torn_tail() const { return torn_tail_; }

@@ -291,13 +291,17 @@ size_t Drainer::Pass(bool discover, std::string* out) {
     Discover(out);
   }
   size_t records = 0;
+  max_fill_ = 0;
   for (auto& [name, seg] : segments_) {
     // One look at every ring's indices (one SIGBUS guard), then a Peek only
     // of the rings with something in them: a Peek of an empty ring finds
     // nothing, so skipping it changes nothing.
     if (seg->reader->PendingRecords(&pending_records_)) {
+      const double capacity = std::max<double>(1, seg->reader->info().ring_capacity);
       for (uint32_t i = 0; i < seg->slots.size(); ++i) {
-        if (pending_records_[i] != 0) records += DrainSlot(*seg, i, out);
+        if (pending_records_[i] == 0) continue;
+        max_fill_ = std::max(max_fill_, static_cast<double>(pending_records_[i]) / capacity);
+        records += DrainSlot(*seg, i, out);
       }
     }
     if (seg->reader->truncated()) continue;  // dropped in CommitPass()

@@ -109,6 +109,10 @@ class Drainer {
   void CommitPass();
 
   size_t attached_segments() const { return segments_.size(); }
+  // The fullest ring's fill at the start of the last Pass(): published and
+  // not consumed records over the ring's capacity (0 when nothing is
+  // attached). The drain loop syncs sooner when a ring is filling.
+  double max_fill() const { return max_fill_; }
   const DrainerCounters& counters() const { return counters_; }
 
  private:
@@ -156,6 +160,7 @@ class Drainer {
   std::vector<uint64_t> pending_records_;  // per slot, scratch of Pass()
   std::vector<bool> skip_slots_;           // per slot, scratch of CommitPass()
   DrainerCounters counters_;
+  double max_fill_ = 0;
 };
 
 }  // namespace ticktrace::collect

@@ -1,5 +1,6 @@
 #include "collector/journal.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,12 +13,13 @@ namespace ticktrace::collect {
 std::string JournalPath(const std::string& db_path) { return db_path + ".ttjournal"; }
 
 absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path,
-                                                    ChunkVisitor* visitor) {
+                                                    ChunkVisitor* visitor, uint64_t from_offset) {
   absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(path);
   if (!reader.ok()) return reader.status();
   if (reader->header().kind != ArchiveKind::kJournal) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a ticktrace journal"));
   }
+  if (from_offset > 0) reader->StartAt(from_offset);
   if (absl::Status s = reader->ReadAll(visitor); !s.ok()) return s;
   Recovered r;
   r.run_id = static_cast<int64_t>(reader->header().run_id);
@@ -65,6 +67,22 @@ absl::Status Journal::AppendDurable(std::string_view chunks) {
     // have dropped them): cut the chunks off, so that a retry writes them again.
     writer_.Rollback(before).IgnoreError();
   }
+  return s;
+}
+
+absl::Status Journal::FreeBefore(uint64_t offset) {
+  if (offset <= freed_before_) return absl::OkStatus();
+  // The header and the leading run info chunk stay: a restart reads the
+  // run's calibration from them (collector.cc, ReadLeadingRunInfo).
+  const int fd = ::open(writer_.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return absl::InternalError(absl::StrCat(writer_.path(), ": cannot open"));
+  uint32_t first_payload = 0;
+  const ssize_t n = ::pread(fd, &first_payload, 4, kArchiveHeaderBytes + 4);
+  ::close(fd);
+  if (n != 4) return absl::InternalError(absl::StrCat(writer_.path(), ": cannot read"));
+  const uint64_t keep = uint64_t{kArchiveHeaderBytes} + kChunkHeaderBytes + first_payload;
+  absl::Status s = writer_.PunchHole(keep, std::min(offset, writer_.bytes_written()));
+  if (s.ok()) freed_before_ = offset;
   return s;
 }
 

@@ -53,7 +53,10 @@ class Journal {
   // skipping corrupt chunks (Recovered says which). NotFound when there is
   // none; InvalidArgument when the file is not a journal; Internal when it
   // cannot be read.
-  static absl::StatusOr<Recovered> Recover(const std::string& path, ChunkVisitor* visitor);
+  // `from_offset`: a checkpoint's journal offset (collector/checkpoint.h):
+  // only the chunks from there on are read; 0 reads them all.
+  static absl::StatusOr<Recovered> Recover(const std::string& path, ChunkVisitor* visitor,
+                                           uint64_t from_offset = 0);
 
   // Starts a new journal for `run_id`. The file must not exist; it is created
   // 0600 (0640 with `group_readable`), never through a symlink (private_file.h).
@@ -68,6 +71,16 @@ class Journal {
   // On an error none of `chunks` stays in the journal, so the caller may
   // retry with the same bytes; ResourceExhausted when the file system is full.
   absl::Status AppendDurable(std::string_view chunks);
+  // Frees the disk space of the journal before `offset` (a checkpoint's,
+  // durable), keeping the header and the leading run info chunk, so that the
+  // journal on disk is what came after the last checkpoint. The file keeps
+  // its length (the freed part is a hole). Unimplemented where the file
+  // system cannot punch holes; the journal then keeps growing.
+  absl::Status FreeBefore(uint64_t offset);
+  // Bytes the journal takes on disk now.
+  uint64_t disk_bytes() const { return writer_.DiskBytes(); }
+  uint64_t freed_before() const { return freed_before_; }
+
   // Closes and deletes the journal (the run ended cleanly and is in the store).
   absl::Status Remove();
 
@@ -82,6 +95,7 @@ class Journal {
   uint64_t syncs_ = 0;
   uint64_t sync_ns_total_ = 0;
   uint64_t sync_ns_max_ = 0;
+  uint64_t freed_before_ = 0;
 };
 
 }  // namespace ticktrace::collect

@@ -51,6 +51,7 @@ struct Flags {
   std::string allow_uid;
   bool group_readable = false;
   std::string cpu;
+  std::string checkpoint_interval = "5";
   std::string detail = "all";
   std::string interval_s = "1";
   std::string retain_detail;
@@ -99,6 +100,10 @@ void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
               "(500MB, 2GB); the intervals stay; empty: keep all");
   cl.AddValue("retain", "AGE", &f.retain,
               "delete intervals older than this (30d); empty: keep all");
+  cl.AddValue("checkpoint-interval", "DURATION", &f.checkpoint_interval,
+              "save the analysis this often (seconds, or 90s, 10m) so that a restart replays "
+              "only the journal after it, and free the journal before it; 0: never (the "
+              "journal then grows for the whole run)");
   cl.AddValue("raw", "PATH", &f.raw, "also write every drained record to this new raw archive");
   cl.AddBool("group-readable", &f.group_readable,
              "create the store, journal and raw archive 0640 (group may read) instead of 0600");
@@ -273,6 +278,8 @@ int main(int argc, char** argv) {
   if (!uids.ok()) UsageError(uids.status().message());
   o.allow_uids = *uids;
   o.group_readable = f.group_readable;
+  o.checkpoint_interval =
+      std::chrono::seconds(ParseSeconds("checkpoint-interval", f.checkpoint_interval));
   if (!f.cpu.empty()) {
     o.cpu = ParseNumber<int>("cpu", f.cpu);
     if (o.cpu < 0) UsageError(absl::StrCat("--cpu ", f.cpu, ": not a core number"));

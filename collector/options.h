@@ -51,6 +51,16 @@ struct CollectorOptions {
   std::chrono::microseconds min_pass_interval{200};  // busy: each ring polled at most this often
   std::chrono::microseconds max_idle_sleep{1000};    // idle back-off bound
   std::chrono::milliseconds snapshot_interval{1000};
+  // Group commit: with a journal, busy drain passes (one fdatasync each) are
+  // at least this far apart, so at most 1000/sync_window_ms syncs a second,
+  // unless a ring is at least sync_sooner_fill full (docs/collector.md,
+  // "Durability window").
+  std::chrono::milliseconds sync_window{5};
+  double sync_sooner_fill = 0.25;
+  // A checkpoint of the analysis this often (--checkpoint-interval); the
+  // journal before it is freed once it is written. 0: none (the journal
+  // grows for the whole run).
+  std::chrono::milliseconds checkpoint_interval{5000};
   size_t max_queued_pass_bytes = 16u << 20;       // drained, not yet analysed
   std::ostream* out = nullptr;            // reports; null: std::cout
   std::atomic<bool>* stop = nullptr;      // set to stop (besides signals)

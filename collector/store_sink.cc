@@ -134,9 +134,16 @@ void StoreSink::Aggregate(const FinishedOrder& f, int64_t interval) {
 }
 
 void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
+  last_seq_ = std::max(last_seq_, order.seq);
   const int64_t interval = IntervalOf(order.order.first_utc_ns);
-  Aggregate(order, interval);
   newest_first_utc_ns_ = std::max(newest_first_utc_ns_, order.order.first_utc_ns);
+  // Re-emitted after a restart: what the store holds of it stays as it is.
+  if (order.seq != 0 && order.seq <= skip_stats_through_) {
+    if (order.seq <= skip_detail_through_) return;
+  } else {
+    Aggregate(order, interval);
+  }
+  if (order.seq != 0 && order.seq <= skip_detail_through_) return;
   switch (options_.detail) {
     case store::DetailPolicy::kAll:
       Keep(ToOrderDetail(std::move(order)));
@@ -218,14 +225,24 @@ void StoreSink::Submit() {
   b.samples = building_samples_;
   building_samples_ = 0;
   b.newest_first_utc_ns = newest_first_utc_ns_;
+  b.last_seq = last_seq_;
+  b.detail_skipped_total = local_.orders_detail_skipped;
   std::vector<std::vector<store::OrderDetail>> spent;
   {
     std::lock_guard lock(mu_);
     spent.swap(spent_);
   }
   spent.clear();  // frees the written detail here, off the writer thread
-  if (b.intervals.empty() && b.orders.empty()) return;
   std::unique_lock lock(mu_);
+  if (b.intervals.empty() && b.orders.empty() &&
+      (b.last_seq <= detail_through_ || (!queue_.empty() && !queue_.back().checkpoint))) {
+    // Nothing to write but the sequence number: a later batch carries it.
+    if (!queue_.empty()) {
+      queue_.back().last_seq = std::max(queue_.back().last_seq, b.last_seq);
+      queue_.back().detail_skipped_total = b.detail_skipped_total;
+    }
+    return;
+  }
   if (options_.block_when_full) {
     idle_cv_.wait(lock, [&] {
       return queued_samples_ == 0 || queued_samples_ + b.samples <= options_.max_queued_samples ||
@@ -242,7 +259,20 @@ void StoreSink::Submit() {
     b.orders.clear();
     b.samples = 0;
   }
+  b.orders_not_stored_total = written_.orders_not_stored;
+  b.samples_not_stored_total = written_.samples_not_stored;
+  b.stamps_not_stored_total = written_.stamps_not_stored;
   queued_samples_ += b.samples;
+  queue_.push_back(std::move(b));
+  work_cv_.notify_one();
+}
+
+void StoreSink::SubmitCheckpoint(Checkpoint checkpoint) {
+  Submit();
+  Batch b;
+  b.last_seq = last_seq_;
+  b.checkpoint = std::make_unique<Checkpoint>(std::move(checkpoint));
+  std::lock_guard lock(mu_);
   queue_.push_back(std::move(b));
   work_cv_.notify_one();
 }
@@ -278,6 +308,29 @@ absl::Status StoreSink::Stop() {
   return error_;
 }
 
+void StoreSink::Resume(const std::map<std::string, int64_t>& stored) {
+  auto get = [&stored](store::Counter c) -> uint64_t {
+    auto it = stored.find(std::string(store::CounterName(c)));
+    return it == stored.end() || it->second < 0 ? 0 : static_cast<uint64_t>(it->second);
+  };
+  skip_stats_through_ = get(store::Counter::kStoreStatsThrough);
+  skip_detail_through_ = std::min(skip_stats_through_, get(store::Counter::kStoreDetailThrough));
+  last_seq_ = skip_detail_through_;
+  local_.orders_detail_skipped = get(store::Counter::kOrdersDetailSkipped);
+  std::lock_guard lock(mu_);
+  stats_through_ = skip_stats_through_;
+  detail_through_ = skip_detail_through_;
+  written_.orders_not_stored = get(store::Counter::kOrdersNotStored);
+  written_.samples_not_stored = get(store::Counter::kSamplesNotStored);
+  written_.stamps_not_stored = get(store::Counter::kStampsNotStored);
+  written_.orders_already_stored = get(store::Counter::kOrdersAlreadyStored);
+}
+
+uint64_t StoreSink::stored_through() const {
+  std::lock_guard lock(mu_);
+  return std::min(stats_through_, detail_through_);
+}
+
 StoreSinkCounters StoreSink::counters() const {
   std::lock_guard lock(mu_);
   StoreSinkCounters c = written_;
@@ -290,21 +343,42 @@ void StoreSink::Loop() {
     Batch work;
     int64_t newest_ns = INT64_MIN;
     std::optional<store::Snapshot> snapshot;
+    std::unique_ptr<Checkpoint> checkpoint;
     size_t samples = 0;
+    uint64_t stats_through = 0, detail_through = 0;
+    const Batch* last_taken = nullptr;  // the last batch whose detail this transaction takes
+    Batch taken_counts;
     {
       std::unique_lock lock(mu_);
+      stats_through = stats_through_;
+      detail_through = detail_through_;
       work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
       if (queue_.empty() && !snapshot_.has_value() && stop_) return;
       // Every queued interval delta, and detail up to a bound: statistics
       // and counters never wait behind a detail backlog.
       for (auto it = queue_.begin(); it != queue_.end();) {
+        if (it->checkpoint != nullptr) {
+          // Everything before a checkpoint is written first; it goes alone.
+          if (it == queue_.begin()) {
+            checkpoint = std::move(it->checkpoint);
+            queue_.erase(it);
+          }
+          break;
+        }
         for (store::IntervalDelta& d : it->intervals) work.intervals.push_back(std::move(d));
         it->intervals.clear();
         for (const store::IntervalOrders& io : it->interval_orders) {
           work.interval_orders.push_back(io);
         }
         it->interval_orders.clear();
+        stats_through = std::max(stats_through, it->last_seq);
         if (work.orders.size() < options_.max_orders_per_transaction) {
+          detail_through = std::max(detail_through, it->last_seq);
+          taken_counts.detail_skipped_total = it->detail_skipped_total;
+          taken_counts.orders_not_stored_total = it->orders_not_stored_total;
+          taken_counts.samples_not_stored_total = it->samples_not_stored_total;
+          taken_counts.stamps_not_stored_total = it->stamps_not_stored_total;
+          last_taken = &taken_counts;
           // Retention is judged by the orders written, never by queued ones.
           newest_ns = std::max(newest_ns, it->newest_first_utc_ns);
           for (store::OrderDetail& o : it->orders) work.orders.push_back(std::move(o));
@@ -316,6 +390,27 @@ void StoreSink::Loop() {
       }
       snapshot.swap(snapshot_);
       busy_ = true;
+      // What the store holds, and the sink's counts, in the same transaction
+      // as the rows they describe (store_sink.h, "Exactly once").
+      if (!snapshot.has_value()) snapshot.emplace();
+      // The sink's counts go with the batch they describe, not as of now.
+      std::erase_if(snapshot->counters, [](const std::pair<std::string, int64_t>& c) {
+        const std::optional<store::Counter> k = store::CounterByName(c.first);
+        return k == store::Counter::kOrdersNotStored || k == store::Counter::kSamplesNotStored ||
+               k == store::Counter::kStampsNotStored || k == store::Counter::kOrdersDetailSkipped;
+      });
+      auto put = [&snapshot](store::Counter c, uint64_t v) {
+        snapshot->counters.emplace_back(std::string(store::CounterName(c)),
+                                        static_cast<int64_t>(v));
+      };
+      put(store::Counter::kStoreStatsThrough, stats_through);
+      put(store::Counter::kStoreDetailThrough, detail_through);
+      if (last_taken != nullptr) {
+        put(store::Counter::kOrdersNotStored, last_taken->orders_not_stored_total);
+        put(store::Counter::kSamplesNotStored, last_taken->samples_not_stored_total);
+        put(store::Counter::kStampsNotStored, last_taken->stamps_not_stored_total);
+        put(store::Counter::kOrdersDetailSkipped, last_taken->detail_skipped_total);
+      }
     }
     uint64_t already = 0;
     const uint64_t cpu_before_ns = ThreadCpuNs();
@@ -360,6 +455,26 @@ void StoreSink::Loop() {
         s = r.status();
       }
     }
+    bool checkpoint_written = false;
+    if (checkpoint != nullptr && s.ok() && !options_.checkpoint_path.empty()) {
+      bool failed_before;
+      {
+        std::lock_guard lock(mu_);
+        failed_before = !error_.ok();
+      }
+      // Never after a batch that failed: the checkpoint would skip it.
+      if (!failed_before) {
+        absl::Status w =
+            WriteCheckpointFile(options_.checkpoint_path, *checkpoint, options_.group_readable);
+        checkpoint_written = w.ok();
+        if (checkpoint_written) {
+          // Release: pairs with durable_checkpoint_offset()'s acquire (the
+          // drain thread frees the journal before it).
+          durable_checkpoint_offset_.store(checkpoint->journal_offset,
+                                           std::memory_order_release);
+        }
+      }
+    }
     const uint64_t cpu_ns = ThreadCpuNs() - cpu_before_ns;
     {
       std::lock_guard lock(mu_);
@@ -370,6 +485,13 @@ void StoreSink::Loop() {
       ++written_.transactions;
       written_.writer_cpu_ns += cpu_ns;
       written_.orders_retired += retired;
+      if (checkpoint != nullptr) {
+        ++(checkpoint_written ? written_.checkpoints_written : written_.checkpoint_failures);
+      }
+      if (s.ok()) {
+        stats_through_ = stats_through;
+        detail_through_ = detail_through;
+      }
       if (!work.orders.empty() && spent_.size() < 64) spent_.push_back(std::move(work.orders));
       if (!s.ok() && error_.ok()) error_ = s;
       idle_cv_.notify_all();

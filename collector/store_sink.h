@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "collector/checkpoint.h"
 #include "collector/stitcher.h"
 #include "collector/store/writer.h"
 
@@ -71,6 +72,10 @@ struct StoreSinkOptions {
   uint64_t retain_detail_bytes = 0;         // 0: no size limit
   std::optional<int64_t> retain_ns;         // older intervals deleted
   int64_t retention_every_ns = 10'000'000'000;
+  // Checkpoints (SubmitCheckpoint): written here once the store holds
+  // everything before them; "" : none.
+  std::string checkpoint_path;
+  bool group_readable = false;
 };
 
 struct StoreSinkCounters {
@@ -83,6 +88,8 @@ struct StoreSinkCounters {
   uint64_t transactions = 0;
   uint64_t writer_cpu_ns = 0;  // CPU time of the writer thread in the backend's Write()
   uint64_t orders_retired = 0;  // detail deleted by retention
+  uint64_t checkpoints_written = 0;
+  uint64_t checkpoint_failures = 0;  // not written (e.g. full disk): the journal is kept longer
 };
 
 class StoreSink : public OrderSink {
@@ -101,6 +108,17 @@ class StoreSink : public OrderSink {
   void Submit();
   // Replaces the snapshot written with the next transaction.
   void SetSnapshot(store::Snapshot snapshot);
+  // Queues a checkpoint behind everything submitted so far. The writer
+  // thread writes it to options.checkpoint_path once the store holds all of
+  // that (collector/checkpoint.h), then durable_checkpoint_offset() says so.
+  // Analysis thread.
+  void SubmitCheckpoint(Checkpoint checkpoint);
+  // The journal offset of the last checkpoint written (0: none yet): the
+  // journal before it may be freed. Any thread.
+  uint64_t durable_checkpoint_offset() const {
+    // Acquire: pairs with the writer thread's release after the file is durable.
+    return durable_checkpoint_offset_.load(std::memory_order_acquire);
+  }
   // Waits until everything submitted so far is written.
   void Flush();
   // The stream ended: every pending tail choice is final (kept or counted).
@@ -132,6 +150,7 @@ class StoreSink : public OrderSink {
     // written_'s not-stored counts once this batch's detail was dropped or not.
     uint64_t orders_not_stored_total = 0, samples_not_stored_total = 0;
     uint64_t stamps_not_stored_total = 0;
+    std::unique_ptr<Checkpoint> checkpoint;  // a marker batch: nothing else in it
   };
 
   int64_t IntervalOf(int64_t utc_ns) const;
@@ -177,6 +196,7 @@ class StoreSink : public OrderSink {
   // Written detail, freed by the analysis thread (Submit), which has time to
   // spare, instead of the writer, which is the bottleneck of a replay.
   std::vector<std::vector<store::OrderDetail>> spent_;
+  std::atomic<uint64_t> durable_checkpoint_offset_{0};
   std::thread thread_;
 };
 

@@ -132,5 +132,83 @@ TEST_F(CollectorRestartTest, RestartsCountsEveryResume) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 1);
 }
 
+// Issue 12: a checkpoint is taken, the journal before it is freed (its disk
+// use falls below its length), and a restart replays only the journal after
+// the checkpoint; the resumed run's totals equal what the producers wrote,
+// in the counters, in the stage statistics, in the interval statistics (a
+// resume once added its re-emitted orders' deltas a second time) and in the
+// detail.
+TEST_F(CollectorRestartTest, CheckpointFreesTheJournalAndRestartReplaysOnlyItsTail) {
+  constexpr int kProducers = 2;
+  constexpr uint64_t kOrders = 100000;  // per producer, paced over about 8 s
+  const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "300",
+                                         "--checkpoint-interval", "1"};
+  std::vector<pid_t> producers;
+  for (int i = 0; i < kProducers; ++i) {
+    producers.push_back(StartProducer(
+        {"--mode", "seq", "--rings", "2", "--ring", "1048576", "--orders",
+         std::to_string(kOrders), "--base", std::to_string(uint64_t(i + 1) << 40),
+         "--pace-every", "8", "--pace-us", "600"},
+        absl::StrCat("producer.", i, ".log")));
+  }
+  pid_t c = StartCollector(args);
+  const std::string journal = db() + ".ttjournal";
+  const std::string checkpoint = db() + ".ttcheckpoint";
+  // Freed: the journal takes less disk than its length (a hole before the
+  // checkpoint), after a few checkpoints.
+  struct stat st {};
+  auto freed = [&] {
+    return FileExists(checkpoint) && ::stat(journal.c_str(), &st) == 0 &&
+           static_cast<int64_t>(st.st_blocks) * 512 + 65536 < st.st_size &&
+           st.st_size > (4 << 20);
+  };
+  ASSERT_TRUE(WaitFor(freed, 60s)) << ReadFile(log());
+  const int64_t length_at_kill = st.st_size;
+  ASSERT_EQ(kill(c, SIGKILL), 0);
+  EXPECT_EQ(WaitExit(c, 10s), 128 + SIGKILL);
+  Forget(c);
+  c = StartCollector(args);
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(log()).find("recovered in ") != std::string::npos; },
+                      60s));
+  const std::string text = ReadFile(log());
+  const size_t at = text.find("recovered in ");
+  const std::string line = text.substr(at, text.find('\n', at) - at);
+  EXPECT_NE(line.find("after the checkpoint at byte"), std::string::npos) << line;
+  // "recovered in S s: B journal bytes replayed after ...": B is the tail only.
+  const size_t colon = line.find(": ");
+  const int64_t replayed = std::stoll(line.substr(colon + 2));
+  EXPECT_LT(replayed, length_at_kill / 2) << line << "; journal length at the kill " << length_at_kill;
+
+  for (pid_t p : producers) {
+    EXPECT_EQ(WaitExit(p, 120s), 0) << "producer";
+    Forget(p);
+  }
+  ExpectSegmentsRemoved();
+  StopCollector(c);
+  EXPECT_FALSE(FileExists(journal)) << "journal left after a clean end";
+  EXPECT_FALSE(FileExists(checkpoint)) << "checkpoint left after a clean end";
+
+  const int64_t n = int64_t(kOrders) * kProducers;
+  StoreQuery q(db());
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 1);
+  EXPECT_EQ(Counter(q, "restarts"), 1);
+  EXPECT_EQ(Counter(q, "drained"), 2 * n);
+  EXPECT_EQ(Counter(q, "dropped"), 0);
+  EXPECT_EQ(Counter(q, "orders_complete"), n);
+  EXPECT_EQ(q.Int("SELECT count FROM stage_stats WHERE stage='a->b'"), n);
+  EXPECT_EQ(q.Int("SELECT SUM(i.count) FROM intervals i JOIN stages s USING(run_id, stage_id) "
+                  "WHERE s.name='a->b'"),
+            n)
+      << "interval statistics count each order once";
+  EXPECT_EQ(q.Int("SELECT SUM(orders) FROM interval_detail"), n);
+  ExpectStoreWriterKeptUp(q);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders"), n);
+  EXPECT_EQ(q.Int("SELECT COUNT(DISTINCT order_id) FROM orders"), n);
+  EXPECT_EQ(Counter(q, "store_stats_through"), n);
+  absl::PrintF("FIGURE checkpoint_restart: journal length %lld at the kill, %lld bytes replayed "
+               "on restart\n",
+               static_cast<long long>(length_at_kill), static_cast<long long>(replayed));
+}
+
 }  // namespace
 }  // namespace ticktrace::reliability
