@@ -9,7 +9,10 @@
 // config and data directory, loopback port, stopped at the end), beside
 // SQLite's figure; skipped with the reason when it is not installed.
 //
-//   store_write_bench [--orders N] [--dir DIR] [--no-clickhouse]
+//   store_write_bench [--orders N] [--dir DIR] [--orders-per-batch N] [--no-clickhouse]
+//
+// --orders-per-batch: the sink's orders per Write (default 20000, the
+// collector's), for both backends.
 
 #include <sys/stat.h>
 #include <time.h>
@@ -124,6 +127,8 @@ double ThreadCpuSeconds() {
 
 // Through the sink into `writer` (SQLite or ClickHouse); file_bytes is
 // filled in by the caller.
+size_t g_orders_per_batch = 20000;  // the sink's default (collector's too)
+
 Result RunSink(store::Writer* writer, store::DetailPolicy policy,
                const std::vector<FinishedOrder>& orders) {
   store::RunMeta meta;
@@ -138,6 +143,7 @@ Result RunSink(store::Writer* writer, store::DetailPolicy policy,
   ticktrace::collect::StoreSinkOptions o;
   o.block_when_full = true;
   o.detail = policy;
+  o.max_orders_per_transaction = g_orders_per_batch;
   ticktrace::collect::StoreSink sink(writer, *run, o);
   std::vector<FinishedOrder> copy = orders;  // moved into the sink, outside the timing
   const auto start = std::chrono::steady_clock::now();
@@ -246,10 +252,13 @@ int main(int argc, char** argv) {
       pairs = std::strtoull(argv[++i], nullptr, 10) / 2;
     } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
       dir = argv[++i];
+    } else if (std::strcmp(argv[i], "--orders-per-batch") == 0 && i + 1 < argc) {
+      g_orders_per_batch = std::strtoull(argv[++i], nullptr, 10);
     } else if (std::strcmp(argv[i], "--no-clickhouse") == 0) {
       clickhouse = false;
     } else {
-      std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR] [--no-clickhouse]\n");
+      std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR] [--orders-per-batch N] "
+                           "[--no-clickhouse]\n");
       return 2;
     }
   }
