@@ -27,11 +27,17 @@ build_dir="${BUILD_DIR:-$root/build}"
 jobs="${JOBS:-$(nproc)}"
 
 packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmock-dev
-          libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps zlib1g-dev)
+          libbenchmark-dev libsqlite3-dev sqlite3 nlohmann-json3-dev procps zlib1g-dev
+          libcurl4-openssl-dev)
 if [ "$mode" = test ]; then
   # clang for the sanitizer pass and libFuzzer; chromium for the report's browser
   # test; zlib to read the PNG that test takes.
   packages+=(clang libclang-rt-14-dev chromium zlib1g-dev nodejs npm tmux prometheus)
+  # The ClickHouse tests start servers of their own (temporary config, data
+  # and free loopback ports: tests/support/clickhouse_server.h); a system
+  # server the package may start (not in containers with policy-rc.d) is
+  # neither used nor in their way.
+  packages+=(clickhouse-server clickhouse-client)
 fi
 
 bash "$root/.ci/install-packages.sh" "${packages[@]}"
