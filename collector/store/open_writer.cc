@@ -29,6 +29,25 @@ absl::StatusOr<std::unique_ptr<Writer>> OpenWriter(const std::string& uri_text,
   return std::unique_ptr<Writer>(std::move(*w));
 }
 
+std::string LocalStatePath(const std::string& store, const std::string& session) {
+  if (store.rfind("clickhouse://", 0) != 0) return store;
+  absl::StatusOr<StoreUri> uri = ParseStoreUri(store);
+  std::string name = "ticktrace-" + session + "@";
+  if (uri.ok()) {
+    name += uri->host + "_" + std::to_string(uri->port) + "_" + uri->database;
+  } else {
+    name += store.substr(13);
+  }
+  // One path component: anything but [A-Za-z0-9._@-] becomes '_'.
+  for (size_t i = std::string("ticktrace-").size(); i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '@' || c == '-';
+    if (!ok) name[i] = '_';
+  }
+  return name;
+}
+
 void RequestWriterStop(Writer* writer) {
   if (auto* ch = dynamic_cast<ClickHouseWriter*>(writer); ch != nullptr) ch->RequestStop();
 }

@@ -33,6 +33,15 @@ struct OpenWriterOptions {
 absl::StatusOr<std::unique_ptr<Writer>> OpenWriter(const std::string& uri,
                                                    const OpenWriterOptions& options = {});
 
+// Where the collector keeps a store's local files (journal `<it>.ttjournal`,
+// checkpoint `<it>.ttcheckpoint`): a SQLite store's own path; for a
+// ClickHouse store (no local file) "ticktrace-SESSION@HOST_PORT_DB" in the
+// current directory, like the default sqlite store `ticktrace.db`: one per
+// session and store, so several collectors on one host (other sessions, or
+// other addresses of the server) never share a journal. `store` is the
+// collector's db_path: a file, or a clickhouse:// URI.
+std::string LocalStatePath(const std::string& store, const std::string& session);
+
 // Asks a writer that may be waiting for its server to give up promptly
 // (ClickHouse: Write() returns Unavailable; the batch stays in the journal).
 // No-op for SQLite. Any thread.
