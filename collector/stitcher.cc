@@ -403,7 +403,16 @@ void Stitcher::EmitFinished(uint64_t order_id, uint32_t idx) {
 void Stitcher::Release(uint32_t idx, bool held) {
   Order& o = pool_[idx];
   if (!held && o.has_parent) {
-    if (Order* p = FindAny(o.parent_id); p && p->open_children > 0) --p->open_children;
+    if (Order* p = FindAny(o.parent_id); p && p->open_children > 0 && --p->open_children == 0) {
+      // A fanned-out parent whose linked children have all finished is
+      // finished too (at the next clock tick, then it lingers for late
+      // links), not only at its timeout: the tick stages of a fan-out show
+      // while the run goes on.
+      if (pipeline_known_ && !p->lingering && !p->pending && FindOpen(o.parent_id) == p) {
+        p->pending = 1;
+        pending_current_.push_back(o.parent_id);
+      }
+    }
   }
   o.events.clear();
   o.parent_id = o.last_activity = 0;

@@ -19,7 +19,9 @@
 //     are not missed; or
 //   - no record of it arrived for timeout_ticks of the stream's clock; or
 //   - the stream ends (Finish()).
-// A parent waits for its children. Time is only the stream's clock
+// A parent waits for its children, and a fanned-out parent is finished once
+// its last linked child is emitted (two clock ticks later, then it lingers,
+// so that a child linked late still joins it). Time is only the stream's clock
 // (AdvanceClock, from kClock chunks), never the wall clock, so the same stream
 // always gives the same result (replay, journal recovery).
 //
