@@ -71,7 +71,7 @@ absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOption
                                           std::ostream& out) {
   TICKTRACE_ASSIGN_OR_RETURN(RunInfo run, store.GetRun(options.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> orders,
-                             store.OrdersByTime(run.run_id, options.limit));
+                             OrdersToExport(store, run.run_id, options));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<ProcessInfo> processes, store.Processes(run.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<ThreadInfo> threads, store.Threads(run.run_id));
   const std::map<int64_t, int64_t> chrome_pid = ChromePids(processes);

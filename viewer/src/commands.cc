@@ -1,5 +1,6 @@
 #include "ticktrace/view/commands.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "ticktrace/view/diff_report.h"
 #include "ticktrace/view/hlog_export.h"
 #include "ticktrace/view/intervals_report.h"
+#include "ticktrace/view/json_output.h"
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/report.h"
 #include "ticktrace/view/runs_report.h"
@@ -21,6 +23,7 @@
 #include "ticktrace/view/timeline.h"
 #include "ticktrace/view/top.h"
 #include "ticktrace/view/waterfall.h"
+#include "ticktrace/version.h"
 #include "status_macros.h"
 
 namespace ticktrace::view {
@@ -44,6 +47,8 @@ const FlagSpec kIncludeFlaggedFlag = {
     "collector did for the run)"};
 const FlagSpec kExcludeFlaggedFlag = {"exclude-flagged", "",
                                       "keep flagged samples out of the percentiles"};
+
+const FlagSpec kJsonFlag = {"json", "", "print JSON instead of text (fields in docs/viewer.md)"};
 
 const FlagSpec kExactFlag = {"exact", "",
                              "exact nearest-rank statistics from the stored samples instead of "
@@ -92,6 +97,17 @@ absl::StatusOr<QueryOptions> QueryFromArgs(const ParsedArgs& args) {
   return q;
 }
 
+// The statistics window ([since, until + 1) in UTC ns) of --since/--until
+// on the run `query` names; NotFound for an unknown run.
+absl::StatusOr<TimeWindow> WindowOf(StoreReader& store, const QueryOptions& query) {
+  QueryOptions window_only;
+  window_only.run_id = query.run_id;
+  window_only.since = query.since;
+  window_only.until = query.until;
+  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, window_only));
+  return q.window;
+}
+
 // summary: the per-stage table or JSON.
 absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
@@ -104,11 +120,12 @@ absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
 // orders --slowest N: the slowest orders with their waterfalls.
 absl::Status OrdersCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> n, args.IntValue("slowest", 1));
-  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(SlowestReport report,
-                             FindSlowestOrders(*store, run, args.Value("stage"), *n));
-  out << RenderWaterfall(report);
+                             FindSlowestOrders(*store, query.run_id, query.stage, *n, query.since,
+                                               query.until));
+  out << (args.Has("json") ? RenderSlowestJson(report) : RenderWaterfall(report));
   return absl::OkStatus();
 }
 
@@ -123,7 +140,7 @@ absl::Status OrderCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(Timeline timeline, BuildTimeline(*store, *id, run));
-  out << RenderTimeline(timeline);
+  out << (args.Has("json") ? RenderTimelineJson(timeline) : RenderTimeline(timeline));
   return absl::OkStatus();
 }
 
@@ -150,6 +167,10 @@ absl::Status PercentilesCommand(const ParsedArgs& args, std::ostream& out, bool)
     absl::StrAppend(&label, ", detail sampled (", values.detail.orders_kept, " of ",
                     values.detail.orders, " orders kept)");
   }
+  if (args.Has("json")) {
+    out << RenderPercentilesJson(values, *query.stage);
+    return absl::OkStatus();
+  }
   out << RenderPercentileDistribution(values.sorted_ns, unit, label);
   return absl::OkStatus();
 }
@@ -157,7 +178,8 @@ absl::Status PercentilesCommand(const ParsedArgs& args, std::ostream& out, bool)
 // runs: every run in the store.
 absl::Status RunsCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
-  TICKTRACE_ASSIGN_OR_RETURN(std::string text, RenderRuns(*store));
+  TICKTRACE_ASSIGN_OR_RETURN(std::string text,
+                             args.Has("json") ? RenderRunsJson(*store) : RenderRuns(*store));
   out << text;
   return absl::OkStatus();
 }
@@ -173,9 +195,14 @@ absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(options.run_id, args.IntValue("run", 0));
   TICKTRACE_ASSIGN_OR_RETURN(options.limit, args.IntValue("limit", 1));
   const std::string out_path = *args.Value("out");
+  if (out_path == "-" && args.Has("json")) {
+    return absl::InvalidArgumentError("--json with --out -: stdout holds the export itself");
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
-  // Check the run before creating the output file.
-  TICKTRACE_RETURN_IF_ERROR(store->GetRun(options.run_id).status());
+  // Check the run (and resolve the window against it) before creating the
+  // output file.
+  TICKTRACE_ASSIGN_OR_RETURN(options.window, WindowOf(*store, query));
   ExportResult result;
   TICKTRACE_RETURN_IF_ERROR(
       WriteOutput(out_path, store->path(), [&](std::ostream& file) -> absl::Status {
@@ -187,7 +214,9 @@ absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
         return absl::OkStatus();
       },
       args.Has("force")));
-  if (out_path != "-") {
+  if (out_path != "-" && args.Has("json")) {
+    out << RenderExportJson(result, format, out_path);
+  } else if (out_path != "-") {
     out << "run " << result.run_id << ": "
         << (format == "chrome" ? absl::StrCat(result.orders, " orders, ", result.stamps, " stamps")
             : format == "hlog" ? absl::StrCat(result.rows, " interval histograms")
@@ -205,7 +234,8 @@ absl::Status TopCommand(const ParsedArgs& args, std::ostream& out, bool stdout_i
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> interval, args.IntValue("interval-ms", 1));
   options.iterations = iterations.value_or(0);
   options.interval_ms = interval.value_or(1000);
-  options.clear_screen = stdout_is_tty;
+  options.json = args.Has("json");
+  options.clear_screen = stdout_is_tty && !options.json;
   TICKTRACE_ASSIGN_OR_RETURN(std::string uri, StoreUriFromArgs(args));
   return RunTop(uri, options, out);
 }
@@ -219,6 +249,13 @@ absl::Status ReportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> slowest, args.IntValue("slowest", 1));
   request.slowest = slowest.value_or(kDefaultReportSlowest);
   request.force = args.Has("force");
+  request.json = args.Has("json");
+  if (request.out_path == "-" && request.json) {
+    return absl::InvalidArgumentError("--json with --out -: stdout holds the report itself");
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
+  request.since = query.since;
+  request.until = query.until;
   return WriteHtmlReport(request, out);
 }
 
@@ -311,7 +348,8 @@ const std::vector<Command>& Commands() {
         "Every sample ranks, flagged or not; flags are marked M (migrated), N (negative),\n"
         "X (cross-core).",
         {kDbFlag, kStoreFlag, {"slowest", "N", "how many orders", /*required=*/true},
-         {"stage", "S", "rank by stage S instead of total"}, kRunFlag},
+         {"stage", "S", "rank by stage S instead of total"}, kRunFlag, kSinceFlag, kUntilFlag,
+         kJsonFlag},
         "",
         "ticktrace-view orders --db trace.db --slowest 10 --stage 'strategy->gateway'"},
        OrdersCommand},
@@ -322,7 +360,7 @@ const std::vector<Command>& Commands() {
         "and flags.",
         "ID is the order ID as given to the trace API (decimal). Default run: the latest\n"
         "run that holds the order.",
-        {kDbFlag, kStoreFlag, kRunFlag},
+        {kDbFlag, kStoreFlag, kRunFlag, kJsonFlag},
         "ID",
         "ticktrace-view order --db trace.db 1042"},
        OrderCommand},
@@ -333,7 +371,7 @@ const std::vector<Command>& Commands() {
         "",
         {kDbFlag, kStoreFlag, {"stage", "S", "the stage", /*required=*/true}, kRunFlag, kProcessFlag,
          kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
-         {"unit", "U", "unit of the Value column: ns, us (default) or ms"}},
+         {"unit", "U", "unit of the Value column: ns, us (default) or ms"}, kJsonFlag},
         "",
         "ticktrace-view percentiles --db trace.db --stage total > total.hgrm"},
        PercentilesCommand},
@@ -342,7 +380,7 @@ const std::vector<Command>& Commands() {
         "The runs in the store with their time span, host, calibration, pipeline,\n"
         "processes and counters.",
         "",
-        {kDbFlag, kStoreFlag},
+        {kDbFlag, kStoreFlag, kJsonFlag},
         "",
         "ticktrace-view runs --db trace.db"},
        RunsCommand},
@@ -360,8 +398,9 @@ const std::vector<Command>& Commands() {
         "stdout.",
         {kDbFlag, kStoreFlag, {"format", "F", "chrome, csv or hlog", /*required=*/true},
          {"out", "FILE", "the output file", /*required=*/true},
-         {"limit", "N", "only the first N orders (chrome, csv)"}, kRunFlag,
-         {"force", "", "replace --out if it exists"}},
+         {"limit", "N", "only the first N orders (chrome, csv)"}, kRunFlag, kSinceFlag,
+         kUntilFlag, {"force", "", "replace --out if it exists"},
+         {"json", "", "say what was written as JSON (not with --out -)"}},
         "",
         "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000"},
        ExportCommand},
@@ -372,6 +411,7 @@ const std::vector<Command>& Commands() {
         kFilterText,
         {kDbFlag, kStoreFlag, kRunFlag, {"stage", "S", "only stage S"}, kProcessFlag, kSinceFlag, kUntilFlag,
          kIncludeFlaggedFlag, kExcludeFlaggedFlag, kExactFlag,
+         {"json", "", "each frame one line of JSON (the summary's object)"},
          {"iterations", "N", "stop after N frames (tests)", false, /*hidden=*/true},
          {"interval-ms", "MS", "time between frames (tests)", false, /*hidden=*/true}},
         "",
@@ -385,8 +425,9 @@ const std::vector<Command>& Commands() {
         "An existing --out is left alone unless --force is given. --out - writes to\n"
         "stdout. Statistics are the summary's; plots are drawn from the stored samples.",
         {kDbFlag, kStoreFlag, {"out", "FILE", "the HTML file", /*required=*/true}, kRunFlag,
-         {"slowest", "N", "how many slowest orders to draw (default 5)"},
-         {"force", "", "replace --out if it exists"}},
+         {"slowest", "N", "how many slowest orders to draw (default 5)"}, kSinceFlag,
+         kUntilFlag, {"force", "", "replace --out if it exists"},
+         {"json", "", "say what was written as JSON (not with --out -)"}},
         "",
         "ticktrace-view report --db trace.db --out report.html"},
        ReportCommand},
@@ -441,7 +482,8 @@ std::string GeneralHelp() {
                     c.spec.brief, "\n");
   }
   absl::StrAppend(&out, "\n", kProgram,
-                  " <subcommand> --help shows a subcommand's flags.\n"
+                  " <subcommand> --help shows a subcommand's flags; --version the\n"
+                  "version and the git commit it was built from.\n"
                   "Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n");
   return out;
 }
@@ -473,11 +515,20 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << GeneralHelp();
     return kExitOk;
   }
+  if (name == "--version" || name == "version") {
+    out << VersionLine(kProgram) << "\n";
+    return kExitOk;
+  }
   for (const Command& c : Commands()) {
     if (c.spec.name != name) continue;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (WantsHelp(rest)) {
       out << CommandHelp(kProgram, c.spec);
+      return kExitOk;
+    }
+    const auto flags_end = std::find(rest.begin(), rest.end(), "--");
+    if (std::find(rest.begin(), flags_end, "--version") != flags_end) {
+      out << VersionLine(kProgram) << "\n";
       return kExitOk;
     }
     absl::StatusOr<ParsedArgs> parsed = ParseArgs(c.spec, rest);

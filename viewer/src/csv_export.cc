@@ -36,9 +36,10 @@ absl::StatusOr<ExportResult> ExportCsv(StoreReader& store, const ExportOptions& 
   ExportResult result;
   result.run_id = run.run_id;
   out << kCsvHeader << '\n';
-  if (options.limit.has_value()) {
+  if (options.limit.has_value() || options.window.since_utc_ns.has_value() ||
+      options.window.until_utc_ns.has_value()) {
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> orders,
-                               store.OrdersByTime(run.run_id, options.limit));
+                               OrdersToExport(store, run.run_id, options));
     for (const OrderRow& order : orders) {
       TICKTRACE_ASSIGN_OR_RETURN(std::vector<SampleRow> samples,
                                  store.SamplesOfOrder(run.run_id, order.order_id));

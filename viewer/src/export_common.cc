@@ -148,4 +148,22 @@ absl::Status WriteOutput(const std::string& out_path, const std::string& store_p
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<OrderRow>> OrdersToExport(StoreReader& store, int64_t run_id,
+                                                     const ExportOptions& options) {
+  const TimeWindow& w = options.window;
+  if (!w.since_utc_ns.has_value() && !w.until_utc_ns.has_value()) {
+    return store.OrdersByTime(run_id, options.limit);
+  }
+  // The reader has no window on OrdersByTime: read by time, keep the window.
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> all, store.OrdersByTime(run_id, std::nullopt));
+  std::vector<OrderRow> kept;
+  for (OrderRow& o : all) {
+    if (w.since_utc_ns.has_value() && o.first_utc_ns < *w.since_utc_ns) continue;
+    if (w.until_utc_ns.has_value() && o.first_utc_ns >= *w.until_utc_ns) break;
+    if (options.limit.has_value() && static_cast<int64_t>(kept.size()) >= *options.limit) break;
+    kept.push_back(std::move(o));
+  }
+  return kept;
+}
+
 }  // namespace ticktrace::view

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
+
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -33,7 +35,8 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store,
                              StoreReader::Open(request.store_uri));
   TICKTRACE_ASSIGN_OR_RETURN(ReportModel model,
-                             BuildReportModel(*store, request.run_id, request.slowest));
+                             BuildReportModel(*store, request.run_id, request.slowest,
+                                              request.since, request.until));
   const std::string html = RenderReportHtml(model);
   TICKTRACE_RETURN_IF_ERROR(
       WriteOutput(request.out_path, store->path(), [&](std::ostream& file) -> absl::Status {
@@ -41,7 +44,17 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
         return absl::OkStatus();
       },
       request.force));
-  if (request.out_path != "-") {
+  if (request.out_path != "-" && request.json) {
+    nlohmann::ordered_json losses = nlohmann::ordered_json::array();
+    for (const auto& loss : model.losses) losses.push_back(loss.name);
+    log << nlohmann::ordered_json{{"run", model.summary.run.run_id},
+                                  {"out", request.out_path},
+                                  {"stages", model.stages.size()},
+                                  {"slowest", model.slowest.size()},
+                                  {"losses", std::move(losses)}}
+               .dump(2)
+        << "\n";
+  } else if (request.out_path != "-") {
     log << "run " << model.summary.run.run_id << ": " << model.stages.size() << " stages, "
         << model.slowest.size() << " slowest orders";
     if (!model.losses.empty()) log << ", data lost (see the red banner)";

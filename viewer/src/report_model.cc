@@ -221,17 +221,26 @@ const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings() {
 }
 
 absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<int64_t> run_id,
-                                             int64_t slowest) {
+                                             int64_t slowest,
+                                             const std::optional<TimeArg>& since,
+                                             const std::optional<TimeArg>& until) {
   ReportModel model;
   model.store_path = store.path();
   QueryOptions query;
   query.run_id = run_id;
+  query.since = since;
+  query.until = until;
   // The plots read every stored sample anyway: where those are every order
   // the breakdown is exact from them too; where the detail is sampled it is
   // the intervals' merge, which counts every order (and the page says so).
   TICKTRACE_ASSIGN_OR_RETURN(const RunInfo run_info, store.GetRun(run_id));
+  TimeWindow window;
+  if (since.has_value() || until.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(const ResolvedQuery resolved, ResolveQuery(store, query));
+    window = resolved.window;
+  }
   TICKTRACE_ASSIGN_OR_RETURN(const DetailCoverage coverage,
-                             store.DetailCompleteness(run_info.run_id, TimeWindow{}));
+                             store.DetailCompleteness(run_info.run_id, window));
   query.run_id = run_info.run_id;
   query.exact = coverage.complete();
   TICKTRACE_ASSIGN_OR_RETURN(model.summary, BuildSummary(store, query));
@@ -265,6 +274,8 @@ absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<i
     stage_query.run_id = run.run_id;
     stage_query.stage = row.stage;
     stage_query.include_flagged = model.summary.include_flagged;
+    stage_query.since = since;
+    stage_query.until = until;
     TICKTRACE_ASSIGN_OR_RETURN(StageValues values, CollectStageValues(store, stage_query));
     plots.excluded_flagged = values.excluded;
     model.samples_stored += static_cast<int64_t>(values.sorted_ns.size()) + values.excluded;
@@ -281,7 +292,7 @@ absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<i
   if (has_total) {
     TICKTRACE_ASSIGN_OR_RETURN(SlowestReport report,
                                FindSlowestOrders(store, run.run_id, std::string(kTotalStage),
-                                                 std::max<int64_t>(1, slowest)));
+                                                 std::max<int64_t>(1, slowest), since, until));
     model.slowest_stage = report.stage;
     for (const SlowOrder& slow : report.orders) {
       std::vector<SampleRow> parent_samples;

@@ -1,5 +1,7 @@
 #include "ticktrace/view/top.h"
 
+#include <nlohmann/json.hpp>
+
 #include <signal.h>
 #include <time.h>
 
@@ -63,6 +65,24 @@ absl::Status RunTop(const std::string& store_uri, const TopOptions& options, std
     // collector that starts (or a run that begins) later is picked up, and
     // a store nobody writes gets no -wal/-shm files (OpenMode::kSnapshot).
     TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, StoreReader::Open(store_uri));
+    if (options.json) {
+      // One object per frame and line: {"time_utc_ns", "summary"} or {"time_utc_ns", "waiting"}.
+      nlohmann::ordered_json frame{{"time_utc_ns", absl::GetCurrentTimeNanos()}};
+      absl::StatusOr<Summary> summary = BuildSummary(*store, options.query);
+      if (summary.ok()) {
+        frame["summary"] = nlohmann::ordered_json::parse(RenderSummaryJson(*summary));
+      } else if (absl::IsUnavailable(summary.status()) ||
+                 (absl::IsNotFound(summary.status()) && !options.query.run_id.has_value() &&
+                  !options.query.stage.has_value() && !options.query.process.has_value())) {
+        frame["waiting"] = std::string(summary.status().message());
+      } else {
+        return summary.status();
+      }
+      out << frame.dump() << "\n" << std::flush;
+      if (options.iterations > 0 && i + 1 >= options.iterations) break;
+      SleepUnlessStopped(options.interval_ms);
+      continue;
+    }
     std::string frame = options.clear_screen ? "\x1b[H\x1b[2J" : (i > 0 ? "\n" : "");
     absl::StrAppend(&frame, "ticktrace-view top  ", store->path(), "  ",
                     FormatUtcNs(absl::GetCurrentTimeNanos()), "  (Ctrl-C to quit)\n");

@@ -14,10 +14,14 @@
 namespace ticktrace::view {
 
 absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optional<int64_t> run_id,
-                                                std::optional<std::string> stage, int64_t n) {
+                                                std::optional<std::string> stage, int64_t n,
+                                                const std::optional<TimeArg>& since,
+                                                const std::optional<TimeArg>& until) {
   QueryOptions options;
   options.run_id = run_id;
   options.stage = stage.value_or(kTotalStage);
+  options.since = since;
+  options.until = until;
   TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<std::string> stage_order, OrderedStages(store, q.run));
   std::map<std::string, size_t> position;
@@ -26,8 +30,15 @@ absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optiona
   SlowestReport report;
   report.run = q.run;
   report.stage = *options.stage;
+  if (q.filter.since_utc_ns.has_value()) {
+    report.filters = absl::StrCat("since ", FormatUtcNs(*q.filter.since_utc_ns));
+  }
+  if (q.filter.until_utc_ns.has_value()) {
+    absl::StrAppend(&report.filters, report.filters.empty() ? "" : ", ", "until ",
+                    FormatUtcNs(*q.filter.until_utc_ns));
+  }
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<RankedOrder> ranked,
-                             store.FindSlowest(q.run.run_id, report.stage, n));
+                             store.FindSlowest(q.run.run_id, report.stage, n, q.window));
   for (const RankedOrder& r : ranked) {
     SlowOrder slow;
     slow.latency_ns = r.latency_ns;
@@ -55,6 +66,7 @@ absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optiona
 std::string RenderWaterfall(const SlowestReport& report, int bar_width) {
   std::string out = absl::StrCat("the ", report.orders.size(), " slowest orders by ", report.stage,
                                  " in run ", report.run.run_id,
+                                 report.filters.empty() ? "" : absl::StrCat(", ", report.filters),
                                  " (bars on each order's own time axis; flags: M migrated, "
                                  "N negative, X cross-core)\n");
   if (report.orders.empty()) return out + "(no samples)\n";

@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "ticktrace/view/store_reader.h"
@@ -19,8 +20,16 @@ namespace ticktrace::view {
 struct ExportOptions {
   std::optional<int64_t> run_id;  // unset: the latest run
   std::optional<int64_t> limit;   // the first N orders by first stamp; unset: all
-  TimeWindow window;              // hlog: the intervals that start in it
+  // --since/--until: hlog, the intervals that start in it; chrome and csv,
+  // the orders whose first stamp is in it (before --limit).
+  TimeWindow window;
 };
+
+// The orders a chrome or csv export holds: the run's orders by first stamp
+// (then order_id, instance) whose first stamp is in options.window, the
+// first options.limit of them when set.
+absl::StatusOr<std::vector<OrderRow>> OrdersToExport(StoreReader& store, int64_t run_id,
+                                                     const ExportOptions& options);
 
 // What an export wrote.
 struct ExportResult {

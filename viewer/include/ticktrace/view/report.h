@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "ticktrace/view/time_arg.h"
 
 namespace ticktrace::view {
 
@@ -26,6 +27,10 @@ struct ReportRequest {
   std::string out_path;                     // the HTML file; "-" writes to stdout
   std::optional<int64_t> run_id;            // unset: the latest run
   int64_t slowest = kDefaultReportSlowest;  // waterfalls drawn; >= 1
+  std::optional<TimeArg> since, until;      // --since/--until: only that window
+  // The line saying what was written as one JSON object (docs/viewer.md,
+  // "report --json") instead of text.
+  bool json = false;
   // Replace `out_path` when it exists. Without it an existing file is an
   // error (AlreadyExists) and is left untouched.
   bool force = false;

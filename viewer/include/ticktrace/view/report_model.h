@@ -22,6 +22,7 @@
 #include "ticktrace/view/records.h"
 #include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
+#include "ticktrace/view/time_arg.h"
 #include "ticktrace/view/waterfall.h"
 
 namespace ticktrace::view {
@@ -191,9 +192,13 @@ std::string StageColour(size_t index);
 const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings();
 
 // Reads everything the report shows of run `run_id` (latest when unset):
-// `slowest` waterfalls (>= 1). NotFound for an unknown run. Read-only.
+// `slowest` waterfalls (>= 1). With `since`/`until` (--since/--until), only
+// the window: the breakdown, the plots and the slowest orders alike.
+// NotFound for an unknown run. Read-only.
 absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<int64_t> run_id,
-                                             int64_t slowest);
+                                             int64_t slowest,
+                                             const std::optional<TimeArg>& since = std::nullopt,
+                                             const std::optional<TimeArg>& until = std::nullopt);
 
 // The report page: one HTML document with inline CSS and SVG, no script.
 std::string RenderReportHtml(const ReportModel& model);

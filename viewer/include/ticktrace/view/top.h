@@ -18,6 +18,9 @@ struct TopOptions {
   int64_t iterations = 0;       // 0: until a signal
   int64_t interval_ms = 1000;
   bool clear_screen = false;    // redraw in place (a terminal) or append
+  // Each frame one line of JSON (docs/viewer.md, "top --json") instead of
+  // the text; never clears the screen.
+  bool json = false;
 };
 
 // Runs the loop on the store `store_uri` names (StoreReader::Open), writing to `out`. Installs

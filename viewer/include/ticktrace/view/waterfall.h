@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "ticktrace/view/records.h"
 #include "ticktrace/view/store_reader.h"
+#include "ticktrace/view/time_arg.h"
 
 namespace ticktrace::view {
 
@@ -26,15 +27,20 @@ struct SlowOrder {
 struct SlowestReport {
   RunInfo run;
   std::string stage;  // the ranking stage ("total" unless --stage)
+  std::string filters;  // --since/--until in words; empty when not given
   std::vector<SlowOrder> orders;  // slowest first; ties by order_id
 };
 
 // Finds the `n` slowest orders of run `run_id` (latest when unset) by
 // `stage` (default "total"). Every sample counts, flagged or not: flags are
-// shown, not filtered. NotFound for an unknown run or stage.
+// shown, not filtered. With `since`/`until`, only orders whose first stamp
+// is in that window (--since/--until, time_arg.h). NotFound for an unknown
+// run or stage; InvalidArgument when since is after until.
 // REQUIRES: n >= 1.
 absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optional<int64_t> run_id,
-                                                std::optional<std::string> stage, int64_t n);
+                                                std::optional<std::string> stage, int64_t n,
+                                                const std::optional<TimeArg>& since = std::nullopt,
+                                                const std::optional<TimeArg>& until = std::nullopt);
 
 // The report as text: per order a header line, then one line per stage with
 // its latency, flags and a bar `bar_width` characters wide.
