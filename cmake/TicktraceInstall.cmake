@@ -18,3 +18,43 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/ticktraceConfigVers
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/ticktraceConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/ticktraceConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ticktrace)
+
+# The tools, for running ticktrace as a service: the binaries, the systemd
+# unit (examples/systemd/, one instance per session) with ExecStart pointing
+# at the installed collector, and bash completion for every binary (one copy
+# of examples/shell/ticktrace.bash per command name, as bash-completion looks
+# them up). docs/operations.md says how to use them.
+set(TICKTRACE_SYSTEMD_UNIT_DIR "lib/systemd/system" CACHE STRING
+    "Where cmake --install puts the systemd unit (relative: under the prefix)")
+set(TICKTRACE_BASH_COMPLETION_DIR "${CMAKE_INSTALL_DATADIR}/bash-completion/completions" CACHE
+    STRING "Where cmake --install puts bash completion (relative: under the prefix)")
+if(TICKTRACE_BUILD_TOOLS)
+  set(ticktrace_programs ticktrace-collector ticktrace-view ticktrace-demo
+      ticktrace-example-feed ticktrace-example-strategy ticktrace-example-gateway)
+  set(ticktrace_installed_programs "")
+  foreach(program ${ticktrace_programs})
+    if(TARGET ${program})
+      list(APPEND ticktrace_installed_programs ${program})
+    endif()
+  endforeach()
+  install(TARGETS ${ticktrace_installed_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  foreach(program ${ticktrace_installed_programs})
+    install(FILES examples/shell/ticktrace.bash DESTINATION ${TICKTRACE_BASH_COMPLETION_DIR}
+            RENAME ${program})
+  endforeach()
+  if(TARGET ticktrace-collector)
+    # Written at install time, so that `cmake --install --prefix P` points the
+    # unit at P/bin/ticktrace-collector.
+    set(unit_out "${CMAKE_CURRENT_BINARY_DIR}/ticktrace-collector@.service")
+    install(CODE "
+      set(bindir \"${CMAKE_INSTALL_BINDIR}\")
+      if(NOT IS_ABSOLUTE \"\${bindir}\")
+        set(bindir \"\${CMAKE_INSTALL_PREFIX}/\${bindir}\")
+      endif()
+      file(READ \"${CMAKE_CURRENT_SOURCE_DIR}/examples/systemd/ticktrace-collector@.service\" unit)
+      string(REPLACE \"/usr/local/bin/ticktrace-collector\" \"\${bindir}/ticktrace-collector\"
+             unit \"\${unit}\")
+      file(WRITE \"${unit_out}\" \"\${unit}\")")
+    install(FILES "${unit_out}" DESTINATION ${TICKTRACE_SYSTEMD_UNIT_DIR})
+  endif()
+endif()
