@@ -4,6 +4,7 @@
 // midpoints of store::Histogram buckets (in [512, 1024) ns buckets are 4 ns
 // wide with midpoints 514 + 4k; in [1024, 2048) 8 ns wide, 1028 + 8k), so a
 // histogram percentile is the value itself.
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -292,6 +293,70 @@ TEST_F(TimeAxisTest, DiffRefusesToCompareARunWithItself) {
   const Cli missing = View({"diff", "--db", db_, "--against", "7"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("run 7 not found"), std::string::npos) << missing.err;
+}
+
+// ---- --since/--until on orders, export and report ---------------------------------
+
+TEST_F(TimeAxisTest, OrdersWindowIsByFirstStampUntilInclusive) {
+  // Whole run 1: the slowest total is 1022 ns (interval 2, orders 11-15; ties
+  // by id: 11). Until 1 ms: interval 0 (982) and order 6, whose first stamp
+  // is exactly at 1 ms (1002); orders 7-10 start 1 us later and are out.
+  nlohmann::json j = Json(View({"orders", "--db", db_, "--run", "1", "--slowest", "1", "--json"}));
+  ASSERT_EQ(j["orders"].size(), 1u);
+  EXPECT_EQ(j["orders"][0]["order_id"], "11");
+  EXPECT_EQ(j["orders"][0]["latency_ns"], 1022.0);
+  j = Json(View({"orders", "--db", db_, "--run", "1", "--slowest", "2", "--until", Utc(1, 1),
+                 "--json"}));
+  ASSERT_EQ(j["orders"].size(), 2u);
+  EXPECT_EQ(j["orders"][0]["order_id"], "6");
+  EXPECT_EQ(j["orders"][0]["latency_ns"], 1002.0);
+  EXPECT_EQ(j["orders"][1]["latency_ns"], 982.0);
+  // Relative: +3ms after the first sample (order 1 at 0 ms): orders 16-20 (1002).
+  j = Json(View({"orders", "--db", db_, "--run", "1", "--slowest", "9", "--since", "+3ms",
+                 "--json"}));
+  EXPECT_EQ(j["orders"].size(), 5u);
+  EXPECT_EQ(j["orders"][0]["order_id"], "16");
+  const Cli text = View({"orders", "--db", db_, "--run", "1", "--slowest", "1", "--since",
+                         Utc(1, 2)});
+  EXPECT_NE(text.out.find("since " + Utc(1, 2)), std::string::npos) << text.out;
+  EXPECT_EQ(View({"orders", "--db", db_, "--slowest", "1", "--since", "noon"}).exit_code, 2);
+}
+
+TEST_F(TimeAxisTest, ExportWindowKeepsOrdersByFirstStamp) {
+  // [2 ms, 3 ms]: orders 11-15 (interval 2) and 16 (first stamp at 3 ms): 6
+  // orders, 2 samples each.
+  const std::string csv = dir_.File("w.csv");
+  const nlohmann::json j =
+      Json(View({"export", "--db", db_, "--run", "1", "--format", "csv", "--since", Utc(1, 2),
+                 "--until", Utc(1, 3), "--out", csv, "--json"}));
+  EXPECT_EQ(j["orders"], 6);
+  EXPECT_EQ(j["rows"], 12);
+  EXPECT_EQ(j["format"], "csv");
+  const std::string text = testing::ReadFile(csv);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 13) << text;
+  EXPECT_NE(text.find("\n1,11,a->b,"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n1,10,"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\n1,17,"), std::string::npos) << text;
+  // --limit applies after the window: the first 2 of those 6.
+  const std::string chrome = dir_.File("w.json");
+  const nlohmann::json c =
+      Json(View({"export", "--db", db_, "--run", "1", "--format", "chrome", "--since", Utc(1, 2),
+                 "--limit", "2", "--out", chrome, "--json"}));
+  EXPECT_EQ(c["orders"], 2);
+  EXPECT_EQ(View({"export", "--db", db_, "--format", "csv", "--out", "-", "--json"}).exit_code,
+            2);
+}
+
+TEST_F(TimeAxisTest, ReportWindow) {
+  // [2 ms, 2 ms]: only order 11 has its first stamp there: one slowest order.
+  const std::string html = dir_.File("r.html");
+  const nlohmann::json j =
+      Json(View({"report", "--db", db_, "--run", "1", "--since", Utc(1, 2), "--until", Utc(1, 2),
+                 "--out", html, "--json"}));
+  EXPECT_EQ(j["run"], 1);
+  EXPECT_EQ(j["slowest"], 1);
+  EXPECT_EQ(j["stages"], 2);
+  EXPECT_EQ(j["losses"].size(), 0u);
 }
 
 }  // namespace
