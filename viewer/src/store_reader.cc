@@ -2,8 +2,8 @@
 
 #include "ticktrace/view/store_reader.h"
 
-#include "absl/strings/str_cat.h"
 #include "collector/store/uri.h"
+#include "clickhouse_store_reader.h"
 #include "sqlite_store_reader.h"
 
 namespace ticktrace::view {
@@ -16,8 +16,7 @@ absl::StatusOr<std::unique_ptr<StoreReader>> StoreReader::Open(std::string_view 
     case store::StoreUri::Kind::kSqlite:
       return internal::OpenSqliteStoreReader(uri->path, mode);
     case store::StoreUri::Kind::kClickHouse:
-      return absl::UnimplementedError(
-          absl::StrCat(uri->ToString(), ": ClickHouse support is not built yet"));
+      return internal::OpenClickHouseStoreReader(*uri);
   }
   return absl::InternalError("unknown kind of store");
 }
