@@ -301,6 +301,7 @@ absl::StatusOr<int64_t> ClickHouseWriter::BeginRun(const RunMeta& run) {
       interval_ns_ = std::max<int64_t>(1, run.interval_ns);
       generation_ = 0;
       sequence_ = 0;
+      batches_run_ = run_->run_id;
       dictionaries_run_ = run_->run_id;
       names_.clear();
       stages_.clear();
@@ -423,15 +424,7 @@ absl::StatusOr<int64_t> ClickHouseWriter::ResumeRun(int64_t run_id) {
     return absl::NotFoundError(absl::StrCat(location_, ": no run ", run_id, " to resume"));
   }
   if (absl::Status s = DeleteUncommitted(run_id); !s.ok()) return s;
-  // A generation above every batch id the run has seen (committed or not).
-  absl::StatusOr<std::string> top = QueryRetrying(absl::StrCat(
-      "SELECT greatest(greatest((SELECT max(batch) FROM batches WHERE run_id = ", run_id,
-      "), (SELECT max(version) FROM counters WHERE run_id = ", run_id,
-      ")), greatest((SELECT max(batch) FROM intervals WHERE run_id = ", run_id,
-      "), (SELECT max(batch) FROM orders WHERE run_id = ", run_id, ")))"));
-  if (!top.ok()) return top.status();
-  generation_ = (ParseCount(*top) >> 32) + 1;
-  sequence_ = 0;
+  if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   const int64_t restarts = state->counters[std::string(CounterName(Counter::kRestarts))] + 1;
   const uint64_t batch = generation_ << 32;
   RowBinary counter;
@@ -463,6 +456,20 @@ absl::StatusOr<int64_t> ClickHouseWriter::ResumeRun(int64_t run_id) {
   newest_anchor_tsc_ = ParseCount(*anchor);
   if (absl::Status s = LoadDictionaries(run_id); !s.ok()) return s;
   return restarts;
+}
+
+absl::Status ClickHouseWriter::EstablishGeneration(int64_t run_id) {
+  // A generation above every batch id the run has seen (committed or not).
+  absl::StatusOr<std::string> top = QueryRetrying(absl::StrCat(
+      "SELECT greatest(greatest((SELECT max(batch) FROM batches WHERE run_id = ", run_id,
+      "), (SELECT max(version) FROM counters WHERE run_id = ", run_id,
+      ")), greatest((SELECT max(batch) FROM intervals WHERE run_id = ", run_id,
+      "), (SELECT max(batch) FROM orders WHERE run_id = ", run_id, ")))"));
+  if (!top.ok()) return top.status();
+  generation_ = (ParseCount(*top) >> 32) + 1;
+  sequence_ = 0;
+  batches_run_ = run_id;
+  return absl::OkStatus();
 }
 
 absl::Status ClickHouseWriter::LoadDictionaries(int64_t run_id) {
@@ -517,6 +524,10 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   }
   if (dictionaries_run_ != run_id) {
     if (absl::Status s = LoadDictionaries(run_id); !s.ok()) return s;
+  }
+  // A run this writer neither began nor resumed: batch ids above its own.
+  if (batches_run_ != run_id) {
+    if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   }
   const uint64_t batch = (generation_ << 32) | ++sequence_;
   RowBinary new_names, new_stages;
@@ -787,6 +798,9 @@ absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
     int64_t run_id, std::optional<int64_t> detail_before_utc_ns, uint64_t max_bytes,
     std::optional<int64_t> intervals_before_utc_ns) {
   uint64_t deleted = 0;
+  if (batches_run_ != run_id) {
+    if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
+  }
   // Deletes the detail of intervals starting in [from, before) and marks
   // them detail_deleted (a delta row with detail_deleted = 1).
   auto delete_detail = [&](std::optional<int64_t> from, int64_t before) -> absl::Status {
@@ -877,6 +891,9 @@ absl::Status ClickHouseWriter::EndRun(int64_t run_id, int64_t ended_utc_ns) {
     if (run_ == nullptr) return absl::NotFoundError(absl::StrCat(location_, ": no run ", run_id));
   }
   run_->ended_utc_ns = ended_utc_ns;
+  if (batches_run_ != run_id) {
+    if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
+  }
   return InsertRunRow((generation_ << 32) | ++sequence_);
 }
 

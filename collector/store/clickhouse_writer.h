@@ -121,6 +121,8 @@ class ClickHouseWriter : public Writer {
   absl::Status LoadDictionaries(int64_t run_id);
   absl::Status InsertRunRow(uint64_t version);
   absl::Status DeleteUncommitted(int64_t run_id);
+  // Sets generation_ above every batch id `run_id` has, sequence_ to 0.
+  absl::Status EstablishGeneration(int64_t run_id);
   uint32_t NameId(const std::string& name, RowBinary& new_names);
   uint32_t StageId(const std::string& name, StageKind kind, RowBinary& new_stages);
 
@@ -138,6 +140,7 @@ class ClickHouseWriter : public Writer {
   int64_t interval_ns_ = 1'000'000'000;
   uint64_t generation_ = 0;  // restarts of the run when this process took it
   uint64_t sequence_ = 0;    // batches written by this process
+  int64_t batches_run_ = -1;  // the run generation_ was established for
   int64_t dictionaries_run_ = -1;
   absl::flat_hash_map<std::string, uint32_t> names_;
   absl::flat_hash_map<std::string, uint32_t> stages_;

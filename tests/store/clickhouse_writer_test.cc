@@ -432,6 +432,25 @@ TEST_F(ClickHouseWriterTest, StopMakesAWaitingWriteReturnPromptly) {
   EXPECT_LT(waited, std::chrono::seconds(10));
 }
 
+// A second writer on the same run (no BeginRun, no ResumeRun: e.g. a tool
+// adding to a run) takes batch ids above the run's, so its batches are not
+// taken for the first one's (the check before a retry counts by batch id).
+TEST_F(ClickHouseWriterTest, AnotherWriterOnTheSameRunTakesFreshBatchIds) {
+  std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port());
+  ASSERT_NE(w, nullptr);
+  absl::StatusOr<int64_t> run = w->BeginRun(Meta());
+  ASSERT_TRUE(run.ok());
+  uint64_t already = 0;
+  ASSERT_TRUE(WriteBatch(*w, *run, MakeBatch(1, 3, kT0), &already).ok());
+  std::unique_ptr<ClickHouseWriter> w2 = Open(ch_->http_port());
+  ASSERT_NE(w2, nullptr);
+  ASSERT_TRUE(WriteBatch(*w2, *run, MakeBatch(10, 2, kT0 + kSecondNs), &already).ok());
+  EXPECT_EQ(Count(*ch_, "SELECT uniqExact(batch) FROM tt.batches WHERE run_id = 1"), 2u);
+  EXPECT_EQ(Count(*ch_, "SELECT min(batch) FROM tt.orders WHERE run_id = 1 AND order_id >= 10"),
+            (uint64_t{1} << 32) | 1);
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.orders WHERE run_id = 1"), 5u);
+}
+
 // Mutations run in the background: waits until the server has done them.
 void WaitForMutations(const ClickHouseServer& ch) {
   for (int i = 0; i < 600; ++i) {
