@@ -346,6 +346,7 @@ std::vector<std::pair<std::string, int64_t>> Analyzer::CounterValues() const {
       {"outside_pipeline", v(s.outside_pipeline)},
       {"repeated_stages", v(s.repeated_stages)},
       {"links_rejected", v(s.links_rejected)},
+      {"records_over_open_limit", v(s.records_over_open_limit)},
       {"standalone_samples", v(s.standalone_samples)},
       {"orders_late", v(s.orders_late)},
       {"late_records", v(s.late_records)},

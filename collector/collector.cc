@@ -216,6 +216,7 @@ AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
   s.stitch.pipeline = r.pipeline;
   s.stitch.timeout_ticks = tb.MsToTicks(static_cast<double>(r.order_timeout_ms));
   s.stitch.learn_orders = std::max<uint64_t>(1, r.learn_orders);
+  s.stitch.max_open_orders = r.max_open_orders;
   s.stitch.linger_ticks = tb.MsToTicks(static_cast<double>(r.linger_ms()));
   s.stitch.cores = r.cores;
   s.stitch.correct_skew = r.correct_skew;
@@ -261,6 +262,7 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   r.order_timeout_ms = o.order_timeout_ms;
   r.include_flagged = o.include_flagged;
   r.learn_orders = o.learn_orders;
+  r.max_open_orders = o.max_open_orders;
   r.mode = "live";
   r.correct_skew = o.correct_skew;
   r.skew_interval_s = o.skew_interval_s;
@@ -593,6 +595,7 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
   info.order_timeout_ms = o.order_timeout_ms;
   info.include_flagged = o.include_flagged;
   info.learn_orders = o.learn_orders;
+  info.max_open_orders = o.max_open_orders;
   info.mode = "replay";
   info.correct_skew = o.correct_skew;
 

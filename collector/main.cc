@@ -52,6 +52,7 @@ struct Flags {
   bool group_readable = false;
   std::string cpu;
   std::string checkpoint_interval = "5";
+  std::string max_open_orders = "2000000";
   std::string detail = "all";
   std::string interval_s = "1";
   std::string retain_detail;
@@ -80,6 +81,9 @@ void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
               "the first orders");
   cl.AddValue("order-timeout-ms", "MS", &f.order_timeout_ms,
               "an order with no new record for this long is finished");
+  cl.AddValue("max-open-orders", "N", &f.max_open_orders,
+              "orders open at once at most (about 230 bytes each); records of further new "
+              "orders are counted (records_over_open_limit), not kept; 0: no limit");
   cl.AddBool("include-flagged", &f.include_flagged,
              "percentiles include flagged samples (migrated, negative, out-of-order, "
              "saturated); their counts are reported either way");
@@ -278,6 +282,7 @@ int main(int argc, char** argv) {
   if (!uids.ok()) UsageError(uids.status().message());
   o.allow_uids = *uids;
   o.group_readable = f.group_readable;
+  o.max_open_orders = ParseNumber<uint64_t>("max-open-orders", f.max_open_orders);
   o.checkpoint_interval =
       std::chrono::seconds(ParseSeconds("checkpoint-interval", f.checkpoint_interval));
   if (!f.cpu.empty()) {

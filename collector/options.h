@@ -46,6 +46,9 @@ struct CollectorOptions {
   // --- for tests and the bench ---
   std::chrono::milliseconds anchor_interval{1000};  // a (TSC, UTC) anchor this often
   size_t learn_orders = 100;
+  // Orders open at once (not emitted yet) at most; records of further new
+  // orders are counted (records_over_open_limit), not kept. 0: no limit.
+  uint64_t max_open_orders = 2'000'000;
   bool use_journal = true;                // live mode with a store: exactly-once journal
   StoreSinkOptions store;  // --detail, --interval-s, --retain-detail, --retain set these
   std::chrono::microseconds min_pass_interval{200};  // busy: each ring polled at most this often

@@ -25,6 +25,7 @@ json Settings(const RunInfo& r) {
           {"order_timeout_ms", r.order_timeout_ms},
           {"include_flagged", r.include_flagged},
           {"learn_orders", r.learn_orders},
+          {"max_open_orders", r.max_open_orders},
           {"source", r.mode},
           {"linger_ms", r.linger_ms()},
           {"correct_skew", r.correct_skew},
@@ -126,6 +127,7 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
       r.order_timeout_ms = s.value("order_timeout_ms", int64_t{1000});
       r.include_flagged = s.value("include_flagged", false);
       r.learn_orders = s.value("learn_orders", uint64_t{100});
+      r.max_open_orders = s.value("max_open_orders", uint64_t{2'000'000});
       r.mode = s.value("source", "live");
       r.correct_skew = s.value("correct_skew", false);
       r.skew_interval_s = s.value("skew_interval_s", int64_t{600});

@@ -57,6 +57,7 @@ struct RunInfo {
   int64_t order_timeout_ms = 1000;
   bool include_flagged = false;
   uint64_t learn_orders = 100;
+  uint64_t max_open_orders = 2'000'000;  // 0: no limit (--max-open-orders)
   std::string mode = "live";  // "live" or "replay"
   // Subtract the cores' measured offsets from cross-core differences (off by
   // default: the offsets are only known within their bounds).

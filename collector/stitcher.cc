@@ -150,6 +150,11 @@ uint32_t Stitcher::OrderIndex(uint64_t order_id) {
   // One probe for both the lookup and the insert.
   auto [it, inserted] = open_.try_emplace(order_id, 0);
   if (!inserted) return it->second;
+  if (settings_.max_open_orders > 0 &&
+      open_.size() + lingering_.size() > settings_.max_open_orders) {
+    open_.erase(it);  // bounded memory: this order is not kept (counted by the caller)
+    return kNoOrder;
+  }
   uint32_t idx;
   if (!free_.empty()) {
     idx = free_.back();
@@ -226,6 +231,10 @@ void Stitcher::AddEvent(const StitchEvent& e) {
     return;
   }
   const uint32_t idx = OrderIndex(e.order_id);
+  if (idx == kNoOrder) {
+    ++counters_.records_over_open_limit;
+    return;
+  }
   Order& o = pool_[idx];
   Event ev;
   ev.tsc = e.tsc;
@@ -266,12 +275,20 @@ void Stitcher::AddLink(uint64_t child, uint64_t parent) {
     p = a->parent_id;
   }
   const uint32_t ci = OrderIndex(child);
+  if (ci == kNoOrder) {
+    ++counters_.records_over_open_limit;
+    return;
+  }
   if (pool_[ci].has_parent) {
     if (pool_[ci].parent_id != parent) ++counters_.links_rejected;
     pool_[ci].last_activity = clock_;
     return;
   }
   const uint32_t pi = OrderIndex(parent);  // may grow pool_: take references after it
+  if (pi == kNoOrder) {
+    ++counters_.records_over_open_limit;
+    return;
+  }
   Order& c = pool_[ci];
   Order& po = pool_[pi];
   c.has_parent = true;

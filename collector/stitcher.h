@@ -98,6 +98,9 @@ struct StitchSettings {
   size_t learn_orders = 100;          // orders to learn the pipeline from
   size_t expected_open_orders = 1u << 16;  // hash-table space reserved up front
   uint64_t linger_ticks = 0;          // a finished order waits this long before it is emitted
+  // Open and lingering orders at most (memory: ~230 B each); a record that
+  // would open one more is counted in records_over_open_limit. 0: no limit.
+  uint64_t max_open_orders = 0;
   std::vector<CoreSkew> cores;        // measured offsets (RunInfo.cores); empty: not measured
   bool correct_skew = false;          // subtract the cores' offsets from cross-core differences
 };
@@ -189,6 +192,7 @@ struct StitchCounters {
   uint64_t orders_late = 0;         // partial instances of records that came after their order
   uint64_t late_records = 0;        // the records (stamps and spans) of those instances
   uint64_t reused_ids = 0;          // instances after an id's first (instance > 0)
+  uint64_t records_over_open_limit = 0;  // records of orders beyond max_open_orders (not kept)
   std::map<std::string, uint64_t> missing_by_stage;
 };
 
@@ -284,7 +288,10 @@ class Stitcher {
     double bound_ns = 0;
   };
 
-  uint32_t OrderIndex(uint64_t order_id);  // open order, created if absent
+  // The open order's pool index, created if absent; kNoOrder when creating
+  // it would exceed max_open_orders.
+  static constexpr uint32_t kNoOrder = UINT32_MAX;
+  uint32_t OrderIndex(uint64_t order_id);
   Order* FindOpen(uint64_t order_id);
   Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
   uint8_t PairFlags(const Event& a, const Event& b, bool same_ring, double* latency_ns,

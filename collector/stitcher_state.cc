@@ -132,7 +132,8 @@ void Stitcher::SaveState(StateWriter& w) const {
   const StitchCounters& c = counters_;
   for (uint64_t v : {c.orders_complete, c.orders_incomplete, c.orders_fanned_out,
                      c.outside_pipeline, c.repeated_stages, c.links_rejected,
-                     c.standalone_samples, c.orders_late, c.late_records, c.reused_ids}) {
+                     c.standalone_samples, c.orders_late, c.late_records, c.reused_ids,
+                     c.records_over_open_limit}) {
     w.Put<uint64_t>(v);
   }
   w.Put<uint64_t>(c.missing_by_stage.size());
@@ -246,7 +247,8 @@ bool Stitcher::LoadState(StateReader& r) {
   StitchCounters& c = counters_;
   for (uint64_t* v : {&c.orders_complete, &c.orders_incomplete, &c.orders_fanned_out,
                       &c.outside_pipeline, &c.repeated_stages, &c.links_rejected,
-                      &c.standalone_samples, &c.orders_late, &c.late_records, &c.reused_ids}) {
+                      &c.standalone_samples, &c.orders_late, &c.late_records, &c.reused_ids,
+                      &c.records_over_open_limit}) {
     *v = r.Get<uint64_t>();
   }
   const uint64_t missing = r.GetCount(16);

@@ -69,6 +69,8 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kLateRecords, "late_records",
      "records that arrived after their order was emitted (kept as late instances)"},
     {Counter::kOrdersLate, "orders_late", "late partial instances (flag late)"},
+    {Counter::kRecordsOverOpenLimit, "records_over_open_limit",
+     "records of orders beyond --max-open-orders open at once (not kept: bounded memory)"},
     {Counter::kReusedIds, "reused_ids", "order ids seen again after their order was emitted"},
     {Counter::kOrdersAlreadyStored, "orders_already_stored",
      "orders found in the store after a restart (kept once)"},

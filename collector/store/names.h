@@ -57,6 +57,7 @@ enum class Counter : int {
   kLinksRejected,
   kLateRecords,
   kOrdersLate,
+  kRecordsOverOpenLimit,
   kReusedIds,
   kOrdersAlreadyStored,
   kOrdersNotStored,
