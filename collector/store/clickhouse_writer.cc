@@ -152,7 +152,9 @@ absl::StatusOr<std::unique_ptr<ClickHouseWriter>> ClickHouseWriter::Open(
 
 void ClickHouseWriter::RequestStop() {
   stop_.store(true, std::memory_order_relaxed);
-  client_.RequestStop();
+  // A server that answers finishes what is being written (the collector's
+  // final flush); only requests to one that does not are cut short.
+  if (failing_.load(std::memory_order_relaxed)) client_.RequestStop();
 }
 
 void ClickHouseWriter::ClearStop() {
@@ -167,8 +169,8 @@ absl::Status ClickHouseWriter::Retrying(absl::FunctionRef<absl::Status()> attemp
   while (true) {
     absl::Status s = attempt();
     if (!absl::IsUnavailable(s)) {
-      if (failing_) {
-        failing_ = false;
+      if (failing_.load(std::memory_order_relaxed)) {
+        failing_.store(false, std::memory_order_relaxed);
         options_.on_notice(absl::StrCat(
             location_, ": the server answers again after ",
             (MonotonicNs() - failing_since_ns_) / 1'000'000'000, " s; catching up"));
@@ -181,14 +183,14 @@ absl::Status ClickHouseWriter::Retrying(absl::FunctionRef<absl::Status()> attemp
           absl::StrCat(location_, ": stopped while the server did not answer (", s.message(),
                        "); this batch is not committed, the journal keeps it"));
     }
-    if (!failing_) {
-      failing_ = true;
+    if (!failing_.load(std::memory_order_relaxed)) {
+      failing_.store(true, std::memory_order_relaxed);
       failing_since_ns_ = MonotonicNs();
       options_.on_notice(absl::StrCat(location_, ": ", s.message(),
                                       "; retrying with backoff (nothing is lost meanwhile)"));
     }
     if (deadline_ms > 0 && MonotonicNs() - start_ns > deadline_ms * 1'000'000) {
-      failing_ = false;
+      failing_.store(false, std::memory_order_relaxed);
       return s;
     }
     // Sleep in slices so that a stop is seen within 20 ms.

@@ -93,8 +93,9 @@ class ClickHouseWriter : public Writer {
   absl::Status EndRun(int64_t run_id, int64_t ended_utc_ns) override;
   const std::string& location() const override { return location_; }
 
-  // Makes a Write() (or any call) that waits for the server return
-  // Unavailable promptly, and every later one until ClearStop(). Any thread.
+  // Makes a Write() (or any call) that waits for a server that does not
+  // answer return Unavailable promptly, and every later one that meets one,
+  // until ClearStop(). Any thread.
   void RequestStop();
   void ClearStop();
 
@@ -130,7 +131,9 @@ class ClickHouseWriter : public Writer {
   HttpClient client_;
   std::string location_;
   std::atomic<bool> stop_{false};  // relaxed: a flag, publishes nothing
-  bool failing_ = false;
+  // Relaxed: written by the writer's thread, read by RequestStop() to decide
+  // whether to cut requests short; it publishes no data.
+  std::atomic<bool> failing_{false};
   int64_t failing_since_ns_ = 0;
   uint64_t unavailable_count_ = 0;
 

@@ -410,6 +410,19 @@ TEST_F(ClickHouseWriterTest, ServerKilledAndRestartedMidStreamLosesAndDuplicates
   EXPECT_NE(notices.back().find("answers again"), std::string::npos) << notices.back();
 }
 
+TEST_F(ClickHouseWriterTest, StopWithAServerThatAnswersStillWritesTheFinalBatch) {
+  std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port());
+  ASSERT_NE(w, nullptr);
+  absl::StatusOr<int64_t> run = w->BeginRun(Meta());
+  ASSERT_TRUE(run.ok());
+  w->RequestStop();  // the collector stopping: its last flush follows
+  uint64_t already = 0;
+  ASSERT_TRUE(WriteBatch(*w, *run, MakeBatch(1, 3, kT0), &already).ok());
+  ASSERT_TRUE(w->EndRun(*run, kT0 + kSecondNs).ok());
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.orders WHERE run_id = 1"), 3u);
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.runs FINAL WHERE ended_utc_ns IS NOT NULL"), 1u);
+}
+
 TEST_F(ClickHouseWriterTest, StopMakesAWaitingWriteReturnPromptly) {
   std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port());
   ASSERT_NE(w, nullptr);
