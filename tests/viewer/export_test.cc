@@ -77,7 +77,7 @@ TEST_F(ExportTest, ChromeParsesAndHoldsEveryStampOfEveryOrder) {
       if (e["name"] == "thread_name") {
         named_threads.insert({e["pid"].get<int64_t>(), e["tid"].get<int64_t>()});
       }
-    } else if (ph == "s" || ph == "t" || ph == "f") {
+    } else if ((ph == "s" || ph == "t" || ph == "f") && e.at("cat") == "order") {
       ASSERT_TRUE(e.at("id").is_string());
       flows[std::stoll(e["id"].get<std::string>(), nullptr, 16)].push_back(ph);
     }
@@ -198,7 +198,7 @@ TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
   EXPECT_EQ(result->orders, static_cast<int64_t>(ids.size()));
 
   const nlohmann::json j = nlohmann::json::parse(out.str());
-  std::map<std::string, int> args_ids, flow_ids;
+  std::map<std::string, int> args_ids, flow_ids, link_ids;
   std::map<std::string, std::string> parent_of;  // decimal id -> decimal parent
   for (const auto& e : j["traceEvents"]) {
     const std::string ph = e.at("ph");
@@ -211,7 +211,7 @@ TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
       }
     } else if (ph == "s" || ph == "f") {
       ASSERT_TRUE(e["id"].is_string()) << e.dump();
-      ++flow_ids[e["id"].get<std::string>()];
+      ++(e["cat"] == "link" ? link_ids : flow_ids)[e["id"].get<std::string>()];
     }
   }
   ASSERT_EQ(args_ids.size(), ids.size());
@@ -221,6 +221,7 @@ TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
     EXPECT_EQ(flow_ids[ids[i].hex], 2) << ids[i].hex;          // "s" and "f"
     if (i > 0) {
       EXPECT_EQ(parent_of[ids[i].decimal], ids[i - 1].decimal);
+      EXPECT_EQ(link_ids[ids[i].hex], 2) << ids[i].hex;  // from its parent: "s" and "f"
     }
   }
 }
@@ -423,6 +424,47 @@ TEST_F(ExportOutTest, NewFileIsWrittenAndDirectoryRefused) {
   EXPECT_EQ(Export(dir_.File("sub"), "--force", &err), 2);
   EXPECT_TRUE(absl::StrContains(err, "is a directory")) << err;
   ExpectOnly({"new.csv", "sub"});
+}
+
+}  // namespace
+}  // namespace ticktrace::view
+
+// A flow joins a parent order to each linked child (issue 17: a tick's flow
+// and its child order's were not connected). Known store: 102 is linked to
+// 50, its first own stamp is strategy 300 us after 50's first; 50's latest
+// stamp before that is its gateway stamp at 500 + 1050 ns.
+namespace ticktrace::view {
+namespace {
+
+TEST_F(ExportTest, ChromeLinksEachParentToItsChildren) {
+  std::stringstream out;
+  auto result = ExportChrome(*store_, ExportOptions(), out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->links, 1);
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  const int64_t base_ns = j["otherData"]["base_utc_ns"].get<int64_t>();
+  const int64_t first50_ns = testing::KnownStore::FirstUtcNs(50);
+  std::vector<nlohmann::json> links;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("cat", "") == "link") links.push_back(e);
+  }
+  ASSERT_EQ(links.size(), 2u) << out.str();
+  const nlohmann::json& s = links[0]["ph"] == "s" ? links[0] : links[1];
+  const nlohmann::json& f = links[0]["ph"] == "s" ? links[1] : links[0];
+  EXPECT_EQ(s["ph"], "s");
+  EXPECT_EQ(f["ph"], "f");
+  EXPECT_EQ(s["id"], f["id"]);
+  EXPECT_TRUE(s["id"].is_string());
+  EXPECT_EQ(s["args"]["parent_order_id"], "50");
+  EXPECT_EQ(s["args"]["order_id"], "102");
+  EXPECT_NEAR(s["ts"].get<double>(), static_cast<double>(first50_ns + 1550 - base_ns) / 1e3, 1e-6);
+  EXPECT_EQ(s["pid"], 1003);  // gateway
+  EXPECT_EQ(s["tid"], 2003);
+  EXPECT_NEAR(f["ts"].get<double>(), static_cast<double>(first50_ns + 300'000 - base_ns) / 1e3,
+              1e-6);
+  EXPECT_EQ(f["pid"], 1002);  // strategy
+  EXPECT_EQ(f["tid"], 2002);
+  EXPECT_EQ(f["bp"], "e");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // orders --slowest (ranking and waterfall) and order ID (timeline of a
 // linked order) on the known store.
+#include <map>
 #include <memory>
 
 #include "gtest/gtest.h"
@@ -229,6 +230,33 @@ TEST_F(OrdersTest, TimelineRunSelection) {
   EXPECT_TRUE(absl::IsNotFound(BuildTimeline(*store_, 4242, std::nullopt).status()));
   EXPECT_TRUE(absl::IsNotFound(BuildTimeline(*store_, 50, 1).status()));
   EXPECT_TRUE(absl::IsNotFound(BuildTimeline(*store_, 1, 7).status()));
+}
+
+}  // namespace
+}  // namespace ticktrace::view
+
+// orders --slowest draws a linked order's parent's stages (issue 17: a
+// 10.3 ms hop of the parent was missing from the waterfall; the report drew
+// it). Known store: 102 is linked to 50, whose md->strategy is 500 ns, risk
+// 150 ns, strategy->gateway 1050 ns.
+namespace ticktrace::view {
+namespace {
+
+TEST_F(OrdersTest, WaterfallOfLinkedOrderShowsItsParentsStages) {
+  auto report = FindSlowestOrders(*store_, std::nullopt, std::nullopt, 1);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->orders.size(), 1u);
+  const SlowOrder& slow = report->orders[0];
+  EXPECT_EQ(slow.order.order_id, 102);
+  std::map<std::string, double> parent;
+  for (const SampleRow& s : slow.parent_samples) parent[s.stage] = s.latency_ns;
+  EXPECT_EQ(parent, (std::map<std::string, double>{
+                        {"md->strategy", 500}, {"risk", 150}, {"strategy->gateway", 1050}}));
+  const std::string text = RenderWaterfall(*report, 40);
+  EXPECT_NE(text.find("^ md->strategy"), std::string::npos) << text;
+  EXPECT_NE(text.find("^ strategy->gateway"), std::string::npos) << text;
+  EXPECT_NE(text.find("  strategy->gateway"), std::string::npos) << text;  // its own
+  EXPECT_NE(text.find("a stage of the parent order 50"), std::string::npos) << text;
 }
 
 }  // namespace

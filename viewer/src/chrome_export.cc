@@ -103,6 +103,7 @@ absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOption
     events.Add({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid_of(t.process_id)},
                 {"tid", t.tid}, {"args", {{"name", t.name}}}});
   }
+  std::set<int64_t> exported;  // order ids written so far (a parent before its children)
   for (size_t i = 0; i < orders.size(); ++i) {
     const OrderRow& order = orders[i];
     // One instance per orders row (an id used again has a row per use).
@@ -148,6 +149,42 @@ absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOption
         events.Add(flow);
       }
     }
+    // A linked order (a child): a flow from its parent's stamp that starts
+    // its chain (the parent's latest stamp at or before the child's first
+    // own stamp) to that first stamp, when the parent is in the export.
+    if (order.parent_order_id.has_value() && !stamps.empty() &&
+        exported.count(*order.parent_order_id) > 0) {
+      TICKTRACE_ASSIGN_OR_RETURN(
+          const std::vector<StampRow> parent,
+          store.StampsOfInstance(run.run_id, *order.parent_order_id, 0));
+      const StampRow* child_first = &stamps.front();
+      for (const StampRow& s : stamps) {
+        if (s.utc_ns < child_first->utc_ns) child_first = &s;
+      }
+      const StampRow* from = nullptr;
+      for (const StampRow& s : parent) {
+        if (s.utc_ns <= child_first->utc_ns && (from == nullptr || s.utc_ns > from->utc_ns)) {
+          from = &s;
+        }
+      }
+      // Every parent stamp later (cores' clocks disagree): its first.
+      if (from == nullptr && !parent.empty()) from = &parent.front();
+      if (from != nullptr) {
+        // Flow ids are keyed by (cat, name, id): "link" flows never meet the
+        // "order" flows, and each child has its own.
+        const std::string id = OrderIdFlowId(order.order_id);
+        events.Add({{"name", "link"}, {"cat", "link"}, {"ph", "s"}, {"id", id},
+                    {"ts", ts_us(from->utc_ns)}, {"pid", pid_of(from->process_id)},
+                    {"tid", from->tid},
+                    {"args", {{"parent_order_id", OrderIdDecimal(*order.parent_order_id)},
+                              {"order_id", OrderIdDecimal(order.order_id)}}}});
+        events.Add({{"name", "link"}, {"cat", "link"}, {"ph", "f"}, {"bp", "e"}, {"id", id},
+                    {"ts", ts_us(child_first->utc_ns)},
+                    {"pid", pid_of(child_first->process_id)}, {"tid", child_first->tid}});
+        ++result.links;
+      }
+    }
+    exported.insert(order.order_id);
     ++result.orders;
   }
   Json other = {{"tool", "ticktrace-view"},
@@ -157,7 +194,8 @@ absl::StatusOr<ExportResult> ExportChrome(StoreReader& store, const ExportOption
                 {"tsc_hz", run.tsc_hz},
                 {"base_utc", FormatUtcNs(base_utc_ns)},
                 {"base_utc_ns", base_utc_ns},
-                {"orders", result.orders}};
+                {"orders", result.orders},
+                {"links", result.links}};
   out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << "}\n";
   return result;
 }

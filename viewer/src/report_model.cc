@@ -295,12 +295,7 @@ absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<i
                                                  std::max<int64_t>(1, slowest), since, until));
     model.slowest_stage = report.stage;
     for (const SlowOrder& slow : report.orders) {
-      std::vector<SampleRow> parent_samples;
-      if (slow.order.parent_order_id.has_value()) {
-        TICKTRACE_ASSIGN_OR_RETURN(parent_samples,
-                                   store.SamplesOfOrder(run.run_id, *slow.order.parent_order_id));
-      }
-      model.slowest.push_back(BuildOrderWaterfall(slow, parent_samples));
+      model.slowest.push_back(BuildOrderWaterfall(slow, slow.parent_samples));
     }
   }
   return model;

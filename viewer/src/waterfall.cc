@@ -52,12 +52,23 @@ absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optiona
       slow.order.order_id = r.order_id;
       slow.order.first_utc_ns = slow.samples.empty() ? 0 : slow.samples.front().start_utc_ns;
     }
-    std::stable_sort(slow.samples.begin(), slow.samples.end(),
-                     [&](const SampleRow& a, const SampleRow& b) {
-                       const size_t pa = position.count(a.stage) ? position[a.stage] : SIZE_MAX;
-                       const size_t pb = position.count(b.stage) ? position[b.stage] : SIZE_MAX;
-                       return pa < pb;
-                     });
+    // A linked order's chain starts at its parent's stamp: the parent's
+    // stages are part of its total (a fanned-out tick's hops), so they are
+    // drawn too (issue 17: a 10.3 ms hop was missing).
+    if (slow.order.parent_order_id.has_value()) {
+      TICKTRACE_ASSIGN_OR_RETURN(std::vector<SampleRow> parent,
+                                 store.SamplesOfOrder(q.run.run_id, *slow.order.parent_order_id));
+      for (SampleRow& s : parent) {
+        if (s.stage != kTotalStage) slow.parent_samples.push_back(std::move(s));
+      }
+    }
+    const auto by_pipeline = [&](const SampleRow& a, const SampleRow& b) {
+      const size_t pa = position.count(a.stage) ? position[a.stage] : SIZE_MAX;
+      const size_t pb = position.count(b.stage) ? position[b.stage] : SIZE_MAX;
+      return pa < pb;
+    };
+    std::stable_sort(slow.samples.begin(), slow.samples.end(), by_pipeline);
+    std::stable_sort(slow.parent_samples.begin(), slow.parent_samples.end(), by_pipeline);
     report.orders.push_back(std::move(slow));
   }
   return report;
@@ -82,13 +93,17 @@ std::string RenderWaterfall(const SlowestReport& report, int bar_width) {
     if (!order.missing.empty()) absl::StrAppend(&out, " (missing ", order.missing, ")");
     out += "\n";
 
+    // The rows: the parent's stages (marked ^), then the order's own.
+    std::vector<std::pair<const SampleRow*, bool>> rows;  // sample, the parent's
+    for (const SampleRow& s : slow.parent_samples) rows.emplace_back(&s, true);
+    for (const SampleRow& s : slow.samples) rows.emplace_back(&s, false);
     // The axis: from the order's first instant to the end of its last sample.
     int64_t t0 = order.first_utc_ns;
-    for (const SampleRow& s : slow.samples) t0 = std::min(t0, s.start_utc_ns);
+    for (const auto& [s, parent] : rows) t0 = std::min(t0, s->start_utc_ns);
     double span_ns = 0;
-    for (const SampleRow& s : slow.samples) {
+    for (const auto& [s, parent] : rows) {
       span_ns = std::max(span_ns,
-                         static_cast<double>(s.start_utc_ns - t0) + std::max(0.0, s.latency_ns));
+                         static_cast<double>(s->start_utc_ns - t0) + std::max(0.0, s->latency_ns));
     }
     span_ns = std::max(span_ns, 1.0);
     const double per_char_ns = span_ns / bar_width;
@@ -98,7 +113,8 @@ std::string RenderWaterfall(const SlowestReport& report, int bar_width) {
                                             FormatDurationNs(span_ns))});
     table.SetLeftAligned(2);
     table.SetLeftAligned(3);
-    for (const SampleRow& s : slow.samples) {
+    for (const auto& [sample, parent] : rows) {
+      const SampleRow& s = *sample;
       std::string bar(bar_width, ' ');
       const double offset_ns = static_cast<double>(s.start_utc_ns - t0);
       const int begin = std::clamp(static_cast<int>(std::floor(offset_ns / per_char_ns)), 0,
@@ -109,10 +125,14 @@ std::string RenderWaterfall(const SlowestReport& report, int bar_width) {
         const int length = std::max(1, static_cast<int>(std::lround(s.latency_ns / per_char_ns)));
         for (int i = begin; i < std::min(bar_width, begin + length); ++i) bar[i] = '#';
       }
-      table.AddRow({absl::StrCat("  ", s.stage), FormatDurationNs(s.latency_ns),
+      table.AddRow({absl::StrCat(parent ? "^ " : "  ", s.stage), FormatDurationNs(s.latency_ns),
                     FlagLetters(s.flags), absl::StrCat("|", bar, "|")});
     }
     out += table.Render();
+    if (!slow.parent_samples.empty()) {
+      absl::StrAppend(&out, "  ^ a stage of the parent order ",
+                      FormatOrderId(*order.parent_order_id), ", where this order's chain starts\n");
+    }
   }
   return out;
 }

@@ -7,7 +7,11 @@
 // complete event with its duration, on the thread that recorded it; the stamps of one order are
 // joined by flow events ("ph":"s" at the first, "t" between, "f" at the
 // last, "id" = the order ID as a hex string "0x..."; args.order_id is the
-// decimal string: JSON numbers lose IDs above 2^53 in JavaScript). Timestamps are microseconds since
+// decimal string: JSON numbers lose IDs above 2^53 in JavaScript). A linked
+// order (args.parent_order_id) gets one more flow ("cat":"link", "id" its own
+// ID) from its parent's stamp that starts its chain (the parent's latest
+// stamp at or before the child's first) to its first stamp, when the parent
+// is in the export too. Timestamps are microseconds since
 // otherData.base_utc (the first exported order's first stamp, or the run's
 // start if earlier), so that a double keeps nanoseconds.
 #ifndef TICKTRACE_VIEW_CHROME_EXPORT_H_

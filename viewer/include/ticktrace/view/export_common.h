@@ -36,6 +36,7 @@ struct ExportResult {
   int64_t run_id = 0;
   int64_t orders = 0;  // orders exported
   int64_t stamps = 0;  // chrome: stamp and span events
+  int64_t links = 0;   // chrome: parent -> linked child flows
   int64_t rows = 0;    // csv: sample rows (without the header); hlog: interval lines
 };
 

@@ -21,6 +21,9 @@ struct SlowOrder {
   double latency_ns = 0;  // in the ranking stage
   uint32_t flags = 0;     // of the ranking sample
   std::vector<SampleRow> samples;
+  // A linked order's parent's samples (its chain starts at the parent's
+  // stamp), `total` left out, in pipeline order; empty otherwise.
+  std::vector<SampleRow> parent_samples;
 };
 
 // The slowest orders of one run by one stage.
@@ -43,7 +46,8 @@ absl::StatusOr<SlowestReport> FindSlowestOrders(StoreReader& store, std::optiona
                                                 const std::optional<TimeArg>& until = std::nullopt);
 
 // The report as text: per order a header line, then one line per stage with
-// its latency, flags and a bar `bar_width` characters wide.
+// its latency, flags and a bar `bar_width` characters wide; a linked order's
+// parent's stages first, marked "^".
 std::string RenderWaterfall(const SlowestReport& report, int bar_width = 50);
 
 }  // namespace ticktrace::view
