@@ -1,0 +1,233 @@
+// clickhouse_query_bench: issue 14's viewer window query on ClickHouse — p50
+// and p99 per stage per minute over 8 hours of intervals — through the
+// viewer's StoreReader (viewer/src/clickhouse_store_reader.cc), on a
+// clickhouse-server of its own (tests/support/clickhouse_server.h).
+//
+// The store: one run, 7 stages, 1-s intervals for --hours (28 800 per stage
+// for 8 h), each interval's histogram that of --samples latencies (log-normal
+// around 2 us, a different seed every interval, so buckets vary), as the
+// collector's writer would have written them (one row per stage and
+// interval). The query is StoreReader::Intervals(run, all stages, the whole
+// span, 60-s buckets): the server sums and groups, the reader merges 60
+// histograms per bucket. Timed --repeat times on a fresh reader each; the
+// first (cold) and the median are printed.
+//
+//   clickhouse_query_bench [--hours 8] [--samples 200] [--repeat 5]
+//
+// Prints TARGET|... lines for bench/run_all.sh; prints "skipped: <reason>"
+// and exits 0 when clickhouse-server is not installed.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collector/store/clickhouse_rowbinary.h"
+#include "collector/store/clickhouse_schema.h"
+#include "collector/store/histogram.h"
+#include "collector/store/http_client.h"
+#include "tests/support/clickhouse_server.h"
+#include "ticktrace/view/store_reader.h"
+
+namespace {
+
+using ticktrace::testing::ClickHouseServer;
+namespace store = ticktrace::store;
+namespace view = ticktrace::view;
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kT0 = 1'796'025'600'000'000'000;  // 2026-11-30T08:00:00Z
+constexpr int kStages = 7;
+
+struct Options {
+  int hours = 8;
+  int samples = 200;
+  int repeat = 5;
+};
+
+double Ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "clickhouse_query_bench: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (flag == "--hours") o.hours = v;
+    else if (flag == "--samples") o.samples = v;
+    else if (flag == "--repeat") o.repeat = v;
+    else return Fail(absl::StrCat("unknown flag ", flag));
+  }
+  if (o.hours <= 0 || o.samples <= 0 || o.repeat <= 0) return Fail("values must be positive");
+  if (auto why = ClickHouseServer::SkipReason()) {
+    std::printf("skipped: %s\n", why->c_str());
+    return 0;
+  }
+  absl::StatusOr<std::unique_ptr<ClickHouseServer>> server = ClickHouseServer::Start();
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  const std::string db = "tt_query_bench";
+  store::HttpClient client(store::HttpClientOptions::FromEnvironment((*server)->host(),
+                                                                     (*server)->http_port()));
+  if (absl::Status s = store::EnsureClickHouseSchema(client, db); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const int64_t intervals = int64_t(o.hours) * 3600;
+  const char* names[kStages] = {"md->strat", "strat->risk", "risk->gw", "gw->ack",
+                                "risk",      "encode",      "total"};
+
+  // ---- the store ------------------------------------------------------------
+  const auto build_begin = std::chrono::steady_clock::now();
+  {
+    const std::string run = absl::StrCat(
+        "INSERT INTO runs (run_id, claim, version, session, host, started_utc_ns, tsc_hz, "
+        "calibration_source, anchor_tsc, anchor_utc_ns, environment, settings, pipeline, "
+        "pipeline_learned, interval_ns, detail) VALUES (1, 1, 1, 'bench', 'bench', ", kT0,
+        ", 1e9, 'bench', 0, ", kT0, ", '[]', '{}', 'md,strat,risk,gw,ack', 0, ", kSecond,
+        ", 'all')");
+    std::string stages = "INSERT INTO stages (run_id, stage_id, name, kind) VALUES ";
+    for (int s = 0; s < kStages; ++s) {
+      absl::StrAppend(&stages, s ? ", " : "", "(1, ", s, ", '", names[s], "', 'hop')");
+    }
+    for (const std::string& sql : {run, stages}) {
+      if (absl::StatusOr<std::string> r = client.Query(sql, db); !r.ok()) {
+        return Fail(std::string(r.status().message()));
+      }
+    }
+  }
+  // A pool of histograms (one per interval would take minutes to build):
+  // 997 different ones, used in turn, so neighbouring intervals differ.
+  std::vector<std::string> pool;
+  std::vector<store::Histogram> pool_h;
+  std::mt19937_64 rng(42);
+  for (int k = 0; k < 997; ++k) {
+    std::lognormal_distribution<double> latency(std::log(2000.0 + 10 * (k % 50)), 0.6);
+    store::Histogram h;
+    for (int i = 0; i < o.samples; ++i) h.Add(std::round(latency(rng)));
+    pool.push_back(h.Encode());
+    pool_h.push_back(std::move(h));
+  }
+  size_t histogram_bytes = 0;
+  store::RowBinary rows;
+  store::RowBinary details;
+  size_t next = 0;
+  for (int64_t i = 0; i < intervals; ++i) {
+    const int64_t start = kT0 + i * kSecond;
+    for (int s = 0; s < kStages; ++s) {
+      const store::Histogram& h = pool_h[next % pool.size()];
+      const std::string& encoded = pool[next % pool.size()];
+      ++next;
+      histogram_bytes += encoded.size();
+      rows.I64(1);
+      rows.U32(uint32_t(s));
+      rows.I64(start);
+      rows.U64(uint64_t(i / 1000));  // batch
+      rows.Str(names[s]);
+      rows.U64(h.count());  // samples_all
+      rows.U64(h.count());  // count
+      for (size_t f = 0; f < store::kFlagNames.size(); ++f) rows.U64(0);
+      rows.Nullable(std::optional<double>(h.min()));
+      rows.Nullable(std::optional<double>(h.max()));
+      rows.F64(h.sum());
+      rows.Str(encoded);
+      rows.EndRow();
+    }
+    details.I64(1);
+    details.I64(start);
+    details.U64(uint64_t(i / 1000));
+    details.U64(uint64_t(o.samples));
+    details.U64(uint64_t(o.samples));
+    details.U8(0);
+    details.EndRow();
+    if ((i + 1) % 3600 == 0 || i + 1 == intervals) {
+      for (auto [sql, b] : {std::pair{"INSERT INTO intervals FORMAT RowBinary", &rows},
+                            std::pair{"INSERT INTO interval_detail FORMAT RowBinary", &details}}) {
+        if (absl::Status st = client.Insert(sql, b->bytes(), db); !st.ok()) {
+          return Fail(std::string(st.message()));
+        }
+        b->Clear();
+      }
+    }
+  }
+  // As a long-running store would be: its parts merged.
+  for (const char* t : {"intervals", "interval_detail"}) {
+    if (absl::StatusOr<std::string> r = client.Query(absl::StrCat("OPTIMIZE TABLE ", t, " FINAL"),
+                                                     db);
+        !r.ok()) {
+      return Fail(std::string(r.status().message()));
+    }
+  }
+  const double build_ms = Ms(std::chrono::steady_clock::now() - build_begin);
+  std::printf("store: 1 run, %d stages x %lld 1-s intervals (%d h), %d samples per interval, "
+              "histograms %.1f MB (%.0f B each); built in %.1f s\n",
+              kStages, static_cast<long long>(intervals), o.hours, o.samples,
+              double(histogram_bytes) / 1e6, double(histogram_bytes) / double(intervals * kStages),
+              build_ms / 1000);
+
+  // ---- the query --------------------------------------------------------------
+  const std::string uri = (*server)->Uri(db);
+  const view::TimeWindow window{kT0, kT0 + intervals * kSecond};
+  std::vector<double> times;
+  size_t buckets = 0;
+  for (int r = 0; r < o.repeat; ++r) {
+    absl::StatusOr<std::unique_ptr<view::StoreReader>> reader = view::StoreReader::Open(uri);
+    if (!reader.ok()) return Fail(std::string(reader.status().message()));
+    const auto begin = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<view::IntervalRow>> rows_out =
+        (*reader)->Intervals(1, std::nullopt, window, 60 * kSecond);
+    times.push_back(Ms(std::chrono::steady_clock::now() - begin));
+    if (!rows_out.ok()) return Fail(std::string(rows_out.status().message()));
+    buckets = rows_out->size();
+    // Every bucket: 60 intervals of o.samples, p50 and p99 set.
+    for (const view::IntervalRow& b : *rows_out) {
+      if (b.count != 60 * int64_t(o.samples) || !b.p50_ns || !b.p99_ns) {
+        return Fail(absl::StrCat("bucket ", b.start_utc_ns, " of ", b.stage, ": count ", b.count,
+                                 ", expected ", 60 * o.samples));
+      }
+    }
+  }
+  // Where the time goes: the server's part alone (the rows read, and the
+  // rows summed and grouped as the reader asks), without any merging here.
+  for (const char* sql :
+       {"SELECT histogram FROM intervals WHERE run_id = 1 FORMAT RowBinary",
+        "SELECT stage_id, start_utc_ns - start_utc_ns % 60000000000 AS b, sum(samples_all), "
+        "groupArray(histogram) FROM intervals WHERE run_id = 1 GROUP BY stage_id, b "
+        "FORMAT RowBinary"}) {
+    const auto begin = std::chrono::steady_clock::now();
+    absl::StatusOr<std::string> r = client.Query(sql, db);
+    if (!r.ok()) return Fail(std::string(r.status().message()));
+    std::printf("server only, %s: %.1f ms, %.1f MB\n",
+                std::strstr(sql, "GROUP BY") ? "grouped by stage and minute" : "every row",
+                Ms(std::chrono::steady_clock::now() - begin), double(r->size()) / 1e6);
+  }
+  const size_t expected = size_t(kStages) * size_t(intervals / 60);
+  if (buckets != expected) {
+    return Fail(absl::StrCat(buckets, " buckets, expected ", expected));
+  }
+  const double first = times.front();
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  std::printf("p50/p99 per stage per minute over %d h (%zu buckets of 60 intervals, %lld interval "
+              "rows): median %.1f ms, first %.1f ms, slowest %.1f ms (%d runs)\n",
+              o.hours, buckets, static_cast<long long>(intervals * kStages), median, first,
+              times.back(), o.repeat);
+  std::printf("TARGET|store|ClickHouse window query: p50/p99 per stage per minute over %d h of "
+              "intervals (clickhouse_query_bench)|%.0f ms|< 200 ms|%s|%d stages x %lld intervals, "
+              "median of %d, first %.0f ms\n",
+              o.hours, median, median < 200 ? "met" : "**missed**", kStages,
+              static_cast<long long>(intervals), o.repeat, first);
+  return 0;
+}
