@@ -39,6 +39,10 @@ void Analyzer::OnRunInfo(std::string_view json) {
     if (!absl::IsNotFound(u.status())) ++counters_.malformed_chunks;
     return;
   }
+  if (u->kind == RunInfoUpdate::Kind::kCounters) {
+    for (const auto& [name, value] : u->counters) stream_counters_[name] = value;
+    return;
+  }
   if (u->kind == RunInfoUpdate::Kind::kAnchor) {
     stitcher_.AddAnchor(u->anchor.tsc, u->anchor.utc_ns);  // ignores one not after the last
   } else {

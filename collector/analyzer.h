@@ -122,6 +122,9 @@ class Analyzer : public ChunkVisitor {
   // The cores' offsets measured during the run (run info updates), oldest
   // first; the run's first measurement is in its RunInfo.
   const std::vector<RunInfoUpdate>& core_measurements() const { return core_measurements_; }
+  // The collector's own counters as the stream last carried them (the
+  // drainer's: RunInfoUpdate::Kind::kCounters), cumulative over restarts.
+  const std::map<std::string, uint64_t>& stream_counters() const { return stream_counters_; }
   // UTC as the stream's anchors map it (TimeBase::DriftPpm for the drift).
   const TimeBase& time_base() const { return stitcher_.time_base(); }
   // The whole state after the chunks seen so far, for a checkpoint
@@ -165,6 +168,7 @@ class Analyzer : public ChunkVisitor {
   Stitcher stitcher_;
   std::string run_info_json_;
   std::vector<RunInfoUpdate> core_measurements_;
+  std::map<std::string, uint64_t> stream_counters_;
   absl::flat_hash_map<uint32_t, std::unique_ptr<Process>> processes_;
   uint32_t next_process_id_ = 1;
   AnalyzerCounters counters_;

@@ -43,6 +43,11 @@ void Analyzer::SaveState(StateWriter& w) const {
   w.PutString(run_info_json_);
   w.Put<uint64_t>(core_measurements_.size());
   for (const RunInfoUpdate& u : core_measurements_) w.PutString(u.ToJson());
+  w.Put<uint64_t>(stream_counters_.size());
+  for (const auto& [name, value] : stream_counters_) {
+    w.PutString(name);
+    w.Put<uint64_t>(value);
+  }
   w.Put<uint32_t>(next_process_id_);
   for (uint64_t v : {counters_.drained, counters_.malformed, counters_.unattributed,
                      counters_.duplicates_skipped, counters_.index_gaps,
@@ -100,6 +105,12 @@ bool Analyzer::LoadState(StateReader& r) {
     absl::StatusOr<RunInfoUpdate> u = RunInfoUpdate::FromJson(r.GetString());
     if (!u.ok()) return false;
     core_measurements_.push_back(*std::move(u));
+  }
+  const uint64_t stream_counters = r.GetCount(16);
+  stream_counters_.clear();
+  for (uint64_t i = 0; i < stream_counters && r.ok(); ++i) {
+    std::string name = r.GetString();
+    stream_counters_[std::move(name)] = r.Get<uint64_t>();
   }
   next_process_id_ = r.Get<uint32_t>();
   for (uint64_t* v : {&counters_.drained, &counters_.malformed, &counters_.unattributed,

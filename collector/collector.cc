@@ -406,7 +406,10 @@ class Session {
     } else {
       c.emplace_back("samples_not_stored", 0);
     }
-    c.emplace_back("segments_corrupt", d ? v(d->segments_corrupt) : 0);
+    // Without a drainer (a replay), the drainer's counters as the stream carried them.
+    const DrainerCounters from_stream = DrainerCounters::FromNamed(analyzer_->stream_counters());
+    c.emplace_back("segments_corrupt", v((d ? *d : from_stream).segments_corrupt));
+    if (d == nullptr && !analyzer_->stream_counters().empty()) d = &from_stream;
     if (d != nullptr) {
       c.emplace_back("slots_corrupt", v(d->slots_corrupt));
       c.emplace_back("segments_removed", v(d->segments_removed));
@@ -1117,6 +1120,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
           ? std::max<std::chrono::microseconds>(o.min_pass_interval, o.sync_window)
           : std::chrono::microseconds(o.min_pass_interval);
   auto last_checkpoint_mark = Clock::now();
+  DrainerCounters counters_in_stream = drainer.counters();
   uint64_t marked_offset = 0;   // the last checkpoint asked for
   bool freeing_works = true;    // false once the file system refused to punch a hole
   const auto open_clock_every = std::chrono::milliseconds(
@@ -1158,6 +1162,15 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     }
     skew.TakeChunks(&buf);
     const size_t records = drainer.Pass(discover, &buf);
+    if (!(drainer.counters() == counters_in_stream)) {
+      // The drainer's counters go into the stream (journaled, checkpointed):
+      // a restart continues them (DrainerSeed).
+      RunInfoUpdate u;
+      u.kind = RunInfoUpdate::Kind::kCounters;
+      u.counters = drainer.counters().Named();
+      ChunkEncoder::RunInfo(u.ToJson(), &buf);
+      counters_in_stream = drainer.counters();
+    }
     const bool has_chunks = buf.size() > clock_bytes;
     const bool clock_due =
         (orders_pending.load(std::memory_order_relaxed) &&

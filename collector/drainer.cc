@@ -13,6 +13,7 @@ namespace ticktrace::collect {
 DrainerSeed DrainerSeed::From(const Analyzer& analyzer) {
   DrainerSeed seed;
   seed.next_process_id = analyzer.NextProcessId();
+  seed.counters = DrainerCounters::FromNamed(analyzer.stream_counters());
   for (const ProcessRow& row : analyzer.Processes()) {
     Process p;
     p.segment = row.segment;
@@ -36,6 +37,36 @@ DrainerSeed DrainerSeed::From(const Analyzer& analyzer) {
 Drainer::Drainer(const DrainerOptions& options, DrainerSeed seed)
     : options_(options), seed_(std::move(seed)) {
   next_process_id_ = std::max<uint32_t>(1, seed_.next_process_id);
+  counters_ = seed_.counters;
+  // segments_attached counts this collector's attachments: a restart attaches again.
+  counters_.segments_attached = 0;
+}
+
+namespace {
+constexpr std::pair<const char*, uint64_t DrainerCounters::*> kNamedFields[] = {
+    {"segments_corrupt", &DrainerCounters::segments_corrupt},
+    {"slots_corrupt", &DrainerCounters::slots_corrupt},
+    {"segments_removed", &DrainerCounters::segments_removed},
+    {"segments_foreign", &DrainerCounters::segments_foreign},
+    {"segments_unreadable", &DrainerCounters::segments_unreadable},
+    {"segments_oversized", &DrainerCounters::segments_oversized},
+    {"segments_truncated", &DrainerCounters::segments_truncated},
+    {"records_in_refused_segments", &DrainerCounters::records_in_refused_segments},
+};
+}  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> DrainerCounters::Named() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [name, field] : kNamedFields) out.emplace_back(name, this->*field);
+  return out;
+}
+
+DrainerCounters DrainerCounters::FromNamed(const std::map<std::string, uint64_t>& named) {
+  DrainerCounters c;
+  for (const auto& [name, field] : kNamedFields) {
+    if (auto it = named.find(name); it != named.end()) c.*field = it->second;
+  }
+  return c;
 }
 
 Drainer::~Drainer() = default;

@@ -67,6 +67,12 @@ struct DrainerCounters {
   // segments, counted (pread) when each was refused; an unreadable segment's
   // records cannot be counted by a collector that cannot read them.
   uint64_t records_in_refused_segments = 0;
+
+  bool operator==(const DrainerCounters&) const = default;
+  // (store counter name, value) of each field, for the stream (a kCounters
+  // run info update) and the store; FromNamed() reads such a list back.
+  std::vector<std::pair<std::string, uint64_t>> Named() const;
+  static DrainerCounters FromNamed(const std::map<std::string, uint64_t>& named);
 };
 
 // What the stream already holds (after a journal recovery): known processes,
@@ -90,6 +96,7 @@ struct DrainerSeed {
   };
   uint32_t next_process_id = 1;
   std::vector<Process> processes;
+  DrainerCounters counters;  // as the stream last carried them: continued
 
   // REQUIRES: nothing else uses `analyzer` meanwhile.
   static DrainerSeed From(const Analyzer& analyzer);

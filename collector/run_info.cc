@@ -151,6 +151,11 @@ std::string RunInfoUpdate::ToJson() const {
   if (kind == Kind::kAnchor) {
     return json{{"update", "anchor"}, {"tsc", anchor.tsc}, {"utc_ns", anchor.utc_ns}}.dump();
   }
+  if (kind == Kind::kCounters) {
+    json c = json::object();
+    for (const auto& [name, value] : counters) c[name] = value;
+    return json{{"update", "counters"}, {"counters", c}}.dump();
+  }
   return json{{"update", "cores"},
               {"measured_at_utc_ns", measured_at_utc_ns},
               {"cores", CoresArray(cores)}}
@@ -169,6 +174,17 @@ absl::StatusOr<RunInfoUpdate> RunInfoUpdate::FromJson(std::string_view text) {
       u.kind = Kind::kAnchor;
       u.anchor.tsc = j.at("tsc").get<uint64_t>();
       u.anchor.utc_ns = j.at("utc_ns").get<int64_t>();
+    } else if (kind == "counters") {
+      u.kind = Kind::kCounters;
+      if (!j.at("counters").is_object()) {
+        return absl::InvalidArgumentError("run info update: counters is not an object");
+      }
+      for (const auto& [name, value] : j["counters"].items()) {
+        if (!value.is_number_unsigned() || name.size() > 64) {
+          return absl::InvalidArgumentError("run info update: a counter is not a count");
+        }
+        u.counters.emplace_back(name, value.get<uint64_t>());
+      }
     } else if (kind == "cores") {
       u.kind = Kind::kCores;
       u.measured_at_utc_ns = j.value("measured_at_utc_ns", int64_t{0});

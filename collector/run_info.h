@@ -82,10 +82,13 @@ struct RunInfo {
 // or a new measurement of the cores' offsets. They travel in the stream so
 // that replay and journal recovery see them where the live run did.
 struct RunInfoUpdate {
-  enum class Kind { kAnchor, kCores };
+  // kCounters: the collector's own cumulative counters (the drainer's), so
+  // that the stream holds them and a restart continues them.
+  enum class Kind { kAnchor, kCores, kCounters };
   Kind kind = Kind::kAnchor;
   UtcAnchor anchor;              // kAnchor
   std::vector<CoreSkew> cores;   // kCores
+  std::vector<std::pair<std::string, uint64_t>> counters;  // kCounters
   int64_t measured_at_utc_ns = 0;
 
   std::string ToJson() const;

@@ -150,6 +150,10 @@ std::vector<std::string> Stream() {
       u.anchor.tsc = tsc;
       u.anchor.utc_ns = info.anchor_utc_ns + static_cast<int64_t>(tsc) + burst * 3;
       add([&](std::string* c) { ChunkEncoder::RunInfo(u.ToJson(), c); });
+      RunInfoUpdate counters;  // the drainer's counters, as the live collector journals them
+      counters.kind = RunInfoUpdate::Kind::kCounters;
+      counters.counters = {{"segments_removed", uint64_t(burst / 10)}, {"slots_corrupt", 1}};
+      add([&](std::string* c) { ChunkEncoder::RunInfo(counters.ToJson(), c); });
     }
   }
   return chunks;
@@ -171,6 +175,9 @@ Outcome Finish(Analyzer& a, RecordingSink& sink, std::vector<std::string> earlie
   o.orders = std::move(earlier);
   o.orders.insert(o.orders.end(), sink.lines.begin(), sink.lines.end());
   o.counters = a.CounterValues();
+  for (const auto& [name, value] : a.stream_counters()) {
+    o.counters.emplace_back(absl::StrCat("stream:", name), static_cast<int64_t>(value));
+  }
   for (const StageSummary& s : a.stats().Summaries()) {
     o.stages.push_back(absl::StrCat(s.stage, " n=", s.count, " all=", s.samples_all, " p50=",
                                     s.p50_ns, " p99=", s.p99_ns, " max=", s.max_ns, " mean=",
@@ -190,6 +197,7 @@ TEST(CheckpointTest, RestoredAnalyzerEmitsWhatAnUninterruptedOneEmits) {
   const Outcome expected = Finish(whole, whole_sink, {});
   ASSERT_GT(expected.orders.size(), 500u);
   ASSERT_TRUE(whole.stitcher().pipeline_learned());
+  ASSERT_EQ(whole.stream_counters().at("segments_removed"), 11u);
 
   // Split points: before learning ends, while it is going on, after it, near the end.
   for (size_t split : {size_t{12}, chunks.size() / 8, chunks.size() / 3, chunks.size() / 2,
