@@ -9,10 +9,10 @@
 namespace ticktrace::collect {
 namespace {
 
-constexpr size_t kWidth = 80;       // usage lines fit a default terminal
-constexpr size_t kHelpColumn = 30;  // where a flag's description starts
+constexpr size_t kUsageWidth = 80;       // usage lines fit a default terminal
+constexpr size_t kUsageHelpColumn = 30;  // where a flag's description starts
 
-std::string Canonical(absl::string_view name) {
+std::string CanonicalFlagName(absl::string_view name) {
   std::string out(name);
   for (char& c : out) {
     if (c == '_') c = '-';
@@ -20,13 +20,13 @@ std::string Canonical(absl::string_view name) {
   return out;
 }
 
-// Appends `text` word-wrapped into lines of at most kWidth: the first goes on
+// Appends `text` word-wrapped into lines of at most kUsageWidth: the first goes on
 // after `used` characters already on the line, the others indented by `indent`.
 void AppendWrapped(absl::string_view text, size_t used, size_t indent, std::string* out) {
   size_t col = used;
   bool line_empty = true;
   for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-    if (!line_empty && col + 1 + word.size() > kWidth) {
+    if (!line_empty && col + 1 + word.size() > kUsageWidth) {
       absl::StrAppend(out, "\n", std::string(indent, ' '));
       col = indent;
       line_empty = true;
@@ -76,7 +76,7 @@ void CommandLine::AddBool(std::string name, bool* out, std::string help) {
 }
 
 CommandLine::Flag* CommandLine::Find(absl::string_view name) {
-  const std::string canonical = Canonical(name);
+  const std::string canonical = CanonicalFlagName(name);
   for (Group& g : groups_) {
     for (Flag& f : g.flags) {
       if (f.name == canonical) return &f;
@@ -102,7 +102,7 @@ absl::StatusOr<CommandLine::Outcome> CommandLine::Parse(int argc, const char* co
     const absl::string_view name = body.substr(0, eq);
     const bool has_value = eq != absl::string_view::npos;
     const absl::string_view inline_value = has_value ? body.substr(eq + 1) : absl::string_view();
-    const std::string canonical = Canonical(name);
+    const std::string canonical = CanonicalFlagName(name);
     if (canonical == "help" || canonical == "h") return Outcome::kHelp;
     if (canonical == "version") return Outcome::kVersion;
 
@@ -156,18 +156,18 @@ std::string CommandLine::Usage() const {
       if (!f.value_name.empty()) absl::StrAppend(&left, " ", f.value_name);
       std::string help = f.help;
       if (!f.default_text.empty()) absl::StrAppend(&help, " (default: ", f.default_text, ")");
-      if (left.size() + 2 > kHelpColumn) {
-        absl::StrAppend(&out, left, "\n", std::string(kHelpColumn, ' '));
+      if (left.size() + 2 > kUsageHelpColumn) {
+        absl::StrAppend(&out, left, "\n", std::string(kUsageHelpColumn, ' '));
       } else {
-        absl::StrAppend(&out, left, std::string(kHelpColumn - left.size(), ' '));
+        absl::StrAppend(&out, left, std::string(kUsageHelpColumn - left.size(), ' '));
       }
-      AppendWrapped(help, kHelpColumn, kHelpColumn, &out);
+      AppendWrapped(help, kUsageHelpColumn, kUsageHelpColumn, &out);
     }
   }
   absl::StrAppend(&out, "\nOther:\n");
-  absl::StrAppend(&out, "  --help", std::string(kHelpColumn - 8, ' '),
+  absl::StrAppend(&out, "  --help", std::string(kUsageHelpColumn - 8, ' '),
                   "print this text and exit\n");
-  absl::StrAppend(&out, "  --version", std::string(kHelpColumn - 11, ' '),
+  absl::StrAppend(&out, "  --version", std::string(kUsageHelpColumn - 11, ' '),
                   "print the version and the git commit, then exit\n");
   if (!epilogue_.empty()) {
     out.push_back('\n');

@@ -23,13 +23,13 @@ namespace {
 constexpr size_t kMaxRequestBytes = 8192;  // a scrape's request is a few hundred bytes
 constexpr int kIoTimeoutMs = 2000;         // a client that stalls longer is dropped
 
-int64_t RealtimeNs() {
+int64_t ScrapeRealtimeNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
-double ProcessCpuSeconds() {
+double ScrapeProcessCpuSeconds() {
   rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
   auto seconds = [](const timeval& tv) {
@@ -39,7 +39,7 @@ double ProcessCpuSeconds() {
 }
 
 // Writes all of `data`; false when the peer went away or stalled.
-bool SendAll(int fd, absl::string_view data) {
+bool SendAllBytes(int fd, absl::string_view data) {
   while (!data.empty()) {
     const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -49,7 +49,7 @@ bool SendAll(int fd, absl::string_view data) {
   return true;
 }
 
-std::string Response(absl::string_view status, absl::string_view content_type,
+std::string HttpResponse(absl::string_view status, absl::string_view content_type,
                      absl::string_view body, bool head_only) {
   std::string out = absl::StrCat("HTTP/1.1 ", status, "\r\nContent-Type: ", content_type,
                                  "\r\nContent-Length: ", body.size(),
@@ -173,7 +173,8 @@ std::string MetricsServer::MetricsBody() {
     body = rendered_;
     until = analysed_until_utc_ns_;
   }
-  absl::StrAppend(&body, RenderScrapeTime(until, RealtimeNs(), ProcessCpuSeconds()));
+  absl::StrAppend(&body,
+                  RenderScrapeTime(until, ScrapeRealtimeNs(), ScrapeProcessCpuSeconds()));
   return body;
 }
 
@@ -208,27 +209,26 @@ void MetricsServer::Answer(int fd) {
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == absl::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp2 == absl::string_view::npos) {
-    SendAll(fd, Response("400 Bad Request", "text/plain", "bad request\n", false));
+    SendAllBytes(fd, HttpResponse("400 Bad Request", "text/plain", "bad request\n", false));
     return;
   }
   const absl::string_view method = line.substr(0, sp1);
   absl::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   target = target.substr(0, target.find('?'));
   const bool head = method == "HEAD";
+  std::string reply;
   if (method != "GET" && !head) {
-    SendAll(fd, Response("405 Method Not Allowed", "text/plain", "GET or HEAD only\n", false));
-    return;
-  }
-  if (target == "/metrics") {
+    reply = HttpResponse("405 Method Not Allowed", "text/plain", "GET or HEAD only\n", false);
+  } else if (target == "/metrics") {
     scrapes_.fetch_add(1, std::memory_order_relaxed);
-    SendAll(fd, Response("200 OK", "text/plain; version=0.0.4; charset=utf-8", MetricsBody(),
-                         head));
+    reply = HttpResponse("200 OK", "text/plain; version=0.0.4; charset=utf-8", MetricsBody(), head);
   } else if (target == "/") {
-    SendAll(fd, Response("200 OK", "text/plain; charset=utf-8",
-                         "ticktrace-collector: metrics at /metrics\n", head));
+    reply = HttpResponse("200 OK", "text/plain; charset=utf-8",
+                         "ticktrace-collector: metrics at /metrics\n", head);
   } else {
-    SendAll(fd, Response("404 Not Found", "text/plain", "not found; try /metrics\n", head));
+    reply = HttpResponse("404 Not Found", "text/plain", "not found; try /metrics\n", head);
   }
+  SendAllBytes(fd, reply);
 }
 
 }  // namespace ticktrace::metrics

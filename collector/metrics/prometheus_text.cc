@@ -12,7 +12,7 @@ namespace {
 
 // HELP text of the counters a user looks for first; the others get a
 // generic line naming the store counter (docs/store.md lists them all).
-const std::map<std::string, std::string, std::less<>>& CounterHelp() {
+const std::map<std::string, std::string, std::less<>>& PromCounterHelp() {
   static const auto* help = new std::map<std::string, std::string, std::less<>>{
       {"drained", "Records drained from the rings (after de-duplication)."},
       {"dropped", "Records the producers dropped because their ring was full."},
@@ -26,12 +26,12 @@ const std::map<std::string, std::string, std::less<>>& CounterHelp() {
   return *help;
 }
 
-void AppendHeader(std::string* out, absl::string_view name, absl::string_view type,
+void AppendMetricHeader(std::string* out, absl::string_view name, absl::string_view type,
                   absl::string_view help) {
   absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
 
-std::string Number(double v) { return absl::StrFormat("%.15g", v); }
+std::string PromNumber(double v) { return absl::StrFormat("%.15g", v); }
 
 }  // namespace
 
@@ -71,7 +71,7 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
   // at or below it (Histogram::CountAtMost), the value Quantile() reports
   // for it, so histogram_quantile() and the store's percentiles agree on
   // which classic bucket a percentile is in.
-  AppendHeader(&out, "ticktrace_stage_latency_seconds", "histogram",
+  AppendMetricHeader(&out, "ticktrace_stage_latency_seconds", "histogram",
                "Stage latency of the samples in the percentiles (flagged ones only with "
                "--include-flagged).");
   for (const StageMetrics& m : s.stages) {
@@ -83,18 +83,18 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     absl::StrAppend(&out, "ticktrace_stage_latency_seconds_bucket{stage=\"", stage,
                     "\",le=\"+Inf\"} ", m.histogram.count(), "\n");
     absl::StrAppend(&out, "ticktrace_stage_latency_seconds_sum{stage=\"", stage, "\"} ",
-                    Number(m.histogram.sum() * 1e-9), "\n");
+                    PromNumber(m.histogram.sum() * 1e-9), "\n");
     absl::StrAppend(&out, "ticktrace_stage_latency_seconds_count{stage=\"", stage, "\"} ",
                     m.histogram.count(), "\n");
   }
 
-  AppendHeader(&out, "ticktrace_stage_samples_total", "counter",
+  AppendMetricHeader(&out, "ticktrace_stage_samples_total", "counter",
                "Every sample of the stage, flagged ones included.");
   for (const StageMetrics& m : s.stages) {
     absl::StrAppend(&out, "ticktrace_stage_samples_total{stage=\"", EscapeLabelValue(m.stage),
                     "\"} ", m.samples_all, "\n");
   }
-  AppendHeader(&out, "ticktrace_stage_flagged_samples_total", "counter",
+  AppendMetricHeader(&out, "ticktrace_stage_flagged_samples_total", "counter",
                "Samples of the stage carrying the flag (docs/store.md, Flags).");
   for (const StageMetrics& m : s.stages) {
     for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
@@ -117,18 +117,18 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     // The process's CPU is ticktrace_collector_cpu_seconds_total, at scrape time.
     if (name == "collector_cpu_ms") continue;
     const std::string metric = absl::StrCat("ticktrace_", MetricNamePart(name), "_total");
-    const auto help = CounterHelp().find(name);
-    AppendHeader(&out, metric, "counter",
-                 help != CounterHelp().end()
+    const auto help = PromCounterHelp().find(name);
+    AppendMetricHeader(&out, metric, "counter",
+                 help != PromCounterHelp().end()
                      ? help->second
                      : absl::StrCat("The store's counter '", name, "' (docs/store.md)."));
     absl::StrAppend(&out, metric, " ", value, "\n");
   }
-  AppendHeader(&out, "ticktrace_missing_stage_total", "counter",
+  AppendMetricHeader(&out, "ticktrace_missing_stage_total", "counter",
                "Orders that finished without the stage.");
   out += missing;
 
-  AppendHeader(&out, "ticktrace_collector_info", "gauge",
+  AppendMetricHeader(&out, "ticktrace_collector_info", "gauge",
                "The collector's version, git commit and session (value 1).");
   absl::StrAppend(&out, "ticktrace_collector_info{version=\"", EscapeLabelValue(version),
                   "\",commit=\"", EscapeLabelValue(commit), "\",session=\"",
@@ -139,16 +139,16 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
 std::string RenderScrapeTime(int64_t analysed_until_utc_ns, int64_t now_utc_ns,
                              double cpu_seconds) {
   std::string out;
-  AppendHeader(&out, "ticktrace_collector_lag_seconds", "gauge",
+  AppendMetricHeader(&out, "ticktrace_collector_lag_seconds", "gauge",
                "How far the analysis is behind: now minus the newest clock anchor it has "
                "processed (anchors come once a second, so 0 to 1 when keeping up).");
   if (analysed_until_utc_ns > 0) {
-    absl::StrAppend(&out, "ticktrace_collector_lag_seconds ",
-                    Number(static_cast<double>(now_utc_ns - analysed_until_utc_ns) * 1e-9), "\n");
+    const double lag_s = static_cast<double>(now_utc_ns - analysed_until_utc_ns) * 1e-9;
+    absl::StrAppend(&out, "ticktrace_collector_lag_seconds ", PromNumber(lag_s), "\n");
   }
-  AppendHeader(&out, "ticktrace_collector_cpu_seconds_total", "counter",
+  AppendMetricHeader(&out, "ticktrace_collector_cpu_seconds_total", "counter",
                "CPU time (user + system) of the collector process, every thread.");
-  absl::StrAppend(&out, "ticktrace_collector_cpu_seconds_total ", Number(cpu_seconds), "\n");
+  absl::StrAppend(&out, "ticktrace_collector_cpu_seconds_total ", PromNumber(cpu_seconds), "\n");
   return out;
 }
 
