@@ -30,7 +30,9 @@ int main(int argc, char** argv) {
   InstallStopHandlers();
   const absl::StatusOr<FeedResult> result = RunFeed(options);
   if (!result.ok()) {
-    std::fprintf(stderr, "ticktrace-example-feed: %s\n", result.status().ToString().c_str());
+    // The message only: no status code name in front of it (issue 17).
+    std::fprintf(stderr, "ticktrace-example-feed: %s\n",
+                 std::string(result.status().message()).c_str());
     return kExitError;
   }
   std::printf("feed: sent %llu ticks in %.2f s (%.0f ticks/s), queue full %llu times%s\n",

@@ -1,6 +1,7 @@
 // ticktrace-example-gateway: the pipeline's order gateway (see gateway.cc).
 
 #include <cstdio>
+#include <string>
 
 #include "flag_parser.h"
 #include "stage_flags.h"
@@ -20,7 +21,9 @@ int main(int argc, char** argv) {
   InstallStopHandlers();
   const absl::StatusOr<GatewayResult> result = RunGateway(options);
   if (!result.ok()) {
-    std::fprintf(stderr, "ticktrace-example-gateway: %s\n", result.status().ToString().c_str());
+    // The message only: no status code name in front of it (issue 17).
+    std::fprintf(stderr, "ticktrace-example-gateway: %s\n",
+                 std::string(result.status().message()).c_str());
     return kExitError;
   }
   std::printf("gateway: received %llu orders, sent %llu%s\n",
