@@ -294,11 +294,27 @@ TEST_F(ClickHouseWriterTest, WritesABatchSetAndReadsItBack) {
   EXPECT_EQ(merged.count(), 5u);
   EXPECT_NEAR(merged.max(), 300, 300.0 / 256);
   // A second run takes the next id; the schema is checked, not recreated.
+  // Its clock-sync bound (multi-host) is kept when RunMeta has one.
   std::unique_ptr<ClickHouseWriter> w2 = Open(ch_->http_port());
   ASSERT_NE(w2, nullptr);
-  absl::StatusOr<int64_t> run2 = w2->BeginRun(Meta());
+  RunMeta meta2 = Meta();
+  const bool has_clock_error = [](auto& m) {
+    if constexpr (requires { m.clock_error_ns; }) {
+      m.clock_error_ns = 1500.0;
+      return true;
+    }
+    return false;
+  }(meta2);
+  absl::StatusOr<int64_t> run2 = w2->BeginRun(meta2);
   ASSERT_TRUE(run2.ok());
   EXPECT_EQ(*run2, 2);
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.runs FINAL WHERE run_id = 1 AND "
+                        "clock_error_ns IS NULL"),
+            1u);
+  if (has_clock_error) {
+    EXPECT_EQ(Count(*ch_, "SELECT toUInt64(clock_error_ns) FROM tt.runs FINAL WHERE run_id = 2"),
+              1500u);
+  }
 }
 
 TEST_F(ClickHouseWriterTest, AnInsertWhoseAnswerIsLostIsWrittenOnce) {
