@@ -332,7 +332,8 @@ TEST_F(FlagsTest, IndexGapsCountRingIndicesNeverSeen) {
 
 // store.md: `malformed_chunks` counts journal/archive chunks with impossible
 // payloads; they are skipped and what follows is analysed. Each chunk below
-// has a valid checksum (a torn or corrupt chunk ends the replay instead).
+// has a valid checksum (a torn chunk ends the replay; a corrupt one is skipped
+// and counted in journal_chunks_corrupt: replay_test, archive_resync_test).
 TEST_F(FlagsTest, MalformedChunksAreSkippedAndCounted) {
   ArchiveBuilder b;
   b.Process(1, {"a", "b"});
