@@ -17,7 +17,7 @@ namespace {
 
 // A full file system (ENOSPC, EDQUOT) is ResourceExhausted: the caller may
 // wait for space and retry (docs/collector.md, "Full disk").
-absl::Status Errno(absl::string_view what, const std::string& path) {
+absl::Status ArchiveErrno(absl::string_view what, const std::string& path) {
   return absl::Status(errno == ENOENT   ? absl::StatusCode::kNotFound
                       : errno == EEXIST ? absl::StatusCode::kAlreadyExists
                       : errno == ENOSPC || errno == EDQUOT ? absl::StatusCode::kResourceExhausted
@@ -113,7 +113,7 @@ absl::StatusOr<ArchiveWriter> ArchiveWriter::OpenForAppend(const std::string& pa
   const int fd = *opened;
   if (::ftruncate(fd, static_cast<off_t>(valid_bytes)) != 0 ||
       ::lseek(fd, static_cast<off_t>(valid_bytes), SEEK_SET) < 0) {
-    absl::Status s = Errno("cannot cut the torn tail", path);
+    absl::Status s = ArchiveErrno("cannot cut the torn tail", path);
     ::close(fd);
     return s;
   }
@@ -149,7 +149,7 @@ absl::Status ArchiveWriter::Append(std::string_view chunk_bytes) {
     const ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      absl::Status s = Errno("write failed", path_);
+      absl::Status s = ArchiveErrno("write failed", path_);
       // Whole chunks or nothing: a part written before the error goes again.
       Rollback(size_).IgnoreError();
       return s;
@@ -172,7 +172,7 @@ absl::Status ArchiveWriter::PunchHole(uint64_t from, uint64_t to) {
       return absl::UnimplementedError(
           absl::StrCat(path_, ": the file system cannot free a file's start (no hole punching)"));
     }
-    return Errno("cannot free journal space", path_);
+    return ArchiveErrno("cannot free journal space", path_);
   }
   return absl::OkStatus();
 }
@@ -187,7 +187,7 @@ absl::Status ArchiveWriter::Rollback(uint64_t bytes) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": archive closed"));
   if (::ftruncate(fd_, static_cast<off_t>(bytes)) != 0 ||
       ::lseek(fd_, static_cast<off_t>(bytes), SEEK_SET) < 0) {
-    return Errno("cannot cut back what failed to be written", path_);
+    return ArchiveErrno("cannot cut back what failed to be written", path_);
   }
   size_ = bytes;
   return absl::OkStatus();
@@ -195,14 +195,14 @@ absl::Status ArchiveWriter::Rollback(uint64_t bytes) {
 
 absl::Status ArchiveWriter::Sync() {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": archive closed"));
-  if (durable_ && ::fdatasync(fd_) != 0) return Errno("fdatasync failed", path_);
+  if (durable_ && ::fdatasync(fd_) != 0) return ArchiveErrno("fdatasync failed", path_);
   return absl::OkStatus();
 }
 
 absl::Status ArchiveWriter::Close() {
   if (fd_ < 0) return absl::OkStatus();
   const int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) return Errno("close failed", path_);
+  if (::close(fd) != 0) return ArchiveErrno("close failed", path_);
   return absl::OkStatus();
 }
 
@@ -211,7 +211,7 @@ absl::Status ArchiveWriter::Close() {
 absl::StatusOr<ArchiveReader> ArchiveReader::Open(const std::string& path,
                                                   size_t read_buffer_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open archive", path);
+  if (fd < 0) return ArchiveErrno("cannot open archive", path);
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -229,7 +229,7 @@ absl::StatusOr<ArchiveReader> ArchiveReader::Open(const std::string& path,
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", h.status().message()));
   }
   if (::lseek(fd, kArchiveHeaderBytes, SEEK_SET) < 0) {
-    absl::Status s = Errno("cannot seek", path);
+    absl::Status s = ArchiveErrno("cannot seek", path);
     ::close(fd);
     return s;
   }
@@ -305,7 +305,7 @@ size_t ArchiveReader::Ensure(uint64_t pos, size_t need) {
                               static_cast<off_t>(win_offset_ + window_bytes_));
     if (n < 0) {
       if (errno == EINTR) continue;
-      io_status_ = Errno("read failed", path_);
+      io_status_ = ArchiveErrno("read failed", path_);
       return 0;
     }
     if (n == 0) {  // shorter than it was: the end is here
@@ -401,7 +401,7 @@ void ArchiveReader::NoteSkip(uint64_t offset, uint64_t bytes, std::string reason
 absl::Status ArchiveReader::ReadAll(ChunkVisitor* visitor) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": reader closed"));
   struct stat st;
-  if (::fstat(fd_, &st) != 0) return Errno("cannot stat", path_);
+  if (::fstat(fd_, &st) != 0) return ArchiveErrno("cannot stat", path_);
   file_bytes_ = static_cast<uint64_t>(st.st_size);
   buf_.assign(std::max<size_t>(read_buffer_bytes_, kChunkHeaderBytes), 0);
   win_offset_ = valid_bytes_;
