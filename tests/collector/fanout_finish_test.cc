@@ -24,7 +24,10 @@ class Emitted : public OrderSink {
   std::vector<uint64_t> ids;
 };
 
-TEST(FanoutFinishTest, ParentFinishesWhenItsChildrenHaveFinished) {
+// Pipeline tick -> decide -> order_out, a 1 s timeout, a 1 ms linger; one
+// process with those tags; `records` in its ring; then drain passes every
+// 100 us for 20 ms (far less than the timeout). Returns the emitted ids.
+std::vector<uint64_t> EmittedWithin20Ms(const std::vector<abi::Record>& records) {
   RunInfo info;
   info.session = "fanout_finish_test";
   info.tsc_hz = 1e9;
@@ -36,7 +39,6 @@ TEST(FanoutFinishTest, ParentFinishesWhenItsChildrenHaveFinished) {
   settings.stitch.linger_ticks = 1'000'000;       // 1 ms
   Emitted sink;
   Analyzer a(settings, info.time_base(), &sink);
-
   std::string chunks;
   ChunkEncoder::RunInfo(info.ToJson(), &chunks);
   ProcessChunk p;
@@ -48,51 +50,28 @@ TEST(FanoutFinishTest, ParentFinishesWhenItsChildrenHaveFinished) {
   t.process_id = 1;
   t.tags = {{0, "tick"}, {1, "decide"}, {2, "order_out"}};
   ChunkEncoder::Tags(t, &chunks);
-  // Tick 1 fans out to orders 2 and 3; each reaches the last stage.
-  const std::vector<abi::Record> records = {
-      Stamp(0, 1, 1'000), Link(2, 1, 1'500), Link(3, 1, 1'600), Stamp(1, 2, 2'000),
-      Stamp(2, 2, 3'000), Stamp(1, 3, 2'100), Stamp(2, 3, 3'500)};
   ChunkEncoder::Records(1, 0, 1, 0, records, &chunks);
-  ASSERT_TRUE(DispatchAll(chunks, &a).ok());
-  // Drain passes every 100 us for 20 ms: far less than the 1 s timeout.
+  EXPECT_TRUE(DispatchAll(chunks, &a).ok());
   for (uint64_t tsc = 100'000; tsc <= 20'000'000; tsc += 100'000) a.OnClock(tsc);
+  return sink.ids;
+}
+
+TEST(FanoutFinishTest, ParentFinishesWhenItsChildrenHaveFinished) {
+  // Tick 1 fans out to orders 2 and 3; each reaches the last stage.
+  const std::vector<uint64_t> ids = EmittedWithin20Ms(
+      {Stamp(0, 1, 1'000), Link(2, 1, 1'500), Link(3, 1, 1'600), Stamp(1, 2, 2'000),
+       Stamp(2, 2, 3'000), Stamp(1, 3, 2'100), Stamp(2, 3, 3'500)});
   // Children after their linger, then the parent: all three before the timeout.
-  ASSERT_EQ(sink.ids.size(), 3u);
-  EXPECT_EQ(sink.ids.back(), 1u) << "the parent is emitted after its children";
-  a.Finish();
-  EXPECT_EQ(sink.ids.size(), 3u);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids.back(), 1u) << "the parent is emitted after its children";
 }
 
 TEST(FanoutFinishTest, ParentWithAChildStillOpenWaits) {
-  RunInfo info;
-  info.session = "fanout_finish_test";
-  info.tsc_hz = 1e9;
-  info.calibration_source = "test";
-  AnalyzerSettings settings;
-  settings.stitch.pipeline = {"tick", "decide", "order_out"};
-  settings.stitch.timeout_ticks = 1'000'000'000;
-  settings.stitch.linger_ticks = 1'000'000;
-  Emitted sink;
-  Analyzer a(settings, info.time_base(), &sink);
-  std::string chunks;
-  ChunkEncoder::RunInfo(info.ToJson(), &chunks);
-  ProcessChunk p;
-  p.process_id = 1;
-  p.pid = 4243;
-  p.segment = "ticktrace.fanout_finish_test.4243";
-  ChunkEncoder::Process(p, &chunks);
-  TagsChunk t;
-  t.process_id = 1;
-  t.tags = {{0, "tick"}, {1, "decide"}, {2, "order_out"}};
-  ChunkEncoder::Tags(t, &chunks);
   // Order 3 never reaches the last stage: it and its parent wait for the timeout.
-  const std::vector<abi::Record> records = {Stamp(0, 1, 1'000), Link(2, 1, 1'500),
-                                            Link(3, 1, 1'600), Stamp(1, 2, 2'000),
-                                            Stamp(2, 2, 3'000), Stamp(1, 3, 2'100)};
-  ChunkEncoder::Records(1, 0, 1, 0, records, &chunks);
-  ASSERT_TRUE(DispatchAll(chunks, &a).ok());
-  for (uint64_t tsc = 100'000; tsc <= 20'000'000; tsc += 100'000) a.OnClock(tsc);
-  EXPECT_EQ(sink.ids, std::vector<uint64_t>{2}) << "only the finished child";
+  const std::vector<uint64_t> ids = EmittedWithin20Ms(
+      {Stamp(0, 1, 1'000), Link(2, 1, 1'500), Link(3, 1, 1'600), Stamp(1, 2, 2'000),
+       Stamp(2, 2, 3'000), Stamp(1, 3, 2'100)});
+  EXPECT_EQ(ids, std::vector<uint64_t>{2}) << "only the finished child";
 }
 
 }  // namespace
