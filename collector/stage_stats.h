@@ -89,12 +89,6 @@ class StageStats {
     const int64_t id = names_.Find(name);
     return id < 0 ? nullptr : &stages_[static_cast<size_t>(id)]->histogram;
   }
-  // The histogram of stage `name`'s samples in the percentiles; null for a
-  // stage never seen. The metrics endpoint's snapshot reads it (analysis thread).
-  const Histogram* FindHistogram(std::string_view name) const {
-    const int64_t id = names_.Find(name);
-    return id < 0 ? nullptr : &stages_[static_cast<size_t>(id)]->histogram;
-  }
 
   // The whole state, for a checkpoint (collector/checkpoint.h). LoadState
   // REQUIRES: a StageStats with no stages yet but those LoadState's caller
