@@ -44,6 +44,9 @@ struct Flags {
   std::string raw;
   std::string replay;
   std::string tsc_hz;
+  std::string host_name;
+  std::string clock_error_ns;
+  std::string test_clock_offset_ns;
   bool include_flagged = false;
   bool correct_skew = false;
   std::string skew_interval = "600";
@@ -114,6 +117,15 @@ void RegisterFlags(ticktrace::collect::CommandLine& cl, Flags& f) {
 
   cl.Section("Clock");
   cl.AddValue("tsc-hz", "HZ", &f.tsc_hz, "TSC frequency in Hz: skip the calibration");
+  cl.AddValue("host-name", "NAME", &f.host_name,
+              "this host's name in the store (default: the hostname); several hosts' "
+              "collectors may write to one ClickHouse store (docs/clickhouse.md)");
+  cl.AddValue("clock-error-ns", "NS", &f.clock_error_ns,
+              "this host's clock-sync error bound, used when neither chrony nor ptp4l says "
+              "it; cross-host stages carry it as their uncertainty");
+  cl.AddValue("test-clock-offset-ns", "NS", &f.test_clock_offset_ns,
+              "FOR TESTS ONLY: shift this collector's TSC->UTC mapping by NS (simulates a "
+              "host whose clock is off)");
   cl.AddBool("correct-skew", &f.correct_skew,
              "subtract the cores' measured TSC offsets from cross-core differences (see "
              "docs/calibration.md)");
@@ -273,6 +285,19 @@ int main(int argc, char** argv) {
   if (!f.tsc_hz.empty()) {
     o.tsc_hz = ParseNumber<double>("tsc-hz", f.tsc_hz);
     if (o.tsc_hz == 0) UsageError("--tsc-hz 0: must be between 1e6 and 1e11");
+  }
+  for (const char c : f.host_name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      UsageError("--host-name: control characters are not allowed");
+    }
+  }
+  o.host_name = f.host_name;
+  if (!f.clock_error_ns.empty()) {
+    o.clock_error_ns = ParseNumber<double>("clock-error-ns", f.clock_error_ns);
+    if (!(*o.clock_error_ns >= 0)) UsageError("--clock-error-ns: must be 0 or more");
+  }
+  if (!f.test_clock_offset_ns.empty()) {
+    o.test_clock_offset_ns = ParseNumber<int64_t>("test-clock-offset-ns", f.test_clock_offset_ns);
   }
   o.include_flagged = f.include_flagged;
   o.correct_skew = f.correct_skew;

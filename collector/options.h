@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ struct CollectorOptions {
   std::string raw_path;                  // write a raw archive here
   std::string replay_path;               // run from this archive instead of shared memory
   double tsc_hz = 0;                     // 0: calibrate (live) / the archive's (replay)
+  // Several hosts, one store (docs/clickhouse.md, "Several hosts"):
+  std::string host_name;                 // --host-name; "": the hostname
+  std::optional<double> clock_error_ns;  // --clock-error-ns: used without chrony/ptp4l
+  // --test-clock-offset-ns, FOR TESTS ONLY: added to every CLOCK_REALTIME
+  // read of the TSC->UTC anchors, so this collector's UTC runs ahead by it
+  // (the multi-host tests offset one host on purpose). Never in production.
+  int64_t test_clock_offset_ns = 0;
   bool include_flagged = false;
   bool correct_skew = false;             // subtract the cores' measured offsets
   int64_t skew_interval_s = 600;         // re-measure the cores' offsets; 0: at start only

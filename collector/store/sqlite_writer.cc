@@ -316,6 +316,19 @@ absl::Status SqliteWriter::Prepare() {
   return absl::OkStatus();
 }
 
+absl::Status SqliteWriter::AddClockErrorColumn() {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = "
+                              "'clock_error_ns'",
+                         -1, &s, nullptr) != SQLITE_OK) {
+    return Error("reading runs' columns");
+  }
+  const bool has = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) > 0;
+  sqlite3_finalize(s);
+  if (has) return absl::OkStatus();
+  return Exec("ALTER TABLE runs ADD COLUMN clock_error_ns REAL");
+}
+
 absl::StatusOr<int64_t> SqliteWriter::BeginRun(const RunMeta& run) {
   sqlite3_stmt* s = nullptr;
   const char* sql =
@@ -345,7 +358,23 @@ absl::StatusOr<int64_t> SqliteWriter::BeginRun(const RunMeta& run) {
   sqlite3_finalize(s);
   if (rc != SQLITE_DONE) return Error("insert into runs");
   interval_ns_ = run.interval_ns;
-  return sqlite3_last_insert_rowid(db_);
+  const int64_t run_id = sqlite3_last_insert_rowid(db_);
+  if (run.clock_error_ns.has_value()) {
+    // runs.clock_error_ns (multi-host); a schema-2 store made before the
+    // column gets it here, once (ALTER TABLE ADD COLUMN is additive).
+    if (absl::Status st = AddClockErrorColumn(); !st.ok()) return st;
+    sqlite3_stmt* u = nullptr;
+    if (sqlite3_prepare_v2(db_, "UPDATE runs SET clock_error_ns = ? WHERE run_id = ?", -1, &u,
+                           nullptr) != SQLITE_OK) {
+      return Error("prepare runs.clock_error_ns");
+    }
+    sqlite3_bind_double(u, 1, *run.clock_error_ns);
+    sqlite3_bind_int64(u, 2, run_id);
+    const int urc = sqlite3_step(u);
+    sqlite3_finalize(u);
+    if (urc != SQLITE_DONE) return Error("update runs.clock_error_ns");
+  }
+  return run_id;
 }
 
 absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
@@ -380,6 +409,28 @@ absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
   sqlite3_finalize(s);
   if (crc != SQLITE_DONE) return Error("counters lookup");
   return state;
+}
+
+absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> SqliteWriter::LastStoredOrders(
+    int64_t run_id, uint64_t count) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT order_id, instance FROM orders WHERE run_id = ? "
+                         "ORDER BY order_key DESC LIMIT ?",
+                         -1, &s, nullptr) != SQLITE_OK) {
+    return Error("prepare last orders");
+  }
+  sqlite3_bind_int64(s, 1, run_id);
+  sqlite3_bind_int64(s, 2, static_cast<int64_t>(std::min<uint64_t>(count, INT64_MAX)));
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    out.emplace_back(static_cast<uint64_t>(sqlite3_column_int64(s, 0)),
+                     static_cast<uint32_t>(sqlite3_column_int64(s, 1)));
+  }
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) return Error("last orders");
+  return out;
 }
 
 absl::StatusOr<int64_t> SqliteWriter::ResumeRun(int64_t run_id) {

@@ -9,7 +9,10 @@
 //   --pace-us P        first stage: pause between orders
 //   --cpu C            pin to this cpu
 //   --tsc-hz HZ        busy-wait on the TSC at this frequency (else CLOCK_MONOTONIC)
-// spin: stamps tags a and b for orders F..F+N-1 (--first-id F, default 1),
+// spin: stamps tags a and b (--tag-a, --tag-b rename them) for orders
+//   F..F+N-1 (--first-id F, default 1); with --start-utc-ns T, order n's
+//   first stamp waits for CLOCK_REALTIME T + (n - 1) x pace (two hosts'
+//   producers in step, for the multi-host tests), else
 //   pausing --pace-ns between orders (busy), and after each order stores how
 //   many orders are done in the 8-byte file --progress (mmap), so a test that
 //   SIGKILLs it knows what was certainly published.
@@ -147,16 +150,25 @@ int Spin() {
     if (p == MAP_FAILED) return 5;
     progress = static_cast<std::atomic<uint64_t>*>(p);
   }
-  ticktrace::Tag a("a");
-  ticktrace::Tag b("b");
+  ticktrace::Tag a(Arg("tag-a", "a").c_str());
+  ticktrace::Tag b(Arg("tag-b", "b").c_str());
+  const int64_t start_utc_ns = Num("start-utc-ns", 0);
   for (uint64_t n = 1; n <= orders; ++n) {
     const uint64_t id = first_id + n - 1;
+    if (start_utc_ns > 0) {
+      const int64_t due = start_utc_ns + static_cast<int64_t>(n - 1) * pace_ns;
+      for (;;) {
+        timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec >= due) break;
+      }
+    }
     ticktrace::stamp(a, id);
     ticktrace::stamp(b, id);
     // After both stamps returned: both are published (release store of write_index).
     // The count of orders done, whatever the first id.
     if (progress != nullptr) progress->store(n, std::memory_order_release);
-    BusyNs(pace_ns);
+    if (start_utc_ns == 0) BusyNs(pace_ns);
   }
   return 0;
 }

@@ -101,7 +101,7 @@ FlagCounts ReadFlags(RowBinaryCursor& c) {
 constexpr char kRunColumns[] =
     "run_id, session, host, started_utc_ns, ended_utc_ns, tsc_hz, calibration_source, "
     "spread_ppm, kernel_tsc_hz, tsc_step_ns, toInt64(anchor_tsc), anchor_utc_ns, environment, "
-    "settings, pipeline, pipeline_learned, utc_drift_ppm, interval_ns, detail";
+    "settings, pipeline, pipeline_learned, utc_drift_ppm, interval_ns, detail, clock_error_ns";
 
 RunInfo ReadRun(RowBinaryCursor& c, std::string* detail_policy = nullptr) {
   RunInfo run;
@@ -125,6 +125,7 @@ RunInfo ReadRun(RowBinaryCursor& c, std::string* detail_policy = nullptr) {
   run.interval_ns = c.Int64();
   std::string detail = c.String();
   if (detail_policy) *detail_policy = std::move(detail);
+  run.clock_error_ns = c.NullableFloat64();
   return run;
 }
 

@@ -56,6 +56,9 @@ struct RunInfo {
   // runs.interval_ns: the length of the run's intervals (interval
   // statistics); 0 when the backend does not say.
   int64_t interval_ns = 0;
+  // runs.clock_error_ns: the host's clock-sync error bound (chrony, ptp4l or
+  // --clock-error-ns; docs/clickhouse.md); unset when unknown or not stored.
+  std::optional<double> clock_error_ns;
 };
 
 // A core's TSC offset against the run's reference core (table cores): the
