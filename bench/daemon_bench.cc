@@ -40,6 +40,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -70,7 +71,14 @@
 namespace {
 
 namespace tb = ticktrace::bench;
-using tb::Fmt;
+
+// One number printed with a printf format whose text may be long (bench_util's
+// Fmt has 64 bytes).
+std::string Fmt(const char* format, double v) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
 using tb::MonotonicNs;
 using tb::SleepUntil;
 
@@ -92,7 +100,6 @@ struct alignas(64) ProcessCounters {
   std::atomic<uint64_t> read_total{0};  // sum of the rings' read indices (monitor)
   std::atomic<uint64_t> write_total{0};  // sum of the rings' write indices (monitor)
   std::atomic<uint64_t> dropped{0};      // sum of the rings' drop counters (monitor)
-  std::atomic<int> rings_seen{0};        // owned slots found by the monitor
   std::atomic<int> failed{0};            // Init or the segment reader failed
 };
 struct Shared {
@@ -164,18 +171,16 @@ struct Shared {
   while (sh->stop.load(std::memory_order_acquire) < 2) {
     if (reader != nullptr) {
       uint64_t rd = 0, wr = 0, dr = 0;
-      int seen = 0;
       for (uint32_t i = 0; i < reader->info().slot_count; ++i) {
+        // Every slot: a thread that stopped stamping releases its slot, and
+        // its indices still say what the collector has taken.
         const ticktrace::SlotView v = reader->Slot(i);
-        if (v.state != ticktrace::abi::kSlotOwned) continue;
-        ++seen;
         rd += v.read_index;
         wr += v.write_index;
         dr += v.dropped;
       }
       pc.write_total.store(wr, std::memory_order_relaxed);
       pc.dropped.store(dr, std::memory_order_relaxed);
-      pc.rings_seen.store(seen, std::memory_order_relaxed);
       pc.read_total.store(rd, std::memory_order_release);  // pairs with the driver's load
     }
     usleep(10'000);
@@ -190,6 +195,34 @@ struct Shared {
 // ---------------------------------------------------------------------------
 // Driver helpers
 // ---------------------------------------------------------------------------
+
+// What a signal that stops the bench (run_all.sh's timeout sends SIGTERM)
+// must not leave behind: the producers' segments. Children need no list:
+// each is made with PR_SET_PDEATHSIG, so it is killed when the bench dies.
+// Written by the driver's only thread; read by the handler.
+char g_segments[kProcesses][128];
+
+void OnStopSignal(int sig) {
+  for (const char* name : g_segments) {
+    if (name[0] != '\0') shm_unlink(name);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// In a fork child: die with the bench (also when it is SIGKILLed).
+void DieWithParent(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);  // the parent died before the prctl
+}
+
+// Progress on stderr (run_all.sh keeps it in daemon_bench.err), with the
+// seconds since the bench started.
+void Progress(const std::string& what) {
+  static const int64_t t0 = MonotonicNs();
+  std::fprintf(stderr, "[%7.1f s] %s\n", static_cast<double>(MonotonicNs() - t0) * 1e-9,
+               what.c_str());
+}
 
 uint64_t Written(const Shared* sh) {
   uint64_t w = 0;
@@ -217,8 +250,10 @@ uint64_t RingDropped(const Shared* sh) {
 }
 
 pid_t SpawnCollector(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
+    DieWithParent(parent);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -384,11 +419,19 @@ class Producers {
     if (p == MAP_FAILED) return;
     sh_ = new (p) Shared();
     sh_->records_per_thread_s = records_per_s / kThreads;
+    const pid_t parent = getpid();
     for (int i = 0; i < kProcesses; ++i) {
       std::fflush(nullptr);
       const pid_t pid = fork();
-      if (pid == 0) ProducerMain(sh_, i, session_);
-      if (pid > 0) pids_.push_back(pid);
+      if (pid == 0) {
+        DieWithParent(parent);
+        ProducerMain(sh_, i, session_);
+      }
+      if (pid > 0) {
+        pids_.push_back(pid);
+        std::snprintf(g_segments[i], sizeof g_segments[i], "/%s",
+                      ticktrace::SegmentName(session_, static_cast<uint32_t>(pid)).c_str());
+      }
     }
   }
   ~Producers() { Finish(); }
@@ -416,8 +459,9 @@ class Producers {
   }
   // Waits until the rings are empty (the monitors' view), up to `timeout_ms`.
   bool WaitRingsEmpty(int timeout_ms) {
-    for (int waited = 0; waited < timeout_ms; waited += 20) {
-      usleep(30'000);  // one monitor period past the last stamp
+    const int64_t deadline = MonotonicNs() + int64_t{timeout_ms} * 1'000'000;
+    while (MonotonicNs() < deadline) {
+      usleep(30'000);  // at least one monitor period past the last stamp
       if (Undrained(sh_) == 0 && ReadTotal(sh_) >= Written(sh_)) return true;
     }
     return false;
@@ -432,6 +476,7 @@ class Producers {
       }
     }
     pids_.clear();
+    for (char* name : g_segments) name[0] = '\0';  // the phase removes them itself
     munmap(sh_, sizeof(Shared));
     sh_ = nullptr;
   }
@@ -481,6 +526,7 @@ bool WaitStore(CounterReader* reader) {
 std::string SettleAndStop(Producers* producers, CounterReader* reader, pid_t coll,
                           uint64_t written, int* exit_status) {
   std::string note;
+  Progress("producers stopped; waiting for the rings to empty");
   if (!producers->WaitRingsEmpty(60'000)) note = "rings not empty 60 s after the end; ";
   std::map<std::string, int64_t> c;
   const int64_t t0 = MonotonicNs();
@@ -491,9 +537,12 @@ std::string SettleAndStop(Producers* producers, CounterReader* reader, pid_t col
   if (Get(c, "drained") < static_cast<int64_t>(written)) {
     note += "store drained " + std::to_string(Get(c, "drained")) + " < written 60 s after; ";
   }
+  Progress("store drained " + std::to_string(Get(c, "drained")) + " of " +
+           std::to_string(written) + "; order timeout, then SIGINT");
   usleep(3'000'000);
   reader->Close();  // no reader while it closes the run
   *exit_status = StopCollector(coll, 180'000);
+  Progress("collector exited");
   return note;
 }
 
@@ -547,6 +596,7 @@ SustainedResult Sustained(const std::string& collector, const std::string& tmpdi
   }
   const Shared* sh = producers.shared();
   const int64_t go = producers.Go();
+  Progress("sustained: producing");
   SleepUntil(go);
   const long long cpu0 = CpuTicks(coll);
   const std::string journal = db + ".ttjournal";
@@ -623,6 +673,7 @@ SustainedResult Sustained(const std::string& collector, const std::string& tmpdi
   if (r.exit_status == -1) r.note += "collector did not exit within 180 s of SIGINT (killed); ";
   RemoveSessionSegments(session);
   RemoveStoreFiles(db);
+  unlink((tmpdir + "/daemon-sustained.log").c_str());
   return r;
 }
 
@@ -673,6 +724,7 @@ RestartResult Restart(const std::string& collector, const std::string& tmpdir, d
   if (!WaitStore(&reader)) return fail("the collector's store did not appear within 10 s", coll);
   const Shared* sh = producers.shared();
   const int64_t go = producers.Go();
+  Progress(Fmt("restart: producing for %.1f min", minutes));
   const int64_t kill_at = go + static_cast<int64_t>(minutes * 60e9);
   std::map<std::string, int64_t> c;
   while (MonotonicNs() < kill_at) {
@@ -680,6 +732,7 @@ RestartResult Restart(const std::string& collector, const std::string& tmpdir, d
     if (reader.Read(&c)) r.prekill_drained = Get(c, "drained");
   }
   r.journal_at_kill = DiskBytes(db + ".ttjournal");
+  Progress("SIGKILL and restart");
   kill(coll, SIGKILL);
   waitpid(coll, nullptr, 0);
   reader.Close();
@@ -707,6 +760,7 @@ RestartResult Restart(const std::string& collector, const std::string& tmpdir, d
     usleep(20'000);
   }
   // 10 s more at the rate, then the end of the run.
+  Progress(Fmt("restarted: drains again after %.2f s; 10 s more", r.rings_move_s));
   usleep(10'000'000);
   producers.StopStamping();
   usleep(20'000);
@@ -831,6 +885,9 @@ int main(int argc, char** argv) {
     mkdir(tmpdir.c_str(), 0700);
   }
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, OnStopSignal);
+  signal(SIGINT, OnStopSignal);
+  signal(SIGHUP, OnStopSignal);
   absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
   if (!cal.ok()) {
     std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
@@ -871,8 +928,9 @@ int main(int argc, char** argv) {
               static_cast<double>(s.journal_max_bytes) / (1 << 20));
   std::printf("| `journal_syncs` per s: run mean / max over >= 1 s windows | %.1f / %.1f (%s in "
               "all) |\n", s.syncs_per_s, s.syncs_max_window, Count(s.journal_syncs).c_str());
-  std::printf("| collector exit after SIGINT (end of run: drain, order timeout, close) | %.1f s "
-              "(wait status %d) |\n", s.collector_exit_s, s.exit_status);
+  std::printf("| end of run until the collector exited (rings empty, store caught up, 3 s for the "
+              "order timeout, SIGINT, close) | %.1f s (wait status %d) |\n", s.collector_exit_s,
+              s.exit_status);
   if (!s.note.empty()) std::printf("| notes | %s |\n", s.note.c_str());
   std::printf("\n");
 
