@@ -528,17 +528,21 @@ std::string SettleAndStop(Producers* producers, CounterReader* reader, pid_t col
   std::string note;
   Progress("producers stopped; waiting for the rings to empty");
   if (!producers->WaitRingsEmpty(60'000)) note = "rings not empty 60 s after the end; ";
+  // Every record written is in the store as drained or as dropped.
   std::map<std::string, int64_t> c;
+  auto accounted = [&c] { return Get(c, "drained") + std::max<int64_t>(0, Get(c, "dropped")); };
   const int64_t t0 = MonotonicNs();
   while (MonotonicNs() - t0 < 60'000'000'000) {
-    if (reader->Read(&c) && Get(c, "drained") >= static_cast<int64_t>(written)) break;
+    if (reader->Read(&c) && accounted() >= static_cast<int64_t>(written)) break;
     usleep(100'000);
   }
-  if (Get(c, "drained") < static_cast<int64_t>(written)) {
-    note += "store drained " + std::to_string(Get(c, "drained")) + " < written 60 s after; ";
+  if (accounted() < static_cast<int64_t>(written)) {
+    note += "store drained + dropped " + std::to_string(accounted()) + " < written " +
+            std::to_string(written) + " 60 s after the end; ";
   }
-  Progress("store drained " + std::to_string(Get(c, "drained")) + " of " +
-           std::to_string(written) + "; order timeout, then SIGINT");
+  Progress("store drained " + std::to_string(Get(c, "drained")) + ", dropped " +
+           std::to_string(Get(c, "dropped")) + " of " + std::to_string(written) +
+           "; order timeout, then SIGINT");
   usleep(3'000'000);
   reader->Close();  // no reader while it closes the run
   *exit_status = StopCollector(coll, 180'000);
