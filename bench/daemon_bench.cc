@@ -462,7 +462,8 @@ class Producers {
     const int64_t deadline = MonotonicNs() + int64_t{timeout_ms} * 1'000'000;
     while (MonotonicNs() < deadline) {
       usleep(30'000);  // at least one monitor period past the last stamp
-      if (Undrained(sh_) == 0 && ReadTotal(sh_) >= Written(sh_)) return true;
+      // A dropped record never took a ring index.
+      if (Undrained(sh_) == 0 && ReadTotal(sh_) + RingDropped(sh_) >= Written(sh_)) return true;
     }
     return false;
   }
