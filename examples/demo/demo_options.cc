@@ -28,6 +28,9 @@ absl::StatusOr<ParsedDemoFlags> ParseDemoFlags(int argc, const char* const* argv
       "busy-wait work per message in each stage, in ns (default: 500,2000,1000)");
   parser.AddString("db", &o.db_path,
                    "store; an existing ticktrace store gets a new run, any other file is refused");
+  parser.AddString("store", &o.db_path,
+                   "the store as a URI: sqlite:PATH (as --db) or clickhouse://HOST:PORT/DB "
+                   "(a ClickHouse server: docs/clickhouse.md says how to start one)");
   parser.AddBool("pin", &o.pin, "pin feed, strategy and gateway to cores (see --cpus)");
   parser.AddCustom(
       "cpus", "FEED,STRATEGY,GATEWAY",

@@ -108,7 +108,7 @@ std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expect
 
 std::string FormatNextSteps(const std::string& view_command, const std::string& db_path,
                             int64_t run_id, bool include_flagged, uint64_t slowest_order_id) {
-  const std::string db_run = absl::StrCat("--db ", db_path, " --run ", run_id);
+  const std::string db_run = absl::StrCat(StoreFlag(db_path), " ", db_path, " --run ", run_id);
   std::string out;
   absl::StrAppend(&out, "  ", view_command, " summary ", db_run,
                   include_flagged ? " --include-flagged" : "", "\n");
@@ -120,6 +120,7 @@ std::string FormatNextSteps(const std::string& view_command, const std::string& 
   absl::StrAppend(&out, "  ", view_command, " export ", db_run,
                   " --format chrome --limit 1000 --out ticktrace-demo.json   # open in "
                   "https://ui.perfetto.dev\n");
+  if (StoreFlag(db_path) == "--store") return out;  // no sqlite3 for a ClickHouse store
   absl::StrAppend(&out, "  sqlite3 ", db_path,
                   " \"SELECT stage, count, round(p50_ns), round(p99_ns) FROM stage_stats WHERE "
                   "run_id = ",

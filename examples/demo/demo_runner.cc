@@ -144,7 +144,8 @@ absl::Status DemoRun::StartCollector() {
   ChildSpec spec;
   spec.name = "collector";
   spec.path = Bin("ticktrace-collector");
-  spec.args = {"--session", session_, "--db", options_.db_path, "--pipeline", kPipeline,
+  spec.args = {"--session", session_, StoreFlag(options_.db_path), options_.db_path,
+               "--pipeline", kPipeline,
                "--order-timeout-ms", absl::StrCat(options_.order_timeout_ms)};
   if (options_.include_flagged) spec.args.push_back("--include-flagged");
   if (options_.tsc_hz > 0) {
@@ -356,7 +357,8 @@ void DemoRun::RemoveLeftovers(bool report) {
     if (const uint64_t undrained = UndrainedRecords(name); undrained > 0) {
       Complain(absl::StrCat("kept /dev/shm/", name, ": it holds ", undrained,
                             " undrained records; ticktrace-collector --session ", session_,
-                            " --db ", options_.db_path, " drains them"));
+                            " ", StoreFlag(options_.db_path), " ", options_.db_path,
+                            " drains them"));
       continue;
     }
     if (shm_unlink(name.c_str()) == 0 && report) {
@@ -431,7 +433,8 @@ int DemoRun::Run() {
   RemoveLeftovers(/*report=*/true);
   if (outcome == Outcome::kInterrupted) {
     Complain(absl::StrCat("interrupted; the store holds a partial run ", run->run_id, ": ",
-                          Shorten(Bin("ticktrace-view")), " summary --db ", options_.db_path,
+                          Shorten(Bin("ticktrace-view")), " summary ",
+                          StoreFlag(options_.db_path), " ", options_.db_path,
                           " --run ", run->run_id));
     return kDemoInterrupted;
   }
@@ -552,7 +555,10 @@ std::vector<std::string> SweepStaleDemoSessions() {
 
 int RunDemo(const DemoOptions& options) {
   std::string why;
-  const StoreFileKind store_kind = ClassifyStoreFile(options.db_path, &why);
+  // A ClickHouse store is a server's database, not a file here.
+  const StoreFileKind store_kind = StoreFlag(options.db_path) == "--store"
+                                       ? StoreFileKind::kAbsent
+                                       : ClassifyStoreFile(options.db_path, &why);
   switch (store_kind) {
     case StoreFileKind::kAbsent:
     case StoreFileKind::kTicktraceStore:

@@ -85,7 +85,10 @@ StoreFileKind ClassifyStoreFile(const std::string& path, std::string* why) {
 absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
                                                const std::string& session) {
   struct stat st;
-  if (stat(path.c_str(), &st) != 0) return std::optional<RunInfo>();
+  // A file store that is not there yet (a clickhouse:// URI is no file).
+  if (path.rfind("clickhouse://", 0) != 0 && stat(path.c_str(), &st) != 0) {
+    return std::optional<RunInfo>();
+  }
   // While the collector creates the store, opening it may fail: not yet.
   absl::StatusOr<std::unique_ptr<view::StoreReader>> store = OpenStore(path);
   if (!store.ok()) return std::optional<RunInfo>();
