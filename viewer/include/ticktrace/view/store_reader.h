@@ -3,7 +3,8 @@
 //
 //   StoreReader::Open("sqlite:PATH" | "PATH" | "clickhouse://...")
 //       -> SqliteStoreReader (viewer/src/sqlite_store_reader.cc), schema 2
-//       -> ClickHouse: not built yet (Unimplemented)
+//       -> ClickHouseStoreReader (viewer/src/clickhouse_store_reader.cc),
+//          ClickHouse schema 1 over HTTP (docs/clickhouse.md)
 //
 // The viewer's commands see typed rows (records.h, and the window/interval
 // rows below), never SQL. The methods view::Store has (store.h) keep their
@@ -103,10 +104,11 @@ struct IntervalRow {
 class StoreReader {
  public:
   // Opens the store named by `uri_or_path` (store::ParseStoreUri: a plain
-  // path or sqlite:PATH is SQLite; clickhouse://... is Unimplemented for
-  // now) for reading. Errors are one line naming the store: NotFound (no
-  // file), FailedPrecondition (not a ticktrace store, a newer schema),
-  // PermissionDenied, InvalidArgument (a bad URI).
+  // path or sqlite:PATH is SQLite; clickhouse://HOST:PORT/DB is ClickHouse)
+  // for reading. Errors are one line naming the store: NotFound (no file, no
+  // store in the database), FailedPrecondition (not a ticktrace store, a
+  // newer schema), PermissionDenied, InvalidArgument (a bad URI), Unavailable
+  // (a ClickHouse server that does not answer).
   //
   // A schema-1 SQLite store is migrated first: in place (after a backup copy
   // beside it, by the store library) when the file and its directory are
