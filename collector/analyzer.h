@@ -125,6 +125,9 @@ class Analyzer : public ChunkVisitor {
   // The collector's own counters as the stream last carried them (the
   // drainer's: RunInfoUpdate::Kind::kCounters), cumulative over restarts.
   const std::map<std::string, uint64_t>& stream_counters() const { return stream_counters_; }
+  // Adds to one of them what the collector found outside the stream (corrupt
+  // journal chunks skipped by a recovery), so that checkpoints keep it.
+  void AddStreamCounter(const std::string& name, uint64_t delta) { stream_counters_[name] += delta; }
   // UTC as the stream's anchors map it (TimeBase::DriftPpm for the drift).
   const TimeBase& time_base() const { return stitcher_.time_base(); }
   // The whole state after the chunks seen so far, for a checkpoint

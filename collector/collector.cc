@@ -361,7 +361,7 @@ class Session {
       // A tail interval settles once its orders cannot change any more.
       if (o_.use_journal && o_.checkpoint_interval.count() > 0 && o_.raw_path.empty() &&
           o_.replay_path.empty()) {
-        wo.checkpoint_path = CheckpointPath(o_.db_path);
+        wo.checkpoint_path = CheckpointPath(store::LocalStatePath(o_.db_path, o_.session));
         wo.group_readable = o_.group_readable;
       }
       wo.tail_settle_ns =
@@ -432,9 +432,9 @@ class Session {
     if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
     // Chunks skipped as corrupt by this run's journal recovery or replay (ArchiveReader).
     c.emplace_back(std::string(store::CounterName(store::Counter::kJournalChunksCorrupt)),
-                   v(corrupt_chunks_));
+                   v(StreamCounter(store::Counter::kJournalChunksCorrupt)));
     c.emplace_back(std::string(store::CounterName(store::Counter::kJournalRecordsLost)),
-                   v(corrupt_records_lost_));
+                   v(StreamCounter(store::Counter::kJournalRecordsLost)));
     c.emplace_back("restarts", restarts_);
     // This collector process's CPU so far (a resumed run: since the resume).
     c.emplace_back(std::string(store::CounterName(store::Counter::kCollectorCpuMs)),
@@ -549,10 +549,19 @@ class Session {
   // What reading the journal (or --replay's archive) skipped: one stderr line
   // per skip, and the counters. Non-OK (DataLoss, for exit status 1) when
   // anything was skipped; the run itself goes on.
+  uint64_t StreamCounter(store::Counter c) const {
+    auto it = analyzer_->stream_counters().find(std::string(store::CounterName(c)));
+    return it == analyzer_->stream_counters().end() ? 0 : it->second;
+  }
+
   absl::Status NoteCorruptChunks(const std::string& what, const std::vector<CorruptSkip>& skips,
                                  uint64_t chunks, uint64_t records_lost) {
-    corrupt_chunks_ = chunks;
-    corrupt_records_lost_ = records_lost;
+    // Cumulative over restarts: kept with the analysis (and its checkpoints),
+    // so a restart from a checkpoint past the damage still counts it.
+    analyzer_->AddStreamCounter(
+        std::string(store::CounterName(store::Counter::kJournalChunksCorrupt)), chunks);
+    analyzer_->AddStreamCounter(
+        std::string(store::CounterName(store::Counter::kJournalRecordsLost)), records_lost);
     for (const CorruptSkip& skip : skips) std::cerr << CorruptSkipLine(what, skip) << "\n";
     if (chunks > skips.size()) {
       std::cerr << what << ": " << chunks - skips.size() << " more corrupt chunks not listed\n";
@@ -575,8 +584,6 @@ class Session {
   std::unique_ptr<Analyzer> analyzer_;
   bool pipeline_dirty_ = true;
   int64_t restarts_ = 0;
-  uint64_t corrupt_chunks_ = 0;
-  uint64_t corrupt_records_lost_ = 0;
 };
 
 absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
@@ -603,6 +610,7 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
     info.calibration_source = "given";
   }
   info.started_utc_ns = RealtimeNowNs();
+  if (!o.host_name.empty()) info.host = o.host_name;
   info.pipeline = o.pipeline;
   info.order_timeout_ms = o.order_timeout_ms;
   info.include_flagged = o.include_flagged;
@@ -610,7 +618,6 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
   info.max_open_orders = o.max_open_orders;
   info.mode = "replay";
   info.correct_skew = o.correct_skew;
-  if (!o.host_name.empty()) info.host = o.host_name;
 
   Session session(o, out);
   if (absl::Status s = session.OpenStore(); !s.ok()) return s;
@@ -879,7 +886,10 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     }
   }
   const bool journaled = !o.db_path.empty() && o.use_journal;
-  const std::string journal_path = journaled ? JournalPath(o.db_path) : "";
+  // The journal and checkpoint sit beside a SQLite store; for ClickHouse in
+  // the current directory, named after the store and session (open_writer.h).
+  const std::string local_state = store::LocalStatePath(o.db_path, o.session);
+  const std::string journal_path = journaled ? JournalPath(local_state) : "";
   if (journaled) {
     if (absl::Status s = CheckNotSymlink(journal_path); !s.ok()) return s;
   }
@@ -977,16 +987,11 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
         << std::flush;
     // Recovery re-emits every order the journal finishes; the store must take
     // all of them (it skips those it has), so the writer waits instead of dropping.
-    if (session.writer() != nullptr) {
-      // What the store holds already is skipped as the journal re-emits it.
-      session.writer()->Resume(resume_state.counters);
-      session.writer()->set_block_when_full(true);
-    }
     // A checkpoint of this run: the analysis as it stood at a journal offset;
     // only the journal after it is replayed (collector/checkpoint.h).
     const auto recovery_start = Clock::now();
     uint64_t replay_from = 0;
-    const std::string checkpoint_path = CheckpointPath(o.db_path);
+    const std::string checkpoint_path = CheckpointPath(local_state);
     if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
     absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
     if (checkpoint.ok() && checkpoint->run_id == resume_run) {
@@ -1008,6 +1013,37 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
       return absl::DataLossError(absl::StrCat(
           checkpoint.status().message(), "; the journal before it is gone, so run ", resume_run,
           " cannot be resumed: move it and ", journal_path, " away"));
+    }
+    if (session.writer() != nullptr) {
+      // What the store holds already is skipped as the journal re-emits it,
+      // by sequence number. A corrupt chunk in the part replayed shifts the
+      // numbers after it, so then only those up to the checkpoint are known
+      // (the store sink counts the rest as uncertain: store_sink.h).
+      NullChunkVisitor scan;
+      absl::StatusOr<Journal::Recovered> pre = Journal::Recover(journal_path, &scan, replay_from);
+      std::optional<uint64_t> exact_through;
+      std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
+      if (pre.ok() && pre->corrupt_chunks > 0) {
+        const uint64_t sure = checkpoint.ok() && checkpoint->run_id == resume_run
+                                  ? checkpoint->emitted
+                                  : 0;
+        auto it = resume_state.counters.find(
+            std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
+        const uint64_t stored =
+            it == resume_state.counters.end() ? 0 : static_cast<uint64_t>(it->second);
+        absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> keys =
+            session.store()->LastStoredOrders(session.run_id(), stored > sure ? stored - sure : 0);
+        if (keys.ok() && o.store.detail == store::DetailPolicy::kAll) {
+          exact_through = sure;
+          stored_keys = *std::move(keys);
+        } else {
+          out << "warning: the journal has corrupt chunks and the store cannot tell which "
+                 "orders after them it holds; up to as many orders as those chunks held may be "
+                 "missing from the store\n";
+        }
+      }
+      session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
+      session.writer()->set_block_when_full(true);
     }
     absl::StatusOr<Journal::Recovered> r =
         Journal::Recover(journal_path, &session.analyzer(), replay_from);
@@ -1047,7 +1083,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   } else if (journaled) {
     // A checkpoint left by an earlier run (one that ended between removing
     // its journal and its checkpoint) belongs to no journal now.
-    const std::string checkpoint_path = CheckpointPath(o.db_path);
+    const std::string checkpoint_path = CheckpointPath(local_state);
     if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
     ::unlink(checkpoint_path.c_str());
     absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id(), o.group_readable);
@@ -1158,6 +1194,8 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
                       pass_start >= deadline)) {
       stopping = true;
       discover = true;  // catch segments that appeared since the last look
+      // A store that does not answer must not hold the exit (the journal keeps it).
+      store::RequestWriterStop(session.store());
     }
     buf.clear();
     ChunkEncoder::Clock(ReadTsc(), &buf);
@@ -1167,6 +1205,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     if (pass_start - last_anchor >= o.anchor_interval) {
       RunInfoUpdate anchor;
       ReadTscRealtimeAnchor(&anchor.anchor.tsc, &anchor.anchor.utc_ns);
+      anchor.anchor.utc_ns += o.test_clock_offset_ns;  // tests only (options.h)
       ChunkEncoder::RunInfo(anchor.ToJson(), &buf);
       last_anchor = pass_start;
     }
@@ -1205,7 +1244,6 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
       }
       if (!status.ok()) break;
     }
-      anchor.anchor.utc_ns += o.test_clock_offset_ns;  // tests only (options.h)
     if (raw.has_value()) {
       status = raw->Append(buf);
       if (absl::IsResourceExhausted(status)) {
@@ -1291,9 +1329,16 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   }
   if (status.ok() && journal.has_value()) {
     status = journal->Remove();
-    ::unlink(CheckpointPath(o.db_path).c_str());  // its journal is gone; the run is in the store
+    ::unlink(CheckpointPath(local_state).c_str());  // its journal is gone; the run is in the store
   }
   if (status.ok()) status = journal_loss;  // the run is complete; exit 1 all the same
+  if (status.ok() && session.StreamCounter(store::Counter::kJournalChunksCorrupt) > 0) {
+    status = absl::DataLossError(absl::StrCat(
+        "journal ", journal_path, ": ",
+        session.StreamCounter(store::Counter::kJournalChunksCorrupt),
+        " corrupt chunks were skipped earlier in this run (before a restart); see "
+        "journal_chunks_corrupt and journal_records_lost in the store"));
+  }
   return status;
 }
 

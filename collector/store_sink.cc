@@ -138,6 +138,10 @@ void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
   const int64_t interval = IntervalOf(order.order.first_utc_ns);
   newest_first_utc_ns_ = std::max(newest_first_utc_ns_, order.order.first_utc_ns);
   // Re-emitted after a restart: what the store holds of it stays as it is.
+  if (order.seq > skip_stats_through_ && order.seq <= identity_through_ &&
+      stored_keys_.contains({order.order.order_id, order.order.instance})) {
+    return;  // after a corrupt chunk: known by its key, not its number
+  }
   if (order.seq != 0 && order.seq <= skip_stats_through_) {
     if (order.seq <= skip_detail_through_) return;
   } else {
@@ -308,13 +312,21 @@ absl::Status StoreSink::Stop() {
   return error_;
 }
 
-void StoreSink::Resume(const std::map<std::string, int64_t>& stored) {
+void StoreSink::Resume(const std::map<std::string, int64_t>& stored,
+                       std::optional<uint64_t> exact_through,
+                       const std::vector<std::pair<uint64_t, uint32_t>>& stored_keys) {
   auto get = [&stored](store::Counter c) -> uint64_t {
     auto it = stored.find(std::string(store::CounterName(c)));
     return it == stored.end() || it->second < 0 ? 0 : static_cast<uint64_t>(it->second);
   };
   skip_stats_through_ = get(store::Counter::kStoreStatsThrough);
   skip_detail_through_ = std::min(skip_stats_through_, get(store::Counter::kStoreDetailThrough));
+  if (exact_through.has_value() && *exact_through < skip_stats_through_) {
+    identity_through_ = skip_stats_through_;
+    stored_keys_.insert(stored_keys.begin(), stored_keys.end());
+    skip_stats_through_ = *exact_through;
+    skip_detail_through_ = std::min(skip_detail_through_, *exact_through);
+  }
   last_seq_ = skip_detail_through_;
   local_.orders_detail_skipped = get(store::Counter::kOrdersDetailSkipped);
   std::lock_guard lock(mu_);

@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "collector/checkpoint.h"
 #include "collector/stitcher.h"
@@ -130,7 +131,16 @@ class StoreSink : public OrderSink {
   StoreSinkCounters counters() const;
   // A resumed run: takes the stored sequence numbers and counts (the run's
   // counters, store::RunState). REQUIRES: before the first order.
-  void Resume(const std::map<std::string, int64_t>& stored_counters);
+  //
+  // After a corrupt journal chunk the numbers after it are shifted (the
+  // chunk's orders are not emitted again): then `exact_through` is the
+  // checkpoint's count (numbers up to it are sure), and `stored_keys` the
+  // (order id, instance) of the orders the store holds beyond it
+  // (Writer::LastStoredOrders): a re-emitted order beyond exact_through is
+  // skipped when the store holds it, and taken when it does not.
+  void Resume(const std::map<std::string, int64_t>& stored_counters,
+              std::optional<uint64_t> exact_through = std::nullopt,
+              const std::vector<std::pair<uint64_t, uint32_t>>& stored_keys = {});
   // The highest sequence number through which the store holds statistics
   // and detail decisions (0: none yet).
   uint64_t stored_through() const;
@@ -176,6 +186,10 @@ class StoreSink : public OrderSink {
   uint64_t last_seq_ = 0;              // of the last order received
   uint64_t skip_stats_through_ = 0;    // Resume(): already in the store
   uint64_t skip_detail_through_ = 0;
+  // Resume() after a corrupt chunk: orders numbered in (skip_stats_through_,
+  // identity_through_] are skipped when their key is in stored_keys_.
+  uint64_t identity_through_ = 0;
+  absl::flat_hash_set<std::pair<uint64_t, uint32_t>> stored_keys_;
 
   // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
   // TSan, so TSan cannot see absl::Mutex's synchronisation.

@@ -127,6 +127,20 @@ class ChunkVisitor {
   virtual void OnClock(uint64_t tsc) = 0;
 };
 
+// Reads chunks and does nothing with them (a scan for corrupt chunks).
+class NullChunkVisitor : public ChunkVisitor {
+ public:
+  void OnRunInfo(std::string_view) override {}
+  void OnProcess(const ProcessChunk&) override {}
+  void OnTags(const TagsChunk&) override {}
+  void OnThread(const ThreadChunk&) override {}
+  void OnRecords(const RecordsChunk&) override {}
+  void OnSlotDropped(const SlotDroppedChunk&) override {}
+  void OnProcessCounters(const ProcessCountersChunk&) override {}
+  void OnProcessExited(const ProcessExitedChunk&) override {}
+  void OnClock(uint64_t) override {}
+};
+
 // Appends encoded chunks to a byte buffer. Not thread-safe; one owner.
 class ChunkEncoder {
  public:

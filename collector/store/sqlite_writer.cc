@@ -411,6 +411,28 @@ absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
   return state;
 }
 
+absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> SqliteWriter::LastStoredOrders(
+    int64_t run_id, uint64_t count) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT order_id, instance FROM orders WHERE run_id = ? "
+                         "ORDER BY order_key DESC LIMIT ?",
+                         -1, &s, nullptr) != SQLITE_OK) {
+    return Error("prepare last orders");
+  }
+  sqlite3_bind_int64(s, 1, run_id);
+  sqlite3_bind_int64(s, 2, static_cast<int64_t>(std::min<uint64_t>(count, INT64_MAX)));
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    out.emplace_back(static_cast<uint64_t>(sqlite3_column_int64(s, 0)),
+                     static_cast<uint32_t>(sqlite3_column_int64(s, 1)));
+  }
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) return Error("last orders");
+  return out;
+}
+
 absl::StatusOr<int64_t> SqliteWriter::ResumeRun(int64_t run_id) {
   if (absl::StatusOr<RunState> state = LookupRun(run_id); !state.ok()) return state.status();
   sqlite3_stmt* s = nullptr;

@@ -51,6 +51,8 @@ class SqliteWriter : public Writer {
   absl::StatusOr<int64_t> BeginRun(const RunMeta& run) override;
   absl::StatusOr<RunState> LookupRun(int64_t run_id) override;
   absl::StatusOr<int64_t> ResumeRun(int64_t run_id) override;
+  absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> LastStoredOrders(
+      int64_t run_id, uint64_t count) override;
   absl::Status Write(int64_t run_id, const std::vector<IntervalDelta>& intervals,
                      const std::vector<IntervalOrders>& interval_orders,
                      const std::vector<OrderDetail>& orders, const Snapshot* snapshot,
@@ -73,10 +75,10 @@ class SqliteWriter : public Writer {
  private:
   SqliteWriter() = default;
   absl::Status Exec(const char* sql);
-  absl::Status Prepare();
-  absl::Status Error(absl::string_view what) const;
   // Adds runs.clock_error_ns to a schema-2 store made before it (idempotent).
   absl::Status AddClockErrorColumn();
+  absl::Status Prepare();
+  absl::Status Error(absl::string_view what) const;
   // The run's id of `name` in `names` (or `stages` when `kind` is set),
   // inserting it when new. Inside Write()'s transaction.
   absl::StatusOr<uint32_t> NameId(int64_t run_id, const std::string& name);

@@ -164,6 +164,15 @@ class Writer {
   virtual absl::StatusOr<RunState> LookupRun(int64_t run_id) = 0;
   // Counts a resume in the run's `restarts` counter; returns the new count.
   virtual absl::StatusOr<int64_t> ResumeRun(int64_t run_id) = 0;
+  // The (order id, instance) of the run's last `count` orders whose detail
+  // the store holds, newest first: a resume after a corrupt journal chunk
+  // tells re-emitted orders from new ones by them (store_sink.h).
+  // Unimplemented where a backend cannot say (the resume then goes by
+  // sequence number alone).
+  virtual absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> LastStoredOrders(
+      int64_t /*run_id*/, uint64_t /*count*/) {
+    return absl::UnimplementedError("this store cannot list its last orders");
+  }
 
   // Writes one batch in one transaction: interval deltas, the orders counted
   // per interval, order detail and (optional) the snapshot. An order already
