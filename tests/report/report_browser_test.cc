@@ -211,11 +211,12 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
     }
   }
 
-  // A real run, small: a few thousand ticks.
+  // A real run, small: a few thousand ticks over about 2 s (intervals of
+  // 1 s: the plots over time get 2 or 3 points).
   const std::string db = dir_ + "/demo.db";
   const std::string session = absl::StrCat("report-browser-", getpid());
   ASSERT_EQ(RunShell(absl::StrCat(BinDir(), "/ticktrace-demo --session ", session, " --db ", db,
-                                  " --bin-dir ", BinDir(), " --ticks 3000 --rate 5000 > ", dir_,
+                                  " --bin-dir ", BinDir(), " --ticks 8000 --rate 4000 > ", dir_,
                                   "/demo.log 2>&1"),
                      120),
             0)
@@ -245,8 +246,11 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
             0)
       << ReadAll(dir_ + "/dom.err");
   const std::string dom = ReadAll(dir_ + "/dom.html");
-  std::vector<std::string> ids = {"run-header", "breakdown", "median-stack", "stages",
-                                  "slowest",    "slowest-1", "flags"};
+  std::vector<std::string> ids = {"run-header",       "breakdown",      "median-stack",
+                                  "median-mean",      "over-time",      "time-median-band",
+                                  "time-mean-band",   "interval-slowest", "interval-1",
+                                  "stages",           "slowest",        "slowest-1",
+                                  "flags"};
   // Every stage of the run (as the viewer reads them) has both plots.
   auto store = ticktrace::view::StoreReader::Open(db);
   ASSERT_TRUE(store.ok()) << store.status();
@@ -257,12 +261,39 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
     const std::string slug = ticktrace::view::StageSlug(stage.stage);
     ids.push_back(absl::StrCat("stage-", slug, "-histogram"));
     ids.push_back(absl::StrCat("stage-", slug, "-percentiles"));
+    ids.push_back(absl::StrCat("time-", slug));
   }
   for (const std::string& id : ids) {
     EXPECT_NE(dom.find(absl::StrCat("id=\"", id, "\"")), std::string::npos)
         << "no element with id " << id << " in the rendered DOM";
   }
   EXPECT_EQ(dom.find("<script"), std::string::npos);
+  // The total's plot over time, as rendered: p50, p99 and max lines of two
+  // points or more (one per interval), and each red max point links to its
+  // interval's slowest orders, a row that exists and lists order ids.
+  {
+    const size_t at = dom.find("id=\"time-total\"");
+    ASSERT_NE(at, std::string::npos);
+    const std::string svg = dom.substr(at, dom.find("</svg>", at) - at);
+    for (const char* line : {"p50", "p99", "max"}) {
+      const std::string cls = absl::StrCat("class=\"line ", line, "\"");
+      const size_t l = svg.find(cls);
+      ASSERT_NE(l, std::string::npos) << "no " << line << " line in the time plot";
+      const size_t p = svg.find("points=\"", l) + 8;
+      const std::vector<std::string> points =
+          absl::StrSplit(svg.substr(p, svg.find('"', p) - p), ' ', absl::SkipEmpty());
+      EXPECT_GE(points.size(), 2u) << line << " line: " << svg.substr(l, 300);
+    }
+    const size_t link = svg.find("<a href=\"#interval-");
+    ASSERT_NE(link, std::string::npos) << "no link from the time plot";
+    const size_t hash = svg.find('#', link) + 1;
+    const std::string anchor = svg.substr(hash, svg.find('"', hash) - hash);
+    const size_t row = dom.find(absl::StrCat("<tr id=\"", anchor, "\""));
+    ASSERT_NE(row, std::string::npos) << anchor;
+    EXPECT_NE(dom.substr(row, dom.find("</tr>", row) - row).find("class=\"mono\""),
+              std::string::npos)
+        << "the interval's row lists no order: " << dom.substr(row, 400);
+  }
 
   // The screenshot, with the console on stderr.
   const std::string png_path = dir_ + "/report.png";

@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "ticktrace/view/format_units.h"
 #include "ticktrace/view/report_model.h"
 #include "ticktrace/view/svg.h"
@@ -70,7 +74,22 @@ svg .grid { stroke: #eaeef2; stroke-width: 1; }
 svg .axis { stroke: #8c959f; stroke-width: 1; }
 details summary { cursor: pointer; color: #0969da; }
 footer { color: #57606a; font-size: 12px; margin-top: 24px; }
+svg a rect.bucket:hover { fill: rgba(9, 105, 218, 0.08); }
+svg a { cursor: pointer; }
+tr:target { background: #fff8c5; }
 )css";
+
+// Why the stage medians do not add up to the total's (issue 17), shown under
+// the median stack and under the bands over time.
+constexpr char kWhyMediansDoNotAdd[] =
+    "<p class=\"note\"><b>Why the stage medians do not add up to the total's median.</b> A "
+    "stage's median is the middle of that stage's own distribution, and the orders in the "
+    "middle of one stage are not those in the middle of the next: an order slow in one hop is "
+    "usually ordinary in the others. So a tail that a few orders take in one stage moves the "
+    "total's median and not the stage's, and the sum of the stage medians can be far below (or "
+    "above) the total's median. Means do add up: the mean of a sum is the sum of the means, so "
+    "for orders that pass every stage the stacked means reach the total's mean. Read the "
+    "medians for the typical order and the means for where the time goes in sum.</p>\n";
 
 std::string F(double v) { return absl::StrFormat("%.1f", v); }
 
@@ -520,16 +539,31 @@ std::string Breakdown(const ReportModel& model, const std::map<std::string, std:
       "medians, and a wide gap between the two bars points to long tails spread over "
       "different orders.</p>\n";
   out += StackSvg(model, colours);
+  // Means beside the medians: they add up where medians do not.
+  std::map<std::string, std::optional<double>> mean_of;
+  for (const StageSummary& st : model.summary.stages) mean_of[st.stage] = st.stats.mean_ns;
+  double mean_sum = 0;
   out += "<div class=\"legend\">\n";
   for (const StackSegment& seg : model.stack.segments) {
     const auto it = colours.find(seg.stage);
     const double share = model.stack.sum_ns > 0 ? 100.0 * seg.width_ns / model.stack.sum_ns : 0;
+    const std::optional<double> mean = mean_of[seg.stage];
+    mean_sum += std::max(0.0, mean.value_or(0));
     absl::StrAppend(&out, "<span>", Swatch(it == colours.end() ? "#999" : it->second),
-                    EscapeHtml(seg.stage), " <span class=\"num\">",
+                    EscapeHtml(seg.stage), " <span class=\"num\">p50 ",
                     EscapeHtml(FormatDurationNs(seg.width_ns)), absl::StrFormat(" (%.0f%%)", share),
-                    "</span></span>\n");
+                    ", mean ", EscapeHtml(FormatDurationNs(mean)), "</span></span>\n");
   }
   out += "</div>\n";
+  if (!model.stack.segments.empty()) {
+    absl::StrAppend(&out, "<p class=\"note\" id=\"median-mean\">Sum of the stage medians ",
+                    EscapeHtml(FormatDurationNs(model.stack.sum_ns)), " against the total's median ",
+                    EscapeHtml(FormatDurationNs(model.stack.total_p50_ns)),
+                    "; sum of the stage means ", EscapeHtml(FormatDurationNs(mean_sum)),
+                    " against the total's mean ",
+                    EscapeHtml(FormatDurationNs(mean_of[std::string(kTotalStage)])), ".</p>\n");
+    out += kWhyMediansDoNotAdd;
+  }
   if (!model.stack.left_out.empty()) {
     std::vector<std::string> names;
     for (const std::string& n : model.stack.left_out) names.push_back(EscapeHtml(n));
@@ -699,6 +733,287 @@ std::string Flags(const ReportModel& model) {
   return out;
 }
 
+// ---- Latency over time (model.time) -----------------------------------------
+
+// Time ticks over [lo_ns, hi_ns] (UTC ns), labelled with the UTC time of day.
+std::vector<AxisTick> TimeTicks(int64_t lo_ns, int64_t hi_ns) {
+  static constexpr double kStepsS[] = {0.1,  0.2,  0.5,  1,     2,     5,     10,    15,
+                                       30,   60,   120,  300,   600,   900,   1800,  3600,
+                                       7200, 10800, 21600, 43200, 86400, 172800, 604800};
+  const double span_s = static_cast<double>(hi_ns - lo_ns) / 1e9;
+  double step_s = kStepsS[std::size(kStepsS) - 1];
+  for (const double s : kStepsS) {
+    if (span_s / s <= 8) {
+      step_s = s;
+      break;
+    }
+  }
+  const auto step_ns = static_cast<int64_t>(step_s * 1e9);
+  std::vector<AxisTick> ticks;
+  for (int64_t t = (lo_ns + step_ns - 1) / step_ns * step_ns; t <= hi_ns; t += step_ns) {
+    std::string label =
+        absl::FormatTime("%H:%M:%S", absl::FromUnixNanos(t), absl::UTCTimeZone());
+    if (step_s < 1) absl::StrAppend(&label, absl::StrFormat(".%d", (t / 100'000'000) % 10));
+    ticks.push_back({static_cast<double>(t - lo_ns), label, 0});
+  }
+  return ticks;
+}
+
+// The x scale of every time plot: the buckets' extent, 0 at the first.
+struct TimeFrame {
+  Frame frame;
+  Scale x;
+  int64_t lo_ns = 0;
+  int64_t hi_ns = 0;
+  double Centre(int64_t start_utc_ns, int64_t bucket_ns) const {
+    return x(static_cast<double>(start_utc_ns - lo_ns) + static_cast<double>(bucket_ns) / 2);
+  }
+};
+TimeFrame MakeTimeFrame(const TimeAxis& axis, const Frame& frame) {
+  TimeFrame t;
+  t.frame = frame;
+  t.lo_ns = axis.buckets.front().start_utc_ns;
+  t.hi_ns = axis.buckets.back().start_utc_ns + axis.bucket_ns;
+  t.x = {0, static_cast<double>(t.hi_ns - t.lo_ns), frame.x, frame.right(), false};
+  return t;
+}
+
+std::string BucketTitle(const TimeAxis& axis, const TimeBucket& b) {
+  std::string title = absl::StrCat(FormatUtcNs(b.start_utc_ns), " (", FormatTickNs(
+      static_cast<double>(axis.bucket_ns)), "): ", b.orders, " orders");
+  if (b.ranked_max_ns.has_value()) {
+    absl::StrAppend(&title, ", ", axis.ranked_stage, " max ", FormatDurationNs(*b.ranked_max_ns));
+  }
+  if (b.flagged > 0) absl::StrAppend(&title, ", ", b.flagged, " flagged samples");
+  if (b.sampled()) {
+    absl::StrAppend(&title, ", detail sampled (", b.orders_kept, " of ", b.orders, " kept)");
+  }
+  return title + "; click for its slowest orders";
+}
+
+// A column per bucket over the whole plot, linking to its slowest orders, and
+// a marker above the plot for buckets with flagged samples or sampled detail.
+std::string BucketLinksAndMarkers(const TimeAxis& axis, const TimeFrame& t) {
+  std::string out;
+  for (const TimeBucket& b : axis.buckets) {
+    const double x0 = t.x(static_cast<double>(b.start_utc_ns - t.lo_ns));
+    const double x1 = t.x(static_cast<double>(b.start_utc_ns - t.lo_ns + axis.bucket_ns));
+    absl::StrAppend(&out, "<a href=\"#", b.anchor, "\"><rect class=\"bucket\" x=\"", F(x0),
+                    "\" y=\"", F(t.frame.y), "\" width=\"", F(std::max(1.0, x1 - x0)),
+                    "\" height=\"", F(t.frame.h), "\" fill=\"transparent\"><title>",
+                    EscapeHtml(BucketTitle(axis, b)), "</title></rect></a>\n");
+    const double cx = (x0 + x1) / 2;
+    double y = t.frame.y - 3;
+    const auto marker = [&](const char* cls, const char* colour, const std::string& what) {
+      absl::StrAppend(&out, "<a href=\"#", b.anchor, "\"><path class=\"marker ", cls,
+                      "\" d=\"M", F(cx - 4), " ", F(y - 7), " L", F(cx + 4), " ", F(y - 7),
+                      " L", F(cx), " ", F(y), " Z\" fill=\"", colour, "\"><title>",
+                      EscapeHtml(what), "</title></path></a>\n");
+      y -= 9;
+    };
+    if (b.flagged > 0) {
+      marker("flagged", "#d4a72c", absl::StrCat(b.flagged, " flagged samples"));
+    }
+    if (b.sampled()) {
+      marker("sampled", "#0969da",
+             absl::StrCat("detail sampled: ", b.orders_kept, " of ", b.orders, " orders kept"));
+    }
+  }
+  return out;
+}
+
+// The stacked band of the pipeline stages' medians (`mean` false) or means
+// over time, with the total's own median or mean as a dashed line.
+std::string TimeBandSvg(const ReportModel& model, bool mean) {
+  const TimeAxis& axis = model.time;
+  const std::string id = mean ? "time-mean-band" : "time-median-band";
+  constexpr double kHeight = 260;
+  std::string out = SvgOpen(id, kWideWidth, kHeight,
+                            mean ? "stage means stacked over time, and the total's mean"
+                                 : "stage medians stacked over time, and the total's median");
+  const TimeFrame t = MakeTimeFrame(axis, Frame{72, 34, kWideWidth - 72 - 24, kHeight - 34 - 52});
+  const auto value = [&](const TimePoint& p) { return mean ? p.mean_ns : p.p50_ns; };
+  std::map<std::string, std::map<int64_t, double>> by_stage;  // stage -> start -> value
+  for (const StageOverTime& s : axis.stages) {
+    for (const TimePoint& p : s.points) {
+      if (value(p).has_value()) by_stage[s.stage][p.start_utc_ns] = std::max(0.0, *value(p));
+    }
+  }
+  double top = 1;
+  std::map<int64_t, double> sum;
+  for (const std::string& stage : axis.stacked) {
+    for (const auto& [start, v] : by_stage[stage]) top = std::max(top, sum[start] += v);
+  }
+  for (const auto& [start, v] : by_stage[std::string(kTotalStage)]) top = std::max(top, v);
+  const LinearAxis lin = NiceLinearAxis(0, top, 5);
+  const Scale y{lin.lo_ns, lin.hi_ns, t.frame.bottom(), t.frame.y, false};
+  out += YAxis(t.frame, y, lin.ticks, mean ? "mean latency" : "median latency");
+  out += XAxis(t.frame, t.x, TimeTicks(t.lo_ns, t.hi_ns), "time (UTC)", kWideWidth);
+  const std::map<std::string, std::string> colours = ColourOf(model);
+  std::map<int64_t, double> base;
+  for (const std::string& stage : axis.stacked) {
+    std::string upper;
+    std::string lower;
+    for (const TimeBucket& b : axis.buckets) {
+      const double v = by_stage[stage].count(b.start_utc_ns) ? by_stage[stage][b.start_utc_ns] : 0;
+      const double x = t.Centre(b.start_utc_ns, axis.bucket_ns);
+      const double y0 = base[b.start_utc_ns];
+      absl::StrAppend(&upper, F(x), ",", F(y(y0 + v)), " ");
+      lower = absl::StrCat(F(x), ",", F(y(y0)), " ", lower);
+      base[b.start_utc_ns] = y0 + v;
+    }
+    const auto it = colours.find(stage);
+    absl::StrAppend(&out, "<polygon class=\"band\" fill=\"",
+                    it == colours.end() ? "#999" : it->second,
+                    "\" fill-opacity=\"0.85\" stroke=\"#fff\" stroke-width=\"0.5\" points=\"",
+                    upper, lower, "\"><title>", EscapeHtml(stage), "</title></polygon>\n");
+  }
+  const auto total = by_stage.find(std::string(kTotalStage));
+  if (total != by_stage.end() && !total->second.empty()) {
+    std::string points;
+    for (const auto& [start, v] : total->second) {
+      absl::StrAppend(&points, F(t.Centre(start, axis.bucket_ns)), ",", F(y(v)), " ");
+    }
+    absl::StrAppend(&out, "<polyline class=\"line total\" fill=\"none\" stroke=\"#1f2328\" "
+                          "stroke-width=\"2\" stroke-dasharray=\"6 3\" points=\"",
+                    points, "\"><title>", mean ? "total mean" : "total median",
+                    "</title></polyline>\n");
+  }
+  out += BucketLinksAndMarkers(axis, t);
+  return out + "</svg>\n";
+}
+
+// One stage over time: its p50, p99 and max per bucket; a max point links to
+// the bucket's slowest orders.
+std::string StageTimeSvg(const TimeAxis& axis, const StageOverTime& stage) {
+  const std::string id = absl::StrCat("time-", stage.slug);
+  std::string out = SvgOpen(id, kPlotWidth, kPlotHeight,
+                            absl::StrCat("p50, p99 and max of ", stage.stage, " over time"));
+  const TimeFrame t =
+      MakeTimeFrame(axis, Frame{72, 30, kPlotWidth - 72 - 22, kPlotHeight - 30 - 52});
+  double lo = 0;
+  double hi = 0;
+  bool any = false;
+  for (const TimePoint& p : stage.points) {
+    for (const auto& v : {p.p50_ns, p.p99_ns, p.max_ns}) {
+      if (!v.has_value()) continue;
+      lo = any ? std::min(lo, *v) : *v;
+      hi = any ? std::max(hi, *v) : *v;
+      any = true;
+    }
+  }
+  if (!any) {
+    out += Text(t.frame.x + t.frame.w / 2, t.frame.y + t.frame.h / 2, "no percentiles to draw",
+                "middle", "axis-title");
+    return out + "</svg>\n";
+  }
+  if (lo > 0 && hi / lo > 20) std::tie(lo, hi) = SnapLogRange(lo, hi);
+  if (hi <= lo) hi = lo + 1;
+  const LatencyAxis y_axis = MakeLatencyAxis(lo, hi, t.frame.bottom(), t.frame.y, 20, 6);
+  out += YAxis(t.frame, y_axis.scale, y_axis.ticks,
+               y_axis.scale.log ? "latency (log scale)" : "latency");
+  out += XAxis(t.frame, t.x, TimeTicks(t.lo_ns, t.hi_ns), "time (UTC)", kPlotWidth);
+  out += BucketLinksAndMarkers(axis, t);
+  const auto line = [&](const char* cls, std::optional<double> TimePoint::*field,
+                        const char* colour, const char* dash, double width) {
+    std::string points;
+    for (const TimePoint& p : stage.points) {
+      if (!(p.*field).has_value()) continue;
+      absl::StrAppend(&points, F(t.Centre(p.start_utc_ns, axis.bucket_ns)), ",",
+                      F(y_axis.scale(*(p.*field))), " ");
+    }
+    absl::StrAppend(&out, "<polyline class=\"line ", cls, "\" fill=\"none\" stroke=\"", colour,
+                    "\" stroke-width=\"", F(width), "\" stroke-linejoin=\"round\"", dash,
+                    " points=\"", points, "\"/>\n");
+  };
+  line("p50", &TimePoint::p50_ns, stage.colour.c_str(), "", 2);
+  line("p99", &TimePoint::p99_ns, stage.colour.c_str(), " stroke-dasharray=\"5 3\"", 1.5);
+  line("max", &TimePoint::max_ns, "#cf222e", "", 1);
+  std::map<int64_t, const TimeBucket*> bucket_at;
+  for (const TimeBucket& b : axis.buckets) bucket_at[b.start_utc_ns] = &b;
+  for (const TimePoint& p : stage.points) {
+    if (!p.max_ns.has_value()) continue;
+    const auto b = bucket_at.find(p.start_utc_ns);
+    if (b == bucket_at.end()) continue;
+    absl::StrAppend(&out, "<a href=\"#", b->second->anchor, "\"><circle class=\"spike\" cx=\"",
+                    F(t.Centre(p.start_utc_ns, axis.bucket_ns)), "\" cy=\"",
+                    F(y_axis.scale(*p.max_ns)), "\" r=\"3\" fill=\"#cf222e\"><title>",
+                    EscapeHtml(absl::StrCat(FormatUtcNs(p.start_utc_ns), ": max ",
+                                            FormatDurationNs(*p.max_ns), ", p99 ",
+                                            FormatDurationNs(p.p99_ns), ", p50 ",
+                                            FormatDurationNs(p.p50_ns), " (", p.count,
+                                            " samples); click for the slowest orders")),
+                    "</title></circle></a>\n");
+  }
+  return out + "</svg>\n";
+}
+
+std::string OverTime(const ReportModel& model, const std::map<std::string, std::string>& colours) {
+  const TimeAxis& axis = model.time;
+  std::string out = "<section id=\"over-time\">\n<h2>Latency over time</h2>\n";
+  if (axis.buckets.empty()) {
+    out += "<p class=\"note\">No interval statistics in this run (a store written before "
+           "schema 2, or a run without samples).</p>\n</section>\n";
+    return out;
+  }
+  absl::StrAppend(
+      &out, "<p class=\"note\">From the interval statistics (every order, whatever detail the "
+            "store kept), one point per ",
+      EscapeHtml(FormatTickNs(static_cast<double>(axis.bucket_ns))), " bucket (",
+      axis.buckets.size(),
+      " buckets). Click a bucket, a red max point or a marker for the slowest orders of that "
+      "bucket. Markers above a plot: <span style=\"color:#9a6700\">&#9660;</span> flagged "
+      "samples in the bucket, <span style=\"color:#0969da\">&#9660;</span> detail sampled (not "
+      "every order's stamps kept). Dropped records are counted per run, not per interval: "
+      "the header's loss counters say whether any were lost.</p>\n");
+  out += "<h3>Stage medians, stacked, against the total's median</h3>\n";
+  out += TimeBandSvg(model, /*mean=*/false);
+  out += "<h3 style=\"margin-top:14px\">Stage means, stacked, against the total's mean</h3>\n";
+  out += TimeBandSvg(model, /*mean=*/true);
+  out += "<div class=\"legend\">\n";
+  for (const std::string& stage : axis.stacked) {
+    const auto it = colours.find(stage);
+    absl::StrAppend(&out, "<span>", Swatch(it == colours.end() ? "#999" : it->second),
+                    EscapeHtml(stage), "</span>\n");
+  }
+  out += "<span>- - - total</span>\n</div>\n";
+  out += kWhyMediansDoNotAdd;
+  out += "<h3 style=\"margin-top:14px\">Per stage: p50 (solid), p99 (dashed), max (red)</h3>\n";
+  out += "<div class=\"plots\">\n";
+  for (const StageOverTime& s : axis.stages) {
+    absl::StrAppend(&out, "<div><div class=\"note\">", Swatch(s.colour), EscapeHtml(s.stage),
+                    "</div>", StageTimeSvg(axis, s), "</div>\n");
+  }
+  out += "</div>\n";
+
+  // The slowest orders of every bucket, where the links above lead.
+  absl::StrAppend(&out, "<h3 id=\"interval-slowest\" style=\"margin-top:14px\">Slowest orders "
+                        "of each bucket (by ",
+                  EscapeHtml(axis.ranked_stage), ")</h3>\n");
+  out += "<table><tr><th>bucket (UTC)</th><th>orders</th><th>max</th><th>flagged</th>"
+         "<th>detail</th><th>slowest orders (id: latency)</th></tr>\n";
+  for (const TimeBucket& b : axis.buckets) {
+    std::vector<std::string> orders;
+    for (const RankedOrder& r : b.slowest) {
+      orders.push_back(absl::StrCat("<span class=\"mono\">", EscapeHtml(FormatOrderId(r.order_id)),
+                                    "</span>: ", EscapeHtml(FormatDurationNs(r.latency_ns))));
+    }
+    absl::StrAppend(
+        &out, "<tr id=\"", b.anchor, "\"><td>", EscapeHtml(FormatUtcNs(b.start_utc_ns)),
+        "</td><td class=\"num\">", b.orders, "</td><td class=\"num\">",
+        EscapeHtml(FormatDurationNs(b.ranked_max_ns)), "</td>",
+        b.flagged > 0 ? "<td class=\"num flagged\">" : "<td class=\"num\">", b.flagged,
+        "</td><td>",
+        b.sampled() ? absl::StrCat("sampled (", b.orders_kept, " of ", b.orders, ")") : "all",
+        "</td><td style=\"text-align:left;white-space:normal\">",
+        orders.empty() ? std::string("(no detail kept)") : absl::StrJoin(orders, ", "),
+        "</td></tr>\n");
+  }
+  out += "</table>\n<p class=\"note\">An id is what <code>ticktrace-view order ID</code> takes "
+         "for the order's full timeline.</p>\n</section>\n";
+  return out;
+}
+
 }  // namespace
 
 std::string RenderReportHtml(const ReportModel& model) {
@@ -715,6 +1030,7 @@ std::string RenderReportHtml(const ReportModel& model) {
                   "</title>\n<style>", kCss, "</style>\n</head>\n<body>\n<main>\n");
   out += RunHeader(model);
   out += Breakdown(model, colours);
+  out += OverTime(model, colours);
   out += StageSections(model);
   out += Slowest(model, colours);
   out += Flags(model);

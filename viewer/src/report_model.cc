@@ -298,6 +298,9 @@ absl::StatusOr<ReportModel> BuildReportModel(StoreReader& store, std::optional<i
       model.slowest.push_back(BuildOrderWaterfall(slow, slow.parent_samples));
     }
   }
+  TICKTRACE_ASSIGN_OR_RETURN(model.time,
+                             BuildTimeAxis(store, run, window, model.stages, model.stack,
+                                           kSlowestPerInterval));
   return model;
 }
 

@@ -6,6 +6,7 @@
 //     Summary (summary.h)            header, counters, the breakdown table
 //     CollectStageValues per stage   -> LogHistogram, PercentileCurve
 //     FindSlowestOrders (waterfall.h)-> OrderWaterfall
+//     Intervals, FindSlowest per bucket -> TimeAxis (report_time_model.cc)
 //   RenderReportHtml(model)          the page (report_html.cc), pure
 //
 // The builders below the model are pure functions of their inputs.
@@ -141,6 +142,63 @@ struct OrderWaterfall {
 OrderWaterfall BuildOrderWaterfall(const SlowOrder& slow,
                                    const std::vector<SampleRow>& parent_samples = {});
 
+// --- Latency over time (the interval statistics) --------------------------------
+
+// One stage in one bucket of time (IntervalRow's numbers).
+struct TimePoint {
+  int64_t start_utc_ns = 0;
+  int64_t count = 0;
+  std::optional<double> p50_ns, p99_ns, max_ns, mean_ns;
+};
+
+// One stage over the run: a point per bucket with samples, by time.
+struct StageOverTime {
+  std::string stage;
+  std::string slug;    // for element ids: time-<slug>
+  std::string colour;  // the stage's colour in every plot
+  std::vector<TimePoint> points;
+};
+
+// One bucket of the run: what it holds beside the latencies, and its
+// slowest orders (the report lists them under `anchor`).
+struct TimeBucket {
+  int64_t start_utc_ns = 0;
+  int64_t flagged = 0;  // samples with a flag, every stage (IntervalRow::flag_counts)
+  int64_t orders = 0;   // orders that finished in it (by first stamp)
+  int64_t orders_kept = 0;
+  bool detail_deleted = false;
+  std::string anchor;   // "interval-<k>"
+  std::optional<double> ranked_max_ns;  // the ranking stage's max in the bucket
+  std::vector<RankedOrder> slowest;     // by the ranking stage, slowest first
+  // Not every order of the bucket has its detail (policy tail, or retention).
+  bool sampled() const { return orders_kept < orders || detail_deleted; }
+};
+
+// The run (or window) over time. Buckets are the run's intervals, or a
+// multiple of them so that there are at most kMaxTimeBuckets.
+struct TimeAxis {
+  static constexpr int64_t kMaxTimeBuckets = 120;
+  int64_t bucket_ns = 0;
+  std::string ranked_stage = kTotalStage;  // what orders and spikes are ranked by
+  std::vector<StageOverTime> stages;       // the summary's order, total last
+  std::vector<TimeBucket> buckets;         // by time; only buckets with samples
+  // The pipeline stages the band stacks (MedianStack's segments), in order.
+  std::vector<std::string> stacked;
+};
+
+struct StagePlots;
+
+// How many slowest orders the report lists per bucket of time.
+inline constexpr int64_t kSlowestPerInterval = 3;
+
+// Reads the run's intervals in `window` (every stage of `stages`, their
+// colours and slugs kept) and the `slowest` slowest orders of each bucket.
+// A run with no interval length (older stores) gives an empty axis.
+absl::StatusOr<TimeAxis> BuildTimeAxis(StoreReader& store, const RunInfo& run,
+                                       const TimeWindow& window,
+                                       const std::vector<StagePlots>& stages,
+                                       const MedianStack& stack, int64_t slowest);
+
 // --- The report -----------------------------------------------------------------
 
 // One environment fact of the run (runs.environment).
@@ -178,6 +236,7 @@ struct ReportModel {
   std::vector<StagePlots> stages;  // the summary's order
   std::string slowest_stage = kTotalStage;
   std::vector<OrderWaterfall> slowest;
+  TimeAxis time;  // latency over time, from the interval statistics
 };
 
 // An id-safe form of a stage name: letters, digits, '_' and '-' kept, "->"
