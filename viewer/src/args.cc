@@ -147,7 +147,7 @@ std::string CommandHelp(absl::string_view program, const CommandSpec& spec) {
 FlagSpec StoreFlag() {
   return {"store", "URI",
           "the store: sqlite:PATH (an SQLite file written by ticktrace-collector) or a plain "
-          "path; clickhouse://HOST:PORT/DB is not built yet"};
+          "path; or clickhouse://HOST:PORT/DB (a ClickHouse server: docs/clickhouse.md)"};
 }
 
 FlagSpec DbFlag() { return {"db", "PATH", "the SQLite store at PATH (short for --store sqlite:PATH)"}; }
