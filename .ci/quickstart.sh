@@ -38,6 +38,8 @@ if [ "$mode" = test ]; then
   # server the package may start (not in containers with policy-rc.d) is
   # neither used nor in their way.
   packages+=(clickhouse-server clickhouse-client)
+  # ip(8) for the tests that stand two hosts up in network namespaces.
+  packages+=(iproute2)
 fi
 
 bash "$root/.ci/install-packages.sh" "${packages[@]}"
