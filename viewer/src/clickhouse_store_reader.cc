@@ -777,7 +777,11 @@ class ClickHouseStoreReader final : public StoreReader {
           found = true;
         }));
     if (!found) return absl::NotFoundError(absl::StrCat("run ", run_id, " not found in ", uri_));
-    for (auto [table, names] : {std::pair("names", &d.names), std::pair("stages", &d.stages)}) {
+    for (auto [table_name, names_of_table] :
+         {std::pair("names", &d.names), std::pair("stages", &d.stages)}) {
+      // Locals, not the structured bindings: clang 14 cannot capture those.
+      const char* table = table_name;
+      std::vector<std::string>* names = names_of_table;
       TICKTRACE_RETURN_IF_ERROR(ForEachRow(
           absl::StrCat("SELECT toInt64(", table == std::string_view("names") ? "name_id" : "stage_id",
                        "), name FROM ", table, " FINAL WHERE run_id = ", run_id),
