@@ -1017,8 +1017,9 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     if (session.writer() != nullptr) {
       // What the store holds already is skipped as the journal re-emits it,
       // by sequence number. A corrupt chunk in the part replayed shifts the
-      // numbers after it, so then only those up to the checkpoint are known
-      // (the store sink counts the rest as uncertain: store_sink.h).
+      // numbers after it: then numbers are trusted only up to the
+      // checkpoint's, and later orders are told by their key in the store
+      // (StoreSink::Resume). A scan of the tail finds out first.
       NullChunkVisitor scan;
       absl::StatusOr<Journal::Recovered> pre = Journal::Recover(journal_path, &scan, replay_from);
       std::optional<uint64_t> exact_through;
