@@ -39,6 +39,7 @@
 #include "packed_rows.h"
 #include "row_binary.h"
 #include "status_macros.h"
+#include "window_rows.h"
 
 namespace ticktrace::view::internal {
 // Named (not anonymous): a unity build may put this file beside the SQLite
@@ -64,23 +65,6 @@ std::string WindowClause(const char* column, const TimeWindow& w) {
   if (w.since_utc_ns) absl::StrAppend(&out, " AND ", column, " >= ", *w.since_utc_ns);
   if (w.until_utc_ns) absl::StrAppend(&out, " AND ", column, " < ", *w.until_utc_ns);
   return out;
-}
-
-template <typename Row>
-void FillFromHistogram(const store::Histogram& h, Row* row) {
-  row->count = static_cast<int64_t>(h.count());
-  if (h.count() == 0) return;
-  row->min_ns = h.min();
-  row->max_ns = h.max();
-  row->mean_ns = h.mean();
-  const auto percentile = [&h](double percent) -> std::optional<double> {
-    if (h.count() < store::MinSamplesForPercentile(percent)) return std::nullopt;
-    return h.Quantile(percent / 100);
-  };
-  row->p50_ns = percentile(50);
-  row->p90_ns = percentile(90);
-  row->p99_ns = percentile(99);
-  if constexpr (requires { row->p999_ns; }) row->p999_ns = percentile(99.9);
 }
 
 // The flag columns summed, in kFlagNames order ("toInt64(sum(migrated)), ...").
@@ -515,17 +499,7 @@ class ClickHouseStoreReader final : public StoreReader {
           }
           if (row.samples_all.value_or(0) == 0) return;
           row.stage = dict->Stage(id);
-          FillFromHistogram(merged, &row);
-          row.sum_ns = merged.sum();
-          SetNamedFlags(&row);
-          row.position = std::numeric_limits<int32_t>::max();
-          for (const StageStatsRow& w : whole) {
-            if (w.stage != row.stage) continue;
-            row.position = w.position;
-            row.include_flagged = w.include_flagged;
-            row.uncertainty_ns = w.uncertainty_ns;
-          }
-          row.detail_complete = coverage.complete();
+          FinishWindowRow(merged, whole, coverage, &row);
           out.push_back(std::move(row));
         }));
     TICKTRACE_RETURN_IF_ERROR(merge_status);
@@ -606,10 +580,7 @@ class ClickHouseStoreReader final : public StoreReader {
     for (const auto& [id, rows] : by_stage) {
       StageStatsRow r;
       r.stage = dict->Stage(id);
-      r.position = std::numeric_limits<int32_t>::max();
-      for (const StageStatsRow& w : whole) {
-        if (w.stage == r.stage) r.position = w.position;
-      }
+      r.position = PositionIn(whole, r.stage);
       stages.emplace_back(std::move(r), id);
     }
     std::stable_sort(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
@@ -688,31 +659,6 @@ class ClickHouseStoreReader final : public StoreReader {
   }
 
  private:
-  struct PipelineOrder {
-    bool operator()(const StageStatsRow& a, const StageStatsRow& b) const {
-      const bool ta = a.stage == store::kTotalStage, tb = b.stage == store::kTotalStage;
-      if (ta != tb) return tb;
-      return a.position < b.position;
-    }
-  };
-
-  static void SetNamedFlags(WindowStageStatsRow* row) {
-    // kFlagNames order: migrated, negative, cross_core, saturated, skew,
-    // out_of_order, late, cross_host (static_asserts below).
-    row->migrated = row->flag_counts[0];
-    row->negative = row->flag_counts[1];
-    row->cross_core = row->flag_counts[2];
-    row->skew = row->flag_counts[4];
-    row->out_of_order = row->flag_counts[5];
-    row->late = row->flag_counts[6];
-  }
-  static_assert(store::kFlagNames[0].bit == store::kFlagMigrated);
-  static_assert(store::kFlagNames[1].bit == store::kFlagNegative);
-  static_assert(store::kFlagNames[2].bit == store::kFlagCrossCore);
-  static_assert(store::kFlagNames[4].bit == store::kFlagSkew);
-  static_assert(store::kFlagNames[5].bit == store::kFlagOutOfOrder);
-  static_assert(store::kFlagNames[6].bit == store::kFlagLate);
-
   absl::Status Truncated(const std::string& what) const {
     return absl::DataLossError(
         absl::StrCat(uri_, ": ", what, ": the server's answer ended inside a row"));

@@ -46,6 +46,7 @@
 #include "packed_rows.h"
 #include "sqlite_query.h"
 #include "status_macros.h"
+#include "window_rows.h"
 
 namespace ticktrace::view::internal {
 // Named (not anonymous) so that a unity build that puts this file beside
@@ -220,23 +221,6 @@ int64_t FloorTo(int64_t t, int64_t step) {
 }
 
 // Adds what a histogram holds to the row's percentile fields.
-template <typename Row>
-void FillFromHistogram(const store::Histogram& h, Row* row) {
-  row->count = static_cast<int64_t>(h.count());
-  if (h.count() == 0) return;
-  row->min_ns = h.min();
-  row->max_ns = h.max();
-  row->mean_ns = h.mean();
-  const auto percentile = [&h](double percent) -> std::optional<double> {
-    if (h.count() < store::MinSamplesForPercentile(percent)) return std::nullopt;
-    return h.Quantile(percent / 100);
-  };
-  row->p50_ns = percentile(50);
-  row->p90_ns = percentile(90);
-  row->p99_ns = percentile(99);
-  if constexpr (requires { row->p999_ns; }) row->p999_ns = percentile(99.9);
-}
-
 // The columns of `intervals` a reader merges, flag counts in kFlagNames order.
 std::string IntervalColumns() {
   std::vector<std::string> flags;
@@ -822,17 +806,7 @@ class SqliteStoreReader final : public StoreReader {
             return merged.MergeEncoded(histogram);
           }));
       if (intervals == 0 || row.samples_all.value_or(0) == 0) continue;
-      FillFromHistogram(merged, &row);
-      row.sum_ns = merged.sum();
-      SetNamedFlags(&row);
-      row.position = std::numeric_limits<int32_t>::max();
-      for (const StageStatsRow& w : whole) {
-        if (w.stage != row.stage) continue;
-        row.position = w.position;
-        row.include_flagged = w.include_flagged;
-        row.uncertainty_ns = w.uncertainty_ns;
-      }
-      row.detail_complete = coverage.complete();
+      FinishWindowRow(merged, whole, coverage, &row);
       out.push_back(std::move(row));
     }
     std::stable_sort(out.begin(), out.end(), PipelineOrder());
@@ -879,10 +853,7 @@ class SqliteStoreReader final : public StoreReader {
       if (dict->stages[id].empty() || (stage.has_value() && dict->stages[id] != *stage)) continue;
       StageStatsRow r;
       r.stage = dict->stages[id];
-      r.position = std::numeric_limits<int32_t>::max();
-      for (const StageStatsRow& w : whole) {
-        if (w.stage == r.stage) r.position = w.position;
-      }
+      r.position = PositionIn(whole, r.stage);
       stages.emplace_back(std::move(r), static_cast<int64_t>(id));
     }
     std::stable_sort(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
@@ -971,32 +942,6 @@ class SqliteStoreReader final : public StoreReader {
   }
 
  private:
-  // Stages by position; those without a stage_stats row after, `total` last.
-  struct PipelineOrder {
-    bool operator()(const StageStatsRow& a, const StageStatsRow& b) const {
-      const bool ta = a.stage == store::kTotalStage, tb = b.stage == store::kTotalStage;
-      if (ta != tb) return tb;
-      return a.position < b.position;
-    }
-  };
-
-  static void SetNamedFlags(WindowStageStatsRow* row) {
-    // kFlagNames order: migrated, negative, cross_core, saturated, skew,
-    // out_of_order, late, cross_host (static_asserts below).
-    row->migrated = row->flag_counts[0];
-    row->negative = row->flag_counts[1];
-    row->cross_core = row->flag_counts[2];
-    row->skew = row->flag_counts[4];
-    row->out_of_order = row->flag_counts[5];
-    row->late = row->flag_counts[6];
-  }
-  static_assert(store::kFlagNames[0].bit == store::kFlagMigrated);
-  static_assert(store::kFlagNames[1].bit == store::kFlagNegative);
-  static_assert(store::kFlagNames[2].bit == store::kFlagCrossCore);
-  static_assert(store::kFlagNames[4].bit == store::kFlagSkew);
-  static_assert(store::kFlagNames[5].bit == store::kFlagOutOfOrder);
-  static_assert(store::kFlagNames[6].bit == store::kFlagLate);
-
   absl::StatusOr<Query> Prepare(std::string_view sql, absl::string_view what) {
     return Query::Prepare(db_.get(), sql, absl::StrCat(path_, ": ", what));
   }
