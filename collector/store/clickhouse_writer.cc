@@ -36,11 +36,6 @@ int64_t RealtimeNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-int64_t RoundNs(double ns) {
-  if (!std::isfinite(ns)) return 0;
-  return std::llround(std::clamp(ns, -9.0e18, 9.0e18));
-}
-
 std::optional<double> Finite(const std::optional<double>& v) {
   if (v.has_value() && std::isfinite(*v)) return v;
   return std::nullopt;
@@ -579,7 +574,6 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   RowBinary order_rows;
   std::map<int64_t, uint64_t> kept;  // by interval start
   std::string blob;
-  PackedDetail packed;
   for (const OrderDetail& o : orders) {
     uint32_t instance = o.instance;
     if (auto it = stored.find({o.order_id, o.instance}); it != stored.end()) {
@@ -590,33 +584,15 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
       // The id was used again, and the collector no longer remembered it.
       instance = ++top_instance[o.order_id];
     }
-    packed.stamps.clear();
-    packed.samples.clear();
-    packed.first_tsc_utc_delta_ns = o.first_tsc_utc_ns - o.first_utc_ns;
-    for (const StampDetail& sd : o.stamps) {
-      packed.stamps.push_back(PackedStamp{
-          .name_id = NameId(sd.tag, new_names),
-          .is_span = sd.is_span,
-          .process_id = sd.process_id,
-          .tid = sd.tid,
-          .cpu = sd.cpu,
-          .cpu_end = sd.cpu_end,
-          .tsc_delta = static_cast<int64_t>(sd.tsc - o.first_tsc),
-          .duration_ns = RoundNs(sd.duration_ns),
-          .flags = sd.flags,
-      });
-    }
-    for (const SampleDetail& sd : o.samples) {
-      packed.samples.push_back(PackedSample{
-          .start_delta_ns = sd.start_utc_ns - o.first_utc_ns,
-          .process_begin = sd.process_begin,
-          .process_end = sd.process_end,
-          .cpu_begin = sd.cpu_begin,
-          .cpu_end = sd.cpu_end,
-      });
-    }
     blob.clear();
-    PackDetail(packed, &blob);
+    if (absl::Status s = PackOrderDetail(
+            o, [&](const std::string& tag) -> absl::StatusOr<uint32_t> {
+              return NameId(tag, new_names);
+            },
+            &blob);
+        !s.ok()) {
+      return s;
+    }
     RowBinary& b = order_rows;
     b.I64(run_id);
     b.I64(o.first_utc_ns);

@@ -1,5 +1,6 @@
 #include "collector/store/detail.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -125,6 +126,47 @@ absl::StatusOr<PackedDetail> UnpackDetail(std::string_view bytes) {
   }
   if (!in.done()) return bad("trailing bytes");
   return d;
+}
+
+int64_t RoundNs(double ns) {
+  if (!std::isfinite(ns)) return 0;
+  return std::llround(std::clamp(ns, -9.0e18, 9.0e18));
+}
+
+absl::Status PackOrderDetail(
+    const OrderDetail& o,
+    const std::function<absl::StatusOr<uint32_t>(const std::string& name)>& name_id,
+    std::string* out) {
+  PackedDetail packed;
+  packed.first_tsc_utc_delta_ns = o.first_tsc_utc_ns - o.first_utc_ns;
+  packed.stamps.reserve(o.stamps.size());
+  for (const StampDetail& sd : o.stamps) {
+    absl::StatusOr<uint32_t> name = name_id(sd.tag);
+    if (!name.ok()) return name.status();
+    packed.stamps.push_back(PackedStamp{
+        .name_id = *name,
+        .is_span = sd.is_span,
+        .process_id = sd.process_id,
+        .tid = sd.tid,
+        .cpu = sd.cpu,
+        .cpu_end = sd.cpu_end,
+        .tsc_delta = static_cast<int64_t>(sd.tsc - o.first_tsc),
+        .duration_ns = RoundNs(sd.duration_ns),
+        .flags = sd.flags,
+    });
+  }
+  packed.samples.reserve(o.samples.size());
+  for (const SampleDetail& sd : o.samples) {
+    packed.samples.push_back(PackedSample{
+        .start_delta_ns = sd.start_utc_ns - o.first_utc_ns,
+        .process_begin = sd.process_begin,
+        .process_end = sd.process_end,
+        .cpu_begin = sd.cpu_begin,
+        .cpu_end = sd.cpu_end,
+    });
+  }
+  PackDetail(packed, out);
+  return absl::OkStatus();
 }
 
 }  // namespace ticktrace::store

@@ -10,6 +10,7 @@
 #define TICKTRACE_STORE_DETAIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,18 @@ struct PackedDetail {
 
 // Appends the encoding of `detail` to `out`.
 void PackDetail(const PackedDetail& detail, std::string* out);
+
+// A latency or duration as the store keeps it: whole ns, rounded; 0 for a
+// value that is not finite; clamped to what an int64 holds.
+int64_t RoundNs(double ns);
+
+// Packs `order`'s stamps and samples (what the packed BLOB holds) and
+// appends the encoding to `out`; each stamp's tag becomes an id through
+// `name_id` (the backend's names dictionary), whose error is returned.
+absl::Status PackOrderDetail(
+    const OrderDetail& order,
+    const std::function<absl::StatusOr<uint32_t>(const std::string& name)>& name_id,
+    std::string* out);
 // Decodes untrusted bytes: InvalidArgument when they are not a packed detail.
 absl::StatusOr<PackedDetail> UnpackDetail(std::string_view bytes);
 

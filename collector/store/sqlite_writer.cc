@@ -49,11 +49,6 @@ constexpr char kSqliteHeader[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
 
 int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }  // ids >= 2^63 wrap
 
-int64_t RoundNs(double ns) {
-  if (!std::isfinite(ns)) return 0;
-  return std::llround(std::clamp(ns, -9.0e18, 9.0e18));
-}
-
 void BindText(sqlite3_stmt* s, int i, const std::string& text) {
   sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
 }
@@ -603,37 +598,13 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
   std::map<int64_t, Kept> kept;  // by interval start
   std::string blob;
   std::string samples;
-  PackedDetail packed;
   for (const OrderDetail& o : orders) {
-    packed.stamps.clear();
-    packed.samples.clear();
-    packed.first_tsc_utc_delta_ns = o.first_tsc_utc_ns - o.first_utc_ns;
-    for (const StampDetail& sd : o.stamps) {
-      absl::StatusOr<uint32_t> name = NameId(run_id, sd.tag);
-      if (!name.ok()) return name.status();
-      packed.stamps.push_back(PackedStamp{
-          .name_id = *name,
-          .is_span = sd.is_span,
-          .process_id = sd.process_id,
-          .tid = sd.tid,
-          .cpu = sd.cpu,
-          .cpu_end = sd.cpu_end,
-          .tsc_delta = static_cast<int64_t>(sd.tsc - o.first_tsc),
-          .duration_ns = RoundNs(sd.duration_ns),
-          .flags = sd.flags,
-      });
-    }
-    for (const SampleDetail& sd : o.samples) {
-      packed.samples.push_back(PackedSample{
-          .start_delta_ns = sd.start_utc_ns - o.first_utc_ns,
-          .process_begin = sd.process_begin,
-          .process_end = sd.process_end,
-          .cpu_begin = sd.cpu_begin,
-          .cpu_end = sd.cpu_end,
-      });
-    }
     blob.clear();
-    PackDetail(packed, &blob);
+    if (absl::Status s = PackOrderDetail(
+            o, [&](const std::string& tag) { return NameId(run_id, tag); }, &blob);
+        !s.ok()) {
+      return s;
+    }
     sqlite3_stmt* s = st_->insert_order;
     sqlite3_bind_int64(s, 1, run_id);
     sqlite3_bind_int64(s, 2, AsInt(o.order_id));
