@@ -25,19 +25,12 @@ namespace {
 using testing::Stamp;
 
 // Counts what reaches the analysis.
-class CountingVisitor : public ChunkVisitor {
+class CountingVisitor : public NullChunkVisitor {
  public:
-  void OnRunInfo(std::string_view) override {}
-  void OnProcess(const ProcessChunk&) override {}
-  void OnTags(const TagsChunk&) override {}
-  void OnThread(const ThreadChunk&) override {}
   void OnRecords(const RecordsChunk& c) override {
     records += c.count;
     firsts.push_back(c.first_index);
   }
-  void OnSlotDropped(const SlotDroppedChunk&) override {}
-  void OnProcessCounters(const ProcessCountersChunk&) override {}
-  void OnProcessExited(const ProcessExitedChunk&) override {}
   void OnClock(uint64_t) override { ++clocks; }
   uint64_t records = 0;
   uint64_t clocks = 0;

@@ -15,12 +15,6 @@
 namespace ticktrace::reliability {
 namespace {
 
-int64_t CountOf(const std::string& text, const std::string& what) {
-  int64_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 class CollectorRestartTest : public RelTest {
  protected:
   CollectorRestartTest() : RelTest("crestart") {}

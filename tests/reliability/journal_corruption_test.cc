@@ -61,12 +61,6 @@ std::vector<RecordsChunkAt> RecordsChunks(const std::string& bytes) {
   return out;
 }
 
-int64_t CountOf(const std::string& text, const std::string& what) {
-  int64_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 class JournalCorruptionTest : public RelTest {
  protected:
   JournalCorruptionTest() : RelTest("jcorrupt") {}

@@ -78,6 +78,13 @@ inline std::string SegmentPath(const std::string& session, pid_t pid) {
 
 inline bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
+// How many times `what` occurs in `text` (lines of a log, say).
+inline int64_t CountOf(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // Removes every segment of a session when it goes out of scope.
 class SessionSegments {
  public:
