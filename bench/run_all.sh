@@ -172,6 +172,7 @@ daemon_minutes="1,2,4"
 if [ -x "$bin/ticktrace-collector" ]; then
   run daemon_bench 1200 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
       --seconds 60 --rate 1000000 --restart-minutes "$daemon_minutes" --tmpdir "$tmp"
+  run idle_cpu 120 bash "$root/bench/idle_cpu.sh" "$bin/ticktrace-collector" 30
 fi
 run scaling_bench 300 "$bin/scaling_bench" --seconds 1.5
 # Makes its store once (cached in /tmp across runs), then queries it.
@@ -522,6 +523,15 @@ all stay in flight); once the collector has drained them, plus 2 s, its
 \`VmHWM\` is read from \`/proc\`.
 
 $(body visibility_bench)
+
+## Idle collector — \`bench/idle_cpu.sh\`
+
+\`bash bench/idle_cpu.sh $bin_shown/ticktrace-collector 30\` ($(status_line idle_cpu)): the
+collector with a store and no producers, its CPU over 30 s after 5 s of settling.
+
+\`\`\`
+$(cat "$tmp/idle_cpu.txt" 2>/dev/null)
+\`\`\`
 
 ## All-day collector (issue 12) — \`daemon_bench\`
 
