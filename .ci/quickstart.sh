@@ -32,7 +32,12 @@ packages=(g++ make cmake pkg-config libboost-dev libabsl-dev libgtest-dev libgmo
 if [ "$mode" = test ]; then
   # clang for the sanitizer pass and libFuzzer; chromium for the report's browser
   # test; zlib to read the PNG that test takes.
-  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev nodejs npm tmux prometheus)
+  packages+=(clang libclang-rt-14-dev chromium zlib1g-dev tmux prometheus)
+  # Node.js and npm for the hlog export's independent reader (hdr-histogram-js).
+  # Only when the commands are missing: a Node.js from elsewhere (NodeSource's
+  # `nodejs` bundles npm and conflicts with Debian's `npm` package) already does.
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
   # The ClickHouse tests start servers of their own (temporary config, data
   # and free loopback ports: tests/support/clickhouse_server.h); a system
   # server the package may start (not in containers with policy-rc.d) is
