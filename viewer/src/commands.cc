@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -17,6 +19,7 @@
 #include "ticktrace/view/percentile_report.h"
 #include "ticktrace/view/report.h"
 #include "ticktrace/view/runs_report.h"
+#include "ticktrace/view/stitched_views.h"
 #include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 #include "ticktrace/view/time_arg.h"
@@ -65,6 +68,14 @@ constexpr char kFilterText[] =
     "collector counted them for the run, unless --include-flagged or\n"
     "--exclude-flagged says otherwise.";
 
+constexpr char kCrossHostText[] =
+    "With --hosts (several hosts' collectors writing one store: docs/clickhouse.md),\n"
+    "each order of the reference run (--run; default: the latest run whose pipeline\n"
+    "has the first --pipeline tag) is stitched by order id with its instances on the\n"
+    "other hosts' runs. Every stage names the host of each end; a stage across hosts\n"
+    "is a UTC difference, flagged cross_host, with an uncertainty: the sum of the two\n"
+    "hosts' clock error bounds (unknown when either is).";
+
 struct Command {
   CommandSpec spec;
   std::function<absl::Status(const ParsedArgs&, std::ostream&, bool)> run;
@@ -108,8 +119,45 @@ absl::StatusOr<TimeWindow> WindowOf(StoreReader& store, const QueryOptions& quer
   return q.window;
 }
 
+// The flags a subcommand's single-run view has that the cross-host view
+// (--hosts) does not: a usage error when given with --hosts.
+absl::Status RejectWithHosts(const ParsedArgs& args, std::initializer_list<const char*> flags) {
+  for (const char* flag : flags) {
+    if (args.Has(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " does not apply with --hosts (stitched orders: every stamp counts)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `spec`'s flags with the cross-host ones (stitched_views.h) before --json.
+std::vector<FlagSpec> WithCrossHostFlags(std::vector<FlagSpec> flags) {
+  std::vector<FlagSpec> extra = CrossHostFlags();
+  auto at = std::find_if(flags.begin(), flags.end(),
+                         [](const FlagSpec& f) { return f.name == "json"; });
+  flags.insert(at, extra.begin(), extra.end());
+  return flags;
+}
+
 // summary: the per-stage table or JSON.
 absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<CrossHostRequest> cross, CrossHostFromArgs(args));
+  if (cross.has_value()) {
+    TICKTRACE_RETURN_IF_ERROR(RejectWithHosts(
+        args, {"process", "include-flagged", "exclude-flagged", "exact"}));
+    TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
+    TICKTRACE_ASSIGN_OR_RETURN(CrossHostScope scope, ResolveCrossHost(*store, *cross));
+    TICKTRACE_ASSIGN_OR_RETURN(CrossHostBreakdown b, BuildCrossHostBreakdown(*store, scope));
+    if (auto stage = args.Value("stage")) {
+      std::erase_if(b.stages, [&](const StitchedStageStats& s) { return s.stage != *stage; });
+      if (b.stages.empty()) {
+        return absl::NotFoundError(absl::StrCat("no stitched order has stage '", *stage, "'"));
+      }
+    }
+    out << (args.Has("json") ? RenderCrossHostBreakdownJson(b) : RenderCrossHostBreakdownText(b));
+    return absl::OkStatus();
+  }
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(Summary summary, BuildSummary(*store, query));
@@ -120,6 +168,17 @@ absl::Status SummaryCommand(const ParsedArgs& args, std::ostream& out, bool) {
 // orders --slowest N: the slowest orders with their waterfalls.
 absl::Status OrdersCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> n, args.IntValue("slowest", 1));
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<CrossHostRequest> cross, CrossHostFromArgs(args));
+  if (cross.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
+    TICKTRACE_ASSIGN_OR_RETURN(CrossHostScope scope, ResolveCrossHost(*store, *cross));
+    TICKTRACE_ASSIGN_OR_RETURN(
+        CrossHostSlowest slowest,
+        BuildCrossHostSlowest(*store, scope, args.Value("stage").value_or("total"), *n));
+    out << (args.Has("json") ? RenderCrossHostSlowestJson(slowest)
+                             : RenderCrossHostSlowestText(slowest));
+    return absl::OkStatus();
+  }
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(SlowestReport report,
@@ -138,6 +197,14 @@ absl::Status OrderCommand(const ParsedArgs& args, std::ostream& out, bool) {
                                                     "'"));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> run, args.IntValue("run", 0));
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<CrossHostRequest> cross, CrossHostFromArgs(args));
+  if (cross.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
+    TICKTRACE_ASSIGN_OR_RETURN(CrossHostScope scope, ResolveCrossHost(*store, *cross, *id));
+    TICKTRACE_ASSIGN_OR_RETURN(CrossHostOrder order, BuildCrossHostOrder(*store, scope, *id));
+    out << (args.Has("json") ? RenderCrossHostOrderJson(order) : RenderCrossHostOrderText(order));
+    return absl::OkStatus();
+  }
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(Timeline timeline, BuildTimeline(*store, *id, run));
   out << (args.Has("json") ? RenderTimelineJson(timeline) : RenderTimeline(timeline));
@@ -256,6 +323,7 @@ absl::Status ReportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   request.since = query.since;
   request.until = query.until;
+  TICKTRACE_ASSIGN_OR_RETURN(request.cross_host, CrossHostFromArgs(args));
   return WriteHtmlReport(request, out);
 }
 
@@ -334,22 +402,25 @@ const std::vector<Command>& Commands() {
         "Per-stage latency breakdown of one run: count, min, p50, p90, p99, p99.9, max,\n"
         "mean and flag counts, stages in pipeline order with total last, under a header\n"
         "with the calibration and the loss counters.",
-        kFilterText,
-        {kDbFlag, kStoreFlag, kRunFlag,
-         {"stage", "S", "only stage S"},
-         kProcessFlag, kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
-         kExactFlag, {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
+        absl::StrCat(kFilterText, "\n\n", kCrossHostText),
+        WithCrossHostFlags(
+            {kDbFlag, kStoreFlag, kRunFlag,
+             {"stage", "S", "only stage S"},
+             kProcessFlag, kSinceFlag, kUntilFlag, kIncludeFlaggedFlag, kExcludeFlaggedFlag,
+             kExactFlag, {"json", "", "print one JSON object (fields in docs/viewer.md)"}}),
         "",
         "ticktrace-view summary --db trace.db --since -5m --json"},
        SummaryCommand},
       {{"orders",
         "the N slowest orders with a per-stage waterfall",
         "The N slowest orders (by total, or by one stage) with a per-stage waterfall.",
-        "Every sample ranks, flagged or not; flags are marked M (migrated), N (negative),\n"
-        "X (cross-core).",
-        {kDbFlag, kStoreFlag, {"slowest", "N", "how many orders", /*required=*/true},
-         {"stage", "S", "rank by stage S instead of total"}, kRunFlag, kSinceFlag, kUntilFlag,
-         kJsonFlag},
+        absl::StrCat("Every sample ranks, flagged or not; flags are marked M (migrated), N "
+                     "(negative),\nX (cross-core).\n\n",
+                     kCrossHostText),
+        WithCrossHostFlags(
+            {kDbFlag, kStoreFlag, {"slowest", "N", "how many orders", /*required=*/true},
+             {"stage", "S", "rank by stage S instead of total"}, kRunFlag, kSinceFlag,
+             kUntilFlag, kJsonFlag}),
         "",
         "ticktrace-view orders --db trace.db --slowest 10 --stage 'strategy->gateway'"},
        OrdersCommand},
@@ -358,9 +429,10 @@ const std::vector<Command>& Commands() {
         "One order's timeline: every stamp of the order and of the orders it is linked\n"
         "to, with process, thread, core, UTC time, the delta from the previous stamp\n"
         "and flags.",
-        "ID is the order ID as given to the trace API (decimal). Default run: the latest\n"
-        "run that holds the order.",
-        {kDbFlag, kStoreFlag, kRunFlag, kJsonFlag},
+        absl::StrCat("ID is the order ID as given to the trace API (decimal). Default run: the "
+                     "latest\nrun that holds the order.\n\n",
+                     kCrossHostText),
+        WithCrossHostFlags({kDbFlag, kStoreFlag, kRunFlag, kJsonFlag}),
         "ID",
         "ticktrace-view order --db trace.db 1042"},
        OrderCommand},
@@ -422,12 +494,17 @@ const std::vector<Command>& Commands() {
         "One HTML file about a run: header and loss counters, the per-stage breakdown,\n"
         "latency histograms and percentile plots per stage, the slowest orders as\n"
         "waterfalls, and the flag counts. Inline SVG and CSS; no scripts, no network.",
-        "An existing --out is left alone unless --force is given. --out - writes to\n"
-        "stdout. Statistics are the summary's; plots are drawn from the stored samples.",
-        {kDbFlag, kStoreFlag, {"out", "FILE", "the HTML file", /*required=*/true}, kRunFlag,
-         {"slowest", "N", "how many slowest orders to draw (default 5)"}, kSinceFlag,
-         kUntilFlag, {"force", "", "replace --out if it exists"},
-         {"json", "", "say what was written as JSON (not with --out -)"}},
+        absl::StrCat("An existing --out is left alone unless --force is given. --out - writes "
+                     "to\nstdout. Statistics are the summary's; plots are drawn from the stored "
+                     "samples.\n\n",
+                     kCrossHostText,
+                     "\nThe report then adds the stitched breakdown and the slowest stitched "
+                     "orders,\neach stage with the host it ran on."),
+        WithCrossHostFlags(
+            {kDbFlag, kStoreFlag, {"out", "FILE", "the HTML file", /*required=*/true}, kRunFlag,
+             {"slowest", "N", "how many slowest orders to draw (default 5)"}, kSinceFlag,
+             kUntilFlag, {"force", "", "replace --out if it exists"},
+             {"json", "", "say what was written as JSON (not with --out -)"}}),
         "",
         "ticktrace-view report --db trace.db --out report.html"},
        ReportCommand},

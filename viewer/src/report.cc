@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "collector/store/uri.h"
 #include "status_macros.h"
 #include "ticktrace/view/export_common.h"
@@ -34,9 +36,19 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<StoreReader> store,
                              StoreReader::Open(request.store_uri));
+  std::optional<int64_t> run_id = request.run_id;
+  std::optional<CrossHostScope> scope;
+  if (request.cross_host.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(scope, ResolveCrossHost(*store, *request.cross_host));
+    run_id = scope->reference.run_id;
+  }
   TICKTRACE_ASSIGN_OR_RETURN(ReportModel model,
-                             BuildReportModel(*store, request.run_id, request.slowest,
+                             BuildReportModel(*store, run_id, request.slowest,
                                               request.since, request.until));
+  if (scope.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(model.cross_host,
+                               BuildCrossHostReport(*store, *scope, request.slowest));
+  }
   const std::string html = RenderReportHtml(model);
   TICKTRACE_RETURN_IF_ERROR(
       WriteOutput(request.out_path, store->path(), [&](std::ostream& file) -> absl::Status {
@@ -47,16 +59,27 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
   if (request.out_path != "-" && request.json) {
     nlohmann::ordered_json losses = nlohmann::ordered_json::array();
     for (const auto& loss : model.losses) losses.push_back(loss.name);
-    log << nlohmann::ordered_json{{"run", model.summary.run.run_id},
-                                  {"out", request.out_path},
-                                  {"stages", model.stages.size()},
-                                  {"slowest", model.slowest.size()},
-                                  {"losses", std::move(losses)}}
-               .dump(2)
-        << "\n";
+    nlohmann::ordered_json j{{"run", model.summary.run.run_id},
+                             {"out", request.out_path},
+                             {"stages", model.stages.size()},
+                             {"slowest", model.slowest.size()},
+                             {"losses", std::move(losses)}};
+    if (model.cross_host) {
+      const CrossHostBreakdown& b = model.cross_host->breakdown;
+      j["stitched"] = {{"hosts", b.scope.hosts},
+                       {"orders", b.orders},
+                       {"orders_across_hosts", b.orders_across_hosts},
+                       {"stages", b.stages.size()},
+                       {"slowest", model.cross_host->slowest.orders.size()}};
+    }
+    log << j.dump(2) << "\n";
   } else if (request.out_path != "-") {
     log << "run " << model.summary.run.run_id << ": " << model.stages.size() << " stages, "
         << model.slowest.size() << " slowest orders";
+    if (model.cross_host) {
+      log << ", " << model.cross_host->breakdown.orders << " orders stitched across hosts "
+          << absl::StrJoin(model.cross_host->breakdown.scope.hosts, ", ");
+    }
     if (!model.losses.empty()) log << ", data lost (see the red banner)";
     log << " -> " << request.out_path << "\n";
   }

@@ -496,7 +496,13 @@ std::string StackSvg(const ReportModel& model, const std::map<std::string, std::
 }
 
 std::string Breakdown(const ReportModel& model, const std::map<std::string, std::string>& colours) {
-  std::string out = "<section id=\"breakdown\">\n<h2>Per-stage breakdown</h2>\n";
+  std::string out = "<section id=\"breakdown\">\n<h2>Per-stage breakdown";
+  if (model.cross_host) {
+    // Beside the stitched breakdown: say whose run this one is.
+    absl::StrAppend(&out, " of run ", model.summary.run.run_id, " on host ",
+                    EscapeHtml(model.summary.run.host));
+  }
+  out += "</h2>\n";
   out +=
       "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
       "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
@@ -1030,9 +1036,11 @@ std::string RenderReportHtml(const ReportModel& model) {
                   "</title>\n<style>", kCss, "</style>\n</head>\n<body>\n<main>\n");
   out += RunHeader(model);
   out += Breakdown(model, colours);
+  if (model.cross_host) out += RenderCrossHostBreakdownHtml(*model.cross_host);
   out += OverTime(model, colours);
   out += StageSections(model);
   out += Slowest(model, colours);
+  if (model.cross_host) out += RenderCrossHostSlowestHtml(*model.cross_host);
   out += Flags(model);
   absl::StrAppend(&out, "<footer>Written by ticktrace-view report from ",
                   EscapeHtml(model.store_path),

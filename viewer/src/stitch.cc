@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -138,6 +139,12 @@ absl::StatusOr<StitchedOrder> Assemble(StoreReader& store, RunCache& runs, int64
   return order;
 }
 
+// True when `host` may join an order under `options` (StitchOptions::hosts).
+bool HostChosen(const StitchOptions& options, const std::string& host) {
+  return options.hosts.empty() ||
+         std::find(options.hosts.begin(), options.hosts.end(), host) != options.hosts.end();
+}
+
 double NearestRank(std::vector<double>& v, double q) {
   std::sort(v.begin(), v.end());
   const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * v.size())));
@@ -157,6 +164,8 @@ absl::StatusOr<std::optional<StitchedOrder>> StitchOrder(StoreReader& store, int
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<int64_t> holders, store.RunsWithOrder(order_id));
   for (int64_t other : holders) {
     if (other == run_id) continue;
+    TICKTRACE_ASSIGN_OR_RETURN(const RunFacts* facts, runs.Get(other));
+    if (!HostChosen(options, facts->host)) continue;
     TICKTRACE_ASSIGN_OR_RETURN(
         const std::optional<int64_t> instance,
         NearestInstance(store, other, order_id, reference->first_utc_ns, options.window_ns));
@@ -167,38 +176,31 @@ absl::StatusOr<std::optional<StitchedOrder>> StitchOrder(StoreReader& store, int
   return std::optional<StitchedOrder>(std::move(order));
 }
 
-absl::StatusOr<std::vector<StitchedStageStats>> StitchedBreakdown(
-    StoreReader& store, int64_t run_id, const TimeWindow& window, const StitchOptions& options,
-    int64_t limit, int64_t* stitched) {
-  *stitched = 0;
+absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(StoreReader& store, int64_t run_id,
+                                                        const TimeWindow& window,
+                                                        const StitchOptions& options,
+                                                        int64_t limit) {
   RunCache runs(store);
   // The reference run's orders in the window.
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<OrderRow> mine, store.OrdersByTime(run_id, {}));
-  // Every other run's orders by id (first instance near in time wins below).
+  // Every other chosen run's orders by id (the instance nearest in time wins
+  // below).
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<RunInfo> all_runs, store.ListRuns());
   std::map<int64_t, std::vector<std::pair<int64_t, const OrderRow*>>> others;
   std::vector<std::vector<OrderRow>> keep;
   keep.reserve(all_runs.size());
   for (const RunInfo& r : all_runs) {
-    if (r.run_id == run_id) continue;
+    if (r.run_id == run_id || !HostChosen(options, r.host)) continue;
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> rows, store.OrdersByTime(r.run_id, {}));
     keep.push_back(std::move(rows));
     for (const OrderRow& o : keep.back()) others[o.order_id].emplace_back(r.run_id, &o);
   }
-  struct Acc {
-    StitchedStageStats stats;
-    std::vector<double> values;
-    size_t first_seen = 0;
-  };
-  std::map<std::string, Acc> by_stage;
-  size_t seen = 0;
-  int64_t done = 0;
+  std::vector<StitchedOrder> out;
   for (const OrderRow& o : mine) {
     if (o.instance != 0) continue;
     if (window.since_utc_ns && o.first_utc_ns < *window.since_utc_ns) continue;
     if (window.until_utc_ns && o.first_utc_ns >= *window.until_utc_ns) continue;
-    if (limit > 0 && done >= limit) break;
-    ++done;
+    if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
     std::vector<std::pair<int64_t, int64_t>> parts = {{run_id, o.instance}};
     if (auto it = others.find(o.order_id); it != others.end()) {
       std::map<int64_t, std::pair<int64_t, int64_t>> nearest;  // run -> (gap, instance)
@@ -210,32 +212,75 @@ absl::StatusOr<std::vector<StitchedStageStats>> StitchedBreakdown(
       }
       for (const auto& [other_run, gi] : nearest) parts.emplace_back(other_run, gi.second);
     }
-    TICKTRACE_ASSIGN_OR_RETURN(const StitchedOrder order,
+    TICKTRACE_ASSIGN_OR_RETURN(StitchedOrder order,
                                Assemble(store, runs, o.order_id, parts, options));
-    if (order.hosts.size() > 1) ++*stitched;
-    for (const StitchedStage& st : order.stages) {
-      Acc& a = by_stage[st.stage];
-      if (a.values.empty()) {
-        a.first_seen = seen++;
-        a.stats.stage = st.stage;
-        a.stats.from_host = st.from_host;
-        a.stats.to_host = st.to_host;
-        a.stats.cross_host = st.cross_host;
-        a.stats.uncertainty_ns = st.uncertainty_ns;
-      } else if (st.uncertainty_ns && a.stats.uncertainty_ns) {
-        a.stats.uncertainty_ns = std::max(*a.stats.uncertainty_ns, *st.uncertainty_ns);
-      } else if (st.cross_host) {
-        a.stats.uncertainty_ns.reset();  // one order's is unknown: the stage's is
-      }
-      a.values.push_back(st.latency_ns);
+    out.push_back(std::move(order));
+  }
+  return out;
+}
+
+std::optional<StitchedStage> StitchedTotal(const StitchedOrder& order) {
+  if (order.stages.empty()) return std::nullopt;
+  StitchedStage total;
+  total.stage = "total";
+  total.from_host = order.stages.front().from_host;
+  total.to_host = order.stages.back().to_host;
+  bool unknown = false;
+  double uncertainty = 0;
+  for (const StitchedStage& st : order.stages) {
+    total.latency_ns += st.latency_ns;
+    if (!st.cross_host) continue;
+    total.cross_host = true;
+    if (st.uncertainty_ns) {
+      uncertainty += *st.uncertainty_ns;
+    } else {
+      unknown = true;
     }
   }
-  std::vector<Acc*> order;
-  for (auto& [name, a] : by_stage) order.push_back(&a);
-  std::sort(order.begin(), order.end(),
+  if (total.cross_host) {
+    total.flags |= kFlagCrossHost;
+    if (!unknown) total.uncertainty_ns = uncertainty;
+  }
+  return total;
+}
+
+std::vector<StitchedStageStats> SummarizeStitched(const std::vector<StitchedOrder>& orders,
+                                                  bool with_total) {
+  struct Acc {
+    StitchedStageStats stats;
+    std::vector<double> values;
+    size_t first_seen = 0;
+  };
+  std::map<std::string, Acc> by_stage;
+  size_t seen = 0;
+  const auto add = [&](const StitchedStage& st) {
+    Acc& a = by_stage[st.stage];
+    if (a.values.empty()) {
+      a.first_seen = st.stage == "total" ? SIZE_MAX : seen++;
+      a.stats.stage = st.stage;
+      a.stats.from_host = st.from_host;
+      a.stats.to_host = st.to_host;
+      a.stats.cross_host = st.cross_host;
+      a.stats.uncertainty_ns = st.uncertainty_ns;
+    } else if (st.uncertainty_ns && a.stats.uncertainty_ns) {
+      a.stats.uncertainty_ns = std::max(*a.stats.uncertainty_ns, *st.uncertainty_ns);
+    } else if (st.cross_host) {
+      a.stats.uncertainty_ns.reset();  // one order's is unknown: the stage's is
+    }
+    a.values.push_back(st.latency_ns);
+  };
+  for (const StitchedOrder& order : orders) {
+    for (const StitchedStage& st : order.stages) add(st);
+    if (with_total) {
+      if (const std::optional<StitchedStage> total = StitchedTotal(order)) add(*total);
+    }
+  }
+  std::vector<Acc*> ordered;
+  for (auto& [name, a] : by_stage) ordered.push_back(&a);
+  std::sort(ordered.begin(), ordered.end(),
             [](const Acc* x, const Acc* y) { return x->first_seen < y->first_seen; });
   std::vector<StitchedStageStats> out;
-  for (Acc* a : order) {
+  for (Acc* a : ordered) {
     StitchedStageStats s = a->stats;
     s.count = static_cast<int64_t>(a->values.size());
     double sum = 0;
@@ -248,6 +293,18 @@ absl::StatusOr<std::vector<StitchedStageStats>> StitchedBreakdown(
     out.push_back(std::move(s));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<StitchedStageStats>> StitchedBreakdown(
+    StoreReader& store, int64_t run_id, const TimeWindow& window, const StitchOptions& options,
+    int64_t limit, int64_t* stitched) {
+  *stitched = 0;
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<StitchedOrder> orders,
+                             StitchOrders(store, run_id, window, options, limit));
+  for (const StitchedOrder& order : orders) {
+    if (order.hosts.size() > 1) ++*stitched;
+  }
+  return SummarizeStitched(orders, /*with_total=*/false);
 }
 
 }  // namespace ticktrace::view

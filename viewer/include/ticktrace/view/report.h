@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "ticktrace/view/stitched_views.h"
 #include "ticktrace/view/time_arg.h"
 
 namespace ticktrace::view {
@@ -34,6 +35,9 @@ struct ReportRequest {
   // Replace `out_path` when it exists. Without it an existing file is an
   // error (AlreadyExists) and is left untouched.
   bool force = false;
+  // --hosts: the report of the reference run plus its orders stitched across
+  // hosts (stitched_views.h); its run_id is --run too.
+  std::optional<CrossHostRequest> cross_host;
 };
 
 // Builds the report of `request` and writes it to request.out_path (beside

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "ticktrace/view/records.h"
+#include "ticktrace/view/stitched_views.h"
 #include "ticktrace/view/store_reader.h"
 #include "ticktrace/view/summary.h"
 #include "ticktrace/view/time_arg.h"
@@ -237,6 +238,8 @@ struct ReportModel {
   std::string slowest_stage = kTotalStage;
   std::vector<OrderWaterfall> slowest;
   TimeAxis time;  // latency over time, from the interval statistics
+  // report --hosts: the orders stitched across hosts (stitched_views.h).
+  std::optional<CrossHostReport> cross_host;
 };
 
 // An id-safe form of a stage name: letters, digits, '_' and '-' kept, "->"

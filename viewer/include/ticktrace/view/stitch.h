@@ -12,7 +12,8 @@
 // carries an uncertainty: the sum of the two hosts' clock-sync error bounds
 // (runs.clock_error_ns), unknown when either is unknown.
 //
-// Callers: the multi-host tests, and the viewer's commands as they adopt it.
+// Callers: the multi-host tests, and the viewer's cross-host views
+// (stitched_views.h: summary, orders, order and report with --hosts).
 // Thread model: as StoreReader (one thread at a time per reader).
 #ifndef TICKTRACE_VIEW_STITCH_H_
 #define TICKTRACE_VIEW_STITCH_H_
@@ -36,6 +37,9 @@ struct StitchOptions {
   // The stages' stamps in order, across hosts (`--pipeline`); empty: every
   // stamp (not spans) in UTC order.
   std::vector<std::string> pipeline;
+  // Only runs of these hosts (runs.host) join the order; empty: every run.
+  // The reference run always does.
+  std::vector<std::string> hosts;
 };
 
 // A stamp of a stitched order, with where it was taken.
@@ -80,6 +84,27 @@ struct StitchedStageStats {
   double min_ns = 0, max_ns = 0, mean_ns = 0;
   double p50_ns = 0, p99_ns = 0;  // exact (nearest rank) over the orders
 };
+
+// Every order of `run_id` (the reference host's run) whose first stamp is in
+// `window` (instance 0 only, by first stamp), at most `limit` of them (0: no
+// limit), each stitched as StitchOrder does.
+absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(StoreReader& store, int64_t run_id,
+                                                        const TimeWindow& window,
+                                                        const StitchOptions& options,
+                                                        int64_t limit);
+
+// The end-to-end stage of a stitched order, named "total": the sum of its
+// stages (each stage from its own clock, so never a TSC difference across
+// hosts), from the first stage's host to the last's; cross_host when any
+// stage is, with the sum of the cross-host stages' uncertainties (unknown
+// when one is unknown). nullopt for an order without stages.
+std::optional<StitchedStage> StitchedTotal(const StitchedOrder& order);
+
+// Per stage over `orders` (stages in the order they first appear), plus
+// "total" last when `with_total`. A stage's uncertainty is its largest over
+// the orders; unknown when any order's is.
+std::vector<StitchedStageStats> SummarizeStitched(const std::vector<StitchedOrder>& orders,
+                                                  bool with_total);
 
 // Stitches every order of `run_id` (the reference host's run) whose first
 // stamp is in `window`, at most `limit` of them, and gives each stage's
