@@ -10,7 +10,8 @@ constexpr size_t kMaxProcesses = 1u << 16;
 
 }  // namespace
 
-Analyzer::Analyzer(const AnalyzerSettings& settings, const TimeBase& time_base, OrderSink* sink)
+Analyzer::Analyzer(const AnalyzerSettings& settings, const TimeBase& time_base,
+                   StitchedOrderSink* sink)
     : settings_(settings),
       time_(time_base),
       stats_(settings.include_flagged),

@@ -76,8 +76,10 @@ struct AnalyzerCounters {
 
 class Analyzer : public ChunkVisitor {
  public:
-  // `sink` may be null (statistics only, no rows).
-  Analyzer(const AnalyzerSettings& settings, const TimeBase& time_base, OrderSink* sink);
+  // `sink` may be null (statistics only): it receives every finished order
+  // after the statistics (an OrderSink, e.g. StoreSink, as rows).
+  Analyzer(const AnalyzerSettings& settings, const TimeBase& time_base,
+           StitchedOrderSink* sink);
 
   // --- ChunkVisitor ---
   void OnRunInfo(std::string_view json) override;

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -18,31 +17,17 @@ bool DifferentCores(uint32_t a, uint32_t b) {
   return KnownAux(a) && KnownAux(b) && abi::AuxCpu(a) != abi::AuxCpu(b);
 }
 
-int32_t CpuOf(uint32_t aux) { return KnownAux(aux) ? static_cast<int32_t>(abi::AuxCpu(aux)) : -1; }
-
-// The stored row of a stage measured from stamp `a` to stamp `b`.
-template <typename Event>
-SampleRow PairSample(uint64_t order_id, uint32_t instance, std::string stage, const Event& a,
-                     const Event& b, int64_t start_utc_ns, double latency_ns, uint8_t flags) {
-  SampleRow s;
-  s.order_id = order_id;
-  s.instance = instance;
-  s.stage = std::move(stage);
-  s.start_utc_ns = start_utc_ns;
-  s.latency_ns = latency_ns;
-  s.process_begin = static_cast<int32_t>(a.process_id);
-  s.process_end = static_cast<int32_t>(b.process_id);
-  s.cpu_begin = CpuOf(a.aux);
-  s.cpu_end = CpuOf(b.aux);
-  s.flags = flags;
-  return s;
-}
-
 }  // namespace
 
 Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
-                   const NameTable* tag_names, StageStats* stats, OrderSink* sink)
-    : settings_(settings), time_(time_base), tag_names_(tag_names), stats_(stats), sink_(sink) {
+                   const NameTable* tag_names, StageStats* stats, StitchedOrderSink* sink)
+    : settings_(settings),
+      time_(time_base),
+      tag_names_(tag_names),
+      stats_(stats),
+      stats_sink_(stats) {
+  sinks_.push_back(&stats_sink_);
+  if (sink != nullptr) sinks_.push_back(sink);
   if (!settings_.pipeline.empty()) {
     pipeline_ = settings_.pipeline;
     pipeline_known_ = true;
@@ -70,10 +55,17 @@ const Stitcher::CoreClock* Stitcher::Core(uint32_t aux) const {
   return &core_clock_[cpu];
 }
 
-uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring, double* latency_ns,
-                            double* uncertainty_ns) const {
+uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
+                            StitchedSample* sample) const {
   uint8_t flags = 0;
-  *uncertainty_ns = 0;
+  sample->begin_tsc = a.tsc;
+  sample->end_tsc = b.tsc;
+  sample->begin_aux = a.aux;
+  sample->end_aux = b.aux;
+  sample->begin_process = a.process_id;
+  sample->end_process = b.process_id;
+  sample->uncertainty_ns = 0;
+  sample->skew_correction_ns = 0;
   bool bounded = false;
   if (DifferentCores(a.aux, b.aux)) {
     flags |= kFlagCrossCore;
@@ -81,36 +73,43 @@ uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring, doub
     const CoreClock* cb = Core(b.aux);
     if (ca != nullptr && cb != nullptr) {
       bounded = true;
-      *uncertainty_ns = ca->bound_ns + cb->bound_ns;
+      sample->uncertainty_ns = ca->bound_ns + cb->bound_ns;
       // b's TSC minus a's includes (offset_b - offset_a): take it out.
-      if (settings_.correct_skew) *latency_ns -= cb->offset_ns - ca->offset_ns;
+      if (settings_.correct_skew) sample->skew_correction_ns = cb->offset_ns - ca->offset_ns;
     }
   }
+  const double latency_ns = sample->LatencyNs(time_);
+  const double uncertainty_ns = sample->uncertainty_ns;
   const bool same_core = KnownAux(a.aux) && KnownAux(b.aux) && !DifferentCores(a.aux, b.aux);
   // One ring (one thread, in program order): b's record before a's means the
   // code stamped the later stage first. &b < &a: both point into one events
   // vector, which holds a ring's records in ring order.
   const bool ring_reversed = same_ring && a.process_id == b.process_id && a.tid == b.tid && &b < &a;
-  if (ring_reversed || (*latency_ns < 0 && same_core)) {
+  if (ring_reversed || (latency_ns < 0 && same_core)) {
     flags |= kFlagOutOfOrder;
-  } else if (*latency_ns < 0) {
-    flags |= (bounded && -*latency_ns <= *uncertainty_ns) ? kFlagSkew : kFlagNegative;
+  } else if (latency_ns < 0) {
+    flags |= (bounded && -latency_ns <= uncertainty_ns) ? kFlagSkew : kFlagNegative;
   }
   return flags;
 }
 
-// A span's (or interval's) flags and value: migrated when its ends are on
+// A span's (or interval's) flags and ends: migrated when its ends are on
 // two cores; negative when the end read below the begin (skew when its ends
 // are on two measured cores and it is within their bounds); saturated when
 // it lasted 2^32 ticks or more (its duration is then a lower bound). The
 // value is negative when it ran backwards (the producer keeps how far),
 // never clamped to 0.
 template <typename E>
-uint8_t Stitcher::SpanFlagsOf(const E& e, double* latency_ns, double* uncertainty_ns) const {
+uint8_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
   uint8_t flags = 0;
-  const double ns = time_.TicksToNs(e.duration_ticks);
-  *latency_ns = (e.flags & abi::kRecordSpanBackwards) ? -ns : ns;
-  *uncertainty_ns = 0;
+  const bool backwards = (e.flags & abi::kRecordSpanBackwards) != 0;
+  sample->begin_tsc = e.tsc;
+  sample->end_tsc = backwards ? e.tsc - uint64_t{e.duration_ticks} : e.tsc + e.duration_ticks;
+  sample->begin_aux = e.aux;
+  sample->end_aux = e.end_aux;
+  sample->begin_process = sample->end_process = e.process_id;
+  sample->uncertainty_ns = 0;
+  sample->skew_correction_ns = 0;
   bool bounded = false;
   if (DifferentCores(e.aux, e.end_aux)) {
     flags |= kFlagMigrated;
@@ -118,12 +117,13 @@ uint8_t Stitcher::SpanFlagsOf(const E& e, double* latency_ns, double* uncertaint
     const CoreClock* cb = Core(e.end_aux);
     if (ca != nullptr && cb != nullptr) {
       bounded = true;
-      *uncertainty_ns = ca->bound_ns + cb->bound_ns;
-      if (settings_.correct_skew) *latency_ns -= cb->offset_ns - ca->offset_ns;
+      sample->uncertainty_ns = ca->bound_ns + cb->bound_ns;
+      if (settings_.correct_skew) sample->skew_correction_ns = cb->offset_ns - ca->offset_ns;
     }
   }
-  if (*latency_ns < 0) {
-    flags |= (bounded && -*latency_ns <= *uncertainty_ns) ? kFlagSkew : kFlagNegative;
+  const double latency_ns = sample->LatencyNs(time_);
+  if (latency_ns < 0) {
+    flags |= (bounded && -latency_ns <= sample->uncertainty_ns) ? kFlagSkew : kFlagNegative;
   }
   if (e.flags & abi::kRecordSpanSaturated) flags |= kFlagSaturated;
   return flags;
@@ -224,9 +224,11 @@ uint32_t Stitcher::SpanStage(uint32_t name_id) {
 void Stitcher::AddEvent(const StitchEvent& e) {
   if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
     // An interval with no order: a sample of its tag, nothing to stitch.
-    double latency_ns, uncertainty_ns;
-    const uint8_t flags = SpanFlagsOf(e, &latency_ns, &uncertainty_ns);
-    stats_->Add(SpanStage(e.name_id), latency_ns, flags, 0, uncertainty_ns);
+    StitchedSample sample;
+    sample.flags = SpanFlagsOf(e, &sample);
+    sample.stage_id = SpanStage(e.name_id);
+    const StitchView view = View();
+    for (StitchedOrderSink* sink : sinks_) sink->OnStandaloneSample(sample, view);
     ++counters_.standalone_samples;
     return;
   }
@@ -477,45 +479,30 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
   const bool late = o.instance > 0 && stages > 0 && chain_[0].event == nullptr;
   const uint8_t late_flag = late ? kFlagLate : 0;
 
-  FinishedOrder* out = nullptr;
-  FinishedOrder row;
-  size_t samples = 0;  // produced for this order
-  if (sink_ != nullptr && sink_->WantsRows()) {
-    out = &row;
-    out->seq = emitted_;
-    out->order.order_id = order_id;
-    out->order.instance = o.instance;
-    out->order.late = late;
-    out->order.has_parent = o.has_parent;
-    out->order.parent_order_id = o.parent_id;
-  }
+  StitchedOrder& out = out_;
+  out.Clear();
+  out.seq = emitted_;
+  out.order_id = order_id;
+  out.instance = o.instance;
+  out.late = late;
+  out.has_parent = o.has_parent;
+  out.parent_order_id = o.parent_id;
 
   const ChainEntry* first = nullptr;
   const ChainEntry* prev = nullptr;
-  std::vector<int> missing;
   for (int pos = 0; pos < stages; ++pos) {
     const ChainEntry& cur = chain_[pos];
     if (cur.event == nullptr) {
-      missing.push_back(pos);
+      out.missing.push_back(static_cast<uint32_t>(pos));
       continue;
     }
     if (first == nullptr) first = &cur;
     if (prev != nullptr && cur.own) {
       const Event& a = *prev->event;
       const Event& b = *cur.event;
-      double latency_ns = time_.DiffNs(b.tsc, a.tsc);
-      double uncertainty_ns;
-      const uint8_t flags =
-          PairFlags(a, b, prev->own && cur.own, &latency_ns, &uncertainty_ns) | late_flag;
-      const uint32_t stage = TransitionStage(a.name_id, b.name_id);
-      stats_->Add(stage, latency_ns, flags, time_.DiffNs(a.tsc, first->event->tsc),
-                  uncertainty_ns);
-      ++samples;
-      if (out != nullptr) {
-        out->samples.push_back(PairSample(order_id, o.instance,
-                                          std::string(stats_->StageName(stage)), a, b,
-                                          time_.UtcNs(a.tsc), latency_ns, flags));
-      }
+      StitchedSample& sample = out.samples.emplace_back();
+      sample.flags = PairFlags(a, b, prev->own && cur.own, &sample) | late_flag;
+      sample.stage_id = TransitionStage(a.name_id, b.name_id);
     }
     prev = &cur;
   }
@@ -528,100 +515,71 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     chain_start = o.events.front().tsc;
     for (const Event& e : o.events) chain_start = std::min(chain_start, e.tsc);
   }
+  out.chain_start_tsc = chain_start;
 
-  // Spans and intervals: their own duration under their tag.
+  // Spans and intervals: their own duration under their tag. Every record
+  // as a stamp when a sink wants them.
+  bool want_stamps = false;
+  for (const StitchedOrderSink* sink : sinks_) want_stamps = want_stamps || sink->WantsStamps();
+  out.records = static_cast<uint32_t>(o.events.size());
+  if (want_stamps) out.stamps.reserve(o.events.size());
   for (const Event& e : o.events) {
     const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
-    double span_ns = 0, span_uncertainty_ns = 0;
-    const uint8_t span_flags =
-        is_span ? SpanFlagsOf(e, &span_ns, &span_uncertainty_ns) | late_flag : 0;
+    int32_t span_sample = -1;
+    uint8_t flags = late_flag;
     if (is_span) {
-      const uint8_t flags = span_flags;
-      const double latency_ns = span_ns;
-      const uint32_t stage = SpanStage(e.name_id);
-      stats_->Add(stage, latency_ns, flags, time_.DiffNs(e.tsc, chain_start), span_uncertainty_ns);
-      ++samples;
-      if (out != nullptr) {
-        SampleRow s;
-        s.order_id = order_id;
-        s.instance = o.instance;
-        s.stage = stats_->StageName(stage);
-        s.start_utc_ns = time_.UtcNs(e.tsc);
-        s.latency_ns = latency_ns;
-        s.process_begin = s.process_end = static_cast<int32_t>(e.process_id);
-        s.cpu_begin = CpuOf(e.aux);
-        s.cpu_end = CpuOf(e.end_aux);
-        s.flags = flags;
-        out->samples.push_back(std::move(s));
-      }
+      StitchedSample& sample = out.samples.emplace_back();
+      sample.flags = SpanFlagsOf(e, &sample) | late_flag;
+      sample.stage_id = SpanStage(e.name_id);
+      flags = sample.flags;
+      span_sample = static_cast<int32_t>(out.samples.size() - 1);
     }
-    if (out != nullptr) {
-      StampRow st;
-      st.order_id = order_id;
-      st.instance = o.instance;
-      st.tag = tag_names_->Name(e.name_id);
-      st.is_span = is_span;
-      st.process_id = e.process_id;
-      st.tid = e.tid;
-      st.cpu = CpuOf(e.aux);
-      st.cpu_end = is_span ? CpuOf(e.end_aux) : -1;
-      st.tsc = e.tsc;
-      st.utc_ns = time_.UtcNs(e.tsc);
-      st.duration_ns = is_span ? span_ns : 0;
-      st.flags = is_span ? span_flags : late_flag;
-      out->stamps.push_back(std::move(st));
-    }
+    if (!want_stamps) continue;
+    StitchedStamp& st = out.stamps.emplace_back();
+    st.tsc = e.tsc;
+    st.name_id = e.name_id;
+    st.kind = static_cast<uint8_t>(e.kind);
+    st.flags = flags;
+    st.aux = e.aux;
+    st.end_aux = e.end_aux;
+    st.process_id = e.process_id;
+    st.tid = e.tid;
+    st.duration_ticks = e.duration_ticks;
+    st.span_sample = span_sample;
   }
 
-  bool complete;
   if (late) {
-    complete = false;
+    out.complete = false;
     ++counters_.orders_late;
     counters_.late_records += o.events.size();
   } else if (o.has_children) {
-    complete = true;  // its chain continues in its children
-    missing.clear();
+    out.complete = true;  // its chain continues in its children
+    out.fanned_out = true;
+    out.missing.clear();
     ++counters_.orders_fanned_out;
-  } else if (missing.empty()) {
-    complete = true;
+  } else if (out.missing.empty()) {
+    out.complete = true;
     ++counters_.orders_complete;
   } else {
-    complete = false;
+    out.complete = false;
     ++counters_.orders_incomplete;
-    for (int pos : missing) ++counters_.missing_by_stage[pipeline_[pos]];
+    for (uint32_t pos : out.missing) ++counters_.missing_by_stage[pipeline_[pos]];
   }
 
-  const bool has_total = first != nullptr && last != nullptr && first != last;
-  double total_ns = 0;
-  if (has_total) {
-    const Event& a = *first->event;
-    const Event& b = *last->event;
-    total_ns = time_.DiffNs(b.tsc, a.tsc);
-    if (complete && !o.has_children) {
-      double uncertainty_ns;
-      const uint8_t flags =
-          PairFlags(a, b, first->own && last->own, &total_ns, &uncertainty_ns);
-      stats_->Add(total_stage_, total_ns, flags, 0, uncertainty_ns);
-      ++samples;
-      if (out != nullptr) {
-        out->samples.push_back(PairSample(order_id, o.instance, "total", a, b,
-                                          time_.UtcNs(a.tsc), total_ns, flags));
-      }
+  out.has_total = first != nullptr && last != nullptr && first != last;
+  if (out.has_total) {
+    out.total_begin_tsc = first->event->tsc;
+    out.total_end_tsc = last->event->tsc;
+    if (out.complete && !o.has_children) {
+      StitchedSample& sample = out.samples.emplace_back();
+      sample.flags = PairFlags(*first->event, *last->event, first->own && last->own, &sample);
+      sample.stage_id = total_stage_;
+      out.total_sample = static_cast<int32_t>(out.samples.size() - 1);
     }
   }
 
-  if (out != nullptr) {
-    out->order.first_utc_ns = time_.UtcNs(chain_start);
-    out->order.has_total = has_total;
-    out->order.total_ns = total_ns;
-    out->order.complete = complete;
-    std::vector<absl::string_view> names;
-    for (int pos : missing) names.push_back(pipeline_[pos]);
-    out->order.missing = absl::StrJoin(names, ",");
-    sink_->OnFinishedOrder(std::move(row));
-  } else if (sink_ != nullptr) {
-    sink_->OnOrderNotStored(samples, o.events.size());
-  }
+  const StitchView view = View();
+  for (StitchedOrderSink* sink : sinks_) sink->OnStitchedOrder(out, view);
 }
 
 void Stitcher::Learn() {

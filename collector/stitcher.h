@@ -1,6 +1,8 @@
 // Stitching: gathers the records of each order ID from every thread of every
 // process, decides when the order is finished, and turns it into stage
-// samples (DESIGN.md §5).
+// samples (DESIGN.md §5). A finished order leaves as a StitchedOrder
+// (stitched_order.h): stage ids, TSC ends and flags decided here, no strings
+// and no ns; the sinks convert (the statistics first, then the store's rows).
 //
 // Stages. With a pipeline (declared, or learned) p0, p1, ..., pn:
 //   'a->b'   between consecutive stages present in an order's chain, in
@@ -81,9 +83,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "collector/name_table.h"
+#include "collector/order_rows.h"
 #include "collector/run_info.h"
 #include "collector/stage_stats.h"
+#include "collector/stage_stats_sink.h"
 #include "collector/state_codec.h"
+#include "collector/stitched_order.h"
 #include "collector/time_base.h"
 #include "ticktrace/abi.h"
 
@@ -119,68 +124,6 @@ struct StitchEvent {
   uint8_t flags = 0;             // abi::RecordFlags
 };
 
-// What the store keeps of a finished order (docs/store.md tables orders,
-// samples, stamps). cpu fields are -1 when unknown (NULL).
-struct OrderRow {
-  uint64_t order_id = 0;
-  uint32_t instance = 0;  // 0, 1, 2, ... per use of the id in the run
-  bool late = false;      // a partial instance of records that came after their order
-  bool has_parent = false;
-  uint64_t parent_order_id = 0;
-  int64_t first_utc_ns = 0;
-  bool has_total = false;
-  double total_ns = 0;
-  bool complete = false;
-  std::string missing;  // comma-separated
-};
-
-struct SampleRow {
-  uint64_t order_id = 0;
-  uint32_t instance = 0;
-  std::string stage;
-  int64_t start_utc_ns = 0;
-  double latency_ns = 0;
-  int32_t process_begin = -1, process_end = -1;
-  int32_t cpu_begin = -1, cpu_end = -1;
-  uint8_t flags = 0;
-};
-
-struct StampRow {
-  uint64_t order_id = 0;
-  uint32_t instance = 0;
-  std::string tag;
-  bool is_span = false;
-  uint32_t process_id = 0;
-  uint32_t tid = 0;
-  int32_t cpu = -1, cpu_end = -1;
-  uint64_t tsc = 0;
-  int64_t utc_ns = 0;
-  double duration_ns = 0;  // spans only
-  uint8_t flags = 0;
-};
-
-struct FinishedOrder {
-  // 1, 2, 3, ... in emission order over the whole run (checkpoints keep the
-  // count): the stream decides every emission, so a restart that replays the
-  // journal re-emits an order with the number it had, and the store sink
-  // skips what the store already holds by it (store_sink.h).
-  uint64_t seq = 0;
-  OrderRow order;
-  std::vector<SampleRow> samples;
-  std::vector<StampRow> stamps;
-};
-
-// Receives finished orders. Called on the analysis thread.
-class OrderSink {
- public:
-  virtual ~OrderSink() = default;
-  virtual void OnFinishedOrder(FinishedOrder&& order) = 0;
-  // False when rows would be dropped anyway (the store is behind): the
-  // stitcher then skips building them and calls OnOrderNotStored instead.
-  virtual bool WantsRows() const { return true; }
-  virtual void OnOrderNotStored(size_t /*samples*/, size_t /*stamps*/) {}
-};
-
 struct StitchCounters {
   uint64_t orders_complete = 0;
   uint64_t orders_incomplete = 0;
@@ -198,9 +141,15 @@ struct StitchCounters {
 
 class Stitcher {
  public:
-  // `tag_names` and `stats` must outlive the Stitcher; `sink` may be null (no rows).
+  // `tag_names` and `stats` must outlive the Stitcher; `sink` may be null
+  // (statistics only). Every finished order goes, as a StitchedOrder, to the
+  // statistics (a StageStatsSink on `stats`, which also names the stage ids),
+  // then to `sink`, then to the sinks added with AddSink.
   Stitcher(const StitchSettings& settings, const TimeBase& time_base,
-           const NameTable* tag_names, StageStats* stats, OrderSink* sink);
+           const NameTable* tag_names, StageStats* stats, StitchedOrderSink* sink);
+
+  // One more sink (it must outlive the Stitcher); called after the others.
+  void AddSink(StitchedOrderSink* sink) { sinks_.push_back(sink); }
 
   // Adds a stamp, span or interval. kSpan/kMeasure with order_id 0 become
   // standalone samples of their tag.
@@ -231,7 +180,7 @@ class Stitcher {
   // Orders whose last stage arrived, waiting for their clock ticks.
   bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
-  // Orders emitted so far (the last FinishedOrder::seq).
+  // Orders emitted so far (the last StitchedOrder::seq).
   uint64_t emitted() const { return emitted_; }
 
   // The whole state, for a checkpoint (collector/checkpoint.h): open,
@@ -294,10 +243,12 @@ class Stitcher {
   uint32_t OrderIndex(uint64_t order_id);
   Order* FindOpen(uint64_t order_id);
   Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
-  uint8_t PairFlags(const Event& a, const Event& b, bool same_ring, double* latency_ns,
-                    double* uncertainty_ns) const;
+  // The flags of a sample, and what it carries of the cores' clocks. Its
+  // value in ns is needed only to decide them; the sinks convert again.
+  uint8_t PairFlags(const Event& a, const Event& b, bool same_ring,
+                    StitchedSample* sample) const;
   template <typename E>
-  uint8_t SpanFlagsOf(const E& e, double* latency_ns, double* uncertainty_ns) const;
+  uint8_t SpanFlagsOf(const E& e, StitchedSample* sample) const;
   const CoreClock* Core(uint32_t aux) const;
   void ExpireLingering(bool all);
   void EmitFinished(uint64_t order_id, uint32_t idx);  // after lingering: emit or hold
@@ -307,6 +258,7 @@ class Stitcher {
   void FinishOrder(uint64_t order_id);  // from open_: emit or hold
   void FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator it);
   void Emit(uint64_t order_id, Order& o);  // REQUIRES: pipeline_known_
+  StitchView View() const { return StitchView{&time_, tag_names_, stats_, &pipeline_}; }
   void Release(uint32_t idx, bool held);
   void Learn();
   void MarkPendingIfComplete(uint32_t index);
@@ -317,7 +269,9 @@ class Stitcher {
   TimeBase time_;
   const NameTable* tag_names_;
   StageStats* stats_;
-  OrderSink* sink_;
+  StageStatsSink stats_sink_;
+  std::vector<StitchedOrderSink*> sinks_;  // stats_sink_ first
+  StitchedOrder out_;  // scratch: what Emit hands to the sinks
 
   std::vector<std::string> pipeline_;
   bool pipeline_known_ = false;

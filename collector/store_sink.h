@@ -50,7 +50,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "collector/checkpoint.h"
-#include "collector/stitcher.h"
+#include "collector/order_rows.h"
 #include "collector/store/writer.h"
 
 namespace ticktrace::collect {
