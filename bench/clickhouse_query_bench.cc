@@ -7,10 +7,12 @@
 // for 8 h), each interval's histogram that of --samples latencies (log-normal
 // around 2 us, a different seed every interval, so buckets vary), as the
 // collector's writer would have written them (one row per stage and
-// interval). The query is StoreReader::Intervals(run, all stages, the whole
-// span, 60-s buckets): the server sums and groups, the reader merges 60
-// histograms per bucket. Timed --repeat times on a fresh reader each; the
-// first (cold) and the median are printed.
+// interval), every batch committed, and the per-minute rollup (schema 2,
+// collector/store/clickhouse_rollup.h) of every minute but the newest, as
+// the writer keeps it. The query is StoreReader::Intervals(run, all stages,
+// the whole span, 60-s buckets): the reader takes one rollup row per stage
+// and minute, and the newest minute's 60 interval rows. Timed --repeat times
+// on a fresh reader each; the first (cold) and the median are printed.
 //
 //   clickhouse_query_bench [--hours 8] [--samples 200] [--repeat 5]
 //
@@ -29,6 +31,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/store/clickhouse_rowbinary.h"
+#include "collector/store/clickhouse_rollup.h"
 #include "collector/store/clickhouse_schema.h"
 #include "collector/store/histogram.h"
 #include "collector/store/http_client.h"
@@ -162,8 +165,31 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Every batch committed (its row in batches), as the writer leaves them.
+  {
+    store::RowBinary committed;
+    for (int64_t b = 0; b <= (intervals - 1) / 1000; ++b) {
+      committed.I64(1);
+      committed.U64(uint64_t(b));
+      committed.U64(0);
+      committed.I64(kT0);
+      committed.EndRow();
+    }
+    if (absl::Status st = client.Insert("INSERT INTO batches FORMAT RowBinary", committed.bytes(), db);
+        !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  }
+  // The per-minute rollup (schema 2) as the writer keeps it: every minute
+  // but the newest rolled up (store/clickhouse_rollup.h; the writer rolls
+  // the closed minutes as it goes, a migration all at once like this).
+  const auto rollup_begin = std::chrono::steady_clock::now();
+  if (absl::Status st = store::BackfillMinuteRollup(client, db); !st.ok()) {
+    return Fail(std::string(st.message()));
+  }
+  const double rollup_ms = Ms(std::chrono::steady_clock::now() - rollup_begin);
   // As a long-running store would be: its parts merged.
-  for (const char* t : {"intervals", "interval_detail"}) {
+  for (const char* t : {"intervals", "interval_detail", "intervals_minute"}) {
     if (absl::StatusOr<std::string> r = client.Query(absl::StrCat("OPTIMIZE TABLE ", t, " FINAL"),
                                                      db);
         !r.ok()) {
@@ -176,6 +202,8 @@ int main(int argc, char** argv) {
               kStages, static_cast<long long>(intervals), o.hours, o.samples,
               double(histogram_bytes) / 1e6, double(histogram_bytes) / double(intervals * kStages),
               build_ms / 1000);
+  std::printf("per-minute rollup of the whole store (a schema-1 store's migration): %.1f s\n",
+              rollup_ms / 1000);
 
   // ---- the query --------------------------------------------------------------
   const std::string uri = (*server)->Uri(db);
@@ -205,12 +233,16 @@ int main(int argc, char** argv) {
        {"SELECT histogram FROM intervals WHERE run_id = 1 FORMAT RowBinary",
         "SELECT stage_id, start_utc_ns - start_utc_ns % 60000000000 AS b, sum(samples_all), "
         "groupArray(histogram) FROM intervals WHERE run_id = 1 GROUP BY stage_id, b "
-        "FORMAT RowBinary"}) {
+        "FORMAT RowBinary",
+        "SELECT stage_id, start_utc_ns, sum(samples_all), groupArray(histogram) FROM "
+        "intervals_minute WHERE run_id = 1 GROUP BY stage_id, start_utc_ns FORMAT RowBinary"}) {
     const auto begin = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> r = client.Query(sql, db);
     if (!r.ok()) return Fail(std::string(r.status().message()));
     std::printf("server only, %s: %.1f ms, %.1f MB\n",
-                std::strstr(sql, "GROUP BY") ? "grouped by stage and minute" : "every row",
+                std::strstr(sql, "intervals_minute") ? "the per-minute rollup"
+                : std::strstr(sql, "GROUP BY")       ? "intervals grouped by stage and minute"
+                                                     : "every interval row",
                 Ms(std::chrono::steady_clock::now() - begin), double(r->size()) / 1e6);
   }
   const size_t expected = size_t(kStages) * size_t(intervals / 60);

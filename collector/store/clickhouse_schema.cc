@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "collector/store/clickhouse_rollup.h"
 
 namespace ticktrace::store {
 
@@ -74,7 +75,8 @@ absl::Status EnsureClickHouseSchema(HttpClient& client, const std::string& datab
                        ClickHouseQuote(database),
                        " AND name NOT IN ('meta', 'runs', 'processes', 'threads', 'tags', "
                        "'counters', 'stages', 'names', 'stage_stats', 'intervals', "
-                       "'interval_detail', 'orders', 'cores', 'anchors', 'batches')"),
+                       "'interval_detail', 'orders', 'cores', 'anchors', 'batches', "
+                       "'intervals_minute')"),
           "");
       if (!ours.ok()) return ours.status();
       if (absl::StripAsciiWhitespace(*ours) != "0") {
@@ -91,6 +93,15 @@ absl::Status EnsureClickHouseSchema(HttpClient& client, const std::string& datab
   }
   for (std::string_view ddl : ClickHouseSchemaStatements()) {
     absl::StatusOr<std::string> r = client.Query(ddl, database);
+    if (!r.ok()) return r.status();
+  }
+  if (version.ok() && *version < 2) {
+    // 1 -> 2: the rollup of what the store holds, then the version.
+    if (absl::Status s = BackfillMinuteRollup(client, database); !s.ok()) return s;
+    absl::StatusOr<std::string> r = client.Query(
+        absl::StrCat("INSERT INTO meta VALUES ('schema_version', '", kClickHouseSchemaVersion,
+                     "')"),
+        database);
     if (!r.ok()) return r.status();
   }
   if (!version.ok()) {

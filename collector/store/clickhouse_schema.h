@@ -20,8 +20,9 @@
 namespace ticktrace::store {
 
 // meta.schema_version written by this code. 1: the first ClickHouse schema
-// (the content of SQLite's schema 2).
-inline constexpr int kClickHouseSchemaVersion = 1;
+// (the content of SQLite's schema 2). 2: intervals_minute, the per-minute
+// rollup (clickhouse_rollup.h); readers take a schema-1 store as it is.
+inline constexpr int kClickHouseSchemaVersion = 2;
 
 // The DDL statements of a new store, in order (one per HTTP request, run
 // against the store's database). Each may run again over an existing store.
@@ -36,6 +37,10 @@ absl::StatusOr<int> ReadClickHouseSchemaVersion(HttpClient& client, const std::s
 // Creates `database` and its tables when absent (meta rows included) and
 // checks an existing one: FailedPrecondition for another application's
 // database or a newer schema (left untouched). Unavailable: no server.
+// Migrates an older schema: 1 -> 2 creates intervals_minute and rolls up
+// every run's intervals (BackfillMinuteRollup), then writes version 2 (an
+// interrupted migration runs again at the next open). The writer's Open is
+// the caller; readers never write.
 absl::Status EnsureClickHouseSchema(HttpClient& client, const std::string& database);
 
 }  // namespace ticktrace::store

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "collector/store/clickhouse_rollup.h"
 #include "collector/store/clickhouse_rowbinary.h"
 #include "collector/store/clickhouse_schema.h"
 
@@ -398,7 +399,8 @@ absl::Status ClickHouseWriter::DeleteUncommitted(int64_t run_id) {
   bool any = false;
   for (const auto& [table, column] :
        {std::pair("intervals", "batch"), std::pair("interval_detail", "batch"),
-        std::pair("orders", "batch"), std::pair("counters", "version")}) {
+        std::pair("orders", "batch"), std::pair("counters", "version"),
+        std::pair("intervals_minute", "batch")}) {
     absl::StatusOr<std::string> n = QueryRetrying(
         absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id, " AND ", column,
                      " NOT IN ", committed));
@@ -434,6 +436,7 @@ absl::StatusOr<int64_t> ClickHouseWriter::ResumeRun(int64_t run_id) {
     return absl::NotFoundError(absl::StrCat(location_, ": no run ", run_id, " to resume"));
   }
   if (absl::Status s = DeleteUncommitted(run_id); !s.ok()) return s;
+  rollup_run_ = -1;  // read again from what the store kept
   if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   const int64_t restarts = state->counters[std::string(CounterName(Counter::kRestarts))] + 1;
   const uint64_t batch = generation_ << 32;
@@ -499,6 +502,70 @@ absl::Status ClickHouseWriter::LoadDictionaries(int64_t run_id) {
   return absl::OkStatus();
 }
 
+absl::Status ClickHouseWriter::LoadRollupState(int64_t run_id) {
+  absl::StatusOr<std::optional<int64_t>> rolled;
+  if (absl::Status s = Retrying([&]() -> absl::Status {
+        rolled = ReadRolledThrough(client_, options_.database, run_id);
+        return rolled.status();
+      });
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::string> newest = QueryRetrying(absl::StrCat(
+      "SELECT count(), min(start_utc_ns), max(start_utc_ns) FROM intervals WHERE run_id = ",
+      run_id, " FORMAT TabSeparated"));
+  if (!newest.ok()) return newest.status();
+  oldest_interval_ns_.reset();
+  newest_interval_ns_.reset();
+  if (std::vector<std::vector<std::string>> t = ParseTsv(*newest);
+      !t.empty() && t[0].size() == 3 && t[0][0] != "0") {
+    oldest_interval_ns_ = TsvInt(t[0][1]);
+    newest_interval_ns_ = TsvInt(t[0][2]);
+  }
+  rolled_through_ns_ = *rolled;
+  rollup_run_ = run_id;
+  return absl::OkStatus();
+}
+
+absl::Status ClickHouseWriter::RollClosedMinutes(int64_t run_id, bool all) {
+  // Intervals that straddle minutes cannot be rolled up per minute.
+  if (kRollupNs % interval_ns_ != 0 || !newest_interval_ns_.has_value()) {
+    return absl::OkStatus();
+  }
+  // One minute of grace before a minute is rolled: late deltas of a rolled
+  // minute are rollup delta rows (Write), correct but more rows.
+  const int64_t until =
+      RollupMinuteOf(*newest_interval_ns_) + (all ? kRollupNs : -kRollupNs);
+  if (rolled_through_ns_.has_value() && until <= *rolled_through_ns_) return absl::OkStatus();
+  // The first roll waits for a minute that holds intervals.
+  if (!rolled_through_ns_.has_value() &&
+      (!oldest_interval_ns_.has_value() || until <= RollupMinuteOf(*oldest_interval_ns_))) {
+    return absl::OkStatus();
+  }
+  const uint64_t batch = (generation_ << 32) | ++sequence_;
+  RowBinary rows;
+  if (absl::Status s = Retrying([&]() -> absl::Status {
+        rows.Clear();
+        return BuildMinuteRollup(client_, options_.database, run_id, rolled_through_ns_, until,
+                                 batch, &rows);
+      });
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = InsertOnce(run_id, "intervals_minute", "batch", batch, rows); !s.ok()) {
+    return s;
+  }
+  RowBinary marker;
+  marker.I64(run_id);
+  marker.U64(batch);
+  marker.U64(rows.rows());
+  marker.I64(RealtimeNs());
+  marker.EndRow();
+  if (absl::Status s = InsertOnce(run_id, "batches", "batch", batch, marker); !s.ok()) return s;
+  rolled_through_ns_ = until;
+  return absl::OkStatus();
+}
+
 uint32_t ClickHouseWriter::NameId(const std::string& name, RowBinary& new_names) {
   if (auto it = names_.find(name); it != names_.end()) return it->second;
   const auto id = static_cast<uint32_t>(names_.size());
@@ -539,6 +606,12 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   if (batches_run_ != run_id) {
     if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   }
+  if (rollup_run_ != run_id) {
+    if (absl::Status s = LoadRollupState(run_id); !s.ok()) return s;
+  }
+  // Minutes closed by the batches before this one: rolled up first, so
+  // that this batch's deltas of a rolled minute go in as rollup deltas.
+  if (absl::Status s = RollClosedMinutes(run_id, false); !s.ok()) return s;
   const uint64_t batch = (generation_ << 32) | ++sequence_;
   RowBinary new_names, new_stages;
 
@@ -637,6 +710,15 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     b.F64(any ? d.histogram.sum() : 0.0);
     b.Str(d.histogram.Encode());
     b.EndRow();
+  }
+
+  // A delta of a minute rolled up already: also a delta row of the rollup,
+  // in this batch (committed with it).
+  RowBinary late_rollup_rows;
+  for (const IntervalDelta& d : intervals) {
+    if (!rolled_through_ns_.has_value() || d.start_utc_ns >= *rolled_through_ns_) continue;
+    AppendRollupRow(run_id, StageId(d.stage, d.kind, new_stages), RollupMinuteOf(d.start_utc_ns),
+                    batch, d.stage, d.samples_all, d.flag_counts, d.histogram, &late_rollup_rows);
   }
 
   // interval_detail: orders counted by the sink, detail kept by us.
@@ -758,6 +840,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   absl::Status s = InsertIdempotent("names", new_names);
   if (s.ok()) s = InsertIdempotent("stages", new_stages);
   if (s.ok()) s = InsertOnce(run_id, "intervals", "batch", batch, interval_rows);
+  if (s.ok()) s = InsertOnce(run_id, "intervals_minute", "batch", batch, late_rollup_rows);
   if (s.ok()) s = InsertOnce(run_id, "interval_detail", "batch", batch, detail_rows);
   if (s.ok()) s = InsertOnce(run_id, "orders", "batch", batch, order_rows);
   if (s.ok()) s = InsertIdempotent("processes", processes);
@@ -772,7 +855,8 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     RowBinary marker;
     marker.I64(run_id);
     marker.U64(batch);
-    marker.U64(order_rows.rows() + interval_rows.rows() + detail_rows.rows());
+    marker.U64(order_rows.rows() + interval_rows.rows() + detail_rows.rows() +
+               late_rollup_rows.rows());
     marker.I64(RealtimeNs());
     marker.EndRow();
     s = InsertOnce(run_id, "batches", "batch", batch, marker);
@@ -781,6 +865,10 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     // Ids handed out in this batch may not be stored: ask the store again.
     dictionaries_run_ = -1;
     return s;
+  }
+  for (const IntervalDelta& d : intervals) {
+    oldest_interval_ns_ = std::min(oldest_interval_ns_.value_or(d.start_utc_ns), d.start_utc_ns);
+    newest_interval_ns_ = std::max(newest_interval_ns_.value_or(d.start_utc_ns), d.start_utc_ns);
   }
   return absl::OkStatus();
 }
@@ -870,6 +958,12 @@ absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
           before));
       if (!r.ok()) return r.status();
     }
+    // The rollup keeps the minute that holds `before` whole (a reader of
+    // that minute sees the deleted part of it too, at most one minute).
+    absl::StatusOr<std::string> r = QueryRetrying(
+        absl::StrCat("ALTER TABLE intervals_minute DELETE WHERE run_id = ", run_id,
+                     " AND start_utc_ns < ", RollupMinuteOf(before)));
+    if (!r.ok()) return r.status();
     deleted += ParseCount(*n);
     intervals_deleted_before_ns_ = before;
   }
@@ -885,6 +979,12 @@ absl::Status ClickHouseWriter::EndRun(int64_t run_id, int64_t ended_utc_ns) {
   if (batches_run_ != run_id) {
     if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   }
+  // The run's last minutes: nothing more comes (a resume's late deltas of
+  // them become rollup deltas).
+  if (rollup_run_ != run_id) {
+    if (absl::Status s = LoadRollupState(run_id); !s.ok()) return s;
+  }
+  if (absl::Status s = RollClosedMinutes(run_id, true); !s.ok()) return s;
   return InsertRunRow((generation_ << 32) | ++sequence_);
 }
 

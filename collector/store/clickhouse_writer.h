@@ -124,6 +124,12 @@ class ClickHouseWriter : public Writer {
   absl::Status DeleteUncommitted(int64_t run_id);
   // Sets generation_ above every batch id `run_id` has, sequence_ to 0.
   absl::Status EstablishGeneration(int64_t run_id);
+  // The per-minute rollup (clickhouse_rollup.h): reads the run's bound and
+  // newest interval from the store when this writer has not yet.
+  absl::Status LoadRollupState(int64_t run_id);
+  // Rolls up, in a batch of its own, the minutes from the bound up to the
+  // minute before the newest interval's (all: through the newest's).
+  absl::Status RollClosedMinutes(int64_t run_id, bool all);
   uint32_t NameId(const std::string& name, RowBinary& new_names);
   uint32_t StageId(const std::string& name, StageKind kind, RowBinary& new_stages);
 
@@ -145,6 +151,10 @@ class ClickHouseWriter : public Writer {
   uint64_t sequence_ = 0;    // batches written by this process
   int64_t batches_run_ = -1;  // the run generation_ was established for
   int64_t dictionaries_run_ = -1;
+  int64_t rollup_run_ = -1;  // the run the two below are for
+  std::optional<int64_t> rolled_through_ns_;  // unset: nothing rolled up yet
+  std::optional<int64_t> oldest_interval_ns_;  // the oldest interval stored
+  std::optional<int64_t> newest_interval_ns_;  // the newest interval stored
   absl::flat_hash_map<std::string, uint32_t> names_;
   absl::flat_hash_map<std::string, uint32_t> stages_;
   uint64_t newest_anchor_tsc_ = 0;  // anchors at or below are stored

@@ -257,7 +257,13 @@ TEST_F(ClickHouseWriterTest, WritesABatchSetAndReadsItBack) {
   const std::string r = " WHERE run_id = 1";
   EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.orders" + r), 9u);
   EXPECT_EQ(Count(*ch_, "SELECT uniqExact(order_id, instance) FROM tt.orders" + r), 9u);
-  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.batches" + r), 3u);
+  // The three batches, and EndRun's roll-up of their minute
+  // (clickhouse_rollup.h): one row per stage, every a->b sample in it.
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.batches" + r), 4u);
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.intervals_minute" + r), 2u);
+  EXPECT_EQ(Count(*ch_, "SELECT sum(count) FROM tt.intervals_minute WHERE run_id = 1 AND "
+                        "stage = 'a->b'"),
+            9u);
   // a->b: 3 + 2 samples in kT0, 4 in kT0 + 1 s; sum 100+200+300+100+200 = 900 ns.
   EXPECT_EQ(Count(*ch_, "SELECT sum(count) FROM tt.intervals WHERE run_id = 1 AND stage = 'a->b' "
                         "AND start_utc_ns = " + std::to_string(kT0)),

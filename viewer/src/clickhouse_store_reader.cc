@@ -25,11 +25,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collector/store/clickhouse_rollup.h"
 #include "collector/store/clickhouse_schema.h"
 #include "collector/store/detail.h"
 #include "collector/store/histogram.h"
@@ -158,12 +160,15 @@ OrderSamplesRow ReadOrderSamples(RowBinaryCursor& c) {
 
 class ClickHouseStoreReader final : public StoreReader {
  public:
-  ClickHouseStoreReader(std::string uri, std::string database,
+  ClickHouseStoreReader(std::string uri, std::string database, int version,
                         std::unique_ptr<store::HttpClient> client)
-      : uri_(std::move(uri)), database_(std::move(database)), client_(std::move(client)) {}
+      : uri_(std::move(uri)),
+        database_(std::move(database)),
+        version_(version),
+        client_(std::move(client)) {}
 
   const std::string& path() const override { return uri_; }
-  int schema_version() const override { return store::kClickHouseSchemaVersion; }
+  int schema_version() const override { return version_; }
 
   bool HasColumn(const char* table, const char* column) override {
     absl::StatusOr<std::string> r = Select(
@@ -543,38 +548,123 @@ class ClickHouseStoreReader final : public StoreReader {
           o.deleted = c.UInt8() != 0;
         }));
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
-    std::map<int64_t, std::vector<IntervalRow>> by_stage;
+    // Whole minutes below the run's rolled-through bound come from the
+    // per-minute rollup (schema 2, store/clickhouse_rollup.h: the same sums
+    // and merged histograms, 60 times fewer rows), the rest of the window
+    // from intervals; a bucket may take rows from both.
+    std::optional<std::pair<int64_t, int64_t>> rolled;  // [from, until)
+    if (version_ >= 2 && bucket_ns % store::kRollupNs == 0 &&
+        store::kRollupNs % dict->interval_ns == 0) {
+      absl::StatusOr<std::optional<int64_t>> through =
+          store::ReadRolledThrough(*client_, database_, run_id);
+      if (!through.ok()) {
+        return absl::Status(through.status().code(),
+                            absl::StrCat(uri_, ": reading the rollup: ", through.status().message()));
+      }
+      if (through->has_value()) {
+        const int64_t from = window.since_utc_ns
+                                 ? store::RollupMinuteOf(*window.since_utc_ns +
+                                                         (store::kRollupNs - 1))
+                                 : kMinTime;
+        int64_t until = **through;
+        if (window.until_utc_ns) {
+          until = std::min(until, store::RollupMinuteOf(*window.until_utc_ns));
+        }
+        if (from < until) rolled.emplace(from, until);
+      }
+    }
+    // A bucket's sums, and its histograms merged. `figures`: a one-minute
+    // bucket that is one rollup row, read as the row has them (the
+    // percentiles of its histogram, computed when it was written: the same
+    // figures, without 140 kB of histogram per bucket).
+    struct BucketSums {
+      int64_t samples_all = 0;
+      FlagCounts flags{};
+      std::unique_ptr<store::Histogram> histogram;  // made at the first merge
+      std::optional<IntervalRow> figures;
+    };
+    std::map<std::pair<int64_t, int64_t>, BucketSums> sums;  // by (stage_id, bucket)
     absl::Status merge_status;
+    // Reads (stage_id, bucket, samples_all, flags..., histograms); the
+    // rollup's rows first give (rows, count, min, max, sum, p50..p999).
+    auto add_rows = [&](RowBinaryCursor& c, bool rollup) {
+      const int64_t id = c.Int64();
+      const int64_t b = c.Int64();
+      BucketSums& sum = sums[{id, b}];
+      sum.samples_all += c.Int64();
+      const FlagCounts flags = ReadFlags(c);
+      for (size_t f = 0; f < flags.size(); ++f) sum.flags[f] += flags[f];
+      if (rollup) {
+        const int64_t rows = c.Int64();
+        IntervalRow r;
+        r.count = c.Int64();
+        r.min_ns = c.NullableFloat64();
+        r.max_ns = c.NullableFloat64();
+        const double sum_ns = c.Float64();
+        r.p50_ns = c.NullableFloat64();
+        r.p90_ns = c.NullableFloat64();
+        r.p99_ns = c.NullableFloat64();
+        r.p999_ns = c.NullableFloat64();
+        if (r.count > 0) r.mean_ns = sum_ns / static_cast<double>(r.count);
+        if (rows == 1 && bucket_ns == store::kRollupNs) sum.figures = std::move(r);
+      }
+      for (std::string_view h : c.BytesArray()) {
+        if (sum.histogram == nullptr) sum.histogram = std::make_unique<store::Histogram>();
+        if (absl::Status s = sum.histogram->MergeEncoded(h); !s.ok() && merge_status.ok()) {
+          merge_status = absl::DataLossError(
+              absl::StrCat(uri_, ": interval ", b, " of stage ", id, ": ", s.message()));
+        }
+      }
+    };
+    const std::string stage_clause = only ? absl::StrCat(" AND stage_id = ", *only) : "";
+    const std::string columns = absl::StrCat("SELECT toInt64(stage_id), ", bucket,
+                                             " AS b, toInt64(sum(samples_all)), ",
+                                             SummedFlagColumns(), ", ");
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
-        absl::StrCat("SELECT toInt64(stage_id), ", bucket, " AS b, toInt64(sum(samples_all)), ",
-                     SummedFlagColumns(), ", groupArray(histogram) FROM intervals WHERE run_id = ",
-                     run_id, only ? absl::StrCat(" AND stage_id = ", *only) : "",
-                     WindowClause("start_utc_ns", window),
-                     " GROUP BY stage_id, b ORDER BY stage_id, b"),
-        "reading intervals", [&](RowBinaryCursor& c) {
-          const int64_t id = c.Int64();
-          IntervalRow row;
-          row.start_utc_ns = c.Int64();
-          row.samples_all = c.Int64();
-          row.flag_counts = ReadFlags(c);
-          store::Histogram merged;
-          for (std::string_view h : c.BytesArray()) {
-            if (absl::Status s = merged.MergeEncoded(h); !s.ok() && merge_status.ok()) {
-              merge_status = absl::DataLossError(absl::StrCat(
-                  uri_, ": interval ", row.start_utc_ns, " of stage ", id, ": ", s.message()));
-            }
-          }
-          if (row.samples_all == 0) return;
-          row.stage = dict->Stage(id);
-          FillFromHistogram(merged, &row);
-          if (const auto it = orders.find(row.start_utc_ns); it != orders.end()) {
-            row.orders = it->second.orders;
-            row.orders_kept = it->second.kept;
-            row.detail_deleted = it->second.deleted;
-          }
-          by_stage[id].push_back(std::move(row));
-        }));
+        absl::StrCat(columns, "groupArray(histogram) FROM intervals WHERE run_id = ", run_id,
+                     stage_clause, WindowClause("start_utc_ns", window),
+                     rolled ? absl::StrCat(" AND NOT (start_utc_ns >= ", rolled->first,
+                                           " AND start_utc_ns < ", rolled->second, ")")
+                            : "",
+                     " GROUP BY stage_id, b"),
+        "reading intervals", [&](RowBinaryCursor& c) { add_rows(c, false); }));
+    if (rolled) {
+      // Histograms only where the figures of one row will not do.
+      const bool one_minute = bucket_ns == store::kRollupNs;
+      TICKTRACE_RETURN_IF_ERROR(ForEachRow(
+          absl::StrCat(columns,
+                       "toInt64(count()) AS n, toInt64(sum(count)), min(min_ns), max(max_ns), "
+                       "sum(sum_ns), any(p50_ns), any(p90_ns), any(p99_ns), any(p999_ns), ",
+                       one_minute ? "if(n = 1, emptyArrayString(), groupArray(histogram))"
+                                  : "groupArray(histogram)",
+                       " FROM intervals_minute WHERE run_id = ", run_id, stage_clause,
+                       " AND stage_id != ", store::kRollupSentinelStage, " AND start_utc_ns >= ",
+                       rolled->first, " AND start_utc_ns < ", rolled->second,
+                       " AND batch IN (SELECT batch FROM batches WHERE run_id = ", run_id,
+                       ") GROUP BY stage_id, b"),
+          "reading the per-minute rollup", [&](RowBinaryCursor& c) { add_rows(c, true); }));
+    }
     TICKTRACE_RETURN_IF_ERROR(merge_status);
+    std::map<int64_t, std::vector<IntervalRow>> by_stage;
+    const store::Histogram empty;
+    for (auto& [key, sum] : sums) {
+      if (sum.samples_all == 0) continue;
+      IntervalRow row;
+      if (sum.figures.has_value() && sum.histogram == nullptr) row = *std::move(sum.figures);
+      row.start_utc_ns = key.second;
+      row.samples_all = sum.samples_all;
+      row.flag_counts = sum.flags;
+      row.stage = dict->Stage(key.first);
+      if (!sum.figures.has_value() || sum.histogram != nullptr) {
+        FillFromHistogram(sum.histogram != nullptr ? *sum.histogram : empty, &row);
+      }
+      if (const auto it = orders.find(row.start_utc_ns); it != orders.end()) {
+        row.orders = it->second.orders;
+        row.orders_kept = it->second.kept;
+        row.detail_deleted = it->second.deleted;
+      }
+      by_stage[key.first].push_back(std::move(row));
+    }
     // Stages in pipeline order (stage_stats.position, `total` last).
     std::vector<std::pair<StageStatsRow, int64_t>> stages;
     for (const auto& [id, rows] : by_stage) {
@@ -840,6 +930,7 @@ class ClickHouseStoreReader final : public StoreReader {
 
   std::string uri_;
   std::string database_;
+  int version_;  // meta.schema_version (1: no per-minute rollup)
   std::unique_ptr<store::HttpClient> client_;
   std::map<int64_t, RunDictionary> dictionaries_;
 };
@@ -866,7 +957,7 @@ absl::StatusOr<std::unique_ptr<StoreReader>> OpenClickHouseStoreReader(const sto
         store::kClickHouseSchemaVersion, "); use a newer ticktrace-view"));
   }
   return std::unique_ptr<StoreReader>(
-      new ClickHouseStoreReader(where, uri.database, std::move(client)));
+      new ClickHouseStoreReader(where, uri.database, *version, std::move(client)));
 }
 
 }  // namespace ticktrace::view::internal
