@@ -34,13 +34,17 @@
 #include "collector/checkpoint.h"
 #include "collector/clock_sync.h"
 #include "collector/core_skew.h"
+#include "collector/drain_loop.h"
 #include "collector/drainer.h"
 #include "collector/journal.h"
 #include "collector/metrics/collector_metrics.h"
+#include "collector/pass_queue.h"
 #include "collector/private_file.h"
 #include "collector/state_codec.h"
 #include "collector/report.h"
 #include "collector/run_info.h"
+#include "collector/run_plan.h"
+#include "collector/session_lock.h"
 #include "collector/store/open_writer.h"
 #include "collector/store/sqlite_writer.h"
 #include "collector/store_sink.h"
@@ -111,50 +115,6 @@ std::string HostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   return buf;
-}
-
-bool PathExists(const std::string& path) {
-  struct stat st;
-  return ::lstat(path.c_str(), &st) == 0;
-}
-
-// Reads the first chunk of an archive if it is a kRunInfo chunk.
-absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  std::string head(kArchiveHeaderBytes + kChunkHeaderBytes, '\0');
-  const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
-  std::optional<RunInfo> result;
-  absl::Status status;
-  if (n < static_cast<ssize_t>(kArchiveHeaderBytes)) {
-    status = absl::InvalidArgumentError(absl::StrCat(path, ": too short for a ticktrace archive"));
-  } else if (absl::StatusOr<ArchiveHeader> h = DecodeArchiveHeader(head); !h.ok()) {
-    status = absl::InvalidArgumentError(absl::StrCat(path, ": ", h.status().message()));
-  } else if (n == static_cast<ssize_t>(head.size())) {
-    uint32_t type, size;
-    std::memcpy(&type, head.data() + kArchiveHeaderBytes, 4);
-    std::memcpy(&size, head.data() + kArchiveHeaderBytes + 4, 4);
-    if (type == static_cast<uint32_t>(ChunkType::kRunInfo) && size <= (1u << 20)) {
-      std::string chunk(kChunkHeaderBytes + size, '\0');
-      if (::pread(fd, chunk.data(), chunk.size(), kArchiveHeaderBytes) ==
-          static_cast<ssize_t>(chunk.size())) {
-        absl::StatusOr<ChunkFrame> f =
-            ParseChunkFrame(reinterpret_cast<const uint8_t*>(chunk.data()), chunk.size());
-        if (f.ok()) {
-          absl::StatusOr<RunInfo> info = RunInfo::FromJson(std::string_view(
-              reinterpret_cast<const char*>(f->payload), f->payload_bytes));
-          if (info.ok()) {
-            result = *std::move(info);
-          } else {
-            status = absl::InvalidArgumentError(absl::StrCat(path, ": ", info.status().message()));
-          }
-        }
-      }
-    }
-  }
-  ::close(fd);
-  if (!status.ok()) return status;
-  return result;
 }
 
 store::RunMeta ToRunMeta(const RunInfo& r, const StoreSinkOptions& sink) {
@@ -661,643 +621,289 @@ absl::Status CopyJournalInto(const std::string& journal_path, uint64_t valid_byt
   return s;
 }
 
-// Full disk (docs/collector.md): an append of a drained pass failed with
-// ResourceExhausted (`status`). The pass is kept and `append` tried again
-// every 100 ms; meanwhile no ring's read index moves (the rings hold the
-// records, or the producers drop and count them). Says on stderr once what is
-// full, and when there is space again. Returns the first result that is not
-// ResourceExhausted, or FailedPrecondition when the run is told to stop while
-// still full (what the journal holds stays for a restart, the rest stays in
-// the rings). Drain thread.
-absl::Status RetryWhileFull(absl::Status status, const std::function<absl::Status()>& append,
-                            const std::atomic<bool>* stop) {
-  std::cerr << "ticktrace-collector: " << status.message()
-            << "; not draining until there is space (the rings keep the records, or their "
-               "producers drop and count them); retrying every 100 ms\n"
-            << std::flush;
-  const auto since = Clock::now();
-  while (absl::IsResourceExhausted(status)) {
-    if (g_signal_stop.load(std::memory_order_relaxed) ||
-        (stop != nullptr && stop->load(std::memory_order_relaxed))) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "stopped while full (", status.message(),
-          "); the undrained records stay in the rings and the journal for a restart"));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    status = append();
+// The journal a live run writes, ready for the drain stage: recovered (a
+// resumed run) or created with the run info as its first chunk (a new run).
+struct JournalStart {
+  std::optional<Journal> journal;  // empty: no journal
+  Journal::Recovered recovered;    // a resumed run's recovery
+  absl::Status loss;               // DataLoss: the recovery skipped corrupt chunks
+};
+
+// A resumed run: the analysis continues from this run's checkpoint (if any)
+// and the journal's tail after it; the store skips what it holds already.
+absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const RunPlan& plan,
+                                               const store::RunState& resume_state,
+                                               Session& session, std::ostream& out) {
+  JournalStart started;
+  // Counted as the resume starts (the store's count, so every resume counts,
+  // also one that is killed during its recovery), then said.
+  int64_t restarts = 1;
+  if (session.store() != nullptr) {
+    absl::StatusOr<int64_t> counted = session.store()->ResumeRun(plan.resume_run);
+    if (!counted.ok()) return counted.status();
+    restarts = *counted;
   }
-  if (status.ok()) {
-    std::cerr << "ticktrace-collector: space again after "
-              << absl::StrFormat("%.1f", std::chrono::duration<double>(Clock::now() - since).count())
-              << " s; draining\n"
-              << std::flush;
+  session.set_restarts(restarts);
+  out << "resuming run " << plan.resume_run << " from " << plan.journal_path << " (restart "
+      << restarts << ")\n"
+      << std::flush;
+  // Recovery re-emits every order the journal finishes; the store must take
+  // all of them (it skips those it has), so the writer waits instead of dropping.
+  // A checkpoint of this run: the analysis as it stood at a journal offset;
+  // only the journal after it is replayed (collector/checkpoint.h).
+  const auto recovery_start = Clock::now();
+  uint64_t replay_from = 0;
+  const std::string checkpoint_path = CheckpointPath(plan.local_state);
+  if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
+  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
+  if (checkpoint.ok() && checkpoint->run_id == plan.resume_run) {
+    StateReader state(checkpoint->state);
+    if (!session.analyzer().LoadState(state)) {
+      return absl::DataLossError(
+          absl::StrCat(checkpoint_path,
+                       ": the checkpoint's state is unreadable; the journal before it is "
+                       "gone, so run ",
+                       plan.resume_run, " cannot be resumed: move both files away"));
+    }
+    replay_from = checkpoint->journal_offset;
+    if (!o.raw_path.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--raw: run ", plan.resume_run,
+                       " resumes from a checkpoint, so its journal no longer "
+                       "holds the whole run; restart without --raw"));
+    }
+  } else if (checkpoint.ok()) {
+    ::unlink(checkpoint_path.c_str());  // another run's, left behind: not ours to use
+  } else if (!absl::IsNotFound(checkpoint.status())) {
+    return absl::DataLossError(absl::StrCat(
+        checkpoint.status().message(), "; the journal before it is gone, so run ", plan.resume_run,
+        " cannot be resumed: move it and ", plan.journal_path, " away"));
+  }
+  if (session.writer() != nullptr) {
+    // What the store holds already is skipped as the journal re-emits it,
+    // by sequence number. A corrupt chunk in the part replayed shifts the
+    // numbers after it: then numbers are trusted only up to the
+    // checkpoint's, and later orders are told by their key in the store
+    // (StoreSink::Resume). A scan of the tail finds out first.
+    NullChunkVisitor scan;
+    absl::StatusOr<Journal::Recovered> pre =
+        Journal::Recover(plan.journal_path, &scan, replay_from);
+    std::optional<uint64_t> exact_through;
+    std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
+    if (pre.ok() && pre->corrupt_chunks > 0) {
+      const uint64_t sure =
+          checkpoint.ok() && checkpoint->run_id == plan.resume_run ? checkpoint->emitted : 0;
+      auto it = resume_state.counters.find(
+          std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
+      const uint64_t stored =
+          it == resume_state.counters.end() ? 0 : static_cast<uint64_t>(it->second);
+      absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> keys =
+          session.store()->LastStoredOrders(session.run_id(), stored > sure ? stored - sure : 0);
+      if (keys.ok() && o.store.detail == store::DetailPolicy::kAll) {
+        exact_through = sure;
+        stored_keys = *std::move(keys);
+      } else {
+        out << "warning: the journal has corrupt chunks and the store cannot tell which "
+               "orders after them it holds; up to as many orders as those chunks held may be "
+               "missing from the store\n";
+      }
+    }
+    session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
+    session.writer()->set_block_when_full(true);
+  }
+  absl::StatusOr<Journal::Recovered> r =
+      Journal::Recover(plan.journal_path, &session.analyzer(), replay_from);
+  if (session.writer() != nullptr) {
+    // Wait until the recovered orders are written, not only queued: a full
+    // queue would make the live mode drop the rows of the orders the journal
+    // left open or pending, which finish in the first passes.
+    session.writer()->Flush();
+    session.writer()->set_block_when_full(false);
+  }
+  if (!r.ok()) return r.status();
+  started.recovered = *r;
+  if (started.recovered.torn_tail) {
+    out << "journal: cut at byte " << started.recovered.valid_bytes
+        << " (a torn tail; everything before it was recovered)\n";
+  }
+  started.loss = session.NoteCorruptChunks(
+      absl::StrCat("journal ", plan.journal_path), started.recovered.corrupt_skips,
+      started.recovered.corrupt_chunks, started.recovered.corrupt_records_lost);
+  session.analyzer().mutable_counters().malformed_chunks += started.recovered.malformed_chunks;
+  if (!o.quiet) {
+    out << "recovered in "
+        << absl::StrFormat("%.2f",
+                           std::chrono::duration<double>(Clock::now() - recovery_start).count())
+        << " s: "
+        << (started.recovered.valid_bytes - std::max<uint64_t>(replay_from, kArchiveHeaderBytes))
+        << " journal bytes replayed"
+        << (replay_from > 0 ? absl::StrCat(" after the checkpoint at byte ", replay_from)
+                            : std::string(" (no checkpoint)"))
+        << "\n"
+        << std::flush;
+  }
+  // Orders the journal left pending finish at the first clock tick.
+  absl::StatusOr<Journal> j = Journal::Continue(plan.journal_path, started.recovered);
+  if (!j.ok()) return j.status();
+  started.journal.emplace(*std::move(j));
+  if (session.writer() != nullptr) session.writer()->Submit();
+  return started;
+}
+
+absl::StatusOr<JournalStart> StartJournal(const CollectorOptions& o, const RunPlan& plan,
+                                          const RunInfo& info, Session& session) {
+  JournalStart started;
+  if (!plan.journaled()) return started;
+  // A checkpoint left by an earlier run (one that ended between removing
+  // its journal and its checkpoint) belongs to no journal now.
+  const std::string checkpoint_path = CheckpointPath(plan.local_state);
+  if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
+  ::unlink(checkpoint_path.c_str());
+  absl::StatusOr<Journal> j =
+      Journal::Create(plan.journal_path, session.run_id(), o.group_readable);
+  if (!j.ok()) return j.status();
+  started.journal.emplace(*std::move(j));
+  std::string chunk;
+  ChunkEncoder::RunInfo(info.ToJson(), &chunk);
+  if (absl::Status s = started.journal->AppendDurable(chunk); !s.ok()) return s;
+  return started;
+}
+
+// --raw: a copy of the whole stream (a resumed run starts it with what its
+// journal holds). nullopt without --raw.
+absl::StatusOr<std::optional<ArchiveWriter>> OpenRawCopy(const CollectorOptions& o,
+                                                         const RunPlan& plan, const RunInfo& info,
+                                                         const JournalStart& started) {
+  std::optional<ArchiveWriter> raw;
+  if (o.raw_path.empty()) return raw;
+  ArchiveHeader h;
+  h.kind = ArchiveKind::kRaw;
+  absl::StatusOr<ArchiveWriter> w =
+      ArchiveWriter::Create(o.raw_path, h, /*durable=*/false, o.group_readable);
+  if (!w.ok()) return w.status();
+  raw.emplace(*std::move(w));
+  absl::Status s;
+  if (plan.resuming()) {
+    s = CopyJournalInto(plan.journal_path, started.recovered.valid_bytes, &*raw);
+  } else {
+    std::string chunk;
+    ChunkEncoder::RunInfo(info.ToJson(), &chunk);
+    s = raw->Append(chunk);
+  }
+  if (!s.ok()) return s;
+  return raw;
+}
+
+// The analysis stage: decodes, de-duplicates and stitches each drained pass,
+// feeds the sinks, takes the checkpoints the drain stage marked, and tells
+// the drain stage whether idle passes must still advance the stream clock.
+// Runs on its own thread until the queue is closed and empty.
+absl::Status RunAnalysisStage(const CollectorOptions& o, bool journaled, Session& session,
+                              PassQueue& queue, std::atomic<bool>& orders_pending,
+                              std::atomic<bool>& orders_open) {
+  absl::Status status;
+  PassQueue::Item item;
+  auto last_snapshot = Clock::now();
+  while (queue.Pop(&item)) {
+    absl::Status s = DispatchAll(item.bytes, &session.analyzer());
+    if (item.checkpoint_offset != 0) session.TakeCheckpoint(item.checkpoint_offset);
+    if (!s.ok() && status.ok()) status = s;
+    if (session.writer() != nullptr) session.writer()->Submit();
+    if (Clock::now() - last_snapshot >= o.snapshot_interval) {
+      session.Snapshot(&item.drainer, journaled ? &item.journal_syncs : nullptr);
+      last_snapshot = Clock::now();
+    }
+    // Pairs with the drain stage's relaxed loads: hints only (drain_loop.h).
+    const Stitcher& st = session.analyzer().stitcher();
+    orders_pending.store(st.has_pending(), std::memory_order_relaxed);
+    orders_open.store(st.open_orders() > 0, std::memory_order_relaxed);
   }
   return status;
 }
 
-// Drained passes on their way from the drain thread to the analysis thread.
-// Push waits while more than `max_bytes` are queued (the analysis is far
-// behind: the rings then fill, and producers count drops, instead of the
-// collector growing without bound).
-class PassQueue {
- public:
-  struct Item {
-    std::string bytes;  // whole chunks of one pass
-    DrainerCounters drainer;
-    uint64_t journal_syncs = 0;
-    uint64_t checkpoint_offset = 0;  // non-zero: checkpoint after this pass, at this journal offset
-  };
-  explicit PassQueue(size_t max_bytes) : max_bytes_(max_bytes) {}
-
-  // Drain thread.
-  void Push(Item item) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return bytes_ <= max_bytes_ || items_.empty(); });
-    bytes_ += item.bytes.size();
-    items_.push_back(std::move(item));
-    cv_.notify_all();
-  }
-  // Drain thread: no more items.
-  void Close() {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-    cv_.notify_all();
-  }
-  // Analysis thread: false once closed and empty.
-  bool Pop(Item* item) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return !items_.empty() || closed_; });
-    if (items_.empty()) return false;
-    *item = std::move(items_.front());
-    items_.pop_front();
-    bytes_ -= item->bytes.size();
-    cv_.notify_all();
-    return true;
-  }
-
- private:
-  const size_t max_bytes_;
-  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
-  // TSan, so TSan cannot see absl::Mutex's synchronisation; pthread mutexes
-  // it intercepts.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  // Guarded by mu_:
-  std::deque<Item> items_;
-  size_t bytes_ = 0;
-  bool closed_ = false;
-};
-
-// One collector per session: the ring protocol has a single consumer per ring
-// (abi.h), and exactly-once needs one journal writer. The lock is an flock(2)
-// on "collector.<session>.lock" in a directory that only this uid can create
-// files in, so no other local user can hold it or plant it (docs/security.md):
-//   root:      /run/ticktrace (/run is root's), else /tmp/ticktrace-0;
-//   other uid: ~/.ticktrace (the home directory from the password database),
-//              else /tmp/ticktrace-<uid> for users without a home.
-// The directory is created 0700 and must be a real directory (not a link)
-// owned by us with no group/other access; the lock file is opened with
-// O_NOFOLLOW. The kernel releases the lock however the holder dies (SIGKILL
-// included); the file stays (never unlinked, so two collectors can never lock
-// two different files of one name).
-class SessionLock {
- public:
-  // Called once by RunLive() before anything is created.
-  static absl::StatusOr<SessionLock> Acquire(const std::string& session) {
-    absl::StatusOr<std::string> dir = LockDirectory();
-    if (!dir.ok()) return dir.status();
-    const std::string path = absl::StrCat(*dir, "/collector.", session, ".lock");
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("session lock ", path, ": ", std::strerror(errno)));
-    }
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
-      ::close(fd);
-      return absl::FailedPreconditionError(
-          absl::StrCat("session lock ", path, ": not a regular file of this uid"));
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      const int err = errno;
-      ::close(fd);
-      if (err == EWOULDBLOCK) {
-        return absl::AlreadyExistsError(absl::StrCat(
-            "session '", session, "' is already being drained by another collector (lock ",
-            path, " is held); refusing to start a second one"));
-      }
-      return absl::InternalError(absl::StrCat("session lock ", path, ": flock: ",
-                                              std::strerror(err)));
-    }
-    return SessionLock(fd);
-  }
-  SessionLock(SessionLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  SessionLock& operator=(SessionLock&&) = delete;
-  ~SessionLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit SessionLock(int fd) : fd_(fd) {}
-
-  // Creates `dir` 0700 if absent; OK when it is a directory (not a link) of
-  // this uid that no one else may enter, after a chmod if it was ours but open.
-  static absl::Status MakePrivateDir(const std::string& dir) {
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("session lock: cannot create ", dir, ": ", std::strerror(errno)));
-    }
-    struct stat st;
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("session lock: ", dir, " is not a directory"));
-    }
-    if (st.st_uid != ::geteuid()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "session lock: ", dir, " belongs to uid ", st.st_uid, ", not to this collector's uid ",
-          ::geteuid(), "; remove it (it may be planted) and start again"));
-    }
-    if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("session lock: cannot make ", dir, " private: ", std::strerror(errno)));
-    }
-    return absl::OkStatus();
-  }
-
-  static absl::StatusOr<std::string> LockDirectory() {
-    const uid_t uid = ::geteuid();
-    struct stat st;
-    if (uid == 0) {
-      if (::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
-          (st.st_mode & 022) == 0) {
-        absl::Status s = MakePrivateDir("/run/ticktrace");
-        if (!s.ok()) return s;
-        return std::string("/run/ticktrace");
-      }
-    } else {
-      // The home directory of the password database, not $HOME (which the
-      // caller sets): only this uid (and root) can create files in it.
-      std::vector<char> buf(16384);
-      passwd pw;
-      passwd* found = nullptr;
-      if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
-          found->pw_dir != nullptr && found->pw_dir[0] == '/' &&
-          ::lstat(found->pw_dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
-          (st.st_mode & 022) == 0) {
-        const std::string dir = absl::StrCat(found->pw_dir, "/.ticktrace");
-        absl::Status s = MakePrivateDir(dir);
-        if (!s.ok()) return s;
-        return dir;
-      }
-    }
-    const std::string dir = absl::StrCat("/tmp/ticktrace-", uid);
-    absl::Status s = MakePrivateDir(dir);
-    if (!s.ok()) return s;
-    return dir;
-  }
-
-  int fd_;
-};
-
+// A live run: the plan (new run or resume), then the stages
+// (docs/collector.md, "The stages of the collector"):
+//   drain -> journal (this thread, drain_loop.h) -> PassQueue ->
+//   decode/stitch -> sinks (analysis thread) -> store writer (its thread).
 absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
-  // 1. Everything that can refuse the run, before anything is created.
+  // 1. The plan: everything that can refuse the run, before anything is created.
   absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
   if (!lock.ok()) return lock.status();
-  if (!o.db_path.empty() && !absl::StartsWith(o.db_path, "clickhouse://")) {
-    absl::Status s = store::SqliteWriter::CheckExisting(o.db_path);
-    if (!s.ok() && !absl::IsNotFound(s)) return s;
-  }
-  // A planted symlink is named as such (private_file.h), not as "exists".
-  if (!o.raw_path.empty()) {
-    if (absl::Status s = CheckNotSymlink(o.raw_path); !s.ok()) return s;
-  }
-  if (!o.raw_path.empty() && PathExists(o.raw_path)) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("--raw ", o.raw_path, ": exists; refusing to overwrite it"));
-  }
-  if (!o.raw_path.empty()) {
-    // It is created after the store and the journal: make sure it can be.
-    const size_t slash = o.raw_path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/"
-                                                              : o.raw_path.substr(0, slash);
-    if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--raw ", o.raw_path, ": cannot create a file in ", dir, ": ", std::strerror(errno)));
-    }
-  }
-  const bool journaled = !o.db_path.empty() && o.use_journal;
-  // The journal and checkpoint sit beside a SQLite store; for ClickHouse in
-  // the current directory, named after the store and session (open_writer.h).
-  const std::string local_state = store::LocalStatePath(o.db_path, o.session);
-  const std::string journal_path = journaled ? JournalPath(local_state) : "";
-  if (journaled) {
-    if (absl::Status s = CheckNotSymlink(journal_path); !s.ok()) return s;
-  }
-  std::optional<RunInfo> resume_info;
-  int64_t resume_run = 0;
-  if (journaled && PathExists(journal_path)) {
-    absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(journal_path);
-    absl::StatusOr<ArchiveReader> jr = ArchiveReader::Open(journal_path);
-    struct stat st;
-    if (lead.ok() && !lead->has_value() && jr.ok() &&
-        jr->header().kind == ArchiveKind::kJournal && ::stat(journal_path.c_str(), &st) == 0 &&
-        st.st_size < static_cast<off_t>(kArchiveHeaderBytes + kChunkHeaderBytes + (1 << 20))) {
-      // Killed while creating it, before its first chunk was durable: it holds
-      // no record (records follow the run info), so a new run can start.
-      out << "warning: " << journal_path << " holds no run info (a collector died starting); "
-          << "removed\n";
-      ::unlink(journal_path.c_str());
-    } else if (!lead.ok() || !jr.ok() || !lead->has_value() ||
-               jr->header().kind != ArchiveKind::kJournal) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          journal_path, ": unreadable journal (",
-          !lead.ok() ? lead.status().message() : !jr.ok() ? jr.status().message() : "no run info",
-          "); move it away to start a new run"));
-    } else if ((*lead)->session != o.session) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          journal_path, " holds an unfinished run of session '", (*lead)->session,
-          "'; run with --session ", (*lead)->session, " to finish it first"));
-    } else {
-      resume_info = **lead;
-      resume_run = static_cast<int64_t>(jr->header().run_id);
-    }
-  }
+  absl::StatusOr<RunPlan> planned = PlanLiveRun(o, out);
+  if (!planned.ok()) return planned.status();
+  RunPlan& plan = *planned;
 
-  // 2. Calibrate (new run) or take the journal's calibration (resumed run).
-  // A new run calibrates before the store is opened (or created), so that a
-  // calibration failure leaves nothing behind.
+  // 2. Calibrate (a new run) or take the journal's calibration (a resumed
+  // run). A new run calibrates before the store is opened (or created), so
+  // that a calibration failure leaves nothing behind.
   std::optional<RunInfo> fresh;
-  if (!resume_info.has_value()) {
+  if (!plan.resuming()) {
     absl::StatusOr<RunInfo> live = LiveRunInfo(o);
     if (!live.ok()) return live.status();
     fresh = *std::move(live);
   }
   Session session(o, out);
   if (absl::Status s = session.OpenStore(); !s.ok()) return s;
-  std::optional<Journal> journal;
-  Journal::Recovered recovered;
-  absl::Status journal_loss;  // DataLoss: the recovery skipped corrupt chunks
   store::RunState resume_state;
-  if (resume_info.has_value() && session.store() != nullptr) {
-    absl::StatusOr<store::RunState> state = session.store()->LookupRun(resume_run);
-    if (!state.ok()) return state.status();
-    resume_state = *state;
-    if (state->exists && state->ended) {
-      // The run ended cleanly but its journal was not removed yet: stale.
-      ::unlink(journal_path.c_str());
-      resume_info.reset();
-    } else if (!state->exists) {
-      const std::string aside = absl::StrCat(journal_path, ".orphaned.", RealtimeNowNs());
-      if (::rename(journal_path.c_str(), aside.c_str()) != 0) {
-        return absl::InternalError(absl::StrCat(journal_path, ": cannot move aside"));
-      }
-      out << "warning: " << journal_path << " belongs to run " << resume_run
-          << ", which the store does not have; moved to " << aside << "\n";
-      resume_info.reset();
-    }
+  if (absl::Status s = SettlePlanWithStore(session.store(), &plan, &resume_state, out); !s.ok()) {
+    return s;
   }
-  RunInfo info;
-  bool resumed = false;
-  if (resume_info.has_value()) {
-    info = *resume_info;
-    resumed = true;
-  } else {
-    if (!fresh.has_value()) {  // the journal was stale: this run is new after all
-      absl::StatusOr<RunInfo> live = LiveRunInfo(o);
-      if (!live.ok()) return live.status();
-      fresh = *std::move(live);
-    }
-    info = *std::move(fresh);
+  const bool resumed = plan.resuming();
+  if (!resumed && !fresh.has_value()) {  // the journal was stale: this run is new after all
+    absl::StatusOr<RunInfo> live = LiveRunInfo(o);
+    if (!live.ok()) return live.status();
+    fresh = *std::move(live);
   }
-  absl::Status started = session.Start(info, resumed ? resume_run : 0, /*block_when_full=*/false);
+  const RunInfo info = resumed ? *plan.resume_info : *std::move(fresh);
+  absl::Status started = session.Start(info, resumed ? plan.resume_run : 0,
+                                       /*block_when_full=*/false);
   if (!started.ok()) return started;
+  absl::StatusOr<JournalStart> journal_start =
+      resumed ? ResumeFromJournal(o, plan, resume_state, session, out)
+              : StartJournal(o, plan, info, session);
+  if (!journal_start.ok()) return journal_start.status();
+  std::optional<Journal>& journal = journal_start->journal;
+  absl::StatusOr<std::optional<ArchiveWriter>> raw = OpenRawCopy(o, plan, info, *journal_start);
+  if (!raw.ok()) return raw.status();
 
-  if (resumed) {
-    // Counted as the resume starts (the store's count, so every resume counts,
-    // also one that is killed during its recovery), then said.
-    int64_t restarts = 1;
-    if (session.store() != nullptr) {
-      absl::StatusOr<int64_t> counted = session.store()->ResumeRun(resume_run);
-      if (!counted.ok()) return counted.status();
-      restarts = *counted;
-    }
-    session.set_restarts(restarts);
-    out << "resuming run " << resume_run << " from " << journal_path << " (restart " << restarts
-        << ")\n"
-        << std::flush;
-    // Recovery re-emits every order the journal finishes; the store must take
-    // all of them (it skips those it has), so the writer waits instead of dropping.
-    // A checkpoint of this run: the analysis as it stood at a journal offset;
-    // only the journal after it is replayed (collector/checkpoint.h).
-    const auto recovery_start = Clock::now();
-    uint64_t replay_from = 0;
-    const std::string checkpoint_path = CheckpointPath(local_state);
-    if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
-    absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
-    if (checkpoint.ok() && checkpoint->run_id == resume_run) {
-      StateReader state(checkpoint->state);
-      if (!session.analyzer().LoadState(state)) {
-        return absl::DataLossError(absl::StrCat(
-            checkpoint_path, ": the checkpoint's state is unreadable; the journal before it is "
-            "gone, so run ", resume_run, " cannot be resumed: move both files away"));
-      }
-      replay_from = checkpoint->journal_offset;
-      if (!o.raw_path.empty()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "--raw: run ", resume_run, " resumes from a checkpoint, so its journal no longer "
-            "holds the whole run; restart without --raw"));
-      }
-    } else if (checkpoint.ok()) {
-      ::unlink(checkpoint_path.c_str());  // another run's, left behind: not ours to use
-    } else if (!absl::IsNotFound(checkpoint.status())) {
-      return absl::DataLossError(absl::StrCat(
-          checkpoint.status().message(), "; the journal before it is gone, so run ", resume_run,
-          " cannot be resumed: move it and ", journal_path, " away"));
-    }
-    if (session.writer() != nullptr) {
-      // What the store holds already is skipped as the journal re-emits it,
-      // by sequence number. A corrupt chunk in the part replayed shifts the
-      // numbers after it: then numbers are trusted only up to the
-      // checkpoint's, and later orders are told by their key in the store
-      // (StoreSink::Resume). A scan of the tail finds out first.
-      NullChunkVisitor scan;
-      absl::StatusOr<Journal::Recovered> pre = Journal::Recover(journal_path, &scan, replay_from);
-      std::optional<uint64_t> exact_through;
-      std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
-      if (pre.ok() && pre->corrupt_chunks > 0) {
-        const uint64_t sure = checkpoint.ok() && checkpoint->run_id == resume_run
-                                  ? checkpoint->emitted
-                                  : 0;
-        auto it = resume_state.counters.find(
-            std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
-        const uint64_t stored =
-            it == resume_state.counters.end() ? 0 : static_cast<uint64_t>(it->second);
-        absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> keys =
-            session.store()->LastStoredOrders(session.run_id(), stored > sure ? stored - sure : 0);
-        if (keys.ok() && o.store.detail == store::DetailPolicy::kAll) {
-          exact_through = sure;
-          stored_keys = *std::move(keys);
-        } else {
-          out << "warning: the journal has corrupt chunks and the store cannot tell which "
-                 "orders after them it holds; up to as many orders as those chunks held may be "
-                 "missing from the store\n";
-        }
-      }
-      session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
-      session.writer()->set_block_when_full(true);
-    }
-    absl::StatusOr<Journal::Recovered> r =
-        Journal::Recover(journal_path, &session.analyzer(), replay_from);
-    if (session.writer() != nullptr) {
-      // Wait until the recovered orders are written, not only queued: a full
-      // queue would make the live mode drop the rows of the orders the journal
-      // left open or pending, which finish in the first passes.
-      session.writer()->Flush();
-      session.writer()->set_block_when_full(false);
-    }
-    if (!r.ok()) return r.status();
-    recovered = *r;
-    if (recovered.torn_tail) {
-      out << "journal: cut at byte " << recovered.valid_bytes
-          << " (a torn tail; everything before it was recovered)\n";
-    }
-    journal_loss = session.NoteCorruptChunks(absl::StrCat("journal ", journal_path),
-                                             recovered.corrupt_skips, recovered.corrupt_chunks,
-                                             recovered.corrupt_records_lost);
-    session.analyzer().mutable_counters().malformed_chunks += recovered.malformed_chunks;
-    if (!o.quiet) {
-      out << "recovered in "
-          << absl::StrFormat("%.2f", std::chrono::duration<double>(Clock::now() -
-                                                                   recovery_start).count())
-          << " s: " << (recovered.valid_bytes - std::max<uint64_t>(replay_from, kArchiveHeaderBytes))
-          << " journal bytes replayed"
-          << (replay_from > 0 ? absl::StrCat(" after the checkpoint at byte ", replay_from)
-                              : std::string(" (no checkpoint)"))
-          << "\n"
-          << std::flush;
-    }
-    // Orders the journal left pending finish at the first clock tick.
-    absl::StatusOr<Journal> j = Journal::Continue(journal_path, recovered);
-    if (!j.ok()) return j.status();
-    journal.emplace(*std::move(j));
-    if (session.writer() != nullptr) session.writer()->Submit();
-  } else if (journaled) {
-    // A checkpoint left by an earlier run (one that ended between removing
-    // its journal and its checkpoint) belongs to no journal now.
-    const std::string checkpoint_path = CheckpointPath(local_state);
-    if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
-    ::unlink(checkpoint_path.c_str());
-    absl::StatusOr<Journal> j = Journal::Create(journal_path, session.run_id(), o.group_readable);
-    if (!j.ok()) return j.status();
-    journal.emplace(*std::move(j));
-    std::string chunk;
-    ChunkEncoder::RunInfo(info.ToJson(), &chunk);
-    if (absl::Status s = journal->AppendDurable(chunk); !s.ok()) return s;
-  }
-
-  std::optional<ArchiveWriter> raw;
-  if (!o.raw_path.empty()) {
-    ArchiveHeader h;
-    h.kind = ArchiveKind::kRaw;
-    absl::StatusOr<ArchiveWriter> w = ArchiveWriter::Create(o.raw_path, h, /*durable=*/false,
-                                                            o.group_readable);
-    if (!w.ok()) return w.status();
-    raw.emplace(*std::move(w));
-    absl::Status s;
-    if (resumed) {
-      s = CopyJournalInto(journal_path, recovered.valid_bytes, &*raw);
-    } else {
-      std::string chunk;
-      ChunkEncoder::RunInfo(info.ToJson(), &chunk);
-      s = raw->Append(chunk);
-    }
-    if (!s.ok()) return s;
-  }
-
-  // 3. Drain until told to stop, then drain what is left. This thread drains
-  // (peek, journal, commit): the rings never wait for the analysis, which
-  // runs on its own thread behind a bounded queue of passes.
+  // 3. The stages. This thread drains (peek, journal, commit): the rings
+  // never wait for the analysis, which runs on its own thread behind a
+  // bounded queue of passes.
   DrainerOptions dopt;
   dopt.session = info.session;
   dopt.limits.allowed_uids = o.allow_uids;
   Drainer drainer(dopt, DrainerSeed::From(session.analyzer()));
   PassQueue queue(o.max_queued_pass_bytes);
-  // Written by the analysis thread after each pass, read by this one to know
-  // whether idle passes must still advance the stream clock. Relaxed: hints;
-  // a stale value delays a clock tick by one idle pass.
   std::atomic<bool> orders_pending{false}, orders_open{false};
   absl::Status analysis_status;
   std::thread analysis([&] {
-    PassQueue::Item item;
-    auto last_snapshot = Clock::now();
-    while (queue.Pop(&item)) {
-      absl::Status s = DispatchAll(item.bytes, &session.analyzer());
-      if (item.checkpoint_offset != 0) session.TakeCheckpoint(item.checkpoint_offset);
-      if (!s.ok() && analysis_status.ok()) analysis_status = s;
-      if (session.writer() != nullptr) session.writer()->Submit();
-      if (Clock::now() - last_snapshot >= o.snapshot_interval) {
-        session.Snapshot(&item.drainer, journal.has_value() ? &item.journal_syncs : nullptr);
-        last_snapshot = Clock::now();
-      }
-      const Stitcher& st = session.analyzer().stitcher();
-      orders_pending.store(st.has_pending(), std::memory_order_relaxed);
-      orders_open.store(st.open_orders() > 0, std::memory_order_relaxed);
-    }
+    analysis_status =
+        RunAnalysisStage(o, journal.has_value(), session, queue, orders_pending, orders_open);
   });
-
   // The cores' offsets, re-measured on a thread of its own (never the drain path).
   SkewMonitor skew(info, info.skew_interval_s);
   skew.Start();
-  auto last_anchor = Clock::now();
-
-  const auto t0 = Clock::now();
-  const auto deadline = o.duration_s > 0
-                            ? t0 + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double>(o.duration_s))
-                            : Clock::time_point::max();
-  // Idle passes advance the clock (for completions and timeouts) at most this often.
-  // With a journal every pass is an fdatasync: passes are spaced by the
-  // group-commit window (options.h, sync_window) unless a ring is filling.
-  const auto pending_clock_every =
-      journal.has_value() ? std::max<std::chrono::milliseconds>(std::chrono::milliseconds(1),
-                                                                o.sync_window)
-                          : std::chrono::milliseconds(1);
-  const auto busy_pass_every =
-      journal.has_value()
-          ? std::max<std::chrono::microseconds>(o.min_pass_interval, o.sync_window)
-          : std::chrono::microseconds(o.min_pass_interval);
-  auto last_checkpoint_mark = Clock::now();
-  DrainerCounters counters_in_stream = drainer.counters();
-  uint64_t marked_offset = 0;   // the last checkpoint asked for
-  bool freeing_works = true;    // false once the file system refused to punch a hole
-  const auto open_clock_every = std::chrono::milliseconds(
-      std::clamp<int64_t>(info.order_timeout_ms / 8, 1, 100));
-  auto last_clock = t0;
-  std::chrono::microseconds idle_sleep{0};
-  // Deep idle: after 1 s without a record the back-off may reach 4 x
-  // max_idle_sleep (4 ms: ~250 wake-ups/s instead of ~700, under 1% of a core
-  // idle; a 64 Ki-record ring still holds 16 ms at 4 M records/s).
-  auto last_records_at = Clock::now();
-  auto idle_bound = [&](Clock::time_point now) {
-    return now - last_records_at >= std::chrono::seconds(1) ? 4 * o.max_idle_sleep
-                                                             : o.max_idle_sleep;
+  DrainStage stage;
+  stage.options = &o;
+  stage.info = &info;
+  stage.drainer = &drainer;
+  stage.journal = journal.has_value() ? &*journal : nullptr;
+  stage.raw = raw->has_value() ? &**raw : nullptr;
+  stage.sink = session.writer();
+  stage.skew = &skew;
+  stage.queue = &queue;
+  stage.orders_pending = &orders_pending;
+  stage.orders_open = &orders_open;
+  stage.stop_requested = [&o] {
+    return g_signal_stop.load(std::memory_order_relaxed) ||
+           (o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
   };
-  bool stopping = false;
-  int final_passes = 0;
-  uint64_t passes = 0;
-  std::string buf;
-  absl::Status status;
-  while (true) {
-    const auto pass_start = Clock::now();
-    bool discover = false;
-    if (!stopping && (g_signal_stop.load(std::memory_order_relaxed) ||
-                      (o.stop != nullptr && o.stop->load(std::memory_order_relaxed)) ||
-                      pass_start >= deadline)) {
-      stopping = true;
-      discover = true;  // catch segments that appeared since the last look
-      // A store that does not answer must not hold the exit (the journal keeps it).
-      store::RequestWriterStop(session.store());
-    }
-    buf.clear();
-    ChunkEncoder::Clock(ReadTsc(), &buf);
-    const size_t clock_bytes = buf.size();
-    // A UTC anchor every anchor interval (about 100 ns: two clock reads), and
-    // the skew thread's measurements, as run info updates in the stream.
-    if (pass_start - last_anchor >= o.anchor_interval) {
-      RunInfoUpdate anchor;
-      ReadTscRealtimeAnchor(&anchor.anchor.tsc, &anchor.anchor.utc_ns);
-      anchor.anchor.utc_ns += o.test_clock_offset_ns;  // tests only (options.h)
-      ChunkEncoder::RunInfo(anchor.ToJson(), &buf);
-      last_anchor = pass_start;
-    }
-    skew.TakeChunks(&buf);
-    const size_t records = drainer.Pass(discover, &buf);
-    if (!(drainer.counters() == counters_in_stream)) {
-      // The drainer's counters go into the stream (journaled, checkpointed):
-      // a restart continues them (DrainerSeed).
-      RunInfoUpdate u;
-      u.kind = RunInfoUpdate::Kind::kCounters;
-      u.counters = drainer.counters().Named();
-      ChunkEncoder::RunInfo(u.ToJson(), &buf);
-      counters_in_stream = drainer.counters();
-    }
-    const bool has_chunks = buf.size() > clock_bytes;
-    const bool clock_due =
-        (orders_pending.load(std::memory_order_relaxed) &&
-         pass_start - last_clock >= pending_clock_every) ||
-        (orders_open.load(std::memory_order_relaxed) && pass_start - last_clock >= open_clock_every);
-    if (!has_chunks && !clock_due) {
-      if (stopping) break;  // everything published is drained
-      // Idle: back off, up to max_idle_sleep, so idle rings are polled rarely.
-      idle_sleep = std::min<std::chrono::microseconds>(
-          idle_bound(pass_start), std::max<std::chrono::microseconds>(
-                                      std::chrono::microseconds(10), idle_sleep * 2));
-      std::this_thread::sleep_for(idle_sleep);
-      continue;
-    }
-    ++passes;
-    last_clock = pass_start;
-    // Durable first (journal), then the rings may reuse the cells, then analyse.
-    if (journal.has_value()) {
-      status = journal->AppendDurable(buf);
-      if (absl::IsResourceExhausted(status)) {  // full disk: the same pass again until it fits
-        status = RetryWhileFull(status, [&] { return journal->AppendDurable(buf); }, o.stop);
-      }
-      if (!status.ok()) break;
-    }
-    if (raw.has_value()) {
-      status = raw->Append(buf);
-      if (absl::IsResourceExhausted(status)) {
-        status = RetryWhileFull(status, [&] { return raw->Append(buf); }, o.stop);
-      }
-      if (!status.ok()) break;
-    }
-    drainer.CommitPass();
-    PassQueue::Item item;
-    item.bytes.swap(buf);
-    item.drainer = drainer.counters();
-    item.journal_syncs = journal.has_value() ? journal->syncs() : 0;
-    StoreSink* sink = session.writer();
-    if (journal.has_value() && sink != nullptr && o.checkpoint_interval.count() > 0 &&
-        o.raw_path.empty() && !stopping && pass_start - last_checkpoint_mark >= o.checkpoint_interval &&
-        sink->durable_checkpoint_offset() >= marked_offset) {
-      // One checkpoint at a time: the next is asked for once the last is written.
-      item.checkpoint_offset = marked_offset = journal->bytes();
-      last_checkpoint_mark = pass_start;
-    }
-    if (journal.has_value() && sink != nullptr && freeing_works &&
-        sink->durable_checkpoint_offset() > journal->freed_before()) {
-      absl::Status freed = journal->FreeBefore(sink->durable_checkpoint_offset());
-      if (!freed.ok()) {
-        freeing_works = false;
-        std::cerr << "ticktrace-collector: " << freed.message()
-                  << "; the journal keeps everything until the run ends\n"
-                  << std::flush;
-      }
-    }
-    queue.Push(std::move(item));  // waits while the analysis is far behind
-    if (stopping) {
-      if (records == 0 || ++final_passes > 1000) break;
-      continue;
-    }
-    if (records > 0) {
-      idle_sleep = std::chrono::microseconds(0);
-      last_records_at = pass_start;
-      // Busy: still read each ring's index no more often than min_pass_interval.
-      const auto next = pass_start + (drainer.max_fill() >= o.sync_sooner_fill
-                                          ? std::chrono::microseconds(o.min_pass_interval)
-                                          : busy_pass_every);
-      if (Clock::now() < next) std::this_thread::sleep_until(next);
-    } else {
-      idle_sleep = std::min<std::chrono::microseconds>(
-          idle_bound(pass_start), std::max<std::chrono::microseconds>(
-                                      std::chrono::microseconds(10), idle_sleep * 2));
-      std::this_thread::sleep_for(idle_sleep);
-    }
-  }
-  const auto t1 = Clock::now();
+  // A store that does not answer must not hold the exit (the journal keeps it).
+  stage.on_stopping = [&session] { store::RequestWriterStop(session.store()); };
+  const DrainResult drained = RunDrainLoop(stage);
   queue.Close();
   analysis.join();
+  absl::Status status = drained.status;
   if (status.ok()) status = analysis_status;
 
   // 4. Close open orders, flush, end the run, retire the journal.
@@ -1305,40 +911,41 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   absl::Status finish =
       session.Finish(&drainer.counters(), journal.has_value() ? &syncs : nullptr, summary);
   if (status.ok()) status = finish;
-  if (raw.has_value()) {
-    absl::Status s = raw->Close();
+  if (raw->has_value()) {
+    absl::Status s = (*raw)->Close();
     if (status.ok()) status = s;
   }
   if (summary != nullptr) {
     summary->resumed = resumed;
-    summary->elapsed_s = std::chrono::duration<double>(t1 - t0).count();
-    summary->passes = passes;
+    summary->elapsed_s = std::chrono::duration<double>(drained.elapsed).count();
+    summary->passes = drained.passes;
     if (journal.has_value()) {
       summary->journal_syncs = journal->syncs();
-      summary->journal_sync_mean_us =
-          journal->syncs() ? static_cast<double>(journal->sync_ns_total()) /
-                                 static_cast<double>(journal->syncs()) / 1e3
-                           : 0;
+      summary->journal_sync_mean_us = journal->syncs()
+                                          ? static_cast<double>(journal->sync_ns_total()) /
+                                                static_cast<double>(journal->syncs()) / 1e3
+                                          : 0;
       summary->journal_sync_max_us = static_cast<double>(journal->sync_ns_max()) / 1e3;
     }
   }
   if (journal.has_value() && !o.quiet && journal->syncs() > 0) {
     out << "journal: " << journal->syncs() << " durable appends (fdatasync), mean "
-        << static_cast<double>(journal->sync_ns_total()) / journal->syncs() / 1e3
-        << " us, max " << static_cast<double>(journal->sync_ns_max()) / 1e3 << " us; "
-        << journal->bytes() << " bytes; " << passes << " drain passes with data\n";
+        << static_cast<double>(journal->sync_ns_total()) / journal->syncs() / 1e3 << " us, max "
+        << static_cast<double>(journal->sync_ns_max()) / 1e3 << " us; " << journal->bytes()
+        << " bytes; " << drained.passes << " drain passes with data\n";
   }
   if (status.ok() && journal.has_value()) {
     status = journal->Remove();
-    ::unlink(CheckpointPath(local_state).c_str());  // its journal is gone; the run is in the store
+    ::unlink(
+        CheckpointPath(plan.local_state).c_str());  // its journal is gone; the run is in the store
   }
-  if (status.ok()) status = journal_loss;  // the run is complete; exit 1 all the same
+  if (status.ok()) status = journal_start->loss;  // the run is complete; exit 1 all the same
   if (status.ok() && session.StreamCounter(store::Counter::kJournalChunksCorrupt) > 0) {
-    status = absl::DataLossError(absl::StrCat(
-        "journal ", journal_path, ": ",
-        session.StreamCounter(store::Counter::kJournalChunksCorrupt),
-        " corrupt chunks were skipped earlier in this run (before a restart); see "
-        "journal_chunks_corrupt and journal_records_lost in the store"));
+    status = absl::DataLossError(
+        absl::StrCat("journal ", plan.journal_path, ": ",
+                     session.StreamCounter(store::Counter::kJournalChunksCorrupt),
+                     " corrupt chunks were skipped earlier in this run (before a restart); see "
+                     "journal_chunks_corrupt and journal_records_lost in the store"));
   }
   return status;
 }
