@@ -173,6 +173,11 @@ TEST(CliConventionsTest, JsonOnEverySubcommandParses) {
       {"report", "--out", dir.File("x.html"), "--json"},
       {"intervals", "--every", "10ms", "--json"},
       {"diff", "--run", "2", "--against", "1", "--json"},
+      // The cross-host views (--hosts), on this one-host store.
+      {"summary", "--hosts", "all", "--json"},
+      {"orders", "--slowest", "3", "--hosts", "all", "--json"},
+      {"order", "50", "--hosts", "all", "--json"},
+      {"report", "--out", dir.File("hosts.html"), "--hosts", "all", "--json"},
   };
   std::set<std::string> covered;
   for (std::vector<std::string> args : table) {

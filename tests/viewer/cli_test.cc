@@ -265,6 +265,53 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   ExpectError({"runs", "--db", db_, "extra"}, 2, "takes no argument");
 }
 
+// --hosts on a store of one host (every run on "testhost"): it just works,
+// nothing crosses hosts, and the flags' misuse is one line.
+TEST_F(CliTest, HostsOnAOneHostStoreJustWorks) {
+  CliResult r = RunCli({"summary", "--db", db_, "--hosts", "all", "--pipeline",
+                        "md,strategy,gateway", "--json"},
+                       dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stitched"], true);
+  EXPECT_EQ(j["reference_run"]["run"], 2);  // the latest run with "md" in its pipeline
+  EXPECT_EQ(j["hosts"], nlohmann::json::array({"testhost"}));
+  EXPECT_EQ(j["orders_across_hosts"], 0);
+  ASSERT_EQ(j["stages"].size(), 3u) << r.out;
+  const char* const stages[] = {"md->strategy", "strategy->gateway", "total"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["stages"][i]["stage"], stages[i]);
+    EXPECT_EQ(j["stages"][i]["from_host"], "testhost");
+    EXPECT_EQ(j["stages"][i]["to_host"], "testhost");
+    EXPECT_EQ(j["stages"][i]["cross_host"], false);
+    EXPECT_TRUE(j["stages"][i]["uncertainty_ns"].is_null());
+  }
+  r = RunCli({"summary", "--db", db_, "--hosts", "testhost"}, dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("one host in scope"), std::string::npos) << r.out;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"orders", "--db", db_, "--slowest", "2", "--hosts", "all"},
+                                             {"order", "--db", db_, "102", "--hosts", "all"},
+                                             {"report", "--db", db_, "--out", "-", "--hosts", "all"}}) {
+    r = RunCli(args, dir_);
+    EXPECT_EQ(r.exit_code, 0) << Describe(args) << "\n" << r.err;
+    EXPECT_NE(r.out.find("testhost"), std::string::npos) << Describe(args);
+    ExpectStoreUntouched(Describe(args));
+  }
+  ExpectError({"summary", "--db", db_, "--hosts", "md01,gw01"}, 1,
+              "has no run of host 'md01' (its hosts: testhost)");
+  ExpectError({"summary", "--db", db_, "--pipeline", "md,gateway"}, 2, "give --hosts all");
+  ExpectError({"orders", "--db", db_, "--slowest", "2", "--stitch-window", "1s"}, 2,
+              "give --hosts all");
+  ExpectError({"summary", "--db", db_, "--hosts", "all", "--process", "md"}, 2,
+              "--process does not apply with --hosts");
+  ExpectError({"summary", "--db", db_, "--hosts", "all", "--stitch-window", "soon"}, 2,
+              "--stitch-window");
+  ExpectError({"summary", "--db", db_, "--hosts", "a,,b"}, 2, "--hosts: expected");
+  ExpectError({"order", "--db", db_, "4242", "--hosts", "all"}, 1, "order 4242 is in no run");
+}
+
 TEST_F(CliTest, TopStopsCleanlyOnSigint) {
   const pid_t pid = Spawn({"top", "--db", db_, "--interval-ms", "50"}, dir_);
   // Wait for the first frame.

@@ -36,6 +36,20 @@ bool PipelineNames(const RunInfo& run, const std::string& tag) {
   return false;
 }
 
+// The breakdown of orders already stitched.
+CrossHostBreakdown BreakdownOf(const CrossHostScope& scope,
+                               const std::vector<StitchedOrder>& orders) {
+  CrossHostBreakdown b;
+  b.scope = scope;
+  b.orders = static_cast<int64_t>(orders.size());
+  for (const StitchedOrder& o : orders) {
+    if (o.hosts.size() > 1) ++b.orders_across_hosts;
+    if (!o.complete) ++b.orders_incomplete;
+  }
+  b.stages = SummarizeStitched(orders, /*with_total=*/true);
+  return b;
+}
+
 }  // namespace
 
 std::vector<FlagSpec> CrossHostFlags() {
@@ -92,6 +106,7 @@ absl::StatusOr<CrossHostScope> ResolveCrossHost(StoreReader& store,
       store_hosts.push_back(r.host);
     }
   }
+  std::sort(store_hosts.begin(), store_hosts.end());  // by name: the same in every message
   for (const std::string& h : request.hosts) {
     if (std::find(store_hosts.begin(), store_hosts.end(), h) == store_hosts.end()) {
       return absl::NotFoundError(absl::StrCat("--hosts: ", store.path(), " has no run of host '",
@@ -171,15 +186,7 @@ absl::StatusOr<CrossHostBreakdown> BuildCrossHostBreakdown(StoreReader& store,
   TICKTRACE_ASSIGN_OR_RETURN(
       const std::vector<StitchedOrder> orders,
       StitchOrders(store, scope.reference.run_id, scope.window, scope.options, 0));
-  CrossHostBreakdown b;
-  b.scope = scope;
-  b.orders = static_cast<int64_t>(orders.size());
-  for (const StitchedOrder& o : orders) {
-    if (o.hosts.size() > 1) ++b.orders_across_hosts;
-    if (!o.complete) ++b.orders_incomplete;
-  }
-  b.stages = SummarizeStitched(orders, /*with_total=*/true);
-  return b;
+  return BreakdownOf(scope, orders);
 }
 
 CrossHostSlowest RankStitched(const CrossHostScope& scope,
@@ -254,13 +261,7 @@ absl::StatusOr<CrossHostReport> BuildCrossHostReport(StoreReader& store,
       const std::vector<StitchedOrder> orders,
       StitchOrders(store, scope.reference.run_id, scope.window, scope.options, 0));
   CrossHostReport r;
-  r.breakdown.scope = scope;
-  r.breakdown.orders = static_cast<int64_t>(orders.size());
-  for (const StitchedOrder& o : orders) {
-    if (o.hosts.size() > 1) ++r.breakdown.orders_across_hosts;
-    if (!o.complete) ++r.breakdown.orders_incomplete;
-  }
-  r.breakdown.stages = SummarizeStitched(orders, /*with_total=*/true);
+  r.breakdown = BreakdownOf(scope, orders);
   r.slowest = RankStitched(scope, orders, "total", slowest);
   return r;
 }

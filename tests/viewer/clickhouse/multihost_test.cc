@@ -14,18 +14,26 @@
 // Expected: every order stitched across both hosts by id; b->c cross-host,
 // flagged, uncertainty 1000 + 2000 ns (the two --clock-error-ns); a->b and
 // c->d not; b->c of phase 2 is phase 1's plus 5 s (within 100 ms of
-// scheduling noise), a->b and c->d unmoved.
+// scheduling noise), a->b and c->d unmoved. Then the viewer binary on the
+// same store: summary, orders, order and report with --hosts show every
+// order stitched, each stage's hosts, b->c and the total flagged cross_host
+// with 3000 ns, in text and --json.
 
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iostream>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -97,6 +105,28 @@ int64_t RealtimeNs() {
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+struct ViewResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `ticktrace-view ARGS` (a shell word list) in `dir`: stdout and stderr apart.
+ViewResult View(const ct::TempDir& dir, const std::string& args) {
+  const std::string err_path = dir.File("view.stderr");
+  const std::string cmd =
+      absl::StrCat("cd '", dir.path(), "' && ", TICKTRACE_VIEW_BINARY, " ", args, " 2>'",
+                   err_path, "'");
+  ViewResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), p)) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = ct::ReadFile(err_path);
+  return r;
 }
 
 TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostStage) {
@@ -232,6 +262,167 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
   EXPECT_NEAR(Median(phase1), 2e6, 100e6);
   // A same-host stage does not move with the host's UTC.
   EXPECT_NEAR(Median(same_host2), Median(same_host1), 1e6);
+
+  // ---- The viewer binary, --hosts: the same store, the same expectations.
+  bool daemon = false;  // chrony or ptp4l on this machine gave the bounds
+  for (const RunInfo& r : *runs) {
+    daemon = daemon || (r.clock_error_ns && *r.clock_error_ns != (r.host == "host1" ? 1000 : 2000));
+  }
+  const std::string store_flags = absl::StrCat("--store ", server.Uri("mh"));
+  const std::string across =
+      absl::StrCat(store_flags, " --hosts all --run ", host1_run, " --pipeline a,b,c,d");
+  // The expected stage rows: (stage, from, to, cross_host).
+  struct Expected {
+    std::string stage, from, to;
+    bool cross;
+  };
+  const Expected kStages[] = {{"a->b", "host1", "host1", false},
+                              {"b->c", "host1", "host2", true},
+                              {"c->d", "host2", "host2", false},
+                              {"total", "host1", "host2", true}};
+  const auto expect_stage = [&](const nlohmann::json& j, const Expected& e,
+                                const std::string& context) {
+    EXPECT_EQ(j["stage"], e.stage) << context;
+    EXPECT_EQ(j["from_host"], e.from) << context << " " << e.stage;
+    EXPECT_EQ(j["to_host"], e.to) << context << " " << e.stage;
+    EXPECT_EQ(j["cross_host"], e.cross) << context << " " << e.stage;
+    if (!e.cross) {
+      EXPECT_TRUE(j["uncertainty_ns"].is_null()) << context << " " << e.stage;
+    } else if (!daemon) {
+      // 1000 (host1's --clock-error-ns) + 2000 (host2's); the total has one
+      // cross-host stage, so the same sum.
+      EXPECT_EQ(j["uncertainty_ns"], 3000.0) << context << " " << e.stage;
+    } else {
+      EXPECT_TRUE(j["uncertainty_ns"].is_number()) << context << " " << e.stage;
+    }
+  };
+
+  {  // summary --hosts --json: every order of both phases stitched.
+    const ViewResult r = View(dir, absl::StrCat("summary ", across, " --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["stitched"], true);
+    EXPECT_EQ(j["reference_run"]["run"], host1_run);
+    EXPECT_EQ(j["reference_run"]["host"], "host1");
+    EXPECT_EQ(j["hosts"], (std::vector<std::string>{"host1", "host2"}));
+    EXPECT_EQ(j["orders"], 400);
+    EXPECT_EQ(j["orders_across_hosts"], 400);
+    EXPECT_EQ(j["orders_incomplete"], 0);
+    ASSERT_EQ(j["stages"].size(), 4u) << r.out;
+    for (size_t i = 0; i < 4; ++i) {
+      expect_stage(j["stages"][i], kStages[i], "summary");
+      EXPECT_EQ(j["stages"][i]["count"], 400) << kStages[i].stage;
+    }
+    // Phase 1's totals ~2 ms (+ c->d), phase 2's 5 s more: the median is
+    // phase 1's largest, the maximum phase 2's.
+    EXPECT_NEAR(j["stages"][3]["p50_ns"].get<double>(), 2e6, 100e6);
+    EXPECT_NEAR(j["stages"][3]["max_ns"].get<double>(), double(kOffsetNs), 100e6);
+  }
+  {  // summary --hosts, text: the hosts and the uncertainty per stage.
+    const ViewResult r = View(dir, absl::StrCat("summary ", across));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::cout << r.out;  // in the test's log: what a user sees (docs/viewer.md quotes it)
+    EXPECT_NE(r.out.find("stitched across hosts host1, host2"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("400 orders, 400 with stamps on more than one host"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("host1 -> host2"), std::string::npos) << r.out;
+    if (!daemon) {
+      EXPECT_NE(r.out.find("± 3.00 µs"), std::string::npos) << r.out;
+    }
+  }
+  {  // orders --slowest 3 --hosts: phase 2's orders (5 s later on host2).
+    const ViewResult r = View(dir, absl::StrCat("orders --slowest 3 ", across, " --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["stage"], "total");
+    ASSERT_EQ(j["orders"].size(), 3u) << r.out;
+    for (const nlohmann::json& o : j["orders"]) {
+      const int64_t id = std::stoll(o["order_id"].get<std::string>());
+      EXPECT_GE(id, 1001);
+      EXPECT_LT(id, 1201);
+      EXPECT_GT(o["latency_ns"].get<double>(), double(kOffsetNs) - 100e6);
+      ASSERT_EQ(o["stages"].size(), 3u);
+      for (size_t i = 0; i < 3; ++i) expect_stage(o["stages"][i], kStages[i], "orders");
+      expect_stage(o["total"], kStages[3], "orders total");
+    }
+    const ViewResult text = View(dir, absl::StrCat("orders --slowest 2 ", across,
+                                                   " --stage 'c->d'"));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("slowest orders by c->d"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("host1 -> host2"), std::string::npos) << text.out;
+  }
+  {  // order 42 with --pipeline: its stages as the breakdown's.
+    const ViewResult r = View(dir, absl::StrCat("order 42 ", across, " --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["order_id"], "42");
+    EXPECT_EQ(j["complete"], true);
+    ASSERT_EQ(j["stamps"].size(), 4u) << r.out;
+    for (const nlohmann::json& st : j["stamps"]) {
+      const std::string tag = st["tag"];
+      EXPECT_EQ(st["host"], tag == "a" || tag == "b" ? "host1" : "host2") << tag;
+    }
+    ASSERT_EQ(j["stages"].size(), 3u) << r.out;
+    for (size_t i = 0; i < 3; ++i) expect_stage(j["stages"][i], kStages[i], "order");
+    expect_stage(j["total"], kStages[3], "order total");
+  }
+  {  // order 1042 without --run and --pipeline: every stamp by UTC (host2's
+     // may come first: the producers' scheduling), each stage's hosts
+     // flagged as they are.
+    const ViewResult r = View(dir, absl::StrCat("order 1042 ", store_flags, " --hosts all --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["stamps"].size(), 4u) << r.out;
+    ASSERT_EQ(j["stages"].size(), 3u) << r.out;
+    int crossing = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      const nlohmann::json& st = j["stages"][i];
+      const std::string from_tag = j["stamps"][i]["tag"], to_tag = j["stamps"][i + 1]["tag"];
+      const std::string from = from_tag == "a" || from_tag == "b" ? "host1" : "host2";
+      const std::string to = to_tag == "a" || to_tag == "b" ? "host1" : "host2";
+      expect_stage(st, Expected{absl::StrCat(from_tag, "->", to_tag), from, to, from != to},
+                   "order 1042");
+      crossing += from != to;
+    }
+    EXPECT_GE(crossing, 1) << r.out;
+    const ViewResult text = View(dir, absl::StrCat("order 1042 ", across));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("order 1042: hosts"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("host1 -> host2"), std::string::npos) << text.out;
+  }
+  {  // report --hosts: the stitched breakdown and waterfalls name the hosts.
+    const std::string html = dir.File("stitched.html");
+    const ViewResult r =
+        View(dir, absl::StrCat("report ", across, " --slowest 2 --out ", html, " --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["run"], host1_run);
+    EXPECT_EQ(j["stitched"]["orders"], 400);
+    EXPECT_EQ(j["stitched"]["orders_across_hosts"], 400);
+    EXPECT_EQ(j["stitched"]["slowest"], 2);
+    const std::string page = ct::ReadFile(html);
+    EXPECT_NE(page.find("id=\"cross-host-breakdown\""), std::string::npos);
+    EXPECT_NE(page.find("id=\"cross-host-waterfall-2\""), std::string::npos);
+    EXPECT_NE(page.find("b-&gt;c (host1 -&gt; host2)"), std::string::npos);
+    EXPECT_NE(page.find("c-&gt;d (host2)"), std::string::npos);
+    if (!daemon) {
+      EXPECT_NE(page.find("± 3.00 µs"), std::string::npos);
+    }
+  }
+  {  // One host chosen: nothing crosses; a host the store lacks: one line.
+    const ViewResult r = View(dir, absl::StrCat("summary ", store_flags, " --hosts host1 --run ",
+                                                host1_run, " --pipeline a,b,c,d --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["orders_across_hosts"], 0);
+    EXPECT_EQ(j["orders_incomplete"], 400);
+    ASSERT_EQ(j["stages"].size(), 2u) << r.out;
+    expect_stage(j["stages"][0], kStages[0], "one host");
+    const ViewResult bad = View(dir, absl::StrCat("summary ", store_flags, " --hosts host9"));
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.err.find("no run of host 'host9' (its hosts: host1, host2)"), std::string::npos)
+        << bad.err;
+  }
 }
 
 }  // namespace
