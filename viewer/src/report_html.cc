@@ -57,6 +57,7 @@ th:first-child, td:first-child { text-align: left; }
 td.stage { white-space: normal; word-break: break-all; }
 tr.total td { font-weight: 600; border-top: 2px solid #d8dce1; }
 td.flagged { color: #9a6700; font-weight: 600; }
+td.hosts { text-align: left; white-space: nowrap; }  /* report --hosts (stitched_html.cc) */
 .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px;
   margin-right: 6px; vertical-align: -1px; }
 .plots { display: flex; flex-wrap: wrap; gap: 12px; }
