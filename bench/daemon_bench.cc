@@ -35,6 +35,15 @@
 //
 // Output: markdown + TARGET lines (bench_util.h), like the other benches.
 // Cleans up its children, segments and files on every path it returns by.
+//
+// --store clickhouse (issue 14): phase 1 only, into ClickHouse instead of
+// SQLite: a clickhouse-server of its own (tests/support/clickhouse_server.h,
+// as store_write_bench starts it), the collector given --store
+// clickhouse://127.0.0.1:PORT/daemon and run in the temporary directory (its
+// journal is a local file there), the store's counters read over HTTP
+// (each counter's newest committed version). Prints the same
+// figures and TARGET lines marked "ClickHouse"; "skipped: <reason>" when the
+// server is not installed. The server shares the machine's cores.
 
 #include <fcntl.h>
 #include <signal.h>
@@ -58,12 +67,20 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "bench_util.h"
+#include "collector/store/http_client.h"
+#include "collector/store/open_writer.h"
+#include "tests/support/clickhouse_server.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/segment_reader.h"
 #include "ticktrace/trace.h"
@@ -249,11 +266,16 @@ uint64_t RingDropped(const Shared* sh) {
   return d;
 }
 
+// The collector's working directory (--store clickhouse: where its journal
+// goes); empty: this program's.
+std::string g_collector_cwd;
+
 pid_t SpawnCollector(const std::vector<std::string>& argv, const std::string& log) {
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
     DieWithParent(parent);
+    if (!g_collector_cwd.empty() && chdir(g_collector_cwd.c_str()) != 0) _exit(126);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -332,9 +354,21 @@ std::string ReadFile(const std::string& path) {
 
 // The store's counters of its newest run, read-only (the collector writes in
 // WAL mode, so a reader never blocks it).
+// A clickhouse:// store (--store clickhouse) is read over HTTP: the newest
+// run's committed counters (FINAL), and its orders' count.
 class CounterReader {
  public:
-  explicit CounterReader(std::string path) : path_(std::move(path)) {}
+  explicit CounterReader(std::string path) : path_(std::move(path)) {
+    if (path_.rfind("clickhouse://", 0) == 0) {
+      // clickhouse://HOST:PORT/DATABASE
+      const std::string rest = path_.substr(13);
+      const size_t colon = rest.find(':'), slash = rest.find('/');
+      ch_database_ = rest.substr(slash + 1);
+      ch_ = std::make_unique<ticktrace::store::HttpClient>(
+          ticktrace::store::HttpClientOptions::FromEnvironment(
+              rest.substr(0, colon), std::atoi(rest.substr(colon + 1, slash - colon - 1).c_str())));
+    }
+  }
   ~CounterReader() { Close(); }
   void Close() {
     if (stmt_ != nullptr) sqlite3_finalize(stmt_);
@@ -345,6 +379,7 @@ class CounterReader {
   // False while the store or its schema does not exist yet.
   bool Read(std::map<std::string, int64_t>* out) {
     out->clear();
+    if (ch_ != nullptr) return ReadClickHouse(out);
     if (stmt_ == nullptr && !Open()) return false;
     int rc;
     while ((rc = sqlite3_step(stmt_)) == SQLITE_ROW) {
@@ -356,6 +391,14 @@ class CounterReader {
   }
   // COUNT(*) of the newest run's orders, or -1.
   int64_t Orders() {
+    if (ch_ != nullptr) {
+      absl::StatusOr<std::string> n = ch_->Query(
+          "SELECT count() FROM orders WHERE run_id = (SELECT max(run_id) FROM runs)",
+          ch_database_);
+      int64_t v = -1;
+      if (!n.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*n), &v)) return -1;
+      return v;
+    }
     if (db_ == nullptr && !Open()) return -1;
     sqlite3_stmt* s = nullptr;
     int64_t n = -1;
@@ -388,9 +431,24 @@ class CounterReader {
     }
     return true;
   }
+  bool ReadClickHouse(std::map<std::string, int64_t>* out) {
+    absl::StatusOr<std::string> rows = ch_->Query(
+        "SELECT name, argMax(value, version) FROM counters WHERE run_id = (SELECT max(run_id) "
+        "FROM runs) AND version IN (SELECT batch FROM batches) GROUP BY name FORMAT TabSeparated",
+        ch_database_);
+    if (!rows.ok()) return false;
+    for (absl::string_view line : absl::StrSplit(*rows, '\n', absl::SkipEmpty())) {
+      std::vector<std::string> f = absl::StrSplit(line, '\t');
+      int64_t v = 0;
+      if (f.size() == 2 && absl::SimpleAtoi(f[1], &v)) (*out)[f[0]] = v;
+    }
+    return !out->empty();
+  }
   std::string path_;
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
+  std::unique_ptr<ticktrace::store::HttpClient> ch_;
+  std::string ch_database_;
 };
 
 int64_t Get(const std::map<std::string, int64_t>& m, const char* name) {
@@ -404,10 +462,26 @@ void RemoveSessionSegments(const std::string& session) {
   for (const ticktrace::SegmentId& s : *segs) (void)ticktrace::RemoveSegment(s.name);
 }
 
+// The journal of the collector's store `db` in session `session` (a
+// clickhouse:// store's is a local file in the collector's directory).
+std::string JournalOf(const std::string& db, const std::string& session) {
+  if (db.rfind("clickhouse://", 0) != 0) return db + ".ttjournal";
+  return g_collector_cwd + "/" + ticktrace::store::LocalStatePath(db, session) + ".ttjournal";
+}
+
 void RemoveStoreFiles(const std::string& db) {
+  if (db.rfind("clickhouse://", 0) == 0) return;  // JournalOf's files: RemoveLocalState
   for (const char* suffix : {"", "-wal", "-shm", ".ttjournal", ".ttcheckpoint"}) {
     unlink((db + suffix).c_str());
   }
+}
+
+void RemoveLocalState(const std::string& db, const std::string& session) {
+  if (db.rfind("clickhouse://", 0) != 0) return;
+  std::string journal = JournalOf(db, session);
+  unlink(journal.c_str());
+  journal.resize(journal.size() - std::strlen(".ttjournal"));
+  unlink((journal + ".ttcheckpoint").c_str());
 }
 
 // Producers of one phase: the shared mapping and the two forked processes.
@@ -508,8 +582,9 @@ struct WrittenHistory {
 
 std::vector<std::string> CollectorArgs(const std::string& collector, const std::string& session,
                                        const std::string& db, double tsc_hz) {
-  return {collector, "--session", session, "--db", db, "--tsc-hz", Fmt("%.0f", tsc_hz),
-          "--pipeline", kPipeline};
+  return {collector, "--session", session,
+          db.rfind("clickhouse://", 0) == 0 ? "--store" : "--db", db, "--tsc-hz",
+          Fmt("%.0f", tsc_hz), "--pipeline", kPipeline};
 }
 
 // Waits (up to 10 s) for the store's counters to be readable: the collector is up.
@@ -573,13 +648,14 @@ struct SustainedResult {
   int exit_status = 0;
 };
 
+// `store`: a clickhouse:// URI (--store clickhouse); empty: SQLite in tmpdir.
 SustainedResult Sustained(const std::string& collector, const std::string& tmpdir, double tsc_hz,
-                          double seconds, double rate) {
+                          double seconds, double rate, const std::string& store = "") {
   SustainedResult r;
   r.seconds = seconds;
   r.rate = rate;
   const std::string session = "dmn" + std::to_string(getpid()) + "s";
-  const std::string db = tmpdir + "/daemon-sustained.db";
+  const std::string db = store.empty() ? tmpdir + "/daemon-sustained.db" : store;
   RemoveStoreFiles(db);
   Producers producers(session, rate);
   if (!producers.WaitReady()) {
@@ -604,7 +680,7 @@ SustainedResult Sustained(const std::string& collector, const std::string& tmpdi
   Progress("sustained: producing");
   SleepUntil(go);
   const long long cpu0 = CpuTicks(coll);
-  const std::string journal = db + ".ttjournal";
+  const std::string journal = JournalOf(db, session);
   WrittenHistory hist;
   std::vector<std::pair<double, int64_t>> syncs;  // (t, journal_syncs) at each change
   const double early_s = seconds / 3;
@@ -684,6 +760,7 @@ SustainedResult Sustained(const std::string& collector, const std::string& tmpdi
   if (r.exit_status == -1) r.note += "collector did not exit within 180 s of SIGINT (killed); ";
   RemoveSessionSegments(session);
   RemoveStoreFiles(db);
+  RemoveLocalState(db, session);
   unlink((tmpdir + "/daemon-sustained.log").c_str());
   return r;
 }
@@ -842,10 +919,92 @@ double GrowthPct(const SustainedResult& s) {
              : 1e9;
 }
 
+// --store clickhouse: phase 1 into a ClickHouse server of its own; prints
+// its section and TARGET lines. Returns the exit code.
+int SustainedClickHouse(const std::string& collector, const std::string& tmpdir, double tsc_hz,
+                        double seconds, double rate) {
+  using ticktrace::testing::ClickHouseServer;
+  std::printf("### Sustained live into ClickHouse: %.0f records/s, %d producer threads in %d "
+              "processes, %.0f s\n\n", rate, kThreads, kProcesses, seconds);
+  const char* area = "daemon";
+  const std::string rate_s = Fmt("%.0f k records/s", rate / 1000);
+  if (std::optional<std::string> why = ClickHouseServer::SkipReason()) {
+    std::printf("skipped: %s\n\n", why->c_str());
+    tb::PrintTarget(area, "ClickHouse, sustained " + rate_s + " (daemon_bench)",
+                    "not measured", "", false, "skipped: " + *why);
+    return 0;
+  }
+  absl::StatusOr<std::unique_ptr<ClickHouseServer>> server = ClickHouseServer::Start();
+  if (!server.ok()) {
+    std::printf("Failed: %s\n\n", std::string(server.status().message()).c_str());
+    tb::PrintTarget(area, "ClickHouse, sustained " + rate_s + " (daemon_bench)",
+                    "not measured", "", false, std::string(server.status().message()));
+    return 0;
+  }
+  g_collector_cwd = tmpdir;  // the collector's journal: a local file there
+  const SustainedResult s =
+      Sustained(collector, tmpdir, tsc_hz, seconds, rate, (*server)->Uri("daemon"));
+  g_collector_cwd.clear();
+  const uint64_t orders_written = s.written / 4;
+  if (!s.ok) std::printf("Failed: %s\n\n", s.note.c_str());
+  std::printf("Store `clickhouse://127.0.0.1:PORT/daemon` (a clickhouse-server of its own on this "
+              "machine, sharing its cores); everything else as the SQLite section above.\n\n");
+  std::printf("| measurement | result |\n|---|---|\n");
+  std::printf("| records written (achieved rate) | %llu (%.0f records/s) |\n",
+              static_cast<unsigned long long>(s.written), s.achieved_rate);
+  std::printf("| records dropped: store `dropped` / rings' own counters | %s / %llu |\n",
+              Count(s.dropped).c_str(), static_cast<unsigned long long>(s.ring_dropped));
+  std::printf("| store `drained` at the end | %s |\n", Count(s.drained).c_str());
+  std::printf("| orders written / `orders_complete` / `orders_incomplete` | %llu / %s / %s |\n",
+              static_cast<unsigned long long>(orders_written), Count(s.orders_complete).c_str(),
+              Count(s.orders_incomplete).c_str());
+  std::printf("| orders stored (count()) / `orders_not_stored` | %s / %s |\n",
+              Count(s.orders_stored).c_str(), Count(s.orders_not_stored).c_str());
+  std::printf("| store `drained` behind the producers (polled every 200 ms) | max %.2f s, at the "
+              "end of the run %.2f s (`drained` + `dropped` behind: max %.2f s) |\n", s.max_lag_s,
+              s.lag_at_end_s, s.max_accounted_lag_s);
+  std::printf("| collector CPU (utime + stime over the run) | %.2f cores |\n", s.cpu_cores);
+  std::printf("| journal on disk (st_blocks x 512, every 200 ms), max | %.1f MiB |\n",
+              static_cast<double>(s.journal_max_bytes) / (1 << 20));
+  std::printf("| end of run until the collector exited | %.1f s (wait status %d) |\n",
+              s.collector_exit_s, s.exit_status);
+  if (!s.note.empty()) std::printf("| notes | %s |\n", s.note.c_str());
+  std::printf("\n");
+  if (s.ok) {
+    tb::PrintTarget(area, "ClickHouse, sustained " + rate_s + ": records dropped (daemon_bench)",
+                    Count(s.dropped) + " (rings: " + std::to_string(s.ring_dropped) + ")", "0",
+                    s.dropped == 0 && s.ring_dropped == 0,
+                    Fmt("achieved %.0f records/s", s.achieved_rate));
+    tb::PrintTarget(area, "ClickHouse, sustained: every order stitched (daemon_bench)",
+                    Count(s.orders_complete) + " of " + std::to_string(orders_written), "all",
+                    s.orders_complete == static_cast<int64_t>(orders_written),
+                    "orders_incomplete " + Count(s.orders_incomplete));
+    tb::PrintTarget(area, "ClickHouse, sustained: detail stored for every order (daemon_bench)",
+                    Count(s.orders_stored) + " stored, " + Count(s.orders_not_stored) +
+                        " not stored",
+                    "all, 0 not stored",
+                    s.orders_stored == static_cast<int64_t>(orders_written) &&
+                        s.orders_not_stored == 0,
+                    "--detail all (the default)");
+  } else {
+    tb::PrintTarget(area, "ClickHouse, sustained " + rate_s + " (daemon_bench)", "not measured",
+                    "", false, s.note);
+  }
+  tb::PrintTarget(area, "ClickHouse, sustained: store counters behind the producers, max "
+                        "(daemon_bench)",
+                  Fmt("%.2f s", s.max_lag_s), "<= 2 s", s.ok && s.max_lag_s <= 2.0,
+                  Fmt("the store's `drained` moved at %.0f records/s over the run",
+                      s.run_s > 0 && s.drained_at_end > 0
+                          ? static_cast<double>(s.drained_at_end) / s.run_s
+                          : 0.0));
+  std::fflush(stdout);  // before the server's data directory is removed (slow)
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string collector, tmpdir, minutes_list = "1,2,4";
+  std::string collector, tmpdir, minutes_list = "1,2,4", store_kind = "sqlite";
   double seconds = 60, rate = 1'000'000, restart_rate = 500'000;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -856,12 +1015,19 @@ int main(int argc, char** argv) {
     else if (a == "--restart-rate" && has) restart_rate = std::atof(argv[++i]);
     else if (a == "--restart-minutes" && has) minutes_list = argv[++i];
     else if (a == "--tmpdir" && has) tmpdir = argv[++i];
+    else if (a == "--store" && has) store_kind = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: daemon_bench --collector PATH [--seconds 60] [--rate 1000000] "
-                   "[--restart-rate 500000] [--restart-minutes 1,2,4] [--tmpdir DIR]\n");
+                   "[--restart-rate 500000] [--restart-minutes 1,2,4] [--tmpdir DIR] "
+                   "[--store sqlite|clickhouse]\n");
       return 2;
     }
+  }
+  if (store_kind != "sqlite" && store_kind != "clickhouse") {
+    std::fprintf(stderr, "daemon_bench: --store '%s': sqlite or clickhouse\n",
+                 store_kind.c_str());
+    return 2;
   }
   std::vector<double> minutes;
   {
@@ -907,6 +1073,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   PrintMachine(*cal);
+  if (store_kind == "clickhouse") {
+    // The collector runs in tmpdir: its path must not be relative.
+    if (char* absolute = realpath(collector.c_str(), nullptr)) {
+      collector = absolute;
+      std::free(absolute);
+    }
+    const int rc = SustainedClickHouse(collector, tmpdir, cal->tsc_hz, seconds, rate);
+    if (own_tmpdir) std::system(("rm -rf '" + tmpdir + "'").c_str());
+    else rmdir(tmpdir.c_str());
+    return rc;
+  }
 
   const SustainedResult s = Sustained(collector, tmpdir, cal->tsc_hz, seconds, rate);
   std::vector<RestartResult> restarts;

@@ -207,9 +207,78 @@ double ProcessCpuSeconds(const std::string& needle) {
   return total;
 }
 
+
+// Keeps every Write() the sink makes (copies), writes nothing: the batches
+// the store sink hands a backend, to feed a backend alone (ReplayBatches).
+class RecordingWriter : public store::Writer {
+ public:
+  struct Batch {
+    std::vector<store::IntervalDelta> intervals;
+    std::vector<store::IntervalOrders> interval_orders;
+    std::vector<store::OrderDetail> orders;
+    std::optional<store::Snapshot> snapshot;
+  };
+  absl::StatusOr<int64_t> BeginRun(const store::RunMeta&) override { return 1; }
+  absl::StatusOr<store::RunState> LookupRun(int64_t) override { return store::RunState{}; }
+  absl::StatusOr<int64_t> ResumeRun(int64_t) override { return 1; }
+  absl::Status Write(int64_t, const std::vector<store::IntervalDelta>& intervals,
+                     const std::vector<store::IntervalOrders>& interval_orders,
+                     const std::vector<store::OrderDetail>& orders,
+                     const store::Snapshot* snapshot, uint64_t*) override {
+    Batch b{intervals, interval_orders, orders, std::nullopt};
+    if (snapshot != nullptr) b.snapshot = *snapshot;
+    batches.push_back(std::move(b));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<uint64_t> ApplyRetention(int64_t, std::optional<int64_t>, uint64_t,
+                                          std::optional<int64_t>) override {
+    return 0;
+  }
+  absl::Status EndRun(int64_t, int64_t) override { return absl::OkStatus(); }
+  const std::string& location() const override { return location_; }
+  std::vector<Batch> batches;
+
+ private:
+  std::string location_ = "recording";
+};
+
+// The recorded batches straight into `writer` on this thread (no sink, no
+// analysis): what the backend's writer alone takes. writer_cpu_s: this
+// thread's CPU (encoding and the HTTP/SQLite calls).
+Result ReplayBatches(store::Writer* writer, const std::vector<RecordingWriter::Batch>& batches) {
+  store::RunMeta meta;
+  meta.session = "bench-writer-alone";
+  meta.tsc_hz = 1e9 / kNsPerTick;
+  absl::StatusOr<int64_t> run = writer->BeginRun(meta);
+  if (!run.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n", std::string(run.status().message()).c_str());
+    std::exit(1);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const double cpu0 = ThreadCpuSeconds();
+  absl::Status s;
+  for (const RecordingWriter::Batch& b : batches) {
+    uint64_t already = 0;
+    s = writer->Write(*run, b.intervals, b.interval_orders, b.orders,
+                      b.snapshot.has_value() ? &*b.snapshot : nullptr, &already);
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = writer->EndRun(*run, kT0);
+  Result r;
+  r.writer_cpu_s = ThreadCpuSeconds() - cpu0;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!s.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n", std::string(s.message()).c_str());
+    std::exit(1);
+  }
+  return r;
+}
+
 // The same into a ClickHouse server of its own; nullopt (with `why`) when
 // there is none. file_bytes: the database's active parts after merging.
-std::optional<Result> RunClickHouse(const std::vector<FinishedOrder>& orders, std::string* why) {
+std::optional<Result> RunClickHouse(const std::vector<FinishedOrder>& orders,
+                                    const std::vector<RecordingWriter::Batch>& batches,
+                                    Result* alone, std::string* why) {
   using ticktrace::testing::ClickHouseServer;
   if (std::optional<std::string> skip = ClickHouseServer::SkipReason()) {
     *why = *skip;
@@ -232,6 +301,19 @@ std::optional<Result> RunClickHouse(const std::vector<FinishedOrder>& orders, st
   const double server_cpu0 = ProcessCpuSeconds((*ch)->dir());
   Result r = RunSink(writer->get(), store::DetailPolicy::kAll, orders);
   r.server_cpu_s = ProcessCpuSeconds((*ch)->dir()) - server_cpu0;
+  // The writer alone: the same batches, recorded from the sink, into a
+  // database of their own on the same server.
+  store::ClickHouseOptions alone_options = o;
+  alone_options.database = "bench_alone";
+  absl::StatusOr<std::unique_ptr<store::ClickHouseWriter>> alone_writer =
+      store::ClickHouseWriter::Open(alone_options);
+  if (!alone_writer.ok()) {
+    *why = std::string(alone_writer.status().message());
+    return std::nullopt;
+  }
+  const double alone_cpu0 = ProcessCpuSeconds((*ch)->dir());
+  *alone = ReplayBatches(alone_writer->get(), batches);
+  alone->server_cpu_s = ProcessCpuSeconds((*ch)->dir()) - alone_cpu0;
   for (const char* t : {"orders", "intervals", "interval_detail", "batches", "counters"}) {
     (*ch)->Query(std::string("OPTIMIZE TABLE bench.") + t + " FINAL").IgnoreError();
   }
@@ -303,11 +385,46 @@ int main(int argc, char** argv) {
               "alone: %.2f M samples per CPU-second\n",
               wall_rate, wall_rate >= 1.5 ? "met" : "**missed**", writer_rate);
   // ClickHouse, same orders, same run of this program (issue 14's target).
+  // The backends' writers alone: the sink's batches recorded once, then
+  // written by this thread straight into each backend.
+  RecordingWriter recording;
+  RunSink(&recording, store::DetailPolicy::kAll, orders);
+  Result sqlite_alone;
+  {
+    ::unlink(path.c_str());
+    auto writer = store::SqliteWriter::OpenOrCreate(path);
+    if (!writer.ok()) {
+      std::fprintf(stderr, "store_write_bench: %s\n",
+                   std::string(writer.status().message()).c_str());
+      return 1;
+    }
+    sqlite_alone = ReplayBatches(writer->get(), recording.batches);
+    writer->reset();
+    for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
+  }
+  std::printf("writer alone (%zu batches of the sink, this thread): sqlite %6.2f M samples/s wall  "
+              "%6.2f M/s per writer CPU-s\n",
+              recording.batches.size(), samples / sqlite_alone.seconds / 1e6,
+              samples / sqlite_alone.writer_cpu_s / 1e6);
   std::string why = "--no-clickhouse";
-  std::optional<Result> ch = clickhouse ? RunClickHouse(orders, &why) : std::nullopt;
+  Result ch_alone;
+  std::optional<Result> ch =
+      clickhouse ? RunClickHouse(orders, recording.batches, &ch_alone, &why) : std::nullopt;
   if (!ch.has_value()) {
     std::printf("clickhouse   skipped: %s\n", why.c_str());
-    std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
+    const double alone_rate = samples / ch_alone.seconds / 1e6;
+  std::printf("writer alone: clickhouse %6.2f M samples/s wall  %6.2f M/s per writer CPU-s  %6.2f "
+              "M/s per writer+server CPU-s  (sqlite alone: %.2f M samples/s wall)\n",
+              alone_rate, samples / ch_alone.writer_cpu_s / 1e6,
+              samples / (ch_alone.writer_cpu_s + ch_alone.server_cpu_s) / 1e6,
+              samples / sqlite_alone.seconds / 1e6);
+  std::printf("TARGET|store|samples into ClickHouse, --detail all, the writer alone (the sink's "
+              "batches replayed; store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|"
+              "SQLite's writer alone: %.2f M samples/s; ClickHouse writer thread: %.2f M samples "
+              "per CPU-second\n",
+              alone_rate, alone_rate >= 2 ? "met" : "**missed**",
+              samples / sqlite_alone.seconds / 1e6, samples / ch_alone.writer_cpu_s / 1e6);
+  std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
                 "(store_write_bench, wall)|not measured|>= 2 M samples/s|**missed**|skipped: %s\n",
                 why.c_str());
     return 0;
@@ -319,6 +436,18 @@ int main(int argc, char** argv) {
               "samples/s wall)\n",
               ch_rate, ch->writer_cpu_s > 0 ? samples / ch->writer_cpu_s / 1e6 : 0.0, ch_cpu_rate,
               ch->file_bytes / 1e6, ch->file_bytes / records, wall_rate);
+  const double alone_rate = samples / ch_alone.seconds / 1e6;
+  std::printf("writer alone: clickhouse %6.2f M samples/s wall  %6.2f M/s per writer CPU-s  %6.2f "
+              "M/s per writer+server CPU-s  (sqlite alone: %.2f M samples/s wall)\n",
+              alone_rate, samples / ch_alone.writer_cpu_s / 1e6,
+              samples / (ch_alone.writer_cpu_s + ch_alone.server_cpu_s) / 1e6,
+              samples / sqlite_alone.seconds / 1e6);
+  std::printf("TARGET|store|samples into ClickHouse, --detail all, the writer alone (the sink's "
+              "batches replayed; store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|"
+              "SQLite's writer alone: %.2f M samples/s; ClickHouse writer thread: %.2f M samples "
+              "per CPU-second\n",
+              alone_rate, alone_rate >= 2 ? "met" : "**missed**",
+              samples / sqlite_alone.seconds / 1e6, samples / ch_alone.writer_cpu_s / 1e6);
   std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
               "(store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|SQLite in the same "
               "run: %.2f M samples/s; writer thread + server: %.2f M samples per CPU-second; %.1f "
