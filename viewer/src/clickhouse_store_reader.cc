@@ -617,15 +617,20 @@ class ClickHouseStoreReader final : public StoreReader {
       }
     };
     const std::string stage_clause = only ? absl::StrCat(" AND stage_id = ", *only) : "";
+    // The rolled-up range as a condition (no lower bound: none written).
+    const std::string rolled_range =
+        rolled ? absl::StrCat(rolled->first == kMinTime
+                                  ? std::string("1")
+                                  : absl::StrCat("start_utc_ns >= ", rolled->first),
+                              " AND start_utc_ns < ", rolled->second)
+               : "";
     const std::string columns = absl::StrCat("SELECT toInt64(stage_id), ", bucket,
                                              " AS b, toInt64(sum(samples_all)), ",
                                              SummedFlagColumns(), ", ");
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat(columns, "groupArray(histogram) FROM intervals WHERE run_id = ", run_id,
                      stage_clause, WindowClause("start_utc_ns", window),
-                     rolled ? absl::StrCat(" AND NOT (start_utc_ns >= ", rolled->first,
-                                           " AND start_utc_ns < ", rolled->second, ")")
-                            : "",
+                     rolled ? absl::StrCat(" AND NOT (", rolled_range, ")") : "",
                      " GROUP BY stage_id, b"),
         "reading intervals", [&](RowBinaryCursor& c) { add_rows(c, false); }));
     if (rolled) {
@@ -638,8 +643,7 @@ class ClickHouseStoreReader final : public StoreReader {
                        one_minute ? "if(n = 1, emptyArrayString(), groupArray(histogram))"
                                   : "groupArray(histogram)",
                        " FROM intervals_minute WHERE run_id = ", run_id, stage_clause,
-                       " AND stage_id != ", store::kRollupSentinelStage, " AND start_utc_ns >= ",
-                       rolled->first, " AND start_utc_ns < ", rolled->second,
+                       " AND stage_id != ", store::kRollupSentinelStage, " AND ", rolled_range,
                        " AND batch IN (SELECT batch FROM batches WHERE run_id = ", run_id,
                        ") GROUP BY stage_id, b"),
           "reading the per-minute rollup", [&](RowBinaryCursor& c) { add_rows(c, true); }));
