@@ -294,7 +294,7 @@ absl::StatusOr<int64_t> ClickHouseWriter::BeginRun(const RunMeta& run) {
     absl::StatusOr<std::string> max = QueryRetrying("SELECT max(run_id) FROM runs");
     if (!max.ok()) return max.status();
     int64_t id = 0;
-    absl::SimpleAtoi(absl::StripAsciiWhitespace(*max), &id);
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*max), &id)) id = 0;
     run_ = std::make_unique<RunRow>();
     run_->run_id = id + 1;
     run_->claim = rng() | 1;
@@ -347,7 +347,7 @@ absl::Status ClickHouseWriter::LoadRun(int64_t run_id) {
   }
   auto r = std::make_unique<RunRow>();
   r->run_id = run_id;
-  absl::SimpleAtoi(f[1], &r->claim);
+  if (!absl::SimpleAtoi(f[1], &r->claim)) r->claim = 0;
   RunMeta& m = r->meta;
   m.session = f[2];
   m.host = f[3];
@@ -358,7 +358,7 @@ absl::Status ClickHouseWriter::LoadRun(int64_t run_id) {
   m.spread_ppm = TsvDouble(f[8]);
   m.kernel_tsc_hz = TsvDouble(f[9]);
   m.tsc_step_ns = TsvDouble(f[10]);
-  absl::SimpleAtoi(f[11], &m.anchor_tsc);
+  if (!absl::SimpleAtoi(f[11], &m.anchor_tsc)) m.anchor_tsc = 0;
   m.anchor_utc_ns = TsvInt(f[12]).value_or(0);
   m.environment_json = f[13];
   m.settings_json = f[14];
