@@ -18,17 +18,20 @@
 #   scaling_bench        1..8 rings per process, 1..8 processes
 #   daemon_bench         issue 12: the real collector at 1 M records/s for 60 s with its
 #                        store and journal, then SIGKILL + restart after 1, 2, 4 min at
-#                        500 k records/s (~10 min)
+#                        500 k records/s (~10 min); then its sustained phase into a ClickHouse
+#                        server it starts (--store clickhouse, issue 14; ~4-8 min with the
+#                        server's start and the removal of its data directory)
 #   collector_bench      the collector's own bench, when bench/collector_bench.cc exists
 #   store_write_bench    demo-shaped orders through the store sink into SQLite, per --detail policy,
 #                        then the same orders into a ClickHouse server it starts itself (skipped,
-#                        with the reason, when clickhouse-server is not installed)
+#                        with the reason, when clickhouse-server is not installed), and each
+#                        backend's writer alone (the sink's batches replayed by one thread)
 #   store_query_bench    the viewer's StoreReader on an 8-hour, 10 M-order store (made
 #                        once, ~3 min, cached in /tmp): window statistics, slowest orders
 #
 # Environment: BUILD_DIR (default build-bench), JOBS (default 2),
 # OUT (default docs/benchmarks.md), SKIP_INSTALL=1 to not touch packages.
-# Runs in about 15 minutes after the build on a 2-core machine (daemon_bench ~10 of them).
+# Runs in about 20 minutes after the build on a 2-core machine (daemon_bench ~15 of them).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -174,7 +177,7 @@ if [ -x "$bin/ticktrace-collector" ]; then
       --seconds 60 --rate 1000000 --restart-minutes "$daemon_minutes" --tmpdir "$tmp"
   run idle_cpu 120 bash "$root/bench/idle_cpu.sh" "$bin/ticktrace-collector" 30
   # Issue 14: the same sustained phase into a ClickHouse server of its own.
-  run daemon_bench_clickhouse 600 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
+  run daemon_bench_clickhouse 900 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
       --seconds 60 --rate 1000000 --store clickhouse --tmpdir "$tmp"
 fi
 run scaling_bench 300 "$bin/scaling_bench" --seconds 1.5
