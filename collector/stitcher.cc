@@ -34,7 +34,7 @@ Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
     for (size_t i = 0; i < pipeline_.size(); ++i) pipeline_index_.emplace(pipeline_[i], int(i));
   }
   total_stage_ = stats_->StageId("total", StageKind::kTotal);
-  open_.reserve(settings_.expected_open_orders);
+  orders_.reserve(settings_.expected_open_orders);
   SetCores(settings_.cores);
 }
 
@@ -143,16 +143,12 @@ bool Stitcher::StampLike(const Event& e, int pos) const {
 }
 
 uint32_t Stitcher::OrderIndex(uint64_t order_id) {
-  // A finished order still lingering takes its late records.
-  if (!lingering_.empty()) {
-    if (auto l = lingering_.find(order_id); l != lingering_.end()) return l->second;
-  }
-  // One probe for both the lookup and the insert.
-  auto [it, inserted] = open_.try_emplace(order_id, 0);
+  // One probe for both the lookup and the insert. A finished order still
+  // lingering takes its late records.
+  auto [it, inserted] = orders_.try_emplace(order_id, 0);
   if (!inserted) return it->second;
-  if (settings_.max_open_orders > 0 &&
-      open_.size() + lingering_.size() > settings_.max_open_orders) {
-    open_.erase(it);  // bounded memory: this order is not kept (counted by the caller)
+  if (settings_.max_open_orders > 0 && orders_.size() > settings_.max_open_orders) {
+    orders_.erase(it);  // bounded memory: this order is not kept (counted by the caller)
     return kNoOrder;
   }
   uint32_t idx;
@@ -183,21 +179,20 @@ void Stitcher::ForgetOldInstances() {
     instance_expiry_.pop_front();
     auto it = next_instance_.find(id);
     // Opened again since: a later entry of the queue forgets it.
-    if (it != next_instance_.end() && it->second.opened_at == opened_at && !open_.contains(id) &&
-        !lingering_.contains(id)) {
+    if (it != next_instance_.end() && it->second.opened_at == opened_at && !orders_.contains(id)) {
       next_instance_.erase(it);
     }
   }
 }
 
 Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
-  auto it = open_.find(order_id);
-  return it == open_.end() ? nullptr : &pool_[it->second];
+  auto it = orders_.find(order_id);
+  if (it == orders_.end() || pool_[it->second].lingering) return nullptr;
+  return &pool_[it->second];
 }
 
 Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
-  if (Order* o = FindOpen(order_id)) return o;
-  if (auto l = lingering_.find(order_id); l != lingering_.end()) return &pool_[l->second];
+  if (auto o = orders_.find(order_id); o != orders_.end()) return &pool_[o->second];
   auto it = held_.find(order_id);
   return it == held_.end() ? nullptr : &pool_[it->second];
 }
@@ -304,16 +299,18 @@ void Stitcher::AddLink(uint64_t child, uint64_t parent) {
 void Stitcher::AdvanceClock(uint64_t tsc) {
   if (!clock_seen_) {
     // Orders that arrived before the first clock start their timeout now.
-    for (auto& [id, idx] : open_) pool_[idx].last_activity = tsc;
+    for (auto& [id, idx] : orders_) {
+      if (!pool_[idx].lingering) pool_[idx].last_activity = tsc;
+    }
     last_sweep_clock_ = tsc;
     clock_seen_ = true;
   }
   clock_ = std::max(clock_, tsc);
   for (uint64_t id : pending_previous_) {
-    auto it = open_.find(id);
-    if (it == open_.end()) continue;
+    auto it = orders_.find(id);
+    if (it == orders_.end()) continue;
     Order& o = pool_[it->second];
-    if (!o.pending) continue;
+    if (!o.pending || o.lingering) continue;
     if (o.open_children == 0) {
       FinishOrderAt(it);
     } else {
@@ -338,16 +335,17 @@ bool Stitcher::NeedsClock(uint64_t now_tsc) const {
       now_tsc - linger_queue_.front().first >= settings_.linger_ticks) {
     return true;
   }
-  if (settings_.timeout_ticks == 0 || open_.empty()) return false;
+  if (settings_.timeout_ticks == 0 || orders_.size() == lingering_count_) return false;
   const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
   return now_tsc > last_sweep_clock_ && now_tsc - last_sweep_clock_ >= sweep_every;
 }
 
 void Stitcher::SweepTimeouts() {
   std::vector<std::pair<uint64_t, uint64_t>> due;  // (last activity, order id)
-  for (const auto& [id, idx] : open_) {
+  for (const auto& [id, idx] : orders_) {
     const Order& o = pool_[idx];
-    if (o.open_children == 0 && clock_ - o.last_activity >= settings_.timeout_ticks) {
+    if (!o.lingering && o.open_children == 0 &&
+        clock_ - o.last_activity >= settings_.timeout_ticks) {
       due.emplace_back(o.last_activity, id);
     }
   }
@@ -357,27 +355,32 @@ void Stitcher::SweepTimeouts() {
 }
 
 void Stitcher::FinishOrder(uint64_t order_id) {
-  auto it = open_.find(order_id);
-  if (it != open_.end()) FinishOrderAt(it);
+  auto it = orders_.find(order_id);
+  if (it != orders_.end() && !pool_[it->second].lingering) FinishOrderAt(it);
 }
 
-void Stitcher::FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator it) {
-  const uint64_t order_id = it->first;
-  const uint32_t idx = it->second;
-  open_.erase(it);
-  if (++erased_since_rehash_ > open_.size() + 4096) {
-    open_.rehash(open_.capacity());  // same capacity: clears tombstones, no shrink and regrow
+void Stitcher::EraseOrder(OrderMap::iterator it) {
+  orders_.erase(it);
+  if (++erased_since_rehash_ > orders_.size() + 4096) {
+    orders_.rehash(orders_.capacity());  // same capacity: clears tombstones, no shrink and regrow
     erased_since_rehash_ = 0;
   }
+}
+
+void Stitcher::FinishOrderAt(OrderMap::iterator it) {
+  const uint64_t order_id = it->first;
+  const uint32_t idx = it->second;
   if (settings_.linger_ticks > 0 && !finishing_) {
+    // It stays in orders_ (its id leads late records to it), marked lingering.
     Order& o = pool_[idx];
     o.lingering = 1;
     o.pending = 0;
     o.last_activity = clock_;
-    lingering_.emplace(order_id, idx);
+    ++lingering_count_;
     linger_queue_.emplace_back(clock_, order_id);
     return;
   }
+  EraseOrder(it);
   EmitFinished(order_id, idx);
 }
 
@@ -386,19 +389,19 @@ void Stitcher::ExpireLingering(bool all) {
     const auto [finished_at, order_id] = linger_queue_.front();
     if (!all && clock_ - finished_at < settings_.linger_ticks) break;
     linger_queue_.pop_front();
-    auto it = lingering_.find(order_id);
-    if (it == lingering_.end()) continue;
+    auto it = orders_.find(order_id);
+    if (it == orders_.end() || !pool_[it->second].lingering) continue;
     const uint32_t idx = it->second;
-    lingering_.erase(it);
     Order& o = pool_[idx];
     o.lingering = 0;
+    --lingering_count_;
     if (o.open_children > 0) {
       // A child linked to it while it lingered: it waits for its children
-      // again (and finishes by its timeout, or at the end).
+      // again (and finishes by its timeout, or at the end), open.
       o.last_activity = clock_;
-      open_.emplace(order_id, idx);  // absent: while it lingered its id led here
       continue;
     }
+    EraseOrder(it);
     EmitFinished(order_id, idx);
   }
 }
@@ -632,8 +635,9 @@ void Stitcher::Learn() {
   // Open orders that already reached the last stage finish soon.
   if (!pipeline_.empty()) {
     std::vector<uint64_t> ids;
-    for (const auto& [id, idx] : open_) {
+    for (const auto& [id, idx] : orders_) {
       Order& o = pool_[idx];
+      if (o.lingering) continue;
       for (const Event& e : o.events) {
         const int pos = PositionOf(e.name_id);
         if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(e, pos)) {
@@ -644,7 +648,7 @@ void Stitcher::Learn() {
     }
     std::sort(ids.begin(), ids.end());
     for (uint64_t id : ids) {
-      pool_[open_[id]].pending = true;
+      pool_[orders_.find(id)->second].pending = true;
       pending_current_.push_back(id);
     }
   }
@@ -662,13 +666,14 @@ void Stitcher::Finish() {
     }
     list->clear();
   }
-  while (!open_.empty()) {
+  // Nothing lingers now (ExpireLingering above; finishing_: no more lingering).
+  while (!orders_.empty()) {
     std::vector<uint64_t> ready;
-    for (const auto& [id, idx] : open_) {
+    for (const auto& [id, idx] : orders_) {
       if (pool_[idx].open_children == 0) ready.push_back(id);
     }
     if (ready.empty()) {
-      for (const auto& [id, idx] : open_) ready.push_back(id);  // cannot happen without a cycle
+      for (const auto& [id, idx] : orders_) ready.push_back(id);  // cannot happen without a cycle
     }
     std::sort(ready.begin(), ready.end());
     for (uint64_t id : ready) FinishOrder(id);

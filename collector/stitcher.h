@@ -176,7 +176,7 @@ class Stitcher {
   bool pipeline_learned() const { return learned_; }
   const std::vector<std::string>& pipeline() const { return pipeline_; }
   // Orders not emitted yet: open, and finished but lingering.
-  size_t open_orders() const { return open_.size() + lingering_.size(); }
+  size_t open_orders() const { return orders_.size(); }
   // Orders whose last stage arrived, waiting for their clock ticks.
   bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
@@ -196,6 +196,7 @@ class Stitcher {
   std::function<void(const std::vector<std::string>& pipeline, size_t orders)> on_learned;
 
  private:
+  using OrderMap = absl::flat_hash_map<uint64_t, uint32_t>;  // order id -> pool index
   // 32 bytes: an order in flight costs its Events, so kind and flags share a
   // word with the name id (names are capped at kMaxNameIds).
   struct Event {
@@ -241,7 +242,7 @@ class Stitcher {
   // it would exceed max_open_orders.
   static constexpr uint32_t kNoOrder = UINT32_MAX;
   uint32_t OrderIndex(uint64_t order_id);
-  Order* FindOpen(uint64_t order_id);
+  Order* FindOpen(uint64_t order_id);  // open, not lingering
   Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
   // The flags of a sample, and what it carries of the cores' clocks. Its
   // value in ns is needed only to decide them; the sinks convert again.
@@ -256,7 +257,7 @@ class Stitcher {
   bool StampLike(const Event& e, int pos) const;
   void SweepTimeouts();
   void FinishOrder(uint64_t order_id);  // from open_: emit or hold
-  void FinishOrderAt(absl::flat_hash_map<uint64_t, uint32_t>::iterator it);
+  void FinishOrderAt(OrderMap::iterator it);  // REQUIRES: an open (not lingering) order
   void Emit(uint64_t order_id, Order& o);  // REQUIRES: pipeline_known_
   StitchView View() const { return StitchView{&time_, tag_names_, stats_, &pipeline_}; }
   void Release(uint32_t idx, bool held);
@@ -281,13 +282,16 @@ class Stitcher {
 
   std::deque<Order> pool_;  // a deque: growing never moves (or re-faults) the orders
   std::vector<uint32_t> free_;
-  absl::flat_hash_map<uint64_t, uint32_t> open_;
+  // Open and lingering orders: id -> pool index (Order::lingering tells
+  // which). One table, so that a record finds its order with one probe.
+  OrderMap orders_;
+  size_t lingering_count_ = 0;  // the lingering ones among them
   // Erases leave tombstones that make lookups of absent keys (every new
   // order) probe ever longer; rehashing after as many erases as entries
   // clears them at amortized O(1).
   size_t erased_since_rehash_ = 0;
-  // Finished, lingering: id -> pool index, and (finish clock, id) in finishing order.
-  absl::flat_hash_map<uint64_t, uint32_t> lingering_;
+  void EraseOrder(OrderMap::iterator it);
+  // Finished, lingering: (finish clock, id) in finishing order.
   std::deque<std::pair<uint64_t, uint64_t>> linger_queue_;
   bool finishing_ = false;  // Finish(): no lingering
   // Ids of recent orders -> the next instance's number, and the clock when

@@ -97,8 +97,13 @@ void Stitcher::SaveState(StateWriter& w) const {
       w.Put<uint32_t>(e.tid);
     }
   }
-  PutIdMap(w, open_);
-  PutIdMap(w, lingering_);
+  // Open, then lingering orders (the layout of the two tables this one replaced).
+  std::vector<std::pair<uint64_t, uint32_t>> open, lingering;
+  for (const auto& [id, idx] : orders_) {
+    (pool_[idx].lingering ? lingering : open).emplace_back(id, idx);
+  }
+  PutIdMap(w, open);
+  PutIdMap(w, lingering);
   w.Put<uint64_t>(linger_queue_.size());
   for (const auto& [at, id] : linger_queue_) {
     w.Put<uint64_t>(at);
@@ -206,10 +211,23 @@ bool Stitcher::LoadState(StateReader& r) {
   for (uint64_t idx = pool_size; idx-- > 0;) {
     if (!pool_[idx].live) free_.push_back(static_cast<uint32_t>(idx));
   }
-  open_.clear();
-  lingering_.clear();
+  orders_.clear();
+  lingering_count_ = 0;
   held_.clear();
-  if (!GetIdMap(r, pool_size, &open_) || !GetIdMap(r, pool_size, &lingering_)) return false;
+  {
+    absl::flat_hash_map<uint64_t, uint32_t> open, lingering;
+    if (!GetIdMap(r, pool_size, &open) || !GetIdMap(r, pool_size, &lingering)) return false;
+    for (const auto& [id, idx] : open) {
+      if (!pool_[idx].live || pool_[idx].lingering) return false;
+      orders_.emplace(id, idx);
+    }
+    for (const auto& [id, idx] : lingering) {
+      if (!pool_[idx].live || !pool_[idx].lingering || !orders_.emplace(id, idx).second) {
+        return false;  // an order both open and lingering, or its flag says otherwise
+      }
+    }
+    lingering_count_ = lingering.size();
+  }
   const uint64_t lq = r.GetCount(16);
   linger_queue_.clear();
   for (uint64_t i = 0; i < lq && r.ok(); ++i) {
