@@ -659,13 +659,19 @@ void Stitcher::Finish() {
   // finished from here on are emitted at once.
   finishing_ = true;
   ExpireLingering(/*all=*/true);
+  // Taken out of the lists first: finishing a child can make its fanned-out
+  // parent pending (Release appends to pending_current_), which would move a
+  // list being walked. Those parents are finished by the loop below.
   for (auto* list : {&pending_previous_, &pending_current_}) {
-    for (uint64_t id : *list) {
+    std::vector<uint64_t> ids;
+    ids.swap(*list);
+    for (uint64_t id : ids) {
       Order* o = FindOpen(id);
       if (o != nullptr && o->pending && o->open_children == 0) FinishOrder(id);
     }
-    list->clear();
   }
+  pending_previous_.clear();
+  pending_current_.clear();
   // Nothing lingers now (ExpireLingering above; finishing_: no more lingering).
   while (!orders_.empty()) {
     std::vector<uint64_t> ready;
