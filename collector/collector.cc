@@ -317,6 +317,12 @@ class Session {
       run_id_ = run_id;
       StoreSinkOptions wo = o_.store;
       wo.block_when_full = block_when_full;
+      if (absl::StartsWith(o_.db_path, "clickhouse://")) {
+        // ClickHouse costs about 50 ms of server CPU per INSERT (one part per
+        // table): 100k-order transactions sustain about twice the samples per
+        // CPU-second of 20k ones (store_write_bench, docs/clickhouse.md).
+        wo.max_orders_per_transaction = std::max<size_t>(wo.max_orders_per_transaction, 100000);
+      }
       wo.include_flagged = info.include_flagged;
       // A tail interval settles once its orders cannot change any more.
       if (o_.use_journal && o_.checkpoint_interval.count() > 0 && o_.raw_path.empty() &&
