@@ -912,6 +912,26 @@ void PrintMachine(const ticktrace::Calibration& cal) {
 std::string Count(int64_t v) { return v < 0 ? "?" : std::to_string(v); }
 
 // VmRSS growth from the early sample to the end, in percent (huge when unmeasured).
+// The sustained phase's table, up to the collector's CPU (both stores' sections).
+void PrintSustainedRows(const SustainedResult& s, uint64_t orders_written,
+                        const char* stored_query) {
+  std::printf("| measurement | result |\n|---|---|\n");
+  std::printf("| records written (achieved rate) | %llu (%.0f records/s) |\n",
+              static_cast<unsigned long long>(s.written), s.achieved_rate);
+  std::printf("| records dropped: store `dropped` / rings' own counters | %s / %llu |\n",
+              Count(s.dropped).c_str(), static_cast<unsigned long long>(s.ring_dropped));
+  std::printf("| store `drained` at the end | %s |\n", Count(s.drained).c_str());
+  std::printf("| orders written / `orders_complete` / `orders_incomplete` | %llu / %s / %s |\n",
+              static_cast<unsigned long long>(orders_written), Count(s.orders_complete).c_str(),
+              Count(s.orders_incomplete).c_str());
+  std::printf("| orders stored (%s) / `orders_not_stored` | %s / %s |\n",
+              stored_query, Count(s.orders_stored).c_str(), Count(s.orders_not_stored).c_str());
+  std::printf("| store `drained` behind the producers (polled every 200 ms) | max %.2f s, at the "
+              "end of the run %.2f s (`drained` + `dropped` behind: max %.2f s) |\n", s.max_lag_s,
+              s.lag_at_end_s, s.max_accounted_lag_s);
+  std::printf("| collector CPU (utime + stime over the run) | %.2f cores |\n", s.cpu_cores);
+}
+
 double GrowthPct(const SustainedResult& s) {
   return s.rss_early_kb > 0 && s.rss_end_kb > 0
              ? 100.0 * static_cast<double>(s.rss_end_kb - s.rss_early_kb) /
@@ -949,21 +969,7 @@ int SustainedClickHouse(const std::string& collector, const std::string& tmpdir,
   if (!s.ok) std::printf("Failed: %s\n\n", s.note.c_str());
   std::printf("Store `clickhouse://127.0.0.1:PORT/daemon` (a clickhouse-server of its own on this "
               "machine, sharing its cores); everything else as the SQLite section above.\n\n");
-  std::printf("| measurement | result |\n|---|---|\n");
-  std::printf("| records written (achieved rate) | %llu (%.0f records/s) |\n",
-              static_cast<unsigned long long>(s.written), s.achieved_rate);
-  std::printf("| records dropped: store `dropped` / rings' own counters | %s / %llu |\n",
-              Count(s.dropped).c_str(), static_cast<unsigned long long>(s.ring_dropped));
-  std::printf("| store `drained` at the end | %s |\n", Count(s.drained).c_str());
-  std::printf("| orders written / `orders_complete` / `orders_incomplete` | %llu / %s / %s |\n",
-              static_cast<unsigned long long>(orders_written), Count(s.orders_complete).c_str(),
-              Count(s.orders_incomplete).c_str());
-  std::printf("| orders stored (count()) / `orders_not_stored` | %s / %s |\n",
-              Count(s.orders_stored).c_str(), Count(s.orders_not_stored).c_str());
-  std::printf("| store `drained` behind the producers (polled every 200 ms) | max %.2f s, at the "
-              "end of the run %.2f s (`drained` + `dropped` behind: max %.2f s) |\n", s.max_lag_s,
-              s.lag_at_end_s, s.max_accounted_lag_s);
-  std::printf("| collector CPU (utime + stime over the run) | %.2f cores |\n", s.cpu_cores);
+  PrintSustainedRows(s, orders_written, "count()");
   std::printf("| journal on disk (st_blocks x 512, every 200 ms), max | %.1f MiB |\n",
               static_cast<double>(s.journal_max_bytes) / (1 << 20));
   std::printf("| end of run until the collector exited | %.1f s (wait status %d) |\n",
@@ -1097,21 +1103,7 @@ int main(int argc, char** argv) {
               rate, kThreads, kProcesses, seconds);
   const uint64_t orders_written = s.written / 4;
   if (!s.ok) std::printf("Failed: %s\n\n", s.note.c_str());
-  std::printf("| measurement | result |\n|---|---|\n");
-  std::printf("| records written (achieved rate) | %llu (%.0f records/s) |\n",
-              static_cast<unsigned long long>(s.written), s.achieved_rate);
-  std::printf("| records dropped: store `dropped` / rings' own counters | %s / %llu |\n",
-              Count(s.dropped).c_str(), static_cast<unsigned long long>(s.ring_dropped));
-  std::printf("| store `drained` at the end | %s |\n", Count(s.drained).c_str());
-  std::printf("| orders written / `orders_complete` / `orders_incomplete` | %llu / %s / %s |\n",
-              static_cast<unsigned long long>(orders_written), Count(s.orders_complete).c_str(),
-              Count(s.orders_incomplete).c_str());
-  std::printf("| orders stored (COUNT(*)) / `orders_not_stored` | %s / %s |\n",
-              Count(s.orders_stored).c_str(), Count(s.orders_not_stored).c_str());
-  std::printf("| store `drained` behind the producers (polled every 200 ms) | max %.2f s, at the "
-              "end of the run %.2f s (`drained` + `dropped` behind: max %.2f s) |\n", s.max_lag_s,
-              s.lag_at_end_s, s.max_accounted_lag_s);
-  std::printf("| collector CPU (utime + stime over the run) | %.2f cores |\n", s.cpu_cores);
+  PrintSustainedRows(s, orders_written, "COUNT(*)");
   std::printf("| collector VmRSS at %.0f s / at %.0f s | %.1f MiB / %.1f MiB (%+.1f%%) |\n",
               s.rss_early_s, seconds, s.rss_early_kb / 1024.0, s.rss_end_kb / 1024.0,
               s.rss_early_kb > 0 ? 100.0 * (s.rss_end_kb - s.rss_early_kb) / s.rss_early_kb : 0);

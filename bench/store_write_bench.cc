@@ -119,6 +119,31 @@ struct Result {
   double server_cpu_s = 0;    // ClickHouse: the server's CPU meanwhile
 };
 
+// The writers alone (the sink's batches replayed straight into each
+// backend): a figure line and its TARGET line; "not measured" when the
+// ClickHouse run did not happen (no division by its zero time).
+void PrintWriterAlone(double samples, const Result& ch_alone, const Result& sqlite_alone) {
+  const double sqlite_rate = samples / sqlite_alone.seconds / 1e6;
+  if (ch_alone.seconds <= 0 || ch_alone.writer_cpu_s <= 0) {
+    std::printf("TARGET|store|samples into ClickHouse, --detail all, the writer alone (the sink's "
+                "batches replayed; store_write_bench, wall)|not measured|>= 2 M samples/s|"
+                "**missed**|SQLite's writer alone: %.2f M samples/s\n",
+                sqlite_rate);
+    return;
+  }
+  const double alone_rate = samples / ch_alone.seconds / 1e6;
+  std::printf("writer alone: clickhouse %6.2f M samples/s wall  %6.2f M/s per writer CPU-s  %6.2f "
+              "M/s per writer+server CPU-s  (sqlite alone: %.2f M samples/s wall)\n",
+              alone_rate, samples / ch_alone.writer_cpu_s / 1e6,
+              samples / (ch_alone.writer_cpu_s + ch_alone.server_cpu_s) / 1e6, sqlite_rate);
+  std::printf("TARGET|store|samples into ClickHouse, --detail all, the writer alone (the sink's "
+              "batches replayed; store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|"
+              "SQLite's writer alone: %.2f M samples/s; ClickHouse writer thread: %.2f M samples "
+              "per CPU-second\n",
+              alone_rate, alone_rate >= 2 ? "met" : "**missed**", sqlite_rate,
+              samples / ch_alone.writer_cpu_s / 1e6);
+}
+
 double ThreadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -412,19 +437,8 @@ int main(int argc, char** argv) {
       clickhouse ? RunClickHouse(orders, recording.batches, &ch_alone, &why) : std::nullopt;
   if (!ch.has_value()) {
     std::printf("clickhouse   skipped: %s\n", why.c_str());
-    const double alone_rate = samples / ch_alone.seconds / 1e6;
-  std::printf("writer alone: clickhouse %6.2f M samples/s wall  %6.2f M/s per writer CPU-s  %6.2f "
-              "M/s per writer+server CPU-s  (sqlite alone: %.2f M samples/s wall)\n",
-              alone_rate, samples / ch_alone.writer_cpu_s / 1e6,
-              samples / (ch_alone.writer_cpu_s + ch_alone.server_cpu_s) / 1e6,
-              samples / sqlite_alone.seconds / 1e6);
-  std::printf("TARGET|store|samples into ClickHouse, --detail all, the writer alone (the sink's "
-              "batches replayed; store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|"
-              "SQLite's writer alone: %.2f M samples/s; ClickHouse writer thread: %.2f M samples "
-              "per CPU-second\n",
-              alone_rate, alone_rate >= 2 ? "met" : "**missed**",
-              samples / sqlite_alone.seconds / 1e6, samples / ch_alone.writer_cpu_s / 1e6);
-  std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
+    PrintWriterAlone(samples, ch_alone, sqlite_alone);
+    std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
                 "(store_write_bench, wall)|not measured|>= 2 M samples/s|**missed**|skipped: %s\n",
                 why.c_str());
     return 0;
@@ -436,18 +450,7 @@ int main(int argc, char** argv) {
               "samples/s wall)\n",
               ch_rate, ch->writer_cpu_s > 0 ? samples / ch->writer_cpu_s / 1e6 : 0.0, ch_cpu_rate,
               ch->file_bytes / 1e6, ch->file_bytes / records, wall_rate);
-  const double alone_rate = samples / ch_alone.seconds / 1e6;
-  std::printf("writer alone: clickhouse %6.2f M samples/s wall  %6.2f M/s per writer CPU-s  %6.2f "
-              "M/s per writer+server CPU-s  (sqlite alone: %.2f M samples/s wall)\n",
-              alone_rate, samples / ch_alone.writer_cpu_s / 1e6,
-              samples / (ch_alone.writer_cpu_s + ch_alone.server_cpu_s) / 1e6,
-              samples / sqlite_alone.seconds / 1e6);
-  std::printf("TARGET|store|samples into ClickHouse, --detail all, the writer alone (the sink's "
-              "batches replayed; store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|"
-              "SQLite's writer alone: %.2f M samples/s; ClickHouse writer thread: %.2f M samples "
-              "per CPU-second\n",
-              alone_rate, alone_rate >= 2 ? "met" : "**missed**",
-              samples / sqlite_alone.seconds / 1e6, samples / ch_alone.writer_cpu_s / 1e6);
+  PrintWriterAlone(samples, ch_alone, sqlite_alone);
   std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
               "(store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|SQLite in the same "
               "run: %.2f M samples/s; writer thread + server: %.2f M samples per CPU-second; %.1f "
