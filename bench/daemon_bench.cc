@@ -932,6 +932,28 @@ void PrintSustainedRows(const SustainedResult& s, uint64_t orders_written,
   std::printf("| collector CPU (utime + stime over the run) | %.2f cores |\n", s.cpu_cores);
 }
 
+// The sustained phase's TARGET lines on counts (dropped, stitched, stored),
+// their labels prefixed by `store` ("" for the default store).
+void PrintSustainedCountTargets(const char* area, const std::string& store,
+                                const std::string& rate_s, const SustainedResult& s,
+                                uint64_t orders_written) {
+  tb::PrintTarget(area, store + "sustained " + rate_s + ": records dropped (daemon_bench)",
+                  Count(s.dropped) + " (rings: " + std::to_string(s.ring_dropped) + ")", "0",
+                  s.dropped == 0 && s.ring_dropped == 0,
+                  Fmt("achieved %.0f records/s", s.achieved_rate));
+  tb::PrintTarget(area, store + "sustained: every order stitched (daemon_bench)",
+                  Count(s.orders_complete) + " of " + std::to_string(orders_written), "all",
+                  s.orders_complete == static_cast<int64_t>(orders_written),
+                  "orders_incomplete " + Count(s.orders_incomplete));
+  tb::PrintTarget(area, store + "sustained: detail stored for every order (daemon_bench)",
+                  Count(s.orders_stored) + " stored, " + Count(s.orders_not_stored) +
+                      " not stored",
+                  "all, 0 not stored",
+                  s.orders_stored == static_cast<int64_t>(orders_written) &&
+                      s.orders_not_stored == 0,
+                  "--detail all (the default)");
+}
+
 double GrowthPct(const SustainedResult& s) {
   return s.rss_early_kb > 0 && s.rss_end_kb > 0
              ? 100.0 * static_cast<double>(s.rss_end_kb - s.rss_early_kb) /
@@ -977,21 +999,7 @@ int SustainedClickHouse(const std::string& collector, const std::string& tmpdir,
   if (!s.note.empty()) std::printf("| notes | %s |\n", s.note.c_str());
   std::printf("\n");
   if (s.ok) {
-    tb::PrintTarget(area, "ClickHouse, sustained " + rate_s + ": records dropped (daemon_bench)",
-                    Count(s.dropped) + " (rings: " + std::to_string(s.ring_dropped) + ")", "0",
-                    s.dropped == 0 && s.ring_dropped == 0,
-                    Fmt("achieved %.0f records/s", s.achieved_rate));
-    tb::PrintTarget(area, "ClickHouse, sustained: every order stitched (daemon_bench)",
-                    Count(s.orders_complete) + " of " + std::to_string(orders_written), "all",
-                    s.orders_complete == static_cast<int64_t>(orders_written),
-                    "orders_incomplete " + Count(s.orders_incomplete));
-    tb::PrintTarget(area, "ClickHouse, sustained: detail stored for every order (daemon_bench)",
-                    Count(s.orders_stored) + " stored, " + Count(s.orders_not_stored) +
-                        " not stored",
-                    "all, 0 not stored",
-                    s.orders_stored == static_cast<int64_t>(orders_written) &&
-                        s.orders_not_stored == 0,
-                    "--detail all (the default)");
+    PrintSustainedCountTargets(area, "ClickHouse, ", rate_s, s, orders_written);
   } else {
     tb::PrintTarget(area, "ClickHouse, sustained " + rate_s + " (daemon_bench)", "not measured",
                     "", false, s.note);
@@ -1229,21 +1237,7 @@ int main(int argc, char** argv) {
   const char* area = "daemon";
   const std::string rate_s = Fmt("%.0f k records/s", rate / 1000);
   if (s.ok) {
-    tb::PrintTarget(area, "sustained " + rate_s + ": records dropped (daemon_bench)",
-                    Count(s.dropped) + " (rings: " + std::to_string(s.ring_dropped) + ")", "0",
-                    s.dropped == 0 && s.ring_dropped == 0,
-                    Fmt("achieved %.0f records/s", s.achieved_rate));
-    tb::PrintTarget(area, "sustained: every order stitched (daemon_bench)",
-                    Count(s.orders_complete) + " of " + std::to_string(orders_written),
-                    "all", s.orders_complete == static_cast<int64_t>(orders_written),
-                    "orders_incomplete " + Count(s.orders_incomplete));
-    tb::PrintTarget(area, "sustained: detail stored for every order (daemon_bench)",
-                    Count(s.orders_stored) + " stored, " + Count(s.orders_not_stored) +
-                        " not stored",
-                    "all, 0 not stored",
-                    s.orders_stored == static_cast<int64_t>(orders_written) &&
-                        s.orders_not_stored == 0,
-                    "--detail all (the default)");
+    PrintSustainedCountTargets(area, "", rate_s, s, orders_written);
   } else {
     tb::PrintTarget(area, "sustained " + rate_s + " (daemon_bench)", "not measured", "",
                     false, s.note);
