@@ -1,6 +1,6 @@
 // clickhouse_query_bench: issue 14's viewer window query on ClickHouse — p50
 // and p99 per stage per minute over 8 hours of intervals — through the
-// viewer's StoreReader (viewer/src/clickhouse_store_reader.cc), on a
+// viewer's StoreReader (store/clickhouse/clickhouse_reader.cc), on a
 // clickhouse-server of its own (tests/support/clickhouse_server.h).
 //
 // The store: one run, 7 stages, 1-s intervals for --hours (28 800 per stage
@@ -8,7 +8,7 @@
 // around 2 us, a different seed every interval, so buckets vary), as the
 // collector's writer would have written them (one row per stage and
 // interval), every batch committed, and the per-minute rollup (schema 2,
-// collector/store/clickhouse_rollup.h) of every minute but the newest, as
+// store/clickhouse/clickhouse_rollup.h) of every minute but the newest, as
 // the writer keeps it. The query is StoreReader::Intervals(run, all stages,
 // the whole span, 60-s buckets): the reader takes one rollup row per stage
 // and minute, and the newest minute's 60 interval rows. Timed --repeat times
@@ -30,13 +30,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "collector/store/clickhouse_rowbinary.h"
-#include "collector/store/clickhouse_rollup.h"
-#include "collector/store/clickhouse_schema.h"
-#include "collector/store/histogram.h"
-#include "collector/store/http_client.h"
+#include "store/clickhouse/clickhouse_rowbinary.h"
+#include "store/clickhouse/clickhouse_rollup.h"
+#include "store/clickhouse/clickhouse_schema.h"
+#include "ticktrace/store/histogram.h"
+#include "store/clickhouse/http_client.h"
 #include "tests/support/clickhouse_server.h"
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 namespace {
 
@@ -207,20 +207,20 @@ int main(int argc, char** argv) {
 
   // ---- the query --------------------------------------------------------------
   const std::string uri = (*server)->Uri(db);
-  const view::TimeWindow window{kT0, kT0 + intervals * kSecond};
+  const store::TimeWindow window{kT0, kT0 + intervals * kSecond};
   std::vector<double> times;
   size_t buckets = 0;
   for (int r = 0; r < o.repeat; ++r) {
-    absl::StatusOr<std::unique_ptr<view::StoreReader>> reader = view::StoreReader::Open(uri);
+    absl::StatusOr<std::unique_ptr<store::StoreReader>> reader = store::StoreReader::Open(uri);
     if (!reader.ok()) return Fail(std::string(reader.status().message()));
     const auto begin = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<view::IntervalRow>> rows_out =
+    absl::StatusOr<std::vector<store::IntervalRow>> rows_out =
         (*reader)->Intervals(1, std::nullopt, window, 60 * kSecond);
     times.push_back(Ms(std::chrono::steady_clock::now() - begin));
     if (!rows_out.ok()) return Fail(std::string(rows_out.status().message()));
     buckets = rows_out->size();
     // Every bucket: 60 intervals of o.samples, p50 and p99 set.
-    for (const view::IntervalRow& b : *rows_out) {
+    for (const store::IntervalRow& b : *rows_out) {
       if (b.count != 60 * int64_t(o.samples) || !b.p50_ns || !b.p99_ns) {
         return Fail(absl::StrCat("bucket ", b.start_utc_ns, " of ", b.stage, ": count ", b.count,
                                  ", expected ", 60 * o.samples));

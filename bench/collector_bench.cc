@@ -32,10 +32,10 @@
 #include <memory>
 #include <vector>
 
-#include "collector/archive.h"
-#include "collector/collector.h"
-#include "collector/run_info.h"
-#include "collector/stream.h"
+#include "collector/stream/archive.h"
+#include "collector/app/collector.h"
+#include "collector/app/run_info.h"
+#include "collector/stream/stream.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/segment_reader.h"
 #include "ticktrace/trace.h"

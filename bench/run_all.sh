@@ -333,7 +333,7 @@ missed_notes() {
       *"peak RSS"*)
         case "$value" in
           "not measured") echo "- **$fig: not measured.**" ;;
-          *) echo "- **$fig = $value.** The collector holds more than the 200-byte budget per order in flight (bytes per order above its idle RSS: detail column). Open orders live in the stitcher (\`collector/stitcher.cc\`); where the bytes go is for the collector engineer to profile." ;;
+          *) echo "- **$fig = $value.** The collector holds more than the 200-byte budget per order in flight (bytes per order above its idle RSS: detail column). Open orders live in the stitcher (\`collector/stitch/stitcher.cc\`); where the bytes go is for the collector engineer to profile." ;;
         esac ;;
       *"bytes per record"*)
         echo "- **$fig = $value.** The store file holds more than the target per record: see the store-write section (per policy sizes). Orders are one row each with their samples (JSON) and packed stamps; SQLite's page fill and the per-order index make up the rest." ;;
@@ -342,7 +342,7 @@ missed_notes() {
       *"through the store sink"*)
         echo "- **$fig = $value.** The sink and the SQLite writer share 2 vCPUs with each other and with the machine: the writer thread's own rate (per CPU-second, in the row) is what one free core gives." ;;
       *"window query"*|*"orders --slowest"*)
-        echo "- **$fig = $value.** See the store-query section: the figure is a median over repeats on a warm page cache, so a miss here is either a loaded machine (compare the first and median runs) or a regression in the SQLite reader (\`viewer/src/sqlite_store_reader.cc\`: window statistics decode and merge one histogram per stage per interval; the slowest-order walk visits intervals by their max and should stop after a few)." ;;
+        echo "- **$fig = $value.** See the store-query section: the figure is a median over repeats on a warm page cache, so a miss here is either a loaded machine (compare the first and median runs) or a regression in the SQLite reader (\`store/sqlite/sqlite_reader.cc\`: window statistics decode and merge one histogram per stage per interval; the slowest-order walk visits intervals by their max and should stop after a few)." ;;
       *"ClickHouse, sustained"*)
         echo "- **$fig = $value.** Measured with the real collector writing to a ClickHouse server on the same 2 vCPUs (daemon section, ClickHouse part): the drain, analysis and store-writer threads and the server share them. The store-writer's own limit is store_write_bench's 'writer alone' row; the drain rate is the collector's (lead's) area." ;;
       *"(daemon_bench)"*)

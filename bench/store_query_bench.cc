@@ -35,9 +35,9 @@
 
 #include <sqlite3.h>
 
-#include "collector/store/sqlite_expand.h"
-#include "collector/store/sqlite_writer.h"
-#include "ticktrace/view/store_reader.h"
+#include "store/sqlite/sqlite_expand.h"
+#include "store/sqlite/sqlite_writer.h"
+#include "ticktrace/store/reader.h"
 
 namespace {
 
@@ -172,7 +172,7 @@ int MakeStore(const Options& o) {
   }
   store::Snapshot snap;
   for (int i = 0; i < kStageCount; ++i) {
-    store::StageStatsRow r;
+    store::StoredStageStats r;
     r.stage = kStages[i];
     r.position = i;
     snap.stages.push_back(r);
@@ -308,9 +308,9 @@ int main(int argc, char** argv) {
     std::printf("store cached: %s\n", o.path.c_str());
   }
 
-  auto reader = view::StoreReader::Open(o.path);
+  auto reader = store::StoreReader::Open(o.path);
   if (Fail(reader.status())) return 1;
-  view::StoreReader& r = **reader;
+  store::StoreReader& r = **reader;
   auto run = r.GetRun(std::nullopt);
   if (Fail(run.status())) return 1;
   const int64_t run_id = run->run_id;
@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
               o.path.c_str(), static_cast<long long>(o.orders), o.hours, kStageCount);
 
   // 10 minutes from the middle of the run.
-  const view::TimeWindow window{kT0 + span_ns / 2, kT0 + span_ns / 2 + 600 * kSecond};
+  const store::TimeWindow window{kT0 + span_ns / 2, kT0 + span_ns / 2 + 600 * kSecond};
   size_t stages = 0;
   absl::Status status;
   const auto [w_first, w_median] = Time(o.repeat, [&] {
@@ -331,14 +331,14 @@ int main(int argc, char** argv) {
   std::printf("window stats, 10 min (%zu stages x 600 intervals): median %.1f ms, first %.1f ms\n",
               stages, w_median, w_first);
   const auto [run_first, run_median] = Time(o.repeat, [&] {
-    auto s = r.StageWindowStats(run_id, view::TimeWindow{});
+    auto s = r.StageWindowStats(run_id, store::TimeWindow{});
     if (!s.ok()) status = s.status();
   });
   if (Fail(status)) return 1;
   std::printf("window stats, whole run (%d intervals per stage): median %.1f ms, first %.1f ms\n",
               o.hours * 3600, run_median, run_first);
 
-  std::vector<view::RankedOrder> total_top, stage_top;
+  std::vector<store::RankedOrder> total_top, stage_top;
   const std::string stage = "strat_out->gw_in";
   const auto [t_first, t_median] = Time(o.repeat, [&] {
     auto s = r.FindSlowest(run_id, "total", 10);

@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
-#include "collector/stitcher.h"
-#include "collector/store/clickhouse_writer.h"
-#include "collector/store/sqlite_writer.h"
-#include "collector/store_sink.h"
+#include "collector/stitch/stitcher.h"
+#include "store/clickhouse/clickhouse_writer.h"
+#include "store/sqlite/sqlite_writer.h"
+#include "collector/sinks/store_sink.h"
 #include "tests/support/clickhouse_server.h"
 
 namespace {

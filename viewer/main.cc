@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ticktrace/view/commands.h"
+#include "viewer/cli/commands.h"
 
 int main(int argc, char** argv) {
   std::ios::sync_with_stdio(false);

@@ -1,5 +1,5 @@
 // The collector's side of the metrics endpoint: builds a MetricsSnapshot from
-// what Session::Snapshot (collector/collector.cc) has at hand when it builds
+// what Session::Snapshot (collector/app/collector.cc) has at hand when it builds
 // the store's snapshot, about once a second. Analysis thread.
 
 #ifndef TICKTRACE_COLLECTOR_METRICS_COLLECTOR_METRICS_H_
@@ -10,9 +10,9 @@
 
 #include "collector/metrics/metrics_server.h"
 #include "collector/metrics/metrics_snapshot.h"
-#include "collector/stage_stats.h"
-#include "collector/store/writer.h"
-#include "collector/time_base.h"
+#include "collector/sinks/stage_stats.h"
+#include "ticktrace/store/writer.h"
+#include "collector/time/time_base.h"
 
 namespace ticktrace::metrics {
 

@@ -1,5 +1,5 @@
 // What the collector hands the metrics endpoint once per snapshot (about once
-// a second, collector/collector.cc Session::Snapshot): per-stage histograms
+// a second, collector/app/collector.cc Session::Snapshot): per-stage histograms
 // and flag counts, its counters by name, and how far its analysis has got.
 // A value type: built on the analysis thread, moved into MetricsServer.
 
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "collector/store/flags.h"
-#include "collector/store/histogram.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/histogram.h"
 
 namespace ticktrace::metrics {
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 // The demo reads the store through the viewer's StoreReader (the store seam,
 // docs/store.md): no SQL of its own beyond recognising a file.
@@ -23,7 +23,7 @@ struct DbCloser {
 };
 using Db = std::unique_ptr<sqlite3, DbCloser>;
 
-RunInfo FromView(const view::RunInfo& v) {
+RunInfo FromView(const store::RunInfo& v) {
   RunInfo r;
   r.run_id = v.run_id;
   r.session = v.session;
@@ -39,8 +39,8 @@ RunInfo FromView(const view::RunInfo& v) {
 }
 
 // A live collector may be writing: read what is committed.
-absl::StatusOr<std::unique_ptr<view::StoreReader>> OpenStore(const std::string& path) {
-  return view::StoreReader::Open(path, view::OpenMode::kLive);
+absl::StatusOr<std::unique_ptr<store::StoreReader>> OpenStore(const std::string& path) {
+  return store::StoreReader::Open(path, store::OpenMode::kLive);
 }
 
 }  // namespace
@@ -90,9 +90,9 @@ absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
     return std::optional<RunInfo>();
   }
   // While the collector creates the store, opening it may fail: not yet.
-  absl::StatusOr<std::unique_ptr<view::StoreReader>> store = OpenStore(path);
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(path);
   if (!store.ok()) return std::optional<RunInfo>();
-  absl::StatusOr<std::vector<view::RunInfo>> runs = (*store)->ListRuns();
+  absl::StatusOr<std::vector<store::RunInfo>> runs = (*store)->ListRuns();
   if (!runs.ok()) return std::optional<RunInfo>();
   for (auto it = runs->rbegin(); it != runs->rend(); ++it) {
     if (it->session == session) return std::optional<RunInfo>(FromView(*it));
@@ -101,19 +101,19 @@ absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
 }
 
 absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_id) {
-  absl::StatusOr<std::unique_ptr<view::StoreReader>> store = OpenStore(path);
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(path);
   if (!store.ok()) return store.status();
   RunSummary summary;
-  absl::StatusOr<view::RunInfo> run = (*store)->GetRun(run_id);
+  absl::StatusOr<store::RunInfo> run = (*store)->GetRun(run_id);
   if (!run.ok()) return run.status();
   summary.run = FromView(*run);
-  absl::StatusOr<std::vector<view::StageStatsRow>> stages = (*store)->StageStats(run_id);
+  absl::StatusOr<std::vector<store::StoredStageStats>> stages = (*store)->StageStats(run_id);
   if (!stages.ok()) return stages.status();
   // Unset: too few samples for that percentile (NaN, printed "-").
   const auto value = [](const std::optional<double>& v) {
     return v.has_value() ? *v : std::numeric_limits<double>::quiet_NaN();
   };
-  for (const view::StageStatsRow& r : *stages) {
+  for (const store::StoredStageStats& r : *stages) {
     StageStats st;
     st.stage = r.stage;
     st.position = r.position;
@@ -140,9 +140,9 @@ absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_i
 }
 
 absl::StatusOr<uint64_t> SlowestOrder(const std::string& path, int64_t run_id) {
-  absl::StatusOr<std::unique_ptr<view::StoreReader>> store = OpenStore(path);
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(path);
   if (!store.ok()) return store.status();
-  absl::StatusOr<std::vector<view::RankedOrder>> slowest =
+  absl::StatusOr<std::vector<store::RankedOrder>> slowest =
       (*store)->FindSlowest(run_id, "total", 1);
   if (!slowest.ok()) return slowest.status();
   if (slowest->empty()) return uint64_t{0};

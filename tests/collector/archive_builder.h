@@ -1,4 +1,4 @@
-// Test helper: builds raw archives (collector/archive.h) record by record, so
+// Test helper: builds raw archives (collector/stream/archive.h) record by record, so
 // replay tests get exactly the input they describe.
 
 #ifndef TICKTRACE_TESTS_COLLECTOR_ARCHIVE_BUILDER_H_
@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "collector/archive.h"
-#include "collector/run_info.h"
-#include "collector/stream.h"
+#include "collector/stream/archive.h"
+#include "collector/app/run_info.h"
+#include "collector/stream/stream.h"
 #include "ticktrace/abi.h"
 
 namespace ticktrace::collect::testing {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/archive.h"
-#include "collector/stream.h"
+#include "collector/stream/archive.h"
+#include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 

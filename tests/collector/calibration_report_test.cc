@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "collector/report.h"
-#include "collector/run_info.h"
+#include "collector/app/console_report.h"
+#include "collector/app/run_info.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::collect {

@@ -5,7 +5,7 @@
 // resumed run's totals equal an uninterrupted run's", at the level where it
 // is decided; the live restart test checks it end to end.
 
-#include "collector/checkpoint.h"
+#include "collector/stream/checkpoint.h"
 
 #include <unistd.h>
 
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "collector/analyzer.h"
-#include "collector/run_info.h"
-#include "collector/stream.h"
+#include "collector/analysis/analyzer.h"
+#include "collector/app/run_info.h"
+#include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 

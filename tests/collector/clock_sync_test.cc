@@ -1,7 +1,7 @@
-// The clock-sync bound (collector/clock_sync.h): chrony's and pmc's answers
+// The clock-sync bound (collector/time/clock_sync.h): chrony's and pmc's answers
 // as those programs print them, and the fallback to --clock-error-ns.
 
-#include "collector/clock_sync.h"
+#include "collector/time/clock_sync.h"
 
 #include "gtest/gtest.h"
 

@@ -2,7 +2,7 @@
 // real measurement between this machine's cores checked against the test's
 // own rounds (rdtscp-based, a different reading from the library's).
 
-#include "collector/core_skew.h"
+#include "collector/time/core_skew.h"
 
 #include <sched.h>
 #include <x86intrin.h>

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "collector/analyzer.h"
-#include "collector/run_info.h"
-#include "collector/stream.h"
+#include "collector/analysis/analyzer.h"
+#include "collector/app/run_info.h"
+#include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 

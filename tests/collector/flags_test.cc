@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/collector.h"
-#include "collector/stream.h"
+#include "collector/app/collector.h"
+#include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/store_query.h"

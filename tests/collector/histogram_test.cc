@@ -1,4 +1,4 @@
-#include "collector/histogram.h"
+#include "collector/sinks/histogram.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@ namespace ticktrace::collect {
 namespace {
 
 // The histogram's relative error bound, derived by hand from the bucket
-// layout of collector/histogram.h (not read from the code): a value v with
+// layout of collector/sinks/histogram.h (not read from the code): a value v with
 // 2^e <= v < 2^(e+1) falls in one of 128 equal buckets of that octave,
 // [2^e (1 + k/128), 2^e (1 + (k+1)/128)), 2^e/128 wide. The bucket's midpoint
 // is at most 2^e/256 from any value in it, and v >= 2^e, so

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "collector/collector.h"
+#include "collector/app/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "collector/collector.h"
+#include "collector/app/collector.h"
 #include "tests/collector/archive_builder.h"
 
 namespace ticktrace::collect::testing {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "collector/order_rows.h"
-#include "collector/stage_stats.h"
-#include "collector/stitched_order.h"
-#include "collector/stitcher.h"
+#include "collector/sinks/order_rows.h"
+#include "collector/sinks/stage_stats.h"
+#include "collector/stitch/stitched_order.h"
+#include "collector/stitch/stitcher.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::collect {

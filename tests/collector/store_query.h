@@ -1,6 +1,6 @@
 // Test helper: reads a ticktrace store with plain SQL. The packed order
 // detail is expanded into TEMP tables `samples` and `stamps` (one row per
-// sample and per stamp, collector/store/sqlite_expand.h) as the connection
+// sample and per stamp, store/sqlite/sqlite_expand.h) as the connection
 // opens, so a test sees what the store holds at that moment.
 
 #ifndef TICKTRACE_TESTS_COLLECTOR_STORE_QUERY_H_
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/store/sqlite_expand.h"
+#include "store/sqlite/sqlite_expand.h"
 
 namespace ticktrace::collect::testing {
 

@@ -1,4 +1,4 @@
-// The collector through the store seam (collector/store_sink.h and the
+// The collector through the store seam (collector/sinks/store_sink.h and the
 // SQLite backend), end to end from an archive: window statistics against the
 // detail, the tail policy, retention, the restart counter's names, and
 // appending to a schema-1 store. Expected values are counted by hand from the
@@ -15,9 +15,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "collector/collector.h"
-#include "collector/store/histogram.h"
-#include "collector/store/names.h"
+#include "collector/app/collector.h"
+#include "ticktrace/store/histogram.h"
+#include "ticktrace/store/names.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"
@@ -69,7 +69,7 @@ TEST(StoreSeam, EveryCounterTheCollectorWritesHasAName) {
   for (const auto& row : q.Rows("SELECT name FROM counters")) {
     if (absl::StartsWith(row[0], "missing_stage:")) continue;
     EXPECT_TRUE(store::CounterByName(row[0]).has_value())
-        << "counter '" << row[0] << "' is not in collector/store/names.h";
+        << "counter '" << row[0] << "' is not in store/include/ticktrace/store/names.h";
   }
 }
 

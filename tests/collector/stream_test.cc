@@ -2,7 +2,7 @@
 // crashes it, never dispatches a chunk whose checksum fails, and dispatches
 // exactly the valid prefix.
 
-#include "collector/stream.h"
+#include "collector/stream/stream.h"
 
 #include <algorithm>
 #include <random>

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "collector/collector.h"
-#include "collector/run_info.h"
-#include "collector/stream.h"
-#include "collector/time_base.h"
+#include "collector/app/collector.h"
+#include "collector/app/run_info.h"
+#include "collector/stream/stream.h"
+#include "collector/time/time_base.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/live_fixture.h"

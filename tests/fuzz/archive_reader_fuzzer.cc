@@ -1,5 +1,5 @@
 // libFuzzer target: arbitrary bytes presented as a raw archive (or journal)
-// file to collector/archive.h's ArchiveReader, and their chunks to the
+// file to collector/stream/archive.h's ArchiveReader, and their chunks to the
 // collector's real Analyzer (what --replay and journal recovery run). Whatever
 // the bytes, the reader must return a Status and the analysis must neither
 // crash nor read out of bounds (ASan and UBSan are built in).
@@ -25,10 +25,10 @@
 #include <cstring>
 #include <string>
 
-#include "collector/analyzer.h"
-#include "collector/archive.h"
-#include "collector/stream.h"
-#include "collector/time_base.h"
+#include "collector/analysis/analyzer.h"
+#include "collector/stream/archive.h"
+#include "collector/stream/stream.h"
+#include "collector/time/time_base.h"
 
 namespace {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "collector/store/detail.h"
-#include "collector/store/histogram.h"
-#include "collector/store/sqlite_expand.h"
+#include "store/common/detail.h"
+#include "ticktrace/store/histogram.h"
+#include "store/sqlite/sqlite_expand.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

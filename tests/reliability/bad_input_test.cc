@@ -374,7 +374,7 @@ TEST_F(BadInputTest, CollectorBadFlagValuesAreUsageErrors) {
 }
 
 // Found by this suite (Abseil reported these itself: "ERROR: ...", exit 1);
-// fixed in collector/main.cc (48956f0).
+// fixed in collector/app/main.cc (48956f0).
 TEST_F(BadInputTest, CollectorBadBoolAndFlagfileAreUsageErrors) {
   const std::string db = data_ + "/new.db";
   Collector({"--db", db, "--include-flagged=maybe"}, 2);
@@ -421,7 +421,7 @@ TEST_F(BadInputTest, CollectorBadArchivesAreRuntimeErrors) {
 // Found by this suite: the raw archive was created only after the store (with
 // an open run) and its journal, so a --raw in a missing directory failed with
 // both left behind (the next start "resumed" a run that never ran). Fixed in
-// collector/collector.cc (48956f0): --raw's directory is checked first.
+// collector/app/collector.cc (48956f0): --raw's directory is checked first.
 TEST_F(BadInputTest, CollectorRawInAMissingDirectoryCreatesNoStore) {
   Collector({"--raw", missing_dir_file_, "--db", data_ + "/replayed.db", "--session", session_,
              "--tsc-hz", "2e9", "--duration-s", "0.1"},

@@ -9,7 +9,7 @@
 // damage, is stitched and in the store.
 //
 // The expected values come from the journal bytes as the killed collector
-// wrote them (the chunk layout of collector/stream.h) and from the
+// wrote them (the chunk layout of collector/stream/stream.h) and from the
 // producers' known output, not from the reader under test.
 
 #include <sys/stat.h>
@@ -19,8 +19,8 @@
 #include <set>
 #include <thread>
 
-#include "collector/archive.h"
-#include "collector/stream.h"
+#include "collector/stream/archive.h"
+#include "collector/stream/stream.h"
 #include "tests/reliability/rel_fixture.h"
 #include "ticktrace/abi.h"
 

@@ -28,7 +28,7 @@ class SecondCollectorTest : public RelTest {
   }
 };
 
-// BUG (collector/collector.cc RunLive; no lock on the session or the store):
+// BUG (collector/app/collector.cc RunLive; no lock on the session or the store):
 // a second collector on the same session and store "resumes" the running
 // one's journal and drains the same rings; with another store it drains them
 // too, splitting the records between two stores. Neither is refused.

@@ -7,7 +7,7 @@
 // attempted, every order and stamp once), the run closed, no journal and no
 // segment left. The journal tests also check that a restarted collector gets
 // past records its predecessor journaled but did not consume (a bug they
-// found: collector/drainer.cc).
+// found: collector/drain/drainer.cc).
 
 #include <cstdio>
 

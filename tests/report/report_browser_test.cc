@@ -28,9 +28,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "ticktrace/view/report_model.h"
-#include "ticktrace/view/store_reader.h"
-#include "ticktrace/view/summary.h"
+#include "viewer/html/report_model.h"
+#include "ticktrace/store/reader.h"
+#include "viewer/views/summary.h"
 
 namespace {
 
@@ -252,7 +252,7 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
                                   "stages",           "slowest",        "slowest-1",
                                   "flags"};
   // Every stage of the run (as the viewer reads them) has both plots.
-  auto store = ticktrace::view::StoreReader::Open(db);
+  auto store = ticktrace::store::StoreReader::Open(db);
   ASSERT_TRUE(store.ok()) << store.status();
   auto summary = ticktrace::view::BuildSummary(**store, ticktrace::view::QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();

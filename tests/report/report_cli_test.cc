@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/commands.h"
+#include "viewer/cli/commands.h"
 
 namespace ticktrace::view {
 namespace {

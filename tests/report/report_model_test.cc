@@ -1,7 +1,7 @@
 // The report's model: the numbers that go into each plot (report_model.h),
 // on hand-made inputs and on the viewer's known store (store_fixture.h), and
 // the escaping of hostile names in the rendered page.
-#include "ticktrace/view/report_model.h"
+#include "viewer/html/report_model.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,8 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/store_reader.h"
-#include "ticktrace/view/svg.h"
+#include "ticktrace/store/reader.h"
+#include "viewer/html/svg.h"
 
 namespace ticktrace::view {
 namespace {
@@ -107,7 +107,7 @@ TEST(OrderWaterfallTest, BarsStartAtTheFirstStampInStampOrderWithTotalApart) {
   slow.order.complete = true;
   slow.latency_ns = 900;
   const auto sample = [](const std::string& stage, int64_t start, double latency) {
-    SampleRow s;
+    store::SampleRow s;
     s.order_id = 42;
     s.stage = stage;
     s.start_utc_ns = start;
@@ -176,8 +176,8 @@ class ReportModelStoreTest : public ::testing::Test {
     path_ = dir_.File("known.db");
     testing::WriteKnownStore(path_);
   }
-  std::unique_ptr<StoreReader> Open() {
-    auto store = StoreReader::Open(path_);
+  std::unique_ptr<store::StoreReader> Open() {
+    auto store = store::StoreReader::Open(path_);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }

@@ -30,9 +30,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "collector/store/clickhouse_writer.h"
-#include "collector/store/histogram.h"
-#include "collector/store/names.h"
+#include "store/clickhouse/clickhouse_writer.h"
+#include "ticktrace/store/histogram.h"
+#include "ticktrace/store/names.h"
 #include "gtest/gtest.h"
 #include "tests/support/clickhouse_server.h"
 

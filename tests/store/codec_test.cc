@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include "collector/store/detail.h"
-#include "collector/store/histogram.h"
-#include "collector/store/names.h"
+#include "store/common/detail.h"
+#include "ticktrace/store/histogram.h"
+#include "ticktrace/store/names.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::store {

@@ -1,13 +1,13 @@
 // docs/store.md documents every flag bit and every counter the schema owner
-// defines (collector/store/flags.h, names.h), with the same values.
+// defines (store/include/ticktrace/store/flags.h, names.h), with the same values.
 
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "collector/store/flags.h"
-#include "collector/store/names.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/names.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::store {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "collector/store/histogram.h"
+#include "ticktrace/store/histogram.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::store {

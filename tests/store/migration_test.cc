@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "collector/store/histogram.h"
-#include "collector/store/sqlite_writer.h"
+#include "ticktrace/store/histogram.h"
+#include "store/sqlite/sqlite_writer.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::store {

@@ -2,7 +2,7 @@
 // collector keeps a store's journal and checkpoint. (ClickHouse itself:
 // clickhouse_writer_test.cc, with a real server.)
 
-#include "collector/store/open_writer.h"
+#include "ticktrace/store/open.h"
 
 #include <unistd.h>
 

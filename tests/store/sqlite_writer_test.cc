@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "collector/store/flags.h"
-#include "collector/store/names.h"
-#include "collector/store/sqlite_expand.h"
-#include "collector/store/sqlite_writer.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/names.h"
+#include "store/sqlite/sqlite_expand.h"
+#include "store/sqlite/sqlite_writer.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::store {

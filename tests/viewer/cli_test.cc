@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "collector/store/sqlite_writer.h"
+#include "store/sqlite/sqlite_writer.h"
 #include "store_fixture.h"
 
 namespace ticktrace::view {

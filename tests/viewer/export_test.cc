@@ -22,9 +22,9 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/chrome_export.h"
-#include "ticktrace/view/csv_export.h"
-#include "ticktrace/view/store_reader.h"
+#include "viewer/export/chrome_export.h"
+#include "viewer/export/csv_export.h"
+#include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -33,12 +33,12 @@ class ExportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::WriteKnownStore(dir_.File("known.db"));
-    auto store = StoreReader::Open(dir_.File("known.db"));
+    auto store = store::StoreReader::Open(dir_.File("known.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
   testing::TempDir dir_;
-  std::unique_ptr<StoreReader> store_;
+  std::unique_ptr<store::StoreReader> store_;
 };
 
 // Stamps of run 2 per order, from the fixture's own story: orders 1..100
@@ -190,7 +190,7 @@ TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
     }
     testing::WriteStore(path, {run});
   }
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   std::stringstream out;
   auto result = ExportChrome(**store, ExportOptions(), out);
@@ -321,7 +321,7 @@ TEST(ExportInstancesTest, EachInstanceExportsItsOwnRowsOnce) {
     run.orders.push_back(o);
   }
   testing::WriteStore(path, {run});
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
 
   ExportOptions options;

@@ -2,11 +2,11 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "ticktrace/view/args.h"
-#include "ticktrace/view/format_units.h"
-#include "ticktrace/view/percentile_report.h"
-#include "ticktrace/view/stats.h"
-#include "ticktrace/view/time_arg.h"
+#include "viewer/cli/args.h"
+#include "viewer/format/format_units.h"
+#include "viewer/views/percentile_report.h"
+#include "viewer/views/stats.h"
+#include "viewer/cli/time_arg.h"
 
 namespace ticktrace::view {
 namespace {

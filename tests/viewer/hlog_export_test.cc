@@ -25,7 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -179,12 +179,12 @@ TEST(HlogExportTest, HdrHistogramJsReadsTheLogBackWithinPrecision) {
 
   EXPECT_EQ(decoded["tags"], nlohmann::json({"a->b", "total"}));
   // ticktrace's own interval statistics.
-  auto store = StoreReader::Open(dir.File("h.db"));
+  auto store = store::StoreReader::Open(dir.File("h.db"));
   ASSERT_TRUE(store.ok()) << store.status();
-  auto own = (*store)->Intervals(1, std::nullopt, TimeWindow{}, kIntervalNs);
+  auto own = (*store)->Intervals(1, std::nullopt, store::TimeWindow{}, kIntervalNs);
   ASSERT_TRUE(own.ok()) << own.status();
-  std::map<std::pair<std::string, int64_t>, IntervalRow> own_by_key;
-  for (const IntervalRow& r : *own) own_by_key[{r.stage, r.start_utc_ns}] = r;
+  std::map<std::pair<std::string, int64_t>, store::IntervalRow> own_by_key;
+  for (const store::IntervalRow& r : *own) own_by_key[{r.stage, r.start_utc_ns}] = r;
 
   // a->b in intervals 0, 1, 2 and total in interval 0, by time.
   ASSERT_EQ(decoded["intervals"].size(), 4u) << out;
@@ -215,7 +215,7 @@ TEST(HlogExportTest, HdrHistogramJsReadsTheLogBackWithinPrecision) {
     EXPECT_NEAR(h["max"].get<double>(), max, tolerance(max));
     const auto it = own_by_key.find({tag, start_utc_ns});
     ASSERT_NE(it, own_by_key.end());
-    const IntervalRow& row = it->second;
+    const store::IntervalRow& row = it->second;
     EXPECT_EQ(row.count, h["count"].get<int64_t>());
     // Against ticktrace's own numbers only HdrHistogram's precision is left.
     const auto hdr_tolerance = [](double v) { return std::fabs(v) / 1024 + 1; };

@@ -5,10 +5,10 @@
 
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/args.h"
-#include "ticktrace/view/store_reader.h"
-#include "ticktrace/view/timeline.h"
-#include "ticktrace/view/waterfall.h"
+#include "viewer/cli/args.h"
+#include "ticktrace/store/reader.h"
+#include "viewer/views/timeline.h"
+#include "viewer/views/waterfall.h"
 
 namespace ticktrace::view {
 namespace {
@@ -19,12 +19,12 @@ class OrdersTest : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::WriteKnownStore(dir_.File("known.db"));
-    auto store = StoreReader::Open(dir_.File("known.db"));
+    auto store = store::StoreReader::Open(dir_.File("known.db"));
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
   testing::TempDir dir_;
-  std::unique_ptr<StoreReader> store_;
+  std::unique_ptr<store::StoreReader> store_;
 };
 
 TEST_F(OrdersTest, SlowestByTotal) {
@@ -78,7 +78,7 @@ TEST_F(OrdersTest, OrderWithManySamplesOfOneStageCountsOnce) {
     order100.samples.push_back(s);
   }
   testing::WriteStore(dir_.File("many.db"), runs);
-  auto reopened = StoreReader::Open(dir_.File("many.db"));
+  auto reopened = store::StoreReader::Open(dir_.File("many.db"));
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   store_ = std::move(*reopened);
   auto report = FindSlowestOrders(*store_, std::nullopt, std::string("md->strategy"), 3);
@@ -201,7 +201,7 @@ TEST(HighOrderIdTest, ShownUnsigned) {
     run.orders.push_back(o);
     testing::WriteStore(path, {run});
   }
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::optional<int64_t> id = ParseOrderId("18446744073709551614");
   ASSERT_TRUE(id.has_value());
@@ -249,7 +249,7 @@ TEST_F(OrdersTest, WaterfallOfLinkedOrderShowsItsParentsStages) {
   const SlowOrder& slow = report->orders[0];
   EXPECT_EQ(slow.order.order_id, 102);
   std::map<std::string, double> parent;
-  for (const SampleRow& s : slow.parent_samples) parent[s.stage] = s.latency_ns;
+  for (const store::SampleRow& s : slow.parent_samples) parent[s.stage] = s.latency_ns;
   EXPECT_EQ(parent, (std::map<std::string, double>{
                         {"md->strategy", 500}, {"risk", 150}, {"strategy->gateway", 1050}}));
   const std::string text = RenderWaterfall(*report, 40);

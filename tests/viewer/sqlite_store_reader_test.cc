@@ -1,12 +1,12 @@
-// The schema-2 StoreReader (store_reader.h) against real SQLite files written
+// The schema-2 store::StoreReader (store_reader.h) against real SQLite files written
 // by the store library's SqliteWriter. Expected values come from the inputs:
 // hand-chosen orders, or generated orders aggregated here by the rules of
 // docs/store.md (an order's samples go to the interval of its first stamp;
-// flags in kFlagsExcludedByDefault stay out of the histogram), never from the
+// flags in store::kFlagsExcludedByDefault stay out of the histogram), never from the
 // reader. Percentiles are checked against the exact nearest-rank value within
 // the histogram's precision (1/256 relative).
 
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "collector/store/flags.h"
-#include "collector/store/names.h"
-#include "collector/store/percentiles.h"
-#include "collector/store/sqlite_writer.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/names.h"
+#include "ticktrace/store/percentiles.h"
+#include "store/sqlite/sqlite_writer.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::view {
@@ -219,7 +219,7 @@ void MakeGenerated(GeneratedStore* g, std::vector<Truth> orders, int batches, ui
   g->run = *run;
   store::Snapshot snap;
   for (size_t i = 0; i < Stages().size(); ++i) {
-    store::StageStatsRow r;
+    store::StoredStageStats r;
     r.stage = Stages()[i];
     r.position = static_cast<int>(i);
     snap.stages.push_back(r);
@@ -230,8 +230,8 @@ void MakeGenerated(GeneratedStore* g, std::vector<Truth> orders, int batches, ui
   ASSERT_TRUE((*w)->EndRun(g->run, kT0 + 100 * kSecond).ok());
 }
 
-std::unique_ptr<StoreReader> OpenOrDie(const std::string& path) {
-  auto r = StoreReader::Open(path);
+std::unique_ptr<store::StoreReader> OpenOrDie(const std::string& path) {
+  auto r = store::StoreReader::Open(path);
   EXPECT_TRUE(r.ok()) << r.status();
   return r.ok() ? std::move(*r) : nullptr;
 }
@@ -259,21 +259,21 @@ void ExpectPercentile(const std::optional<double>& got, const std::vector<double
 
 TEST(SqliteStoreReader, OpenSaysWhatIsWrongInOneLine) {
   TempDir dir;
-  auto missing = StoreReader::Open(dir.path() + "/none.db");
+  auto missing = store::StoreReader::Open(dir.path() + "/none.db");
   EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
   const std::string text = dir.path() + "/text.db";
   std::ofstream(text) << std::string(200, 'x');
-  auto not_sqlite = StoreReader::Open("sqlite:" + text);
+  auto not_sqlite = store::StoreReader::Open("sqlite:" + text);
   EXPECT_TRUE(absl::IsFailedPrecondition(not_sqlite.status())) << not_sqlite.status();
   // A ClickHouse store whose server does not answer (nothing listens on
   // port 1): Unavailable, one line naming the store.
-  auto ch = StoreReader::Open("clickhouse://127.0.0.1:1/tt");
+  auto ch = store::StoreReader::Open("clickhouse://127.0.0.1:1/tt");
   EXPECT_TRUE(absl::IsUnavailable(ch.status())) << ch.status();
   EXPECT_NE(std::string(ch.status().message()).find("clickhouse://127.0.0.1:1/tt"),
             std::string::npos)
       << ch.status();
   EXPECT_EQ(std::string(ch.status().message()).find('\n'), std::string::npos) << ch.status();
-  auto bad = StoreReader::Open("ftp://x/y");
+  auto bad = store::StoreReader::Open("ftp://x/y");
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
   for (const auto* s : {&missing, &not_sqlite, &ch, &bad}) {
     EXPECT_EQ(std::string(s->status().message()).find('\n'), std::string::npos);
@@ -360,13 +360,13 @@ class HandStore : public ::testing::Test {
     snap.cores.push_back({.cpu = 1, .measured_utc_ns = kT0 + kSecond, .offset_ns = 6,
                           .bound_ns = 3, .consistent = false});
     snap.cores.push_back({.cpu = 0, .measured_utc_ns = kT0, .offset_ns = 0, .bound_ns = 1});
-    store::StageStatsRow total;
+    store::StoredStageStats total;
     total.stage = "total";
     total.position = 2;
     total.count = 2;
     total.samples_all = 2;
     total.p50_ns = 750;
-    store::StageStatsRow ab;
+    store::StoredStageStats ab;
     ab.stage = "a->b";
     ab.position = 0;
     ab.count = 1;
@@ -391,7 +391,7 @@ class HandStore : public ::testing::Test {
   TempDir dir_;
   std::string path_;
   int64_t run1_ = 0, run2_ = 0;
-  std::unique_ptr<StoreReader> reader_;
+  std::unique_ptr<store::StoreReader> reader_;
 };
 
 TEST_F(HandStore, RunsAndTheirMetadata) {
@@ -537,32 +537,32 @@ TEST_F(HandStore, OneOrderInDetail) {
 }
 
 TEST_F(HandStore, ForEachSampleFilters) {
-  const auto collect = [&](const SampleFilter& f, bool ordered) {
-    std::vector<SampleRow> rows;
+  const auto collect = [&](const store::SampleFilter& f, bool ordered) {
+    std::vector<store::SampleRow> rows;
     const absl::Status s =
-        reader_->ForEachSample(run2_, f, ordered, [&](const SampleRow& r) { rows.push_back(r); });
+        reader_->ForEachSample(run2_, f, ordered, [&](const store::SampleRow& r) { rows.push_back(r); });
     EXPECT_TRUE(s.ok()) << s;
     return rows;
   };
   EXPECT_EQ(collect({}, false).size(), 4u);
-  const std::vector<SampleRow> ordered = collect({}, true);
+  const std::vector<store::SampleRow> ordered = collect({}, true);
   ASSERT_EQ(ordered.size(), 4u);
   EXPECT_EQ(ordered[0].order_id, 7);
   EXPECT_EQ(ordered[2].stage, "work");  // order 7 by start
   EXPECT_EQ(ordered[3].order_id, 8);
-  SampleFilter by_stage;
+  store::SampleFilter by_stage;
   by_stage.stage = "total";
   EXPECT_EQ(collect(by_stage, false).size(), 2u);
   by_stage.stage = "nope";
   EXPECT_EQ(collect(by_stage, false).size(), 0u);
-  SampleFilter by_process;
+  store::SampleFilter by_process;
   by_process.process_ids = {2};
   EXPECT_EQ(collect(by_process, false).size(), 3u);  // a->b ends in 2, work, total
-  SampleFilter window;
+  store::SampleFilter window;
   const int64_t t = kT0 + 10 * kSecond + 100;
   window.since_utc_ns = t + 500;  // inclusive
   window.until_utc_ns = t + 800;  // inclusive: the child's sample starts here
-  const std::vector<SampleRow> in = collect(window, true);
+  const std::vector<store::SampleRow> in = collect(window, true);
   ASSERT_EQ(in.size(), 2u);
   EXPECT_EQ(in[0].stage, "work");
   EXPECT_EQ(in[1].order_id, 8);
@@ -621,10 +621,10 @@ TEST(SqliteStoreReaderGenerated, WindowStatsEqualTheDetailWithinTheHistogramPrec
   MakeGenerated(&g, Generate(6000, 10, 1), 7, 2);
   auto reader = OpenOrDie(g.path);
   ASSERT_NE(reader, nullptr);
-  const std::vector<TimeWindow> windows = {
+  const std::vector<store::TimeWindow> windows = {
       {}, {kT0 + 2 * kSecond, kT0 + 5 * kSecond}, {kT0 + 9 * kSecond, std::nullopt},
       {std::nullopt, kT0 + kSecond}, {kT0 + 20 * kSecond, std::nullopt}};
-  for (const TimeWindow& w : windows) {
+  for (const store::TimeWindow& w : windows) {
     auto stats = reader->StageWindowStats(g.run, w);
     ASSERT_TRUE(stats.ok()) << stats.status();
     // Recomputed from the detail: orders whose interval starts in the window.
@@ -647,7 +647,7 @@ TEST(SqliteStoreReaderGenerated, WindowStatsEqualTheDetailWithinTheHistogramPrec
     }
     ASSERT_EQ(stats->size(), all.size());
     for (size_t i = 0; i < stats->size(); ++i) {
-      const WindowStageStatsRow& row = (*stats)[i];
+      const store::WindowStageStatsRow& row = (*stats)[i];
       EXPECT_EQ(row.stage, Stages()[i]);  // pipeline order, total last
       std::vector<double>& v = kept[row.stage];
       std::sort(v.begin(), v.end());
@@ -678,12 +678,12 @@ TEST(SqliteStoreReaderGenerated, IntervalsMergeIntoBuckets) {
   ASSERT_NE(reader, nullptr);
   auto bad = reader->Intervals(g.run, std::nullopt, {}, kSecond / 2);
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
-  const TimeWindow w{kT0 + 2 * kSecond, kT0 + 8 * kSecond};
+  const store::TimeWindow w{kT0 + 2 * kSecond, kT0 + 8 * kSecond};
   auto rows = reader->Intervals(g.run, std::string("strat->gw"), w, 2 * kSecond);
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 3u);
   for (int b = 0; b < 3; ++b) {
-    const IntervalRow& row = (*rows)[b];
+    const store::IntervalRow& row = (*rows)[b];
     const int64_t start = kT0 + (2 + 2 * b) * kSecond;
     EXPECT_EQ(row.stage, "strat->gw");
     EXPECT_EQ(row.start_utc_ns, start);
@@ -761,9 +761,9 @@ TEST(SqliteStoreReaderGenerated, DetailCompletenessSaysWhenDetailIsPartial) {
 
 // ---- slowest orders -------------------------------------------------------------
 
-std::vector<RankedOrder> BruteForceSlowest(const std::vector<Truth>& orders,
+std::vector<store::RankedOrder> BruteForceSlowest(const std::vector<Truth>& orders,
                                            const std::string& stage, int64_t limit,
-                                           const TimeWindow& w) {
+                                           const store::TimeWindow& w) {
   std::map<int64_t, std::pair<int64_t, uint32_t>> best;  // id -> (latency, flags)
   for (const Truth& t : orders) {
     if ((w.since_utc_ns && t.first_utc_ns < *w.since_utc_ns) ||
@@ -779,9 +779,9 @@ std::vector<RankedOrder> BruteForceSlowest(const std::vector<Truth>& orders,
       }
     }
   }
-  std::vector<RankedOrder> all;
+  std::vector<store::RankedOrder> all;
   for (const auto& [id, v] : best) all.push_back({id, static_cast<double>(v.first), v.second});
-  std::sort(all.begin(), all.end(), [](const RankedOrder& a, const RankedOrder& b) {
+  std::sort(all.begin(), all.end(), [](const store::RankedOrder& a, const store::RankedOrder& b) {
     if (a.latency_ns != b.latency_ns) return a.latency_ns > b.latency_ns;
     return a.order_id < b.order_id;
   });
@@ -794,16 +794,16 @@ TEST(SqliteStoreReaderGenerated, FindSlowestEqualsABruteForceRanking) {
   MakeGenerated(&g, Generate(5000, 20, 9), 9, 10);
   auto reader = OpenOrDie(g.path);
   ASSERT_NE(reader, nullptr);
-  const std::vector<TimeWindow> windows = {
+  const std::vector<store::TimeWindow> windows = {
       {}, {kT0 + 3 * kSecond + 123, kT0 + 7 * kSecond + 456}, {kT0 + 19 * kSecond, std::nullopt},
       {std::nullopt, kT0 + kSecond / 2}};
   int saturated_seen = 0;
   for (const std::string& stage : Stages()) {
-    for (const TimeWindow& w : windows) {
+    for (const store::TimeWindow& w : windows) {
       for (int64_t limit : {1, 10, 100, 100000}) {
         auto got = reader->FindSlowest(g.run, stage, limit, w);
         ASSERT_TRUE(got.ok()) << got.status();
-        const std::vector<RankedOrder> want = BruteForceSlowest(g.orders, stage, limit, w);
+        const std::vector<store::RankedOrder> want = BruteForceSlowest(g.orders, stage, limit, w);
         ASSERT_EQ(got->size(), want.size()) << stage << " limit " << limit;
         for (size_t i = 0; i < want.size(); ++i) {
           EXPECT_EQ((*got)[i].order_id, want[i].order_id) << stage << " #" << i;
@@ -863,11 +863,11 @@ V1Facts ReadV1(const std::string& path, const std::string& stage) {
   return f;
 }
 
-void CheckMigratedDemo(StoreReader& reader, const V1Facts& facts, const std::string& stage) {
+void CheckMigratedDemo(store::StoreReader& reader, const V1Facts& facts, const std::string& stage) {
   auto run = reader.GetRun(std::nullopt);
   ASSERT_TRUE(run.ok()) << run.status();
   int64_t samples = 0;
-  ASSERT_TRUE(reader.ForEachSample(run->run_id, {}, false, [&](const SampleRow&) { ++samples; })
+  ASSERT_TRUE(reader.ForEachSample(run->run_id, {}, false, [&](const store::SampleRow&) { ++samples; })
                   .ok());
   EXPECT_EQ(samples, facts.samples);
   auto orders = reader.OrdersByTime(run->run_id, std::nullopt);
@@ -885,7 +885,7 @@ void CheckMigratedDemo(StoreReader& reader, const V1Facts& facts, const std::str
   auto stats = reader.StageWindowStats(run->run_id, {});
   ASSERT_TRUE(stats.ok());
   int64_t all = 0;
-  for (const WindowStageStatsRow& r : *stats) all += r.samples_all.value_or(0);
+  for (const store::WindowStageStatsRow& r : *stats) all += r.samples_all.value_or(0);
   EXPECT_EQ(all, facts.samples);
   EXPECT_EQ(stats->back().stage, "total");
 }
@@ -897,7 +897,7 @@ TEST(SqliteStoreReaderMigration, ASchema1StoreIsMigratedInPlaceAndSaysSo) {
   const V1Facts facts = ReadV1(path, "md_decoded->strat_in");
   ASSERT_EQ(facts.samples, 280);  // fixtures/README.md
   ::testing::internal::CaptureStderr();
-  auto reader = StoreReader::Open(path);
+  auto reader = store::StoreReader::Open(path);
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_NE(err.find("migrated in place to schema 2"), std::string::npos) << err;
@@ -908,7 +908,7 @@ TEST(SqliteStoreReaderMigration, ASchema1StoreIsMigratedInPlaceAndSaysSo) {
   reader->reset();
   // Opened again: nothing more to say.
   ::testing::internal::CaptureStderr();
-  auto again = StoreReader::Open(path);
+  auto again = store::StoreReader::Open(path);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   ASSERT_TRUE(again.ok());
 }
@@ -932,17 +932,17 @@ TEST(SqliteStoreReaderMigration, AReadOnlySchema1StoreIsReadThroughACopy) {
     if (std::freopen(err_path.c_str(), "w", stderr) == nullptr) ::_exit(91);
     int code = 0;
     {
-      auto reader = StoreReader::Open(path);
+      auto reader = store::StoreReader::Open(path);
       if (!reader.ok()) {
         std::fprintf(stderr, "open: %s\n", std::string(reader.status().message()).c_str());
         ::_exit(92);
       }
       auto run = (*reader)->GetRun(std::nullopt);
       auto slowest = run.ok() ? (*reader)->FindSlowest(run->run_id, "total", 1)
-                              : absl::StatusOr<std::vector<RankedOrder>>(run.status());
+                              : absl::StatusOr<std::vector<store::RankedOrder>>(run.status());
       int64_t samples = 0;
       if (run.ok()) {
-        (*reader)->ForEachSample(run->run_id, {}, false, [&](const SampleRow&) { ++samples; })
+        (*reader)->ForEachSample(run->run_id, {}, false, [&](const store::SampleRow&) { ++samples; })
             .IgnoreError();
       }
       if (!slowest.ok() || slowest->size() != 1 || slowest->front().order_id != facts.slowest_order ||

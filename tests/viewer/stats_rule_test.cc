@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "ticktrace/view/stats.h"
+#include "viewer/views/stats.h"
 
 namespace ticktrace::view {
 namespace {

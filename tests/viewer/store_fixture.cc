@@ -15,10 +15,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "collector/store/histogram.h"
-#include "collector/store/names.h"
-#include "collector/store/percentiles.h"
-#include "collector/store/sqlite_writer.h"
+#include "ticktrace/store/histogram.h"
+#include "ticktrace/store/names.h"
+#include "ticktrace/store/percentiles.h"
+#include "store/sqlite/sqlite_writer.h"
 
 namespace ticktrace::view::testing {
 
@@ -142,12 +142,12 @@ Intervals IntervalsOf(const FixtureRun& run) {
 
 // The whole-run stage_stats, as the collector computes them: the merge of
 // the stage's intervals (or the marker).
-std::vector<store::StageStatsRow> StageStatsOf(const FixtureRun& run,
+std::vector<store::StoredStageStats> StageStatsOf(const FixtureRun& run,
                                                const std::vector<store::IntervalDelta>& deltas) {
-  std::map<std::string, store::StageStatsRow> rows;
+  std::map<std::string, store::StoredStageStats> rows;
   std::map<std::string, store::Histogram> merged;
   for (const store::IntervalDelta& d : deltas) {
-    store::StageStatsRow& row = rows[d.stage];
+    store::StoredStageStats& row = rows[d.stage];
     row.stage = d.stage;
     row.samples_all += d.samples_all;
     for (size_t f = 0; f < row.flag_counts.size(); ++f) row.flag_counts[f] += d.flag_counts[f];
@@ -157,11 +157,11 @@ std::vector<store::StageStatsRow> StageStatsOf(const FixtureRun& run,
   for (const auto& [stage, row] : rows) {
     if (std::find(order.begin(), order.end(), stage) == order.end()) order.push_back(stage);
   }
-  std::vector<store::StageStatsRow> out;
+  std::vector<store::StoredStageStats> out;
   for (const std::string& stage : order) {
     auto it = rows.find(stage);
     if (it == rows.end()) continue;
-    store::StageStatsRow row = it->second;
+    store::StoredStageStats row = it->second;
     const store::Histogram& h = merged[stage];
     row.position = static_cast<int>(out.size());
     row.include_flagged = run.include_flagged;
@@ -454,11 +454,11 @@ void WriteKnownStore(const std::string& path, const KnownStoreOptions& options) 
   WriteStore(path, KnownRuns(options));
 }
 
-std::vector<SampleRow> KnownSamples() {
-  std::vector<SampleRow> rows;
+std::vector<store::SampleRow> KnownSamples() {
+  std::vector<store::SampleRow> rows;
   for (const store::OrderDetail& o : Run2Orders()) {
     for (const store::SampleDetail& s : o.samples) {
-      SampleRow r;
+      store::SampleRow r;
       r.order_id = static_cast<int64_t>(o.order_id);
       r.instance = o.instance;
       r.stage = s.stage;

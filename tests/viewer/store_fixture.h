@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "collector/store/writer.h"
-#include "ticktrace/view/records.h"
+#include "ticktrace/store/writer.h"
+#include "ticktrace/store/rows.h"
 
 namespace ticktrace::view::testing {
 
@@ -125,7 +125,7 @@ std::vector<FixtureRun> KnownRuns(const KnownStoreOptions& options = {});
 void WriteKnownStore(const std::string& path, const KnownStoreOptions& options = {});
 
 // The samples WriteKnownStore puts in run 2, for tests that count them.
-std::vector<SampleRow> KnownSamples();
+std::vector<store::SampleRow> KnownSamples();
 
 }  // namespace ticktrace::view::testing
 

@@ -1,13 +1,13 @@
-// StoreReader::Open as the viewer's commands use it: read-only, never creates
+// store::StoreReader::Open as the viewer's commands use it: read-only, never creates
 // files, refuses what is not a ticktrace store of a known schema, takes a
 // path or a --store URI. (The reader's rows: sqlite_store_reader_test.cc.)
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 #include <sqlite3.h>
 
 #include <fstream>
 
-#include "collector/store/sqlite_writer.h"
+#include "store/sqlite/sqlite_writer.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 
@@ -25,7 +25,7 @@ void WriteText(const std::string& path, const std::string& text) {
 TEST(StoreOpenTest, MissingFileIsNotFoundAndNotCreated) {
   testing::TempDir dir;
   const std::string path = dir.File("missing.db");
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsNotFound(store.status())) << store.status();
   EXPECT_TRUE(Contains(store.status(), "missing.db: no such file")) << store.status();
@@ -35,14 +35,14 @@ TEST(StoreOpenTest, MissingFileIsNotFoundAndNotCreated) {
 TEST(StoreOpenTest, NotSqlite) {
   testing::TempDir dir;
   WriteText(dir.File("text.db"), std::string(4096, 'x'));
-  auto store = StoreReader::Open(dir.File("text.db"));
+  auto store = store::StoreReader::Open(dir.File("text.db"));
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(Contains(store.status(), "not an SQLite database")) << store.status();
   WriteText(dir.File("short.db"), "hello");
-  EXPECT_TRUE(Contains(StoreReader::Open(dir.File("short.db")).status(), "not an SQLite database"));
+  EXPECT_TRUE(Contains(store::StoreReader::Open(dir.File("short.db")).status(), "not an SQLite database"));
   WriteText(dir.File("empty.db"), "");
-  EXPECT_TRUE(Contains(StoreReader::Open(dir.File("empty.db")).status(), "not a ticktrace store"));
-  EXPECT_TRUE(Contains(StoreReader::Open(dir.path()).status(), "is a directory"));
+  EXPECT_TRUE(Contains(store::StoreReader::Open(dir.File("empty.db")).status(), "not a ticktrace store"));
+  EXPECT_TRUE(Contains(store::StoreReader::Open(dir.path()).status(), "is a directory"));
 }
 
 TEST(StoreOpenTest, SqliteButNotTicktrace) {
@@ -56,7 +56,7 @@ TEST(StoreOpenTest, SqliteButNotTicktrace) {
               SQLITE_OK);
     sqlite3_close(db);
   }
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(Contains(store.status(), "not a ticktrace store (no meta table)")) << store.status();
 
@@ -69,7 +69,7 @@ TEST(StoreOpenTest, SqliteButNotTicktrace) {
               SQLITE_OK);
     sqlite3_close(db);
   }
-  EXPECT_TRUE(Contains(StoreReader::Open(path).status(), "meta.app is not 'ticktrace'"));
+  EXPECT_TRUE(Contains(store::StoreReader::Open(path).status(), "meta.app is not 'ticktrace'"));
 }
 
 TEST(StoreOpenTest, NewerSchemaIsRefused) {
@@ -78,7 +78,7 @@ TEST(StoreOpenTest, NewerSchemaIsRefused) {
   testing::WriteKnownStore(path);
   testing::ExecSql(path, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
   const testing::FileSnapshot snap = testing::Snapshot(path);
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(store.status()));
   EXPECT_TRUE(Contains(store.status(), "schema version 3 is newer")) << store.status();
@@ -93,7 +93,7 @@ TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
   EXPECT_EQ(before, std::vector<std::string>{"known.db"});
   const testing::FileSnapshot snap = testing::Snapshot(path);
   {
-    auto store = StoreReader::Open(path);
+    auto store = store::StoreReader::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
     EXPECT_EQ((*store)->schema_version(), 2);
     auto runs = (*store)->ListRuns();
@@ -123,8 +123,8 @@ TEST(StoreOpenTest, LiveModeReadsWhileAWriterHoldsTheStore) {
   run.tsc_hz = 1e9;
   run.calibration_source = "given";
   ASSERT_TRUE((*writer)->BeginRun(run).ok());
-  for (OpenMode mode : {OpenMode::kLive, OpenMode::kSnapshot}) {
-    auto store = StoreReader::Open(path, mode);
+  for (store::OpenMode mode : {store::OpenMode::kLive, store::OpenMode::kSnapshot}) {
+    auto store = store::StoreReader::Open(path, mode);
     ASSERT_TRUE(store.ok()) << store.status();
     auto got = (*store)->GetRun(std::nullopt);
     ASSERT_TRUE(got.ok()) << got.status();
@@ -137,7 +137,7 @@ TEST(StoreOpenTest, PathsWithUriCharacters) {
   testing::TempDir dir;
   const std::string path = dir.File("odd ?name#%.db");
   testing::WriteKnownStore(path);
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->path(), path);
 }
@@ -147,13 +147,13 @@ TEST(StoreOpenTest, StoreUrisNameTheSameStore) {
   const std::string path = dir.File("known.db");
   testing::WriteKnownStore(path);
   for (const std::string& uri : {path, "sqlite:" + path}) {
-    auto store = StoreReader::Open(uri);
+    auto store = store::StoreReader::Open(uri);
     ASSERT_TRUE(store.ok()) << uri << ": " << store.status();
     EXPECT_EQ((*store)->path(), path);
     EXPECT_EQ((*store)->GetRun(std::nullopt)->session, "known");
   }
   // A ClickHouse server that does not answer (nothing listens on port 1).
-  auto clickhouse = StoreReader::Open("clickhouse://127.0.0.1:1/ticktrace");
+  auto clickhouse = store::StoreReader::Open("clickhouse://127.0.0.1:1/ticktrace");
   ASSERT_FALSE(clickhouse.ok());
   EXPECT_TRUE(absl::IsUnavailable(clickhouse.status())) << clickhouse.status();
   EXPECT_TRUE(Contains(clickhouse.status(), "clickhouse://127.0.0.1:1/ticktrace"))

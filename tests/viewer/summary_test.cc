@@ -1,6 +1,6 @@
 // summary: counts, percentiles, stage order, filters and the --json contract
 // on the known store (store_fixture.h).
-#include "ticktrace/view/summary.h"
+#include "viewer/views/summary.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,8 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/query.h"
-#include "ticktrace/view/store_reader.h"
+#include "viewer/cli/query.h"
+#include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -35,7 +35,7 @@ class SummaryTest : public ::testing::Test {
   void SetUp() override {
     path_ = dir_.File("known.db");
     testing::WriteKnownStore(path_);
-    auto store = StoreReader::Open(path_);
+    auto store = store::StoreReader::Open(path_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -50,7 +50,7 @@ class SummaryTest : public ::testing::Test {
 
   testing::TempDir dir_;
   std::string path_;
-  std::unique_ptr<StoreReader> store_;
+  std::unique_ptr<store::StoreReader> store_;
 };
 
 TEST_F(SummaryTest, UnfilteredMergesIntervalsOfLatestRunInPipelineOrder) {
@@ -77,7 +77,7 @@ TEST_F(SummaryTest, IntervalsNotStageStatsGiveTheNumbers) {
   testing::KnownStoreOptions options;
   options.stats_marker = 12345.0;
   testing::WriteKnownStore(marked, options);
-  auto store = StoreReader::Open(marked);
+  auto store = store::StoreReader::Open(marked);
   ASSERT_TRUE(store.ok()) << store.status();
   auto summary = BuildSummary(**store, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
@@ -190,7 +190,7 @@ TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
   testing::KnownStoreOptions options;
   options.include_flagged = true;  // a run collected with --include-flagged
   testing::WriteKnownStore(path, options);
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
   auto unfiltered = BuildSummary(**store, QueryOptions());
   ASSERT_TRUE(unfiltered.ok()) << unfiltered.status();
@@ -223,7 +223,7 @@ TEST(SummarySampledTest, SampledDetailIsNeverPresentedAsComplete) {
   testing::KnownStoreOptions options;
   options.detail_sampled = true;
   testing::WriteKnownStore(path, options);
-  auto store = StoreReader::Open(path);
+  auto store = store::StoreReader::Open(path);
   ASSERT_TRUE(store.ok()) << store.status();
 
   auto summary = BuildSummary(**store, QueryOptions());

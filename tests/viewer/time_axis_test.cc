@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
-#include "ticktrace/view/commands.h"
-#include "ticktrace/view/diff_report.h"
-#include "ticktrace/view/format_units.h"
+#include "viewer/cli/commands.h"
+#include "viewer/views/diff_report.h"
+#include "viewer/format/format_units.h"
 
 namespace ticktrace::view {
 namespace {

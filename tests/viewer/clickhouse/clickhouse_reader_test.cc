@@ -21,12 +21,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "collector/collector.h"
+#include "collector/app/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"
 #include "tests/support/clickhouse_server.h"
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -103,29 +103,29 @@ class ClickHouseReaderTest : public ::testing::Test {
   void SetUp() override {
     if (auto why = ClickHouseServer::SkipReason()) GTEST_SKIP() << *why;
     ASSERT_NE(server_, nullptr);
-    absl::StatusOr<std::unique_ptr<StoreReader>> s = StoreReader::Open(dir_->File("store.db"));
+    absl::StatusOr<std::unique_ptr<store::StoreReader>> s = store::StoreReader::Open(dir_->File("store.db"));
     ASSERT_TRUE(s.ok()) << s.status();
     sqlite_ = std::move(*s);
-    absl::StatusOr<std::unique_ptr<StoreReader>> c = StoreReader::Open(server_->Uri("tt_reader"));
+    absl::StatusOr<std::unique_ptr<store::StoreReader>> c = store::StoreReader::Open(server_->Uri("tt_reader"));
     ASSERT_TRUE(c.ok()) << c.status();
     clickhouse_ = std::move(*c);
   }
 
   static ClickHouseServer* server_;
   static TempDir* dir_;
-  std::unique_ptr<StoreReader> sqlite_, clickhouse_;
+  std::unique_ptr<store::StoreReader> sqlite_, clickhouse_;
 };
 ClickHouseServer* ClickHouseReaderTest::server_ = nullptr;
 TempDir* ClickHouseReaderTest::dir_ = nullptr;
 
 TEST_F(ClickHouseReaderTest, RunsAndDictionariesMatch) {
-  absl::StatusOr<std::vector<RunInfo>> runs = clickhouse_->ListRuns();
+  absl::StatusOr<std::vector<store::RunInfo>> runs = clickhouse_->ListRuns();
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ(runs->front().pipeline, "a,b,c");
   EXPECT_EQ(runs->front().interval_ns, int64_t(kSecond));
   EXPECT_DOUBLE_EQ(runs->front().tsc_hz, 1e9);
-  absl::StatusOr<RunInfo> sqlite_run = sqlite_->GetRun(std::nullopt);
+  absl::StatusOr<store::RunInfo> sqlite_run = sqlite_->GetRun(std::nullopt);
   ASSERT_TRUE(sqlite_run.ok());
   EXPECT_EQ(runs->front().host, sqlite_run->host);
   EXPECT_EQ(runs->front().session, sqlite_run->session);
@@ -146,7 +146,7 @@ TEST_F(ClickHouseReaderTest, RunsAndDictionariesMatch) {
   for (const char* name : {"samples", "orders_complete", "orders_incomplete", "drained"}) {
     EXPECT_EQ(counters->at(name), sc->at(name)) << name;
   }
-  absl::StatusOr<std::vector<ProcessInfo>> procs = clickhouse_->Processes(run);
+  absl::StatusOr<std::vector<store::ProcessInfo>> procs = clickhouse_->Processes(run);
   ASSERT_TRUE(procs.ok()) << procs.status();
   ASSERT_EQ(procs->size(), 1u);
   EXPECT_EQ(procs->front().name, "proc1");
@@ -161,26 +161,26 @@ TEST_F(ClickHouseReaderTest, WindowStatisticsAgreeWithTheArchiveAndWithSqlite) {
   const int64_t run = clickhouse_->GetRun(std::nullopt)->run_id;
   const int64_t sqlite_run = sqlite_->GetRun(std::nullopt)->run_id;
   struct Window {
-    TimeWindow w;
+    store::TimeWindow w;
     int from, to;
   };
   // Order i's a is at 1 s + i ms: the second [2 s, 3 s) holds orders 1000..1999.
   const Window windows[] = {
-      {TimeWindow{}, 1, kOrders + 1},
-      {TimeWindow{kAnchorUtcNs + 2 * int64_t(kSecond), kAnchorUtcNs + 3 * int64_t(kSecond)}, 1000,
+      {store::TimeWindow{}, 1, kOrders + 1},
+      {store::TimeWindow{kAnchorUtcNs + 2 * int64_t(kSecond), kAnchorUtcNs + 3 * int64_t(kSecond)}, 1000,
        2000}};
   for (const Window& win : windows) {
-    absl::StatusOr<std::vector<WindowStageStatsRow>> ch = clickhouse_->StageWindowStats(run, win.w);
+    absl::StatusOr<std::vector<store::WindowStageStatsRow>> ch = clickhouse_->StageWindowStats(run, win.w);
     ASSERT_TRUE(ch.ok()) << ch.status();
-    absl::StatusOr<std::vector<WindowStageStatsRow>> sq =
+    absl::StatusOr<std::vector<store::WindowStageStatsRow>> sq =
         sqlite_->StageWindowStats(sqlite_run, win.w);
     ASSERT_TRUE(sq.ok()) << sq.status();
     ASSERT_EQ(ch->size(), 3u);
     ASSERT_EQ(ch->size(), sq->size());
     const char* order[] = {"a->b", "b->c", "total"};
     for (size_t k = 0; k < ch->size(); ++k) {
-      const WindowStageStatsRow& c = (*ch)[k];
-      const WindowStageStatsRow& s = (*sq)[k];
+      const store::WindowStageStatsRow& c = (*ch)[k];
+      const store::WindowStageStatsRow& s = (*sq)[k];
       EXPECT_EQ(c.stage, order[k]);
       const std::vector<double> exact = Expected(c.stage, win.from, win.to);
       EXPECT_EQ(c.count, int64_t(exact.size())) << c.stage;
@@ -205,8 +205,8 @@ TEST_F(ClickHouseReaderTest, WindowStatisticsAgreeWithTheArchiveAndWithSqlite) {
     }
   }
   // The whole run's stage_stats rows (written by the collector) too.
-  absl::StatusOr<std::vector<StageStatsRow>> ch = clickhouse_->StageStats(run);
-  absl::StatusOr<std::vector<StageStatsRow>> sq = sqlite_->StageStats(sqlite_run);
+  absl::StatusOr<std::vector<store::StoredStageStats>> ch = clickhouse_->StageStats(run);
+  absl::StatusOr<std::vector<store::StoredStageStats>> sq = sqlite_->StageStats(sqlite_run);
   ASSERT_TRUE(ch.ok()) << ch.status();
   ASSERT_TRUE(sq.ok());
   ASSERT_EQ(ch->size(), sq->size());
@@ -220,18 +220,18 @@ TEST_F(ClickHouseReaderTest, WindowStatisticsAgreeWithTheArchiveAndWithSqlite) {
 TEST_F(ClickHouseReaderTest, IntervalsPerSecondAgree) {
   const int64_t run = clickhouse_->GetRun(std::nullopt)->run_id;
   const int64_t sqlite_run = sqlite_->GetRun(std::nullopt)->run_id;
-  absl::StatusOr<std::vector<IntervalRow>> ch =
-      clickhouse_->Intervals(run, std::nullopt, TimeWindow{}, int64_t(kSecond));
+  absl::StatusOr<std::vector<store::IntervalRow>> ch =
+      clickhouse_->Intervals(run, std::nullopt, store::TimeWindow{}, int64_t(kSecond));
   ASSERT_TRUE(ch.ok()) << ch.status();
-  absl::StatusOr<std::vector<IntervalRow>> sq =
-      sqlite_->Intervals(sqlite_run, std::nullopt, TimeWindow{}, int64_t(kSecond));
+  absl::StatusOr<std::vector<store::IntervalRow>> sq =
+      sqlite_->Intervals(sqlite_run, std::nullopt, store::TimeWindow{}, int64_t(kSecond));
   ASSERT_TRUE(sq.ok()) << sq.status();
   ASSERT_EQ(ch->size(), sq->size());
   // Seconds 1, 2, 3 (orders 1..999, 1000..1999, 2000..2999) and 4 (3000).
   std::map<std::string, int64_t> seen;
   for (size_t k = 0; k < ch->size(); ++k) {
-    const IntervalRow& c = (*ch)[k];
-    const IntervalRow& s = (*sq)[k];
+    const store::IntervalRow& c = (*ch)[k];
+    const store::IntervalRow& s = (*sq)[k];
     EXPECT_EQ(c.stage, s.stage);
     EXPECT_EQ(c.start_utc_ns, s.start_utc_ns);
     EXPECT_EQ(c.count, s.count);
@@ -249,12 +249,12 @@ TEST_F(ClickHouseReaderTest, IntervalsPerSecondAgree) {
   EXPECT_EQ(seen["total"], kOrders);
   // A bucket of one minute holds everything; a bucket not a multiple of the
   // interval is refused.
-  absl::StatusOr<std::vector<IntervalRow>> minute =
-      clickhouse_->Intervals(run, std::string("b->c"), TimeWindow{}, 60 * int64_t(kSecond));
+  absl::StatusOr<std::vector<store::IntervalRow>> minute =
+      clickhouse_->Intervals(run, std::string("b->c"), store::TimeWindow{}, 60 * int64_t(kSecond));
   ASSERT_TRUE(minute.ok()) << minute.status();
   ASSERT_EQ(minute->size(), 1u);
   EXPECT_EQ(minute->front().count, kOrders);
-  EXPECT_FALSE(clickhouse_->Intervals(run, std::nullopt, TimeWindow{}, 1500000000).ok());
+  EXPECT_FALSE(clickhouse_->Intervals(run, std::nullopt, store::TimeWindow{}, 1500000000).ok());
 }
 
 TEST_F(ClickHouseReaderTest, OrdersSamplesAndStampsAgree) {
@@ -265,32 +265,32 @@ TEST_F(ClickHouseReaderTest, OrdersSamplesAndStampsAgree) {
   std::vector<std::pair<int64_t, int>> by_latency;
   for (int i = 1; i <= kOrders; ++i) by_latency.push_back({-Ab(i), i});
   std::sort(by_latency.begin(), by_latency.end());
-  absl::StatusOr<std::vector<RankedOrder>> slow = clickhouse_->FindSlowest(run, "a->b", 5);
+  absl::StatusOr<std::vector<store::RankedOrder>> slow = clickhouse_->FindSlowest(run, "a->b", 5);
   ASSERT_TRUE(slow.ok()) << slow.status();
   ASSERT_EQ(slow->size(), 5u);
   for (size_t k = 0; k < 5; ++k) {
     EXPECT_EQ((*slow)[k].order_id, by_latency[k].second) << k;
     EXPECT_DOUBLE_EQ((*slow)[k].latency_ns, double(-by_latency[k].first)) << k;
   }
-  absl::StatusOr<std::vector<RankedOrder>> sqlite_slow = sqlite_->FindSlowest(sqlite_run, "a->b", 5);
+  absl::StatusOr<std::vector<store::RankedOrder>> sqlite_slow = sqlite_->FindSlowest(sqlite_run, "a->b", 5);
   ASSERT_TRUE(sqlite_slow.ok());
   for (size_t k = 0; k < 5; ++k) EXPECT_EQ((*slow)[k].order_id, (*sqlite_slow)[k].order_id);
 
   // One order: its row, samples and stamps.
-  absl::StatusOr<std::optional<OrderRow>> o = clickhouse_->FindOrder(run, 17);
+  absl::StatusOr<std::optional<store::OrderRow>> o = clickhouse_->FindOrder(run, 17);
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_TRUE(o->has_value());
   EXPECT_TRUE((*o)->complete);
   EXPECT_EQ((*o)->first_utc_ns, kAnchorUtcNs + int64_t(ATsc(17)));
   EXPECT_EQ((*o)->total_ns, double(Ab(17) + Bc(17)));
-  absl::StatusOr<std::vector<StampRow>> stamps = clickhouse_->Stamps(run, 17);
+  absl::StatusOr<std::vector<store::StampRow>> stamps = clickhouse_->Stamps(run, 17);
   ASSERT_TRUE(stamps.ok()) << stamps.status();
   ASSERT_EQ(stamps->size(), 3u);
   EXPECT_EQ((*stamps)[0].tag, "a");
   EXPECT_EQ((*stamps)[1].tsc, int64_t(ATsc(17) + Ab(17)));
   EXPECT_EQ((*stamps)[2].utc_ns, kAnchorUtcNs + int64_t(ATsc(17) + Ab(17) + Bc(17)));
-  absl::StatusOr<std::vector<SampleRow>> samples = clickhouse_->SamplesOfOrder(run, 17);
-  absl::StatusOr<std::vector<SampleRow>> sqlite_samples = sqlite_->SamplesOfOrder(sqlite_run, 17);
+  absl::StatusOr<std::vector<store::SampleRow>> samples = clickhouse_->SamplesOfOrder(run, 17);
+  absl::StatusOr<std::vector<store::SampleRow>> sqlite_samples = sqlite_->SamplesOfOrder(sqlite_run, 17);
   ASSERT_TRUE(samples.ok()) << samples.status();
   ASSERT_TRUE(sqlite_samples.ok());
   ASSERT_EQ(samples->size(), sqlite_samples->size());
@@ -299,13 +299,13 @@ TEST_F(ClickHouseReaderTest, OrdersSamplesAndStampsAgree) {
     EXPECT_EQ((*samples)[k].start_utc_ns, (*sqlite_samples)[k].start_utc_ns);
     EXPECT_EQ((*samples)[k].latency_ns, (*sqlite_samples)[k].latency_ns);
   }
-  absl::StatusOr<std::optional<OrderRow>> incomplete = clickhouse_->FindOrder(run, kOrders + 1);
+  absl::StatusOr<std::optional<store::OrderRow>> incomplete = clickhouse_->FindOrder(run, kOrders + 1);
   ASSERT_TRUE(incomplete.ok());
   ASSERT_TRUE(incomplete->has_value());
   EXPECT_FALSE((*incomplete)->complete);
   EXPECT_FALSE(clickhouse_->FindOrder(run, 99999)->has_value());
 
-  absl::StatusOr<std::vector<OrderRow>> first = clickhouse_->OrdersByTime(run, 10);
+  absl::StatusOr<std::vector<store::OrderRow>> first = clickhouse_->OrdersByTime(run, 10);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->size(), 10u);
   for (int k = 0; k < 10; ++k) EXPECT_EQ((*first)[k].order_id, k + 1);
@@ -315,9 +315,9 @@ TEST_F(ClickHouseReaderTest, OrdersSamplesAndStampsAgree) {
 
   // Every sample of a->b once, in order.
   int64_t n = 0;
-  SampleFilter filter;
+  store::SampleFilter filter;
   filter.stage = "a->b";
-  ASSERT_TRUE(clickhouse_->ForEachSample(run, filter, true, [&](const SampleRow& r) {
+  ASSERT_TRUE(clickhouse_->ForEachSample(run, filter, true, [&](const store::SampleRow& r) {
     ++n;
     EXPECT_EQ(r.order_id, n);
     EXPECT_EQ(r.latency_ns, double(Ab(int(n))));
@@ -329,7 +329,7 @@ TEST_F(ClickHouseReaderTest, OrdersSamplesAndStampsAgree) {
   ASSERT_TRUE(span.ok()) << span.status();
   ASSERT_TRUE(sqlite_span.ok());
   EXPECT_EQ(*span, *sqlite_span);
-  absl::StatusOr<DetailCoverage> cover = clickhouse_->DetailCompleteness(run, TimeWindow{});
+  absl::StatusOr<store::DetailCoverage> cover = clickhouse_->DetailCompleteness(run, store::TimeWindow{});
   ASSERT_TRUE(cover.ok()) << cover.status();
   EXPECT_EQ(cover->orders, kOrders + 1);
   EXPECT_TRUE(cover->complete());

@@ -40,8 +40,8 @@
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/process_util.h"
 #include "tests/support/clickhouse_server.h"
-#include "ticktrace/view/stitch.h"
-#include "ticktrace/view/store_reader.h"
+#include "viewer/hosts/stitch.h"
+#include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -192,13 +192,13 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
       << ct::ReadFile(dir.File("host1.log"));
   for (int h : {1, 2}) ct::RemoveSessionSegments(absl::StrCat(session, h));
 
-  absl::StatusOr<std::unique_ptr<StoreReader>> store = StoreReader::Open(server.Uri("mh"));
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = store::StoreReader::Open(server.Uri("mh"));
   ASSERT_TRUE(store.ok()) << store.status();
-  absl::StatusOr<std::vector<RunInfo>> runs = (*store)->ListRuns();
+  absl::StatusOr<std::vector<store::RunInfo>> runs = (*store)->ListRuns();
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->size(), 3u);
   int64_t host1_run = 0;
-  for (const RunInfo& r : *runs) {
+  for (const store::RunInfo& r : *runs) {
     EXPECT_TRUE(r.host == "host1" || r.host == "host2") << r.host;
     // chrony or ptp4l, when this machine runs them, take precedence.
     if (r.host == "host1") host1_run = r.run_id;
@@ -209,7 +209,7 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
   stitch.pipeline = {"a", "b", "c", "d"};
   int64_t stitched = 0;
   absl::StatusOr<std::vector<StitchedStageStats>> breakdown =
-      StitchedBreakdown(**store, host1_run, TimeWindow{}, stitch, 0, &stitched);
+      StitchedBreakdown(**store, host1_run, store::TimeWindow{}, stitch, 0, &stitched);
   ASSERT_TRUE(breakdown.ok()) << breakdown.status();
   EXPECT_EQ(stitched, 400) << "every order of both phases stitched across the two hosts";
   ASSERT_EQ(breakdown->size(), 3u);
@@ -241,17 +241,17 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
       ASSERT_EQ(order.stages.size(), 3u) << id;
       const StitchedStage& hop = order.stages[1];
       EXPECT_TRUE(hop.cross_host);
-      EXPECT_EQ(hop.flags & kFlagCrossHost, kFlagCrossHost);
+      EXPECT_EQ(hop.flags & store::kFlagCrossHost, store::kFlagCrossHost);
       ASSERT_TRUE(hop.uncertainty_ns.has_value()) << id;
       bool daemon = false;  // chrony or ptp4l on this machine said the bound
-      for (const RunInfo& r : *runs) {
+      for (const store::RunInfo& r : *runs) {
         const double flag = r.host == "host1" ? 1000 : 2000;
         daemon = daemon || (r.clock_error_ns && *r.clock_error_ns != flag);
       }
       if (!daemon) {
         EXPECT_DOUBLE_EQ(*hop.uncertainty_ns, 3000) << id;
       }
-      EXPECT_EQ(order.stages[0].flags & kFlagCrossHost, 0u);
+      EXPECT_EQ(order.stages[0].flags & store::kFlagCrossHost, 0u);
       (first == 1 ? phase1 : phase2).push_back(hop.latency_ns);
       (first == 1 ? same_host1 : same_host2).push_back(order.stages[2].latency_ns);
     }
@@ -265,7 +265,7 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
 
   // ---- The viewer binary, --hosts: the same store, the same expectations.
   bool daemon = false;  // chrony or ptp4l on this machine gave the bounds
-  for (const RunInfo& r : *runs) {
+  for (const store::RunInfo& r : *runs) {
     daemon = daemon || (r.clock_error_ns && *r.clock_error_ns != (r.host == "host1" ? 1000 : 2000));
   }
   const std::string store_flags = absl::StrCat("--store ", server.Uri("mh"));

@@ -1,5 +1,5 @@
 // The per-minute rollup of the ClickHouse store (schema 2,
-// collector/store/clickhouse_rollup.h) against the per-interval path, on a
+// store/clickhouse/clickhouse_rollup.h) against the per-interval path, on a
 // real clickhouse-server (tests/support/clickhouse_server.h): hand-built
 // intervals written by the collector's ClickHouseWriter, read back by the
 // viewer's reader in minute buckets with the rollup and without it (the
@@ -25,13 +25,13 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "collector/store/clickhouse_rowbinary.h"
-#include "collector/store/clickhouse_schema.h"
-#include "collector/store/clickhouse_writer.h"
-#include "collector/store/http_client.h"
+#include "store/clickhouse/clickhouse_rowbinary.h"
+#include "store/clickhouse/clickhouse_schema.h"
+#include "store/clickhouse/clickhouse_writer.h"
+#include "store/clickhouse/http_client.h"
 #include "gtest/gtest.h"
 #include "tests/support/clickhouse_server.h"
-#include "ticktrace/view/store_reader.h"
+#include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
@@ -91,15 +91,15 @@ int64_t WriteStory(ClickHouseServer& server, const std::string& database, bool l
   return *run;
 }
 
-std::vector<IntervalRow> Minutes(ClickHouseServer& server, const std::string& database,
-                                 int64_t run, const TimeWindow& window) {
-  absl::StatusOr<std::unique_ptr<StoreReader>> r = StoreReader::Open(server.Uri(database));
+std::vector<store::IntervalRow> Minutes(ClickHouseServer& server, const std::string& database,
+                                 int64_t run, const store::TimeWindow& window) {
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> r = store::StoreReader::Open(server.Uri(database));
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return {};
-  absl::StatusOr<std::vector<IntervalRow>> rows =
+  absl::StatusOr<std::vector<store::IntervalRow>> rows =
       (*r)->Intervals(run, std::nullopt, window, kMinute);
   EXPECT_TRUE(rows.ok()) << rows.status();
-  return rows.ok() ? *rows : std::vector<IntervalRow>();
+  return rows.ok() ? *rows : std::vector<store::IntervalRow>();
 }
 
 int64_t Count(ClickHouseServer& server, const std::string& sql) {
@@ -117,7 +117,7 @@ void DropRollup(ClickHouseServer& server, const std::string& database) {
   ASSERT_EQ(Count(server, absl::StrCat("SELECT count() FROM ", database, ".intervals_minute")), 0);
 }
 
-void ExpectSame(const std::vector<IntervalRow>& a, const std::vector<IntervalRow>& b) {
+void ExpectSame(const std::vector<store::IntervalRow>& a, const std::vector<store::IntervalRow>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t k = 0; k < a.size(); ++k) {
     EXPECT_EQ(a[k].stage, b[k].stage);
@@ -165,10 +165,10 @@ TEST_F(ClickHouseRollupTest, MinutesFromTheRollupEqualTheIntervalsAndTheStory) {
   EXPECT_EQ(Count(*server_, absl::StrCat("SELECT uniqExact(start_utc_ns) FROM ", db,
                                          ".intervals_minute WHERE run_id = ", run)),
             5);
-  const std::vector<IntervalRow> rolled = Minutes(*server_, db, run, TimeWindow{});
+  const std::vector<store::IntervalRow> rolled = Minutes(*server_, db, run, store::TimeWindow{});
   ASSERT_EQ(rolled.size(), 5u);
   for (int m = 0; m < 5; ++m) {
-    const IntervalRow& r = rolled[m];
+    const store::IntervalRow& r = rolled[m];
     EXPECT_EQ(r.stage, "a->b");
     EXPECT_EQ(r.start_utc_ns, kT0 + m * kMinute);
     const int late = m == 0 ? 1 : 0;  // second 5's late sample of 50 ns
@@ -188,8 +188,8 @@ TEST_F(ClickHouseRollupTest, MinutesFromTheRollupEqualTheIntervalsAndTheStory) {
   }
   // A window that starts and ends inside minutes: whole minutes from the
   // rollup, the edges from the intervals.
-  const TimeWindow window{kT0 + 90 * kSecond, kT0 + 250 * kSecond};
-  const std::vector<IntervalRow> rolled_window = Minutes(*server_, db, run, window);
+  const store::TimeWindow window{kT0 + 90 * kSecond, kT0 + 250 * kSecond};
+  const std::vector<store::IntervalRow> rolled_window = Minutes(*server_, db, run, window);
   ASSERT_EQ(rolled_window.size(), 4u);
   EXPECT_EQ(rolled_window[0].count, 300);  // seconds 90..119
   EXPECT_EQ(rolled_window[1].count, 600);
@@ -197,7 +197,7 @@ TEST_F(ClickHouseRollupTest, MinutesFromTheRollupEqualTheIntervalsAndTheStory) {
   EXPECT_EQ(rolled_window[3].count, 100);  // seconds 240..249
 
   DropRollup(*server_, db);
-  ExpectSame(rolled, Minutes(*server_, db, run, TimeWindow{}));
+  ExpectSame(rolled, Minutes(*server_, db, run, store::TimeWindow{}));
   ExpectSame(rolled_window, Minutes(*server_, db, run, window));
 }
 
@@ -229,16 +229,16 @@ TEST_F(ClickHouseRollupTest, WholeMinutesAreReadFromTheRollup) {
     row.EndRow();
     ASSERT_TRUE(client.Insert("INSERT INTO intervals FORMAT RowBinary", row.bytes(), db).ok());
   }
-  absl::StatusOr<std::unique_ptr<StoreReader>> r = StoreReader::Open(server_->Uri(db));
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> r = store::StoreReader::Open(server_->Uri(db));
   ASSERT_TRUE(r.ok()) << r.status();
-  absl::StatusOr<std::vector<IntervalRow>> seconds =
-      (*r)->Intervals(run, std::nullopt, TimeWindow{kT0 + 70 * kSecond, kT0 + 71 * kSecond},
+  absl::StatusOr<std::vector<store::IntervalRow>> seconds =
+      (*r)->Intervals(run, std::nullopt, store::TimeWindow{kT0 + 70 * kSecond, kT0 + 71 * kSecond},
                       kSecond);
   ASSERT_TRUE(seconds.ok()) << seconds.status();
   ASSERT_EQ(seconds->size(), 1u);
   EXPECT_EQ(seconds->front().count, 20);
-  const std::vector<IntervalRow> minutes =
-      Minutes(*server_, db, run, TimeWindow{kT0, kT0 + 250 * kSecond});
+  const std::vector<store::IntervalRow> minutes =
+      Minutes(*server_, db, run, store::TimeWindow{kT0, kT0 + 250 * kSecond});
   ASSERT_EQ(minutes.size(), 5u);
   EXPECT_EQ(minutes[1].count, 600);      // the rollup's minute 1
   EXPECT_EQ(minutes[4].count, 100 + 10);  // seconds 240..249 and the added 245
@@ -251,19 +251,19 @@ TEST_F(ClickHouseRollupTest, SchemaOneStoreIsMigrated) {
   const std::string db = "tt_rollup_migrate";
   const int64_t run = WriteStory(*server_, db, false);
   ASSERT_GE(run, 0);
-  const std::vector<IntervalRow> before = Minutes(*server_, db, run, TimeWindow{});
+  const std::vector<store::IntervalRow> before = Minutes(*server_, db, run, store::TimeWindow{});
   ASSERT_EQ(before.size(), 5u);
   ASSERT_TRUE(server_->Query(absl::StrCat("DROP TABLE ", db, ".intervals_minute")).ok());
   ASSERT_TRUE(
       server_->Query(absl::StrCat("INSERT INTO ", db, ".meta VALUES ('schema_version', '1')"))
           .ok());
   {
-    absl::StatusOr<std::unique_ptr<StoreReader>> r = StoreReader::Open(server_->Uri(db));
+    absl::StatusOr<std::unique_ptr<store::StoreReader>> r = store::StoreReader::Open(server_->Uri(db));
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ((*r)->schema_version(), 1);
     // A schema-1 store reads from its intervals.
-    absl::StatusOr<std::vector<IntervalRow>> rows =
-        (*r)->Intervals(run, std::nullopt, TimeWindow{}, kMinute);
+    absl::StatusOr<std::vector<store::IntervalRow>> rows =
+        (*r)->Intervals(run, std::nullopt, store::TimeWindow{}, kMinute);
     ASSERT_TRUE(rows.ok()) << rows.status();
     ExpectSame(before, *rows);
   }
@@ -281,7 +281,7 @@ TEST_F(ClickHouseRollupTest, SchemaOneStoreIsMigrated) {
   EXPECT_EQ(Count(*server_, absl::StrCat("SELECT uniqExact(start_utc_ns) FROM ", db,
                                          ".intervals_minute WHERE run_id = ", run)),
             4);
-  ExpectSame(before, Minutes(*server_, db, run, TimeWindow{}));
+  ExpectSame(before, Minutes(*server_, db, run, store::TimeWindow{}));
   // Opened again: nothing rolled twice.
   w->reset();
   absl::StatusOr<std::unique_ptr<store::ClickHouseWriter>> again = store::ClickHouseWriter::Open(o);
@@ -289,7 +289,7 @@ TEST_F(ClickHouseRollupTest, SchemaOneStoreIsMigrated) {
   EXPECT_EQ(Count(*server_, absl::StrCat("SELECT count() FROM ", db,
                                          ".intervals_minute WHERE run_id = ", run)),
             4);
-  ExpectSame(before, Minutes(*server_, db, run, TimeWindow{}));
+  ExpectSame(before, Minutes(*server_, db, run, store::TimeWindow{}));
 }
 
 }  // namespace

@@ -24,21 +24,21 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
-#include "collector/archive.h"
-#include "collector/collector.h"
-#include "collector/run_info.h"
-#include "collector/store/sqlite_expand.h"
-#include "collector/stream.h"
+#include "collector/stream/archive.h"
+#include "collector/app/collector.h"
+#include "collector/app/run_info.h"
+#include "store/sqlite/sqlite_expand.h"
+#include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 #include "ticktrace/abi.h"
-#include "ticktrace/view/chrome_export.h"
-#include "ticktrace/view/csv_export.h"
-#include "ticktrace/view/query.h"
-#include "ticktrace/view/store_reader.h"
-#include "ticktrace/view/summary.h"
-#include "ticktrace/view/timeline.h"
-#include "ticktrace/view/waterfall.h"
+#include "viewer/export/chrome_export.h"
+#include "viewer/export/csv_export.h"
+#include "viewer/cli/query.h"
+#include "ticktrace/store/reader.h"
+#include "viewer/views/summary.h"
+#include "viewer/views/timeline.h"
+#include "viewer/views/waterfall.h"
 
 namespace ticktrace::view {
 namespace {
@@ -209,7 +209,7 @@ class ReplayTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(replay_status_->ok()) << *replay_status_;
     db_ = dir_->File("replayed.db");
-    auto store = StoreReader::Open(db_);
+    auto store = store::StoreReader::Open(db_);
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
   }
@@ -224,7 +224,7 @@ class ReplayTest : public ::testing::Test {
   static testing::TempDir* dir_;
   static absl::Status* replay_status_;
   std::string db_;
-  std::unique_ptr<StoreReader> store_;
+  std::unique_ptr<store::StoreReader> store_;
 };
 testing::TempDir* ReplayTest::dir_ = nullptr;
 absl::Status* ReplayTest::replay_status_ = nullptr;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/store/sqlite_schema.h"
+#include "store/sqlite/sqlite_schema.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 

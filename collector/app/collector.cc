@@ -1,0 +1,994 @@
+#include "collector/app/collector.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "collector/analysis/analyzer.h"
+#include "collector/stream/archive.h"
+#include "collector/stream/checkpoint.h"
+#include "collector/time/clock_sync.h"
+#include "collector/time/core_skew.h"
+#include "collector/drain/drain_loop.h"
+#include "collector/drain/drainer.h"
+#include "collector/stream/journal.h"
+#include "collector/metrics/collector_metrics.h"
+#include "collector/drain/pass_queue.h"
+#include "collector/stream/private_file.h"
+#include "collector/stream/state_codec.h"
+#include "collector/app/console_report.h"
+#include "collector/app/run_info.h"
+#include "collector/app/run_plan.h"
+#include "collector/app/session_lock.h"
+#include "ticktrace/store/open.h"
+#include "store/sqlite/sqlite_writer.h"
+#include "collector/sinks/store_sink.h"
+#include "collector/stream/stream.h"
+#include "collector/time/time_base.h"
+#include "ticktrace/calibration.h"
+#include "ticktrace/environment.h"
+#include "ticktrace/tsc.h"
+
+namespace ticktrace::collect {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_signal_stop{false};
+
+// When RunCollector started: the wall time the CPU figures are measured against.
+Clock::time_point g_collector_started = Clock::now();
+
+// CPU this process used so far (user + system), in seconds.
+double ProcessCpuSeconds(double* user_s = nullptr, double* sys_s = nullptr) {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  const double user = static_cast<double>(ru.ru_utime.tv_sec) + ru.ru_utime.tv_usec / 1e6;
+  const double sys = static_cast<double>(ru.ru_stime.tv_sec) + ru.ru_stime.tv_usec / 1e6;
+  if (user_s != nullptr) *user_s = user;
+  if (sys_s != nullptr) *sys_s = sys;
+  return user + sys;
+}
+
+// "cpu: 1.23 s (user 1.00 s, system 0.23 s) in 60.0 s: 2.1% of one core" (the exit report).
+std::string CpuUsedLine() {
+  double user_s, sys_s;
+  const double cpu_s = ProcessCpuSeconds(&user_s, &sys_s);
+  const double wall_s = std::chrono::duration<double>(Clock::now() - g_collector_started).count();
+  return absl::StrFormat("cpu: %.2f s (user %.2f s, system %.2f s) in %.1f s: %.1f%% of one core\n",
+                         cpu_s, user_s, sys_s, wall_s, wall_s > 0 ? 100 * cpu_s / wall_s : 0.0);
+}
+
+extern "C" void OnStopSignal(int) { g_signal_stop.store(true, std::memory_order_relaxed); }
+
+// Installs SIGINT/SIGTERM handlers for its lifetime.
+class SignalScope {
+ public:
+  explicit SignalScope(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    g_signal_stop.store(false, std::memory_order_relaxed);
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalScope() {
+    if (!enabled_) return;
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  bool enabled_;
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+store::RunMeta ToRunMeta(const RunInfo& r, const StoreSinkOptions& sink) {
+  store::RunMeta row;
+  row.session = r.session;
+  row.host = r.host;
+  row.started_utc_ns = r.started_utc_ns;
+  row.tsc_hz = r.tsc_hz;
+  row.calibration_source = r.calibration_source;
+  row.spread_ppm = r.spread_ppm;
+  row.kernel_tsc_hz = r.kernel_tsc_hz;
+  row.tsc_step_ns = r.tsc_step_ns;
+  row.anchor_tsc = r.anchor_tsc;
+  row.anchor_utc_ns = r.anchor_utc_ns;
+  row.environment_json = r.EnvironmentJson();
+  row.settings_json = r.SettingsJson();
+  row.pipeline = absl::StrJoin(r.pipeline, ",");
+  row.pipeline_learned = false;
+  row.interval_ns = sink.interval_ns;
+  row.detail = sink.detail;
+  return row;
+}
+
+// The analyzer's rows as the store seam takes them.
+store::StageStatsRow ToStageStatsRow(const StageSummary& m, bool include_flagged) {
+  store::StageStatsRow r;
+  r.stage = m.stage;
+  r.position = m.position;
+  r.count = m.count;
+  r.samples_all = m.samples_all;
+  r.include_flagged = include_flagged;
+  if (m.count > 0) {
+    r.min_ns = m.min_ns;
+    r.max_ns = m.max_ns;
+    r.mean_ns = m.mean_ns;
+  }
+  auto pct = [](double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); };
+  if (m.count > 0) {
+    r.p50_ns = pct(m.p50_ns);
+    r.p90_ns = pct(m.p90_ns);
+    r.p99_ns = pct(m.p99_ns);
+    r.p999_ns = pct(m.p999_ns);
+  }
+  for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
+    const uint32_t bit = store::kFlagNames[i].bit;
+    r.flag_counts[i] = bit == store::kFlagMigrated     ? m.migrated
+                       : bit == store::kFlagNegative   ? m.negative
+                       : bit == store::kFlagCrossCore  ? m.cross_core
+                       : bit == store::kFlagSkew       ? m.skew
+                       : bit == store::kFlagOutOfOrder ? m.out_of_order
+                       : bit == store::kFlagLate       ? m.late
+                                                       : 0;
+  }
+  if (m.uncertainty_ns > 0) r.uncertainty_ns = m.uncertainty_ns;
+  return r;
+}
+
+AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
+  AnalyzerSettings s;
+  s.stitch.pipeline = r.pipeline;
+  s.stitch.timeout_ticks = tb.MsToTicks(static_cast<double>(r.order_timeout_ms));
+  s.stitch.learn_orders = std::max<uint64_t>(1, r.learn_orders);
+  s.stitch.max_open_orders = r.max_open_orders;
+  s.stitch.linger_ticks = tb.MsToTicks(static_cast<double>(r.linger_ms()));
+  s.stitch.cores = r.cores;
+  s.stitch.correct_skew = r.correct_skew;
+  s.include_flagged = r.include_flagged;
+  return s;
+}
+
+// Measures every allowed core's TSC offset against the first (ping-pong,
+// collector/time/core_skew.h) into r->cores, and says what it found as one
+// environment note per core. A failed measurement is a warning, not an error:
+// the run goes on with cross-core samples of unknown uncertainty.
+void MeasureCores(RunInfo* r) {
+  const std::vector<int> cpus = CoresToMeasure(r->skew_cores, r->session);
+  if (cpus.size() < 2) return;
+  absl::StatusOr<std::vector<CoreSkew>> offsets = MeasureCoreSkew(cpus, r->tsc_hz, RealtimeNowNs());
+  if (!offsets.ok()) {
+    r->environment.push_back(EnvironmentNote{
+        "core_skew", "not measured", std::string(offsets.status().message()), true});
+    return;
+  }
+  for (const CoreSkew& c : *offsets) {
+    r->cores.push_back(c);
+    if (c.cpu == cpus.front()) continue;
+    r->environment.push_back(EnvironmentNote{
+        absl::StrCat("core ", c.cpu),
+        absl::StrFormat("%+.1f ns +- %.1f ns against cpu %d", c.offset_ns, c.bound_ns,
+                        cpus.front()),
+        c.consistent ? "TSC offset measured by ping-pong: a difference between stamps on this "
+                       "core and the reference is uncertain by this bound plus the other core's"
+                     : "the ping-pong rounds disagree: this core's counter is not a constant "
+                       "offset from the reference's; cross-core differences are not trustworthy",
+        !c.consistent});
+  }
+}
+
+// Calibrates (or takes --tsc-hz) and probes the environment.
+absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
+  RunInfo r;
+  r.session = o.session;
+  r.host = o.host_name.empty() ? HostName() : o.host_name;
+  r.started_utc_ns = RealtimeNowNs();
+  r.pipeline = o.pipeline;
+  r.order_timeout_ms = o.order_timeout_ms;
+  r.include_flagged = o.include_flagged;
+  r.learn_orders = o.learn_orders;
+  r.max_open_orders = o.max_open_orders;
+  r.mode = "live";
+  r.correct_skew = o.correct_skew;
+  r.skew_interval_s = o.skew_interval_s;
+  r.skew_cores = o.skew_cores;
+  r.anchor_interval_ms = o.anchor_interval.count();
+  Calibration cal;
+  if (o.tsc_hz > 0) {
+    cal = CalibrationFromHz(o.tsc_hz);
+  } else {
+    absl::StatusOr<Calibration> c = Calibrate();
+    if (!c.ok()) {
+      return absl::Status(c.status().code(),
+                          absl::StrCat("calibration failed: ", c.status().message()));
+    }
+    cal = *c;
+    if (cal.source == "cpuid-0x15") {
+      // CPUID's crystal ratio is exact only if the platform told it the truth
+      // (hypervisors and some boards do not): compare with a short measurement.
+      CalibrationOptions check;
+      check.allow_cpuid = false;
+      check.rounds = 3;
+      check.baseline_ms = 50;
+      if (absl::StatusOr<Calibration> m = Calibrate(check); m.ok()) r.measured_tsc_hz = m->tsc_hz;
+    }
+  }
+  r.tsc_hz = cal.tsc_hz;
+  r.calibration_source = cal.source;
+  if (cal.rounds_used > 0) r.spread_ppm = cal.spread_ppm;
+  r.rounds_used = cal.rounds_used;
+  r.rounds_discarded = cal.rounds_discarded;
+  if (cal.kernel_tsc_hz > 0) {
+    r.kernel_tsc_hz = cal.kernel_tsc_hz;
+    r.kernel_source = cal.kernel_source;
+  } else {
+    std::string where;
+    if (absl::StatusOr<double> k = ReadKernelTscHz(&where); k.ok() && *k > 0) {
+      r.kernel_tsc_hz = *k;
+      r.kernel_source = where;
+    }
+  }
+  r.anchor_tsc = cal.anchor_tsc;
+  r.anchor_utc_ns = cal.anchor_realtime_ns;
+  if (r.anchor_tsc == 0) ReadTscRealtimeAnchor(&r.anchor_tsc, &r.anchor_utc_ns);
+  r.anchor_utc_ns += o.test_clock_offset_ns;  // tests only (options.h)
+  const uint64_t step_ticks = MeasureTscStepTicks();
+  if (step_ticks > 0) r.tsc_step_ns = static_cast<double>(step_ticks) * 1e9 / r.tsc_hz;
+  const TscEnvironment env = ProbeTscEnvironment();
+  for (const EnvironmentFinding& f : env.findings) {
+    r.environment.push_back(EnvironmentNote{f.name, f.value, f.meaning, f.is_warning});
+  }
+  MeasureCores(&r);
+  return r;
+}
+
+// The parts of a run shared by live and replay mode.
+class Session {
+ public:
+  Session(const CollectorOptions& o, std::ostream& out) : o_(o), out_(out) {}
+
+  absl::Status OpenStore() {
+    if (o_.db_path.empty()) return absl::OkStatus();
+    store::OpenWriterOptions options;
+    options.group_readable = o_.group_readable;
+    options.on_migration = [this](const std::string& line) { out_ << line << "\n" << std::flush; };
+    // db_path is a SQLite file, or a clickhouse:// URI (main.cc).
+    absl::StatusOr<std::unique_ptr<store::Writer>> s = store::OpenWriter(
+        absl::StartsWith(o_.db_path, "clickhouse://") ? o_.db_path : "sqlite:" + o_.db_path,
+        options);
+    if (!s.ok()) return s.status();
+    store_ = *std::move(s);
+    return absl::OkStatus();
+  }
+
+  // Starts the analysis (and the store writer) for `info`; `run_id` 0 begins a new run.
+  absl::Status Start(const RunInfo& info, int64_t run_id, bool block_when_full) {
+    info_ = info;
+    time_ = info.time_base();
+    if (store_ != nullptr) {
+      if (run_id == 0) {
+        store::RunMeta meta = ToRunMeta(info, o_.store);
+        // Multi-host (docs/clickhouse.md): the clock-sync bound of this host
+        // (a replay knows only --clock-error-ns).
+        const ClockSync sync =
+            ReadClockSync(o_.clock_error_ns, /*ask_daemons=*/o_.replay_path.empty());
+        meta.clock_error_ns = sync.error_ns;
+        out_ << sync.detail << "\n";
+        absl::StatusOr<int64_t> id = store_->BeginRun(meta);
+        if (!id.ok()) return id.status();
+        run_id = *id;
+      }
+      run_id_ = run_id;
+      StoreSinkOptions wo = o_.store;
+      wo.block_when_full = block_when_full;
+      if (absl::StartsWith(o_.db_path, "clickhouse://")) {
+        // ClickHouse costs about 50 ms of server CPU per INSERT (one part per
+        // table): 100k-order transactions sustain about twice the samples per
+        // CPU-second of 20k ones (store_write_bench, docs/clickhouse.md).
+        wo.max_orders_per_transaction = std::max<size_t>(wo.max_orders_per_transaction, 100000);
+      }
+      wo.include_flagged = info.include_flagged;
+      // A tail interval settles once its orders cannot change any more.
+      if (o_.use_journal && o_.checkpoint_interval.count() > 0 && o_.raw_path.empty() &&
+          o_.replay_path.empty()) {
+        wo.checkpoint_path = CheckpointPath(store::LocalStatePath(o_.db_path, o_.session));
+        wo.group_readable = o_.group_readable;
+      }
+      wo.tail_settle_ns =
+          (info.order_timeout_ms + info.linger_ms()) * 1'000'000 + 2 * wo.interval_ns;
+      writer_ = std::make_unique<StoreSink>(store_.get(), run_id_, wo);
+      writer_->Start();
+    }
+    analyzer_ = std::make_unique<Analyzer>(ToAnalyzerSettings(info, time_), time_, writer_.get());
+    analyzer_->mutable_stitcher().on_learned = [this](const std::vector<std::string>& p,
+                                                      size_t orders) {
+      if (!o_.quiet) out_ << LearnedPipelineLine(p, orders) << std::flush;
+      pipeline_dirty_ = true;
+    };
+    if (!o_.quiet) out_ << CalibrationReport(info) << std::flush;
+    return absl::OkStatus();
+  }
+
+  // The analysis thread, after every chunk before journal byte `offset`:
+  // queues the analyzer's state as a checkpoint behind the orders it emitted
+  // (collector/stream/checkpoint.h).
+  void TakeCheckpoint(uint64_t offset) {
+    if (writer_ == nullptr) return;
+    StateWriter w;
+    analyzer_->SaveState(w);
+    Checkpoint c;
+    c.run_id = run_id_;
+    c.journal_offset = offset;
+    c.emitted = analyzer_->stitcher().emitted();
+    c.state = std::move(w.bytes());
+    writer_->SubmitCheckpoint(std::move(c));
+  }
+
+  Analyzer& analyzer() { return *analyzer_; }
+  StoreSink* writer() { return writer_.get(); }
+  store::Writer* store() { return store_.get(); }
+  int64_t run_id() const { return run_id_; }
+
+  // `d`, `journal_syncs`: null when there is no drainer / journal.
+  std::vector<std::pair<std::string, int64_t>> Counters(const DrainerCounters* d,
+                                                        const uint64_t* journal_syncs) const {
+    auto c = analyzer_->CounterValues();
+    auto v = [](uint64_t x) { return static_cast<int64_t>(x); };
+    if (writer_ != nullptr) {
+      const StoreSinkCounters w = writer_->counters();
+      c.emplace_back("samples_not_stored", v(w.samples_not_stored));
+      c.emplace_back("stamps_not_stored", v(w.stamps_not_stored));
+      c.emplace_back("orders_not_stored", v(w.orders_not_stored));
+      c.emplace_back("orders_already_stored", v(w.orders_already_stored));
+      c.emplace_back(std::string(store::CounterName(store::Counter::kOrdersDetailSkipped)),
+                     v(w.orders_detail_skipped));
+    } else {
+      c.emplace_back("samples_not_stored", 0);
+    }
+    // Without a drainer (a replay), the drainer's counters as the stream carried them.
+    const DrainerCounters from_stream = DrainerCounters::FromNamed(analyzer_->stream_counters());
+    c.emplace_back("segments_corrupt", v((d ? *d : from_stream).segments_corrupt));
+    if (d == nullptr && !analyzer_->stream_counters().empty()) d = &from_stream;
+    if (d != nullptr) {
+      c.emplace_back("slots_corrupt", v(d->slots_corrupt));
+      c.emplace_back("segments_removed", v(d->segments_removed));
+      // Segments not drained, and why (docs/security.md).
+      c.emplace_back("segments_foreign", v(d->segments_foreign));
+      c.emplace_back("segments_unreadable", v(d->segments_unreadable));
+      c.emplace_back("segments_oversized", v(d->segments_oversized));
+      c.emplace_back("segments_truncated", v(d->segments_truncated));
+      c.emplace_back("records_in_refused_segments", v(d->records_in_refused_segments));
+    }
+    if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
+    // Chunks skipped as corrupt by this run's journal recovery or replay (ArchiveReader).
+    c.emplace_back(std::string(store::CounterName(store::Counter::kJournalChunksCorrupt)),
+                   v(StreamCounter(store::Counter::kJournalChunksCorrupt)));
+    c.emplace_back(std::string(store::CounterName(store::Counter::kJournalRecordsLost)),
+                   v(StreamCounter(store::Counter::kJournalRecordsLost)));
+    c.emplace_back("restarts", restarts_);
+    // This collector process's CPU so far (a resumed run: since the resume).
+    c.emplace_back(std::string(store::CounterName(store::Counter::kCollectorCpuMs)),
+                   static_cast<int64_t>(ProcessCpuSeconds() * 1e3));
+    std::sort(c.begin(), c.end());
+    return c;
+  }
+
+  void Snapshot(const DrainerCounters* d, const uint64_t* j) {
+    if (writer_ == nullptr) return;
+    writer_->Submit();
+    store::Snapshot s;
+    for (const ProcessRow& p : analyzer_->Processes()) {
+      s.processes.push_back(store::ProcessRow{
+          .process_id = p.process_id,
+          .pid = p.pid,
+          .start_ticks = p.start_ticks,
+          .name = p.name,
+          .segment = p.segment,
+          .first_seen_utc_ns = p.first_seen_utc_ns,
+          .exited_utc_ns = p.exited ? std::optional<int64_t>(p.exited_utc_ns) : std::nullopt,
+          .tags_rejected = p.tags_rejected,
+          .threads_without_slot = p.threads_without_slot,
+          .slotless_dropped = p.slotless_dropped,
+      });
+    }
+    for (const ThreadRow& t : analyzer_->Threads()) {
+      s.threads.push_back(store::ThreadRow{.process_id = t.process_id,
+                                           .slot = t.slot,
+                                           .generation = t.generation,
+                                           .tid = t.tid,
+                                           .name = t.name,
+                                           .drained = t.drained,
+                                           .dropped = t.dropped});
+    }
+    for (const TagRow& t : analyzer_->Tags()) {
+      s.tags.push_back(store::TagRow{.process_id = t.process_id, .tag_id = t.tag_id, .name = t.name});
+    }
+    s.counters = Counters(d, j);
+    for (const StageSummary& m : analyzer_->stats().Summaries()) {
+      s.stages.push_back(ToStageStatsRow(m, info_.include_flagged));
+    }
+    // Every core measurement (few: one per --skew-interval), and the latest
+    // anchors (the store ignores those it has; a replaced snapshot loses
+    // none unless the writer is kAnchorOverlap anchors behind).
+    auto add_cores = [&s](const std::vector<CoreSkew>& cores) {
+      for (const CoreSkew& c : cores) {
+        s.cores.push_back(store::CoreRow{.cpu = c.cpu,
+                                         .measured_utc_ns = c.measured_at_utc_ns,
+                                         .offset_ns = c.offset_ns,
+                                         .bound_ns = c.bound_ns,
+                                         .consistent = c.consistent});
+      }
+    };
+    add_cores(info_.cores);
+    for (const RunInfoUpdate& u : analyzer_->core_measurements()) add_cores(u.cores);
+    constexpr size_t kAnchorOverlap = 600;
+    const TimeBase& tb = analyzer_->time_base();
+    s.anchors.push_back(store::AnchorRow{tb.anchor_tsc, tb.anchor_utc_ns});
+    const size_t n = tb.later_anchors.size();
+    for (size_t i = n - std::min(n, kAnchorOverlap); i < n; ++i) {
+      s.anchors.push_back(store::AnchorRow{tb.later_anchors[i].tsc, tb.later_anchors[i].utc_ns});
+    }
+    s.utc_drift_ppm = tb.DriftPpm();
+    const Stitcher& st = analyzer_->stitcher();
+    if (pipeline_dirty_ && st.pipeline_known()) {
+      s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
+      pipeline_dirty_ = false;
+    }
+    if (o_.metrics != nullptr) {  // --metrics-listen: the endpoint's copy (collector/metrics/)
+      o_.metrics->Publish(metrics::MakeMetricsSnapshot(s, analyzer_->stats(),
+                                                       writer_->counters().orders_stored, tb,
+                                                       info_.session));
+    }
+    writer_->SetSnapshot(std::move(s));
+  }
+
+  // Finishes the analysis, writes everything, ends the run.
+  absl::Status Finish(const DrainerCounters* d, const uint64_t* j, RunSummary* summary) {
+    analyzer_->Finish();
+    absl::Status status;
+    if (writer_ != nullptr) {
+      writer_->SettleAll();
+      writer_->Flush();
+      Snapshot(d, j);  // with the writer's final counters
+      writer_->Flush();
+      Snapshot(d, j);
+      status = writer_->Stop();
+      if (status.ok()) status = store_->EndRun(run_id_, RealtimeNowNs());
+    }
+    const auto counters = Counters(d, j);
+    const auto stages = analyzer_->stats().Summaries();
+    const Stitcher& st = analyzer_->stitcher();
+    if (!o_.quiet) {
+      out_ << ExitReport(counters, stages, st.pipeline(), st.pipeline_learned(),
+                         info_.include_flagged)
+           << CpuUsedLine() << std::flush;
+    }
+    if (summary != nullptr) {
+      summary->run_id = run_id_;
+      summary->counters = counters;
+      summary->stages = stages;
+      summary->pipeline = st.pipeline();
+      summary->pipeline_learned = st.pipeline_learned();
+      summary->records = analyzer_->counters().drained;
+    }
+    return status;
+  }
+
+  void set_restarts(int64_t n) { restarts_ = n; }
+
+  // What reading the journal (or --replay's archive) skipped: one stderr line
+  // per skip, and the counters. Non-OK (DataLoss, for exit status 1) when
+  // anything was skipped; the run itself goes on.
+  uint64_t StreamCounter(store::Counter c) const {
+    auto it = analyzer_->stream_counters().find(std::string(store::CounterName(c)));
+    return it == analyzer_->stream_counters().end() ? 0 : it->second;
+  }
+
+  absl::Status NoteCorruptChunks(const std::string& what, const std::vector<CorruptSkip>& skips,
+                                 uint64_t chunks, uint64_t records_lost) {
+    // Cumulative over restarts: kept with the analysis (and its checkpoints),
+    // so a restart from a checkpoint past the damage still counts it.
+    analyzer_->AddStreamCounter(
+        std::string(store::CounterName(store::Counter::kJournalChunksCorrupt)), chunks);
+    analyzer_->AddStreamCounter(
+        std::string(store::CounterName(store::Counter::kJournalRecordsLost)), records_lost);
+    for (const CorruptSkip& skip : skips) std::cerr << CorruptSkipLine(what, skip) << "\n";
+    if (chunks > skips.size()) {
+      std::cerr << what << ": " << chunks - skips.size() << " more corrupt chunks not listed\n";
+    }
+    if (chunks == 0) return absl::OkStatus();
+    return absl::DataLossError(absl::StrCat(
+        what, ": ", chunks, " corrupt chunk", chunks == 1 ? " was" : "s were",
+        " skipped (at least ", records_lost, " records lost; journal_chunks_corrupt and ",
+        "journal_records_lost in the store); the rest of the run was processed"));
+  }
+
+ private:
+  const CollectorOptions& o_;
+  std::ostream& out_;
+  RunInfo info_;
+  TimeBase time_;
+  std::unique_ptr<store::Writer> store_;
+  int64_t run_id_ = 0;
+  std::unique_ptr<StoreSink> writer_;
+  std::unique_ptr<Analyzer> analyzer_;
+  bool pipeline_dirty_ = true;
+  int64_t restarts_ = 0;
+};
+
+absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
+  // Validate the input before anything is created.
+  absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(o.replay_path);
+  if (!reader.ok()) return reader.status();
+  absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(o.replay_path);
+  if (!lead.ok()) return lead.status();
+  RunInfo info;
+  if (lead->has_value()) {
+    info = **lead;
+    info.calibration_source = "replay";
+  } else if (o.tsc_hz <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.replay_path, ": the archive does not say its TSC frequency; pass --tsc-hz"));
+  } else {
+    info.session = o.session;
+    info.host = HostName();
+    info.anchor_tsc = 0;
+    info.anchor_utc_ns = 0;
+  }
+  if (o.tsc_hz > 0) {
+    info.tsc_hz = o.tsc_hz;
+    info.calibration_source = "given";
+  }
+  info.started_utc_ns = RealtimeNowNs();
+  if (!o.host_name.empty()) info.host = o.host_name;
+  info.pipeline = o.pipeline;
+  info.order_timeout_ms = o.order_timeout_ms;
+  info.include_flagged = o.include_flagged;
+  info.learn_orders = o.learn_orders;
+  info.max_open_orders = o.max_open_orders;
+  info.mode = "replay";
+  info.correct_skew = o.correct_skew;
+
+  Session session(o, out);
+  if (absl::Status s = session.OpenStore(); !s.ok()) return s;
+  if (absl::Status s = session.Start(info, 0, /*block_when_full=*/true); !s.ok()) return s;
+  const auto t0 = Clock::now();
+  absl::Status read = reader->ReadAll(&session.analyzer());
+  session.analyzer().mutable_counters().malformed_chunks += reader->malformed_chunks();
+  const auto t1 = Clock::now();
+  if (!read.ok()) {
+    out << "replay: " << read.message() << "; analysing what came before\n";
+  } else if (reader->torn_tail()) {
+    out << "replay: " << o.replay_path << " ends with a torn chunk; analysing what came before\n";
+  }
+  const absl::Status lost =
+      session.NoteCorruptChunks(absl::StrCat("replay ", o.replay_path), reader->corrupt_skips(),
+                                reader->corrupt_chunks(), reader->corrupt_records_lost());
+  absl::Status s = session.Finish(nullptr, nullptr, summary);
+  if (summary != nullptr) summary->elapsed_s = std::chrono::duration<double>(t1 - t0).count();
+  if (s.ok() && read.ok()) s = lost;
+  return s;
+}
+
+absl::Status CopyJournalInto(const std::string& journal_path, uint64_t valid_bytes,
+                             ArchiveWriter* raw) {
+  const int fd = ::open(journal_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat(journal_path, ": cannot reopen"));
+  std::string buf(1 << 20, '\0');
+  uint64_t off = kArchiveHeaderBytes;
+  absl::Status s;
+  while (off < valid_bytes && s.ok()) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), valid_bytes - off));
+    const ssize_t n = ::pread(fd, buf.data(), want, static_cast<off_t>(off));
+    if (n <= 0) {
+      s = absl::InternalError(absl::StrCat(journal_path, ": read failed"));
+      break;
+    }
+    s = raw->Append(std::string_view(buf.data(), static_cast<size_t>(n)));
+    off += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return s;
+}
+
+// The journal a live run writes, ready for the drain stage: recovered (a
+// resumed run) or created with the run info as its first chunk (a new run).
+struct JournalStart {
+  std::optional<Journal> journal;  // empty: no journal
+  Journal::Recovered recovered;    // a resumed run's recovery
+  absl::Status loss;               // DataLoss: the recovery skipped corrupt chunks
+};
+
+// A resumed run: the analysis continues from this run's checkpoint (if any)
+// and the journal's tail after it; the store skips what it holds already.
+absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const RunPlan& plan,
+                                               const store::RunState& resume_state,
+                                               Session& session, std::ostream& out) {
+  JournalStart started;
+  // Counted as the resume starts (the store's count, so every resume counts,
+  // also one that is killed during its recovery), then said.
+  int64_t restarts = 1;
+  if (session.store() != nullptr) {
+    absl::StatusOr<int64_t> counted = session.store()->ResumeRun(plan.resume_run);
+    if (!counted.ok()) return counted.status();
+    restarts = *counted;
+  }
+  session.set_restarts(restarts);
+  out << "resuming run " << plan.resume_run << " from " << plan.journal_path << " (restart "
+      << restarts << ")\n"
+      << std::flush;
+  // Recovery re-emits every order the journal finishes; the store must take
+  // all of them (it skips those it has), so the writer waits instead of dropping.
+  // A checkpoint of this run: the analysis as it stood at a journal offset;
+  // only the journal after it is replayed (collector/stream/checkpoint.h).
+  const auto recovery_start = Clock::now();
+  uint64_t replay_from = 0;
+  const std::string checkpoint_path = CheckpointPath(plan.local_state);
+  if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
+  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
+  if (checkpoint.ok() && checkpoint->run_id == plan.resume_run) {
+    StateReader state(checkpoint->state);
+    if (!session.analyzer().LoadState(state)) {
+      return absl::DataLossError(
+          absl::StrCat(checkpoint_path,
+                       ": the checkpoint's state is unreadable; the journal before it is "
+                       "gone, so run ",
+                       plan.resume_run, " cannot be resumed: move both files away"));
+    }
+    replay_from = checkpoint->journal_offset;
+    if (!o.raw_path.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--raw: run ", plan.resume_run,
+                       " resumes from a checkpoint, so its journal no longer "
+                       "holds the whole run; restart without --raw"));
+    }
+  } else if (checkpoint.ok()) {
+    ::unlink(checkpoint_path.c_str());  // another run's, left behind: not ours to use
+  } else if (!absl::IsNotFound(checkpoint.status())) {
+    return absl::DataLossError(absl::StrCat(
+        checkpoint.status().message(), "; the journal before it is gone, so run ", plan.resume_run,
+        " cannot be resumed: move it and ", plan.journal_path, " away"));
+  }
+  if (session.writer() != nullptr) {
+    // What the store holds already is skipped as the journal re-emits it,
+    // by sequence number. A corrupt chunk in the part replayed shifts the
+    // numbers after it: then numbers are trusted only up to the
+    // checkpoint's, and later orders are told by their key in the store
+    // (StoreSink::Resume). A scan of the tail finds out first.
+    NullChunkVisitor scan;
+    absl::StatusOr<Journal::Recovered> pre =
+        Journal::Recover(plan.journal_path, &scan, replay_from);
+    std::optional<uint64_t> exact_through;
+    std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
+    if (pre.ok() && pre->corrupt_chunks > 0) {
+      const uint64_t sure =
+          checkpoint.ok() && checkpoint->run_id == plan.resume_run ? checkpoint->emitted : 0;
+      auto it = resume_state.counters.find(
+          std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
+      const uint64_t stored =
+          it == resume_state.counters.end() ? 0 : static_cast<uint64_t>(it->second);
+      absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> keys =
+          session.store()->LastStoredOrders(session.run_id(), stored > sure ? stored - sure : 0);
+      if (keys.ok() && o.store.detail == store::DetailPolicy::kAll) {
+        exact_through = sure;
+        stored_keys = *std::move(keys);
+      } else {
+        out << "warning: the journal has corrupt chunks and the store cannot tell which "
+               "orders after them it holds; up to as many orders as those chunks held may be "
+               "missing from the store\n";
+      }
+    }
+    session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
+    session.writer()->set_block_when_full(true);
+  }
+  absl::StatusOr<Journal::Recovered> r =
+      Journal::Recover(plan.journal_path, &session.analyzer(), replay_from);
+  if (session.writer() != nullptr) {
+    // Wait until the recovered orders are written, not only queued: a full
+    // queue would make the live mode drop the rows of the orders the journal
+    // left open or pending, which finish in the first passes.
+    session.writer()->Flush();
+    session.writer()->set_block_when_full(false);
+  }
+  if (!r.ok()) return r.status();
+  started.recovered = *r;
+  if (started.recovered.torn_tail) {
+    out << "journal: cut at byte " << started.recovered.valid_bytes
+        << " (a torn tail; everything before it was recovered)\n";
+  }
+  started.loss = session.NoteCorruptChunks(
+      absl::StrCat("journal ", plan.journal_path), started.recovered.corrupt_skips,
+      started.recovered.corrupt_chunks, started.recovered.corrupt_records_lost);
+  session.analyzer().mutable_counters().malformed_chunks += started.recovered.malformed_chunks;
+  if (!o.quiet) {
+    out << "recovered in "
+        << absl::StrFormat("%.2f",
+                           std::chrono::duration<double>(Clock::now() - recovery_start).count())
+        << " s: "
+        << (started.recovered.valid_bytes - std::max<uint64_t>(replay_from, kArchiveHeaderBytes))
+        << " journal bytes replayed"
+        << (replay_from > 0 ? absl::StrCat(" after the checkpoint at byte ", replay_from)
+                            : std::string(" (no checkpoint)"))
+        << "\n"
+        << std::flush;
+  }
+  // Orders the journal left pending finish at the first clock tick.
+  absl::StatusOr<Journal> j = Journal::Continue(plan.journal_path, started.recovered);
+  if (!j.ok()) return j.status();
+  started.journal.emplace(*std::move(j));
+  if (session.writer() != nullptr) session.writer()->Submit();
+  return started;
+}
+
+absl::StatusOr<JournalStart> StartJournal(const CollectorOptions& o, const RunPlan& plan,
+                                          const RunInfo& info, Session& session) {
+  JournalStart started;
+  if (!plan.journaled()) return started;
+  // A checkpoint left by an earlier run (one that ended between removing
+  // its journal and its checkpoint) belongs to no journal now.
+  const std::string checkpoint_path = CheckpointPath(plan.local_state);
+  if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
+  ::unlink(checkpoint_path.c_str());
+  absl::StatusOr<Journal> j =
+      Journal::Create(plan.journal_path, session.run_id(), o.group_readable);
+  if (!j.ok()) return j.status();
+  started.journal.emplace(*std::move(j));
+  std::string chunk;
+  ChunkEncoder::RunInfo(info.ToJson(), &chunk);
+  if (absl::Status s = started.journal->AppendDurable(chunk); !s.ok()) return s;
+  return started;
+}
+
+// --raw: a copy of the whole stream (a resumed run starts it with what its
+// journal holds). nullopt without --raw.
+absl::StatusOr<std::optional<ArchiveWriter>> OpenRawCopy(const CollectorOptions& o,
+                                                         const RunPlan& plan, const RunInfo& info,
+                                                         const JournalStart& started) {
+  std::optional<ArchiveWriter> raw;
+  if (o.raw_path.empty()) return raw;
+  ArchiveHeader h;
+  h.kind = ArchiveKind::kRaw;
+  absl::StatusOr<ArchiveWriter> w =
+      ArchiveWriter::Create(o.raw_path, h, /*durable=*/false, o.group_readable);
+  if (!w.ok()) return w.status();
+  raw.emplace(*std::move(w));
+  absl::Status s;
+  if (plan.resuming()) {
+    s = CopyJournalInto(plan.journal_path, started.recovered.valid_bytes, &*raw);
+  } else {
+    std::string chunk;
+    ChunkEncoder::RunInfo(info.ToJson(), &chunk);
+    s = raw->Append(chunk);
+  }
+  if (!s.ok()) return s;
+  return raw;
+}
+
+// The analysis stage: decodes, de-duplicates and stitches each drained pass,
+// feeds the sinks, takes the checkpoints the drain stage marked, and tells
+// the drain stage whether idle passes must still advance the stream clock.
+// Runs on its own thread until the queue is closed and empty.
+absl::Status RunAnalysisStage(const CollectorOptions& o, bool journaled, Session& session,
+                              PassQueue& queue, std::atomic<bool>& orders_pending,
+                              std::atomic<bool>& orders_open) {
+  absl::Status status;
+  PassQueue::Item item;
+  auto last_snapshot = Clock::now();
+  while (queue.Pop(&item)) {
+    absl::Status s = DispatchAll(item.bytes, &session.analyzer());
+    if (item.checkpoint_offset != 0) session.TakeCheckpoint(item.checkpoint_offset);
+    if (!s.ok() && status.ok()) status = s;
+    if (session.writer() != nullptr) session.writer()->Submit();
+    if (Clock::now() - last_snapshot >= o.snapshot_interval) {
+      session.Snapshot(&item.drainer, journaled ? &item.journal_syncs : nullptr);
+      last_snapshot = Clock::now();
+    }
+    // Pairs with the drain stage's relaxed loads: hints only (drain_loop.h).
+    const Stitcher& st = session.analyzer().stitcher();
+    orders_pending.store(st.has_pending(), std::memory_order_relaxed);
+    orders_open.store(st.open_orders() > 0, std::memory_order_relaxed);
+  }
+  return status;
+}
+
+// A live run: the plan (new run or resume), then the stages
+// (docs/collector.md, "The stages of the collector"):
+//   drain -> journal (this thread, drain_loop.h) -> PassQueue ->
+//   decode/stitch -> sinks (analysis thread) -> store writer (its thread).
+absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
+  // 1. The plan: everything that can refuse the run, before anything is created.
+  absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
+  if (!lock.ok()) return lock.status();
+  absl::StatusOr<RunPlan> planned = PlanLiveRun(o, out);
+  if (!planned.ok()) return planned.status();
+  RunPlan& plan = *planned;
+
+  // 2. Calibrate (a new run) or take the journal's calibration (a resumed
+  // run). A new run calibrates before the store is opened (or created), so
+  // that a calibration failure leaves nothing behind.
+  std::optional<RunInfo> fresh;
+  if (!plan.resuming()) {
+    absl::StatusOr<RunInfo> live = LiveRunInfo(o);
+    if (!live.ok()) return live.status();
+    fresh = *std::move(live);
+  }
+  Session session(o, out);
+  if (absl::Status s = session.OpenStore(); !s.ok()) return s;
+  store::RunState resume_state;
+  if (absl::Status s = SettlePlanWithStore(session.store(), &plan, &resume_state, out); !s.ok()) {
+    return s;
+  }
+  const bool resumed = plan.resuming();
+  if (!resumed && !fresh.has_value()) {  // the journal was stale: this run is new after all
+    absl::StatusOr<RunInfo> live = LiveRunInfo(o);
+    if (!live.ok()) return live.status();
+    fresh = *std::move(live);
+  }
+  const RunInfo info = resumed ? *plan.resume_info : *std::move(fresh);
+  absl::Status started = session.Start(info, resumed ? plan.resume_run : 0,
+                                       /*block_when_full=*/false);
+  if (!started.ok()) return started;
+  absl::StatusOr<JournalStart> journal_start =
+      resumed ? ResumeFromJournal(o, plan, resume_state, session, out)
+              : StartJournal(o, plan, info, session);
+  if (!journal_start.ok()) return journal_start.status();
+  std::optional<Journal>& journal = journal_start->journal;
+  absl::StatusOr<std::optional<ArchiveWriter>> raw = OpenRawCopy(o, plan, info, *journal_start);
+  if (!raw.ok()) return raw.status();
+
+  // 3. The stages. This thread drains (peek, journal, commit): the rings
+  // never wait for the analysis, which runs on its own thread behind a
+  // bounded queue of passes.
+  DrainerOptions dopt;
+  dopt.session = info.session;
+  dopt.limits.allowed_uids = o.allow_uids;
+  Drainer drainer(dopt, DrainerSeed::From(session.analyzer()));
+  PassQueue queue(o.max_queued_pass_bytes);
+  std::atomic<bool> orders_pending{false}, orders_open{false};
+  absl::Status analysis_status;
+  std::thread analysis([&] {
+    analysis_status =
+        RunAnalysisStage(o, journal.has_value(), session, queue, orders_pending, orders_open);
+  });
+  // The cores' offsets, re-measured on a thread of its own (never the drain path).
+  SkewMonitor skew(info, info.skew_interval_s);
+  skew.Start();
+  DrainStage stage;
+  stage.options = &o;
+  stage.info = &info;
+  stage.drainer = &drainer;
+  stage.journal = journal.has_value() ? &*journal : nullptr;
+  stage.raw = raw->has_value() ? &**raw : nullptr;
+  stage.sink = session.writer();
+  stage.skew = &skew;
+  stage.queue = &queue;
+  stage.orders_pending = &orders_pending;
+  stage.orders_open = &orders_open;
+  stage.stop_requested = [&o] {
+    return g_signal_stop.load(std::memory_order_relaxed) ||
+           (o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
+  };
+  // A store that does not answer must not hold the exit (the journal keeps it).
+  stage.on_stopping = [&session] { store::RequestWriterStop(session.store()); };
+  const DrainResult drained = RunDrainLoop(stage);
+  queue.Close();
+  analysis.join();
+  absl::Status status = drained.status;
+  if (status.ok()) status = analysis_status;
+
+  // 4. Close open orders, flush, end the run, retire the journal.
+  const uint64_t syncs = journal.has_value() ? journal->syncs() : 0;
+  absl::Status finish =
+      session.Finish(&drainer.counters(), journal.has_value() ? &syncs : nullptr, summary);
+  if (status.ok()) status = finish;
+  if (raw->has_value()) {
+    absl::Status s = (*raw)->Close();
+    if (status.ok()) status = s;
+  }
+  if (summary != nullptr) {
+    summary->resumed = resumed;
+    summary->elapsed_s = std::chrono::duration<double>(drained.elapsed).count();
+    summary->passes = drained.passes;
+    if (journal.has_value()) {
+      summary->journal_syncs = journal->syncs();
+      summary->journal_sync_mean_us = journal->syncs()
+                                          ? static_cast<double>(journal->sync_ns_total()) /
+                                                static_cast<double>(journal->syncs()) / 1e3
+                                          : 0;
+      summary->journal_sync_max_us = static_cast<double>(journal->sync_ns_max()) / 1e3;
+    }
+  }
+  if (journal.has_value() && !o.quiet && journal->syncs() > 0) {
+    out << "journal: " << journal->syncs() << " durable appends (fdatasync), mean "
+        << static_cast<double>(journal->sync_ns_total()) / journal->syncs() / 1e3 << " us, max "
+        << static_cast<double>(journal->sync_ns_max()) / 1e3 << " us; " << journal->bytes()
+        << " bytes; " << drained.passes << " drain passes with data\n";
+  }
+  if (status.ok() && journal.has_value()) {
+    status = journal->Remove();
+    ::unlink(
+        CheckpointPath(plan.local_state).c_str());  // its journal is gone; the run is in the store
+  }
+  if (status.ok()) status = journal_start->loss;  // the run is complete; exit 1 all the same
+  if (status.ok() && session.StreamCounter(store::Counter::kJournalChunksCorrupt) > 0) {
+    status = absl::DataLossError(
+        absl::StrCat("journal ", plan.journal_path, ": ",
+                     session.StreamCounter(store::Counter::kJournalChunksCorrupt),
+                     " corrupt chunks were skipped earlier in this run (before a restart); see "
+                     "journal_chunks_corrupt and journal_records_lost in the store"));
+  }
+  return status;
+}
+
+}  // namespace
+
+int64_t RunSummary::counter(std::string_view name) const {
+  for (const auto& [n, v] : counters) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+const StageSummary* RunSummary::stage(std::string_view name) const {
+  for (const StageSummary& s : stages) {
+    if (s.stage == name) return &s;
+  }
+  return nullptr;
+}
+
+absl::Status RunCollector(const CollectorOptions& options, RunSummary* summary) {
+  std::ostream& out = options.out != nullptr ? *options.out : std::cout;
+  g_collector_started = Clock::now();
+  if (options.cpu >= 0) {
+    // Before any thread starts: every thread the collector creates inherits it.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(options.cpu, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--cpu ", options.cpu, ": cannot pin to it: ", std::strerror(errno)));
+    }
+  }
+  // From the start: a SIGTERM during calibration still ends the run cleanly.
+  SignalScope signals(options.handle_signals && options.replay_path.empty());
+  if (!options.replay_path.empty()) return RunReplay(options, out, summary);
+  return RunLive(options, out, summary);
+}
+
+}  // namespace ticktrace::collect

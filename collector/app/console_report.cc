@@ -1,0 +1,126 @@
+#include "collector/app/console_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace ticktrace::collect {
+namespace {
+
+std::string Ns(double ns) {
+  if (std::isnan(ns)) return "-";  // a percentile with too few samples
+  const double a = std::fabs(ns);
+  if (a >= 1e9) return absl::StrFormat("%.3fs", ns / 1e9);
+  if (a >= 1e6) return absl::StrFormat("%.3fms", ns / 1e6);
+  if (a >= 1e4) return absl::StrFormat("%.2fus", ns / 1e3);
+  return absl::StrFormat("%.1fns", ns);
+}
+
+// Why agreeing with the kernel proves nothing on this host, or "". With the
+// clocksource `tsc` or `kvm-clock`, CLOCK_MONOTONIC_RAW is itself the TSC
+// scaled by the kernel's (or the hypervisor's) idea of its frequency, so a
+// self-calibration against it reproduces that value by construction.
+std::string NotIndependentNote(const RunInfo& r) {
+  if (r.calibration_source.rfind("self-calibrated", 0) != 0) return "";
+  for (const EnvironmentNote& e : r.environment) {
+    if (e.name == "clocksource" && (e.value == "tsc" || e.value == "kvm-clock")) {
+      return absl::StrCat(" (not an independent check: with clocksource ", e.value,
+                          " CLOCK_MONOTONIC_RAW is computed from the TSC)");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CalibrationReport(const RunInfo& r) {
+  std::string out = absl::StrFormat("ticktrace-collector: session '%s'%s\n", r.session,
+                                    r.mode == "replay" ? " (replay)" : "");
+  absl::StrAppendFormat(&out, "  TSC frequency  %.6f GHz  (%.0f Hz, %.6f ns/tick)\n",
+                        r.tsc_hz / 1e9, r.tsc_hz, 1e9 / r.tsc_hz);
+  absl::StrAppendFormat(&out, "  source         %s", r.calibration_source);
+  if (r.rounds_used > 0) {
+    absl::StrAppendFormat(&out, ", %d rounds (%d discarded: migrated)", r.rounds_used,
+                          r.rounds_discarded);
+  }
+  out += "\n";
+  if (r.spread_ppm) absl::StrAppendFormat(&out, "  spread         %.2f ppm between rounds\n", *r.spread_ppm);
+  if (r.measured_tsc_hz) {
+    absl::StrAppendFormat(&out, "  measured       %.6f GHz against CLOCK_MONOTONIC_RAW: CPUID's value "
+                          "differs by %+.1f ppm\n",
+                          *r.measured_tsc_hz / 1e9,
+                          (r.tsc_hz - *r.measured_tsc_hz) / *r.measured_tsc_hz * 1e6);
+  }
+  if (r.kernel_tsc_hz) {
+    const double diff_ppm = (r.tsc_hz - *r.kernel_tsc_hz) / *r.kernel_tsc_hz * 1e6;
+    absl::StrAppendFormat(&out, "  kernel says    %.6f GHz (%s); ours differs by %+.1f ppm%s\n",
+                          *r.kernel_tsc_hz / 1e9, r.kernel_source, diff_ppm,
+                          NotIndependentNote(r));
+  } else {
+    out += "  kernel says    (not readable)\n";
+  }
+  if (r.tsc_step_ns) {
+    absl::StrAppendFormat(&out,
+                          "  TSC step       %.2f ns: stage latencies near this are quantisation, "
+                          "not signal\n",
+                          *r.tsc_step_ns);
+  }
+  for (const EnvironmentNote& e : r.environment) {
+    absl::StrAppendFormat(&out, "  %s %-14s %s: %s\n", e.warning ? "WARNING" : "       ",
+                          e.name, e.value, e.meaning);
+  }
+  if (!r.pipeline.empty()) {
+    absl::StrAppendFormat(&out, "  pipeline       %s (declared)\n",
+                          absl::StrJoin(r.pipeline, " -> "));
+  } else {
+    absl::StrAppendFormat(&out, "  pipeline       learned from the first %d orders\n",
+                          r.learn_orders);
+  }
+  absl::StrAppendFormat(&out, "  order timeout  %d ms; percentiles %s flagged samples\n",
+                        r.order_timeout_ms, r.include_flagged ? "include" : "exclude");
+  return out;
+}
+
+std::string LearnedPipelineLine(const std::vector<std::string>& pipeline, size_t orders) {
+  return absl::StrFormat("learned pipeline from %d orders: %s\n", orders,
+                         pipeline.empty() ? std::string("(no stamps)")
+                                          : absl::StrJoin(pipeline, " -> "));
+}
+
+std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& counters,
+                       const std::vector<StageSummary>& stages,
+                       const std::vector<std::string>& pipeline, bool pipeline_learned,
+                       bool include_flagged) {
+  std::string out = "counters:\n";
+  for (const auto& [name, value] : counters) {
+    absl::StrAppendFormat(&out, "  %-24s %d\n", name, value);
+  }
+  absl::StrAppendFormat(&out, "pipeline (%s): %s\n", pipeline_learned ? "learned" : "declared",
+                        pipeline.empty() ? std::string("(none)") : absl::StrJoin(pipeline, " -> "));
+  absl::StrAppendFormat(&out, "stages (percentiles %s flagged samples):\n",
+                        include_flagged ? "include" : "exclude");
+  size_t width = 5;
+  for (const StageSummary& s : stages) width = std::max(width, s.stage.size());
+  absl::StrAppendFormat(&out,
+                        "  %-*s %9s %10s %17s %10s %10s %10s %10s %10s %8s %8s %8s %6s %6s %6s\n",
+                        width, "stage", "count", "min", "p50", "p90", "p99", "p99.9", "max",
+                        "mean", "migrated", "negative", "x-core", "skew", "o-o-o", "late");
+  for (const StageSummary& s : stages) {
+    // A cross-core stage's p50 carries the cores' offset uncertainty (DESIGN §4).
+    std::string p50 = Ns(s.p50_ns);
+    if (s.cross_core > 0 && s.uncertainty_ns > 0) {
+      absl::StrAppendFormat(&p50, " ±%.0fns", s.uncertainty_ns);
+    }
+    absl::StrAppendFormat(
+        &out, "  %-*s %9d %10s %17s %10s %10s %10s %10s %10s %8d %8d %8d %6d %6d %6d\n", width,
+        s.stage, s.count, Ns(s.min_ns), p50, Ns(s.p90_ns), Ns(s.p99_ns), Ns(s.p999_ns),
+        Ns(s.max_ns), Ns(s.mean_ns), s.migrated, s.negative, s.cross_core, s.skew, s.out_of_order,
+        s.late);
+  }
+  return out;
+}
+
+}  // namespace ticktrace::collect

@@ -1,0 +1,34 @@
+// What the collector prints: the calibration report at start, the learned
+// pipeline, and the counters with a per-stage table at exit. Pure formatting;
+// any thread.
+
+#ifndef TICKTRACE_COLLECTOR_REPORT_H_
+#define TICKTRACE_COLLECTOR_REPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collector/app/run_info.h"
+#include "collector/sinks/stage_stats.h"
+
+namespace ticktrace::collect {
+
+// Frequency, source, spread (ppm), the kernel's value, TSC step, and every
+// environment finding with its meaning (warnings marked).
+std::string CalibrationReport(const RunInfo& run);
+
+// "learned pipeline from N orders: a -> b -> c".
+std::string LearnedPipelineLine(const std::vector<std::string>& pipeline, size_t orders);
+
+// Counters, then one row per stage: count, min, p50, p90, p99, p99.9, max,
+// mean (ns, or us/ms when large), and flag counts.
+std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& counters,
+                       const std::vector<StageSummary>& stages,
+                       const std::vector<std::string>& pipeline, bool pipeline_learned,
+                       bool include_flagged);
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_REPORT_H_

@@ -1,0 +1,514 @@
+#include "collector/sinks/store_sink.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <limits>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/names.h"
+
+namespace ticktrace::collect {
+namespace {
+
+// SQLite's SQLITE_FULL ("database or disk is full"), or the file system's
+// ENOSPC/EDQUOT as a backend reports it: space may come back.
+bool StoreIsFull(const absl::Status& s) {
+  return absl::IsResourceExhausted(s) || absl::StrContains(s.message(), "disk is full") ||
+         absl::StrContains(s.message(), "No space left on device") ||
+         absl::StrContains(s.message(), "Disk quota exceeded");
+}
+
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+// An order held until its interval's tail choice is final; `refs` counts the
+// stage heaps it is among.
+struct StoreSink::Pending {
+  store::OrderDetail detail;
+  int refs = 0;
+};
+
+struct StoreSink::TailInterval {
+  struct Candidate {
+    double latency_ns;
+    Pending* order;
+    bool operator>(const Candidate& o) const { return latency_ns > o.latency_ns; }
+  };
+  // Per stage: a min-heap (std::greater) of the slowest candidates so far.
+  std::map<std::string, std::vector<Candidate>> heaps;
+  std::vector<std::unique_ptr<Pending>> pending;
+};
+
+store::OrderDetail ToOrderDetail(FinishedOrder&& f) {
+  store::OrderDetail d;
+  d.order_id = f.order.order_id;
+  d.instance = f.order.instance;
+  if (f.order.has_parent) d.parent_order_id = f.order.parent_order_id;
+  d.first_utc_ns = f.order.first_utc_ns;
+  if (f.order.has_total) d.total_ns = f.order.total_ns;
+  d.complete = f.order.complete;
+  d.missing = std::move(f.order.missing);
+  d.stamps.reserve(f.stamps.size());
+  bool first = true;
+  for (StampRow& s : f.stamps) {
+    if (first || s.tsc < d.first_tsc) {
+      d.first_tsc = s.tsc;
+      d.first_tsc_utc_ns = s.utc_ns;
+      first = false;
+    }
+    uint32_t flags = s.flags;
+    if (f.order.late) flags |= store::kFlagLate;
+    d.stamps.push_back(store::StampDetail{
+        .tag = std::move(s.tag),
+        .is_span = s.is_span,
+        .process_id = s.process_id,
+        .tid = s.tid,
+        .cpu = s.cpu,
+        .cpu_end = s.cpu_end,
+        .tsc = s.tsc,
+        .utc_ns = s.utc_ns,
+        .duration_ns = s.duration_ns,
+        .flags = flags,
+    });
+  }
+  d.samples.reserve(f.samples.size());
+  for (SampleRow& s : f.samples) {
+    d.samples.push_back(store::SampleDetail{
+        .stage = std::move(s.stage),
+        .start_utc_ns = s.start_utc_ns,
+        .latency_ns = s.latency_ns,
+        .process_begin = s.process_begin,
+        .process_end = s.process_end,
+        .cpu_begin = s.cpu_begin,
+        .cpu_end = s.cpu_end,
+        .flags = s.flags,
+    });
+  }
+  return d;
+}
+
+StoreSink::StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOptions& options)
+    : backend_(backend), run_id_(run_id), options_(options) {
+  options_.interval_ns = std::max<int64_t>(1, options_.interval_ns);
+  options_.tail_one_in = std::max<uint64_t>(1, options_.tail_one_in);
+  building_.reserve(options_.max_orders_per_transaction);
+}
+
+StoreSink::~StoreSink() { Stop().IgnoreError(); }
+
+void StoreSink::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+int64_t StoreSink::IntervalOf(int64_t utc_ns) const {
+  const int64_t n = options_.interval_ns;
+  return utc_ns - (((utc_ns % n) + n) % n);
+}
+
+void StoreSink::Aggregate(const FinishedOrder& f, int64_t interval) {
+  const uint32_t excluded = options_.include_flagged ? 0 : store::kFlagsExcludedByDefault;
+  for (const SampleRow& s : f.samples) {
+    auto [it, fresh] = deltas_.try_emplace({s.stage, interval});
+    store::IntervalDelta& d = it->second;
+    if (fresh) {
+      d.stage = s.stage;
+      d.kind = store::StageKindOfName(s.stage);
+      d.start_utc_ns = interval;
+    }
+    ++d.samples_all;
+    for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
+      if (s.flags & store::kFlagNames[i].bit) ++d.flag_counts[i];
+    }
+    if ((s.flags & excluded) == 0) d.histogram.Add(s.latency_ns);
+  }
+  ++orders_per_interval_[interval];
+}
+
+void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
+  last_seq_ = std::max(last_seq_, order.seq);
+  const int64_t interval = IntervalOf(order.order.first_utc_ns);
+  newest_first_utc_ns_ = std::max(newest_first_utc_ns_, order.order.first_utc_ns);
+  // Re-emitted after a restart: what the store holds of it stays as it is.
+  if (order.seq > skip_stats_through_ && order.seq <= identity_through_ &&
+      stored_keys_.contains({order.order.order_id, order.order.instance})) {
+    return;  // after a corrupt chunk: known by its key, not its number
+  }
+  if (order.seq != 0 && order.seq <= skip_stats_through_) {
+    if (order.seq <= skip_detail_through_) return;
+  } else {
+    Aggregate(order, interval);
+  }
+  if (order.seq != 0 && order.seq <= skip_detail_through_) return;
+  switch (options_.detail) {
+    case store::DetailPolicy::kAll:
+      Keep(ToOrderDetail(std::move(order)));
+      break;
+    case store::DetailPolicy::kNone:
+      ++local_.orders_detail_skipped;
+      break;
+    case store::DetailPolicy::kTail: {
+      store::OrderDetail d = ToOrderDetail(std::move(order));
+      // Flagged means any flag but cross_core, which most hops carry.
+      const bool flagged = (d.flags() & ~store::kFlagCrossCore) != 0;
+      if (flagged || !d.complete || tail_seen_++ % options_.tail_one_in == 0) {
+        Keep(std::move(d));
+      } else {
+        OfferToTail(std::move(d), interval);
+      }
+      SettleTail(IntervalOf(newest_first_utc_ns_ - options_.tail_settle_ns) -
+                 options_.interval_ns + 1);
+      break;
+    }
+  }
+}
+
+void StoreSink::Keep(store::OrderDetail&& detail) {
+  building_samples_ += detail.samples.size() + detail.stamps.size();
+  building_.push_back(std::move(detail));
+  if (building_.size() >= options_.max_orders_per_transaction) Submit();
+}
+
+void StoreSink::OfferToTail(store::OrderDetail&& detail, int64_t interval) {
+  std::unique_ptr<TailInterval>& t = tail_[interval];
+  if (t == nullptr) t = std::make_unique<TailInterval>();
+  auto p = std::make_unique<Pending>();
+  p->detail = std::move(detail);
+  for (const store::SampleDetail& s : p->detail.samples) {
+    std::vector<TailInterval::Candidate>& heap = t->heaps[s.stage];
+    const TailInterval::Candidate c{s.latency_ns, p.get()};
+    if (heap.size() < options_.tail_slowest) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      ++p->refs;
+    } else if (!heap.empty() && c.latency_ns > heap.front().latency_ns) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      --heap.back().order->refs;  // out of this stage's slowest
+      heap.back() = c;
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      ++p->refs;
+    }
+  }
+  if (p->refs == 0) {
+    ++local_.orders_detail_skipped;
+  } else {
+    t->pending.push_back(std::move(p));
+  }
+}
+
+void StoreSink::SettleTail(int64_t before_interval) {
+  while (!tail_.empty() && tail_.begin()->first < before_interval) {
+    for (std::unique_ptr<Pending>& p : tail_.begin()->second->pending) {
+      if (p->refs > 0) {
+        Keep(std::move(p->detail));
+      } else {
+        ++local_.orders_detail_skipped;
+      }
+    }
+    tail_.erase(tail_.begin());
+  }
+}
+
+void StoreSink::Submit() {
+  Batch b;
+  b.intervals.reserve(deltas_.size());
+  for (auto& [key, d] : deltas_) b.intervals.push_back(std::move(d));
+  deltas_.clear();
+  for (const auto& [start, n] : orders_per_interval_) b.interval_orders.push_back({start, n, 0});
+  orders_per_interval_.clear();
+  b.orders.swap(building_);
+  building_.reserve(options_.max_orders_per_transaction);
+  b.samples = building_samples_;
+  building_samples_ = 0;
+  b.newest_first_utc_ns = newest_first_utc_ns_;
+  b.last_seq = last_seq_;
+  b.detail_skipped_total = local_.orders_detail_skipped;
+  std::vector<std::vector<store::OrderDetail>> spent;
+  {
+    std::lock_guard lock(mu_);
+    spent.swap(spent_);
+  }
+  spent.clear();  // frees the written detail here, off the writer thread
+  std::unique_lock lock(mu_);
+  if (b.intervals.empty() && b.orders.empty() &&
+      (b.last_seq <= detail_through_ || (!queue_.empty() && !queue_.back().checkpoint))) {
+    // Nothing to write but the sequence number: a later batch carries it.
+    if (!queue_.empty()) {
+      queue_.back().last_seq = std::max(queue_.back().last_seq, b.last_seq);
+      queue_.back().detail_skipped_total = b.detail_skipped_total;
+    }
+    return;
+  }
+  if (options_.block_when_full) {
+    idle_cv_.wait(lock, [&] {
+      return queued_samples_ == 0 || queued_samples_ + b.samples <= options_.max_queued_samples ||
+             stop_;
+    });
+  } else if (queued_samples_ + b.samples > options_.max_queued_samples && queued_samples_ > 0) {
+    // Behind: this detail is not kept (interval_detail shows where); the
+    // interval statistics still go.
+    for (const store::OrderDetail& o : b.orders) {
+      written_.samples_not_stored += o.samples.size();
+      written_.stamps_not_stored += o.stamps.size();
+    }
+    written_.orders_not_stored += b.orders.size();
+    b.orders.clear();
+    b.samples = 0;
+  }
+  b.orders_not_stored_total = written_.orders_not_stored;
+  b.samples_not_stored_total = written_.samples_not_stored;
+  b.stamps_not_stored_total = written_.stamps_not_stored;
+  queued_samples_ += b.samples;
+  queue_.push_back(std::move(b));
+  work_cv_.notify_one();
+}
+
+void StoreSink::SubmitCheckpoint(Checkpoint checkpoint) {
+  Submit();
+  Batch b;
+  b.last_seq = last_seq_;
+  b.checkpoint = std::make_unique<Checkpoint>(std::move(checkpoint));
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(b));
+  work_cv_.notify_one();
+}
+
+void StoreSink::SetSnapshot(store::Snapshot snapshot) {
+  std::lock_guard lock(mu_);
+  snapshot_ = std::move(snapshot);
+  work_cv_.notify_one();
+}
+
+void StoreSink::SettleAll() { SettleTail(std::numeric_limits<int64_t>::max()); }
+
+void StoreSink::Flush() {
+  Submit();
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [this] {
+    return (queue_.empty() && !snapshot_.has_value() && !busy_) || !thread_.joinable();
+  });
+}
+
+absl::Status StoreSink::Stop() {
+  if (thread_.joinable()) {
+    SettleTail(std::numeric_limits<int64_t>::max());
+    Flush();
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      work_cv_.notify_one();
+    }
+    thread_.join();
+  }
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+void StoreSink::Resume(const std::map<std::string, int64_t>& stored,
+                       std::optional<uint64_t> exact_through,
+                       const std::vector<std::pair<uint64_t, uint32_t>>& stored_keys) {
+  auto get = [&stored](store::Counter c) -> uint64_t {
+    auto it = stored.find(std::string(store::CounterName(c)));
+    return it == stored.end() || it->second < 0 ? 0 : static_cast<uint64_t>(it->second);
+  };
+  skip_stats_through_ = get(store::Counter::kStoreStatsThrough);
+  skip_detail_through_ = std::min(skip_stats_through_, get(store::Counter::kStoreDetailThrough));
+  if (exact_through.has_value() && *exact_through < skip_stats_through_) {
+    identity_through_ = skip_stats_through_;
+    stored_keys_.insert(stored_keys.begin(), stored_keys.end());
+    skip_stats_through_ = *exact_through;
+    skip_detail_through_ = std::min(skip_detail_through_, *exact_through);
+  }
+  last_seq_ = skip_detail_through_;
+  local_.orders_detail_skipped = get(store::Counter::kOrdersDetailSkipped);
+  std::lock_guard lock(mu_);
+  stats_through_ = skip_stats_through_;
+  detail_through_ = skip_detail_through_;
+  written_.orders_not_stored = get(store::Counter::kOrdersNotStored);
+  written_.samples_not_stored = get(store::Counter::kSamplesNotStored);
+  written_.stamps_not_stored = get(store::Counter::kStampsNotStored);
+  written_.orders_already_stored = get(store::Counter::kOrdersAlreadyStored);
+}
+
+uint64_t StoreSink::stored_through() const {
+  std::lock_guard lock(mu_);
+  return std::min(stats_through_, detail_through_);
+}
+
+StoreSinkCounters StoreSink::counters() const {
+  std::lock_guard lock(mu_);
+  StoreSinkCounters c = written_;
+  c.orders_detail_skipped += local_.orders_detail_skipped;
+  return c;
+}
+
+void StoreSink::Loop() {
+  while (true) {
+    Batch work;
+    int64_t newest_ns = INT64_MIN;
+    std::optional<store::Snapshot> snapshot;
+    std::unique_ptr<Checkpoint> checkpoint;
+    size_t samples = 0;
+    uint64_t stats_through = 0, detail_through = 0;
+    const Batch* last_taken = nullptr;  // the last batch whose detail this transaction takes
+    Batch taken_counts;
+    {
+      std::unique_lock lock(mu_);
+      stats_through = stats_through_;
+      detail_through = detail_through_;
+      work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
+      if (queue_.empty() && !snapshot_.has_value() && stop_) return;
+      // Every queued interval delta, and detail up to a bound: statistics
+      // and counters never wait behind a detail backlog.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (it->checkpoint != nullptr) {
+          // Everything before a checkpoint is written first; it goes alone.
+          if (it == queue_.begin()) {
+            checkpoint = std::move(it->checkpoint);
+            queue_.erase(it);
+          }
+          break;
+        }
+        for (store::IntervalDelta& d : it->intervals) work.intervals.push_back(std::move(d));
+        it->intervals.clear();
+        for (const store::IntervalOrders& io : it->interval_orders) {
+          work.interval_orders.push_back(io);
+        }
+        it->interval_orders.clear();
+        stats_through = std::max(stats_through, it->last_seq);
+        if (work.orders.size() < options_.max_orders_per_transaction) {
+          detail_through = std::max(detail_through, it->last_seq);
+          taken_counts.detail_skipped_total = it->detail_skipped_total;
+          taken_counts.orders_not_stored_total = it->orders_not_stored_total;
+          taken_counts.samples_not_stored_total = it->samples_not_stored_total;
+          taken_counts.stamps_not_stored_total = it->stamps_not_stored_total;
+          last_taken = &taken_counts;
+          // Retention is judged by the orders written, never by queued ones.
+          newest_ns = std::max(newest_ns, it->newest_first_utc_ns);
+          for (store::OrderDetail& o : it->orders) work.orders.push_back(std::move(o));
+          samples += it->samples;
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      snapshot.swap(snapshot_);
+      busy_ = true;
+      // What the store holds, and the sink's counts, in the same transaction
+      // as the rows they describe (store_sink.h, "Exactly once").
+      if (!snapshot.has_value()) snapshot.emplace();
+      // The sink's counts go with the batch they describe, not as of now.
+      std::erase_if(snapshot->counters, [](const std::pair<std::string, int64_t>& c) {
+        const std::optional<store::Counter> k = store::CounterByName(c.first);
+        return k == store::Counter::kOrdersNotStored || k == store::Counter::kSamplesNotStored ||
+               k == store::Counter::kStampsNotStored || k == store::Counter::kOrdersDetailSkipped;
+      });
+      auto put = [&snapshot](store::Counter c, uint64_t v) {
+        snapshot->counters.emplace_back(std::string(store::CounterName(c)),
+                                        static_cast<int64_t>(v));
+      };
+      put(store::Counter::kStoreStatsThrough, stats_through);
+      put(store::Counter::kStoreDetailThrough, detail_through);
+      if (last_taken != nullptr) {
+        put(store::Counter::kOrdersNotStored, last_taken->orders_not_stored_total);
+        put(store::Counter::kSamplesNotStored, last_taken->samples_not_stored_total);
+        put(store::Counter::kStampsNotStored, last_taken->stamps_not_stored_total);
+        put(store::Counter::kOrdersDetailSkipped, last_taken->detail_skipped_total);
+      }
+    }
+    uint64_t already = 0;
+    const uint64_t cpu_before_ns = ThreadCpuNs();
+    absl::Status s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
+                                     snapshot ? &*snapshot : nullptr, &already);
+    // Full disk (docs/collector.md): the transaction was rolled back; the same
+    // batch again every 100 ms until it fits (said once). Meanwhile the queue
+    // fills, and what does not fit in it is counted as not stored.
+    for (bool said = false; !s.ok() && StoreIsFull(s);) {
+      if (!said) {
+        std::cerr << "ticktrace-collector: store " << s.message()
+                  << "; waiting for space, retrying every 100 ms\n"
+                  << std::flush;
+        said = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      already = 0;
+      s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
+                          snapshot ? &*snapshot : nullptr, &already);
+      if (s.ok()) std::cerr << "ticktrace-collector: store: space again; writing\n" << std::flush;
+    }
+    uint64_t retired = 0;
+    const bool retains = options_.retain_detail_ns.has_value() ||
+                         options_.retain_detail_bytes > 0 || options_.retain_ns.has_value();
+    if (s.ok() && retains && newest_ns != INT64_MIN &&
+        (retention_done_at_ns_ == INT64_MIN ||
+         newest_ns - retention_done_at_ns_ >= options_.retention_every_ns)) {
+      retention_done_at_ns_ = newest_ns;
+      // Orders first-stamped up to tail_settle_ns (the order timeout, the
+      // linger, a margin) before the newest may still come: their intervals
+      // are not retired before then.
+      auto before = [&](const std::optional<int64_t>& keep) -> std::optional<int64_t> {
+        if (!keep.has_value()) return std::nullopt;
+        return newest_ns - *keep - options_.tail_settle_ns;
+      };
+      absl::StatusOr<uint64_t> r = backend_->ApplyRetention(
+          run_id_, before(options_.retain_detail_ns), options_.retain_detail_bytes,
+          before(options_.retain_ns));
+      if (r.ok()) {
+        retired = *r;
+      } else {
+        s = r.status();
+      }
+    }
+    bool checkpoint_written = false;
+    if (checkpoint != nullptr && s.ok() && !options_.checkpoint_path.empty()) {
+      bool failed_before;
+      {
+        std::lock_guard lock(mu_);
+        failed_before = !error_.ok();
+      }
+      // Never after a batch that failed: the checkpoint would skip it.
+      if (!failed_before) {
+        absl::Status w =
+            WriteCheckpointFile(options_.checkpoint_path, *checkpoint, options_.group_readable);
+        checkpoint_written = w.ok();
+        if (checkpoint_written) {
+          // Release: pairs with durable_checkpoint_offset()'s acquire (the
+          // drain thread frees the journal before it).
+          durable_checkpoint_offset_.store(checkpoint->journal_offset,
+                                           std::memory_order_release);
+        }
+      }
+    }
+    const uint64_t cpu_ns = ThreadCpuNs() - cpu_before_ns;
+    {
+      std::lock_guard lock(mu_);
+      busy_ = false;
+      queued_samples_ -= samples;
+      written_.orders_already_stored += already;
+      written_.orders_stored += work.orders.size() - already;
+      ++written_.transactions;
+      written_.writer_cpu_ns += cpu_ns;
+      written_.orders_retired += retired;
+      if (checkpoint != nullptr) {
+        ++(checkpoint_written ? written_.checkpoints_written : written_.checkpoint_failures);
+      }
+      if (s.ok()) {
+        stats_through_ = stats_through;
+        detail_through_ = detail_through;
+      }
+      if (!work.orders.empty() && spent_.size() < 64) spent_.push_back(std::move(work.orders));
+      if (!s.ok() && error_.ok()) error_ = s;
+      idle_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace ticktrace::collect

@@ -1,0 +1,222 @@
+// The store's sink in the collector's pipeline: receives finished orders on
+// the analysis thread, turns them into what the store keeps, and writes it
+// through the store seam (store/include/ticktrace/store/writer.h) on its own thread, so
+// that draining never waits for the store.
+//
+// Per order, on the analysis thread:
+//   - every sample goes into its (stage, interval) statistics: a histogram
+//     plus counts, the interval being the one of the order's first stamp.
+//     These are never skipped: the whole run's and any window's statistics
+//     are merges of them (DESIGN §6);
+//   - the detail policy decides whether its detail is kept (`all`; `tail`:
+//     per stage and interval the slowest `tail_slowest`, every flagged or
+//     incomplete order and 1 in `tail_one_in` of the rest; `none`).
+//
+// Behind (live mode): when more than `max_queued_samples` samples of detail
+// wait, detail is not queued and counted (orders_not_stored, ...); the
+// interval statistics and the snapshot are still written, first, at every
+// pass of the writer, so the store's figures stay current whatever the
+// backlog. interval_detail tells per interval how much detail is missing.
+// In blocking mode (replay, journal recovery) Submit() waits instead.
+//
+// Exactly once across restarts: every transaction also writes, as counters,
+// the sequence number (FinishedOrder::seq) through which the store holds the
+// statistics (store_stats_through) and the detail decisions
+// (store_detail_through), and the sink's own counts, so that they always
+// agree with the rows. A resumed run re-emits orders with the numbers they
+// had (the analysis is a function of the journal); Resume() makes the sink
+// skip those at or below the stored numbers, and continue the stored counts.
+//
+// Thread model: one analysis thread calls everything but the writer thread's
+// Loop(); the backend is used only by the writer thread between Start() and
+// Stop().
+
+#ifndef TICKTRACE_COLLECTOR_STORE_SINK_H_
+#define TICKTRACE_COLLECTOR_STORE_SINK_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "collector/stream/checkpoint.h"
+#include "collector/sinks/order_rows.h"
+#include "ticktrace/store/writer.h"
+
+namespace ticktrace::collect {
+
+struct StoreSinkOptions {
+  size_t max_queued_samples = 1u << 20;
+  size_t max_orders_per_transaction = 20000;
+  bool block_when_full = false;
+  int64_t interval_ns = 1'000'000'000;
+  store::DetailPolicy detail = store::DetailPolicy::kAll;
+  size_t tail_slowest = 10;    // per stage and interval
+  uint64_t tail_one_in = 100;  // of the unflagged, complete, not-slowest rest
+  // A tail interval's choice is final once orders first-stamped this long
+  // after its end have finished (the order timeout, the linger, a margin).
+  int64_t tail_settle_ns = 3'000'000'000;
+  bool include_flagged = false;  // flagged samples count in the histograms too
+  // Retention (--retain-detail, --retain), judged against the newest order's
+  // first stamp, so that a replay keeps what the live run would have kept.
+  std::optional<int64_t> retain_detail_ns;  // detail of older intervals deleted
+  uint64_t retain_detail_bytes = 0;         // 0: no size limit
+  std::optional<int64_t> retain_ns;         // older intervals deleted
+  int64_t retention_every_ns = 10'000'000'000;
+  // Checkpoints (SubmitCheckpoint): written here once the store holds
+  // everything before them; "" : none.
+  std::string checkpoint_path;
+  bool group_readable = false;
+};
+
+struct StoreSinkCounters {
+  uint64_t samples_not_stored = 0;
+  uint64_t stamps_not_stored = 0;
+  uint64_t orders_not_stored = 0;      // behind: detail not kept
+  uint64_t orders_detail_skipped = 0;  // the detail policy did not keep it
+  uint64_t orders_already_stored = 0;
+  uint64_t orders_stored = 0;
+  uint64_t transactions = 0;
+  uint64_t writer_cpu_ns = 0;  // CPU time of the writer thread in the backend's Write()
+  uint64_t orders_retired = 0;  // detail deleted by retention
+  uint64_t checkpoints_written = 0;
+  uint64_t checkpoint_failures = 0;  // not written (e.g. full disk): the journal is kept longer
+};
+
+class StoreSink : public OrderSink {
+ public:
+  // `backend` must outlive the sink.
+  StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOptions& options);
+  ~StoreSink() override;
+
+  // Starts the writer thread. REQUIRES: not started.
+  void Start();
+  // OrderSink. Analysis thread.
+  void OnFinishedOrder(FinishedOrder&& order) override;
+  // Always true: the interval statistics need every order's rows.
+  bool WantsRows() const override { return true; }
+  // Hands what was gathered (detail, interval statistics) to the writer.
+  void Submit();
+  // Replaces the snapshot written with the next transaction.
+  void SetSnapshot(store::Snapshot snapshot);
+  // Queues a checkpoint behind everything submitted so far. The writer
+  // thread writes it to options.checkpoint_path once the store holds all of
+  // that (collector/stream/checkpoint.h), then durable_checkpoint_offset() says so.
+  // Analysis thread.
+  void SubmitCheckpoint(Checkpoint checkpoint);
+  // The journal offset of the last checkpoint written (0: none yet): the
+  // journal before it may be freed. Any thread.
+  uint64_t durable_checkpoint_offset() const {
+    // Acquire: pairs with the writer thread's release after the file is durable.
+    return durable_checkpoint_offset_.load(std::memory_order_acquire);
+  }
+  // Waits until everything submitted so far is written.
+  void Flush();
+  // The stream ended: every pending tail choice is final (kept or counted).
+  void SettleAll();
+  // Settles every pending tail choice, flushes, stops the thread; returns
+  // the first write error, if any.
+  absl::Status Stop();
+
+  StoreSinkCounters counters() const;
+  // A resumed run: takes the stored sequence numbers and counts (the run's
+  // counters, store::RunState). REQUIRES: before the first order.
+  //
+  // After a corrupt journal chunk the numbers after it are shifted (the
+  // chunk's orders are not emitted again): then `exact_through` is the
+  // checkpoint's count (numbers up to it are sure), and `stored_keys` the
+  // (order id, instance) of the orders the store holds beyond it
+  // (Writer::LastStoredOrders): a re-emitted order beyond exact_through is
+  // skipped when the store holds it, and taken when it does not.
+  void Resume(const std::map<std::string, int64_t>& stored_counters,
+              std::optional<uint64_t> exact_through = std::nullopt,
+              const std::vector<std::pair<uint64_t, uint32_t>>& stored_keys = {});
+  // The highest sequence number through which the store holds statistics
+  // and detail decisions (0: none yet).
+  uint64_t stored_through() const;
+  void set_block_when_full(bool block) { options_.block_when_full = block; }
+
+ private:
+  struct Pending;        // an order held for the tail choice
+  struct TailInterval;   // one interval's slowest candidates per stage
+  struct Batch {
+    std::vector<store::IntervalDelta> intervals;
+    std::vector<store::IntervalOrders> interval_orders;
+    std::vector<store::OrderDetail> orders;
+    size_t samples = 0;
+    int64_t newest_first_utc_ns = INT64_MIN;
+    uint64_t last_seq = 0;               // of the orders gathered up to this batch
+    uint64_t detail_skipped_total = 0;   // local_.orders_detail_skipped then
+    // written_'s not-stored counts once this batch's detail was dropped or not.
+    uint64_t orders_not_stored_total = 0, samples_not_stored_total = 0;
+    uint64_t stamps_not_stored_total = 0;
+    std::unique_ptr<Checkpoint> checkpoint;  // a marker batch: nothing else in it
+  };
+
+  int64_t IntervalOf(int64_t utc_ns) const;
+  void Aggregate(const FinishedOrder& f, int64_t interval);
+  void Keep(store::OrderDetail&& detail);
+  void OfferToTail(store::OrderDetail&& detail, int64_t interval);
+  void SettleTail(int64_t before_interval);
+  void Loop();
+
+  store::Writer* backend_;
+  int64_t run_id_;
+  StoreSinkOptions options_;
+
+  // Analysis thread only.
+  std::map<std::pair<std::string, int64_t>, store::IntervalDelta> deltas_;
+  std::map<int64_t, uint64_t> orders_per_interval_;
+  std::vector<store::OrderDetail> building_;
+  size_t building_samples_ = 0;
+  uint64_t tail_seen_ = 0;
+  int64_t newest_first_utc_ns_ = INT64_MIN;
+  std::map<int64_t, std::unique_ptr<TailInterval>> tail_;
+  StoreSinkCounters local_;
+  uint64_t last_seq_ = 0;              // of the last order received
+  uint64_t skip_stats_through_ = 0;    // Resume(): already in the store
+  uint64_t skip_detail_through_ = 0;
+  // Resume() after a corrupt chunk: orders numbered in (skip_stats_through_,
+  // identity_through_] are skipped when their key is in stored_keys_.
+  uint64_t identity_through_ = 0;
+  absl::flat_hash_set<std::pair<uint64_t, uint32_t>> stored_keys_;
+
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not built with
+  // TSan, so TSan cannot see absl::Mutex's synchronisation.
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // work arrived, or stop
+  std::condition_variable idle_cv_;  // a write finished
+  // Guarded by mu_:
+  std::deque<Batch> queue_;
+  std::optional<store::Snapshot> snapshot_;
+  size_t queued_samples_ = 0;
+  bool busy_ = false;
+  bool stop_ = false;
+  absl::Status error_;
+  StoreSinkCounters written_;
+  uint64_t stats_through_ = 0;   // as last written (store_stats_through)
+  uint64_t detail_through_ = 0;  // as last written (store_detail_through)
+  int64_t retention_done_at_ns_ = INT64_MIN;  // writer thread only
+  // Written detail, freed by the analysis thread (Submit), which has time to
+  // spare, instead of the writer, which is the bottleneck of a replay.
+  std::vector<std::vector<store::OrderDetail>> spent_;
+  std::atomic<uint64_t> durable_checkpoint_offset_{0};
+  std::thread thread_;
+};
+
+// FinishedOrder -> what crosses the seam (moves the strings).
+store::OrderDetail ToOrderDetail(FinishedOrder&& f);
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_STORE_SINK_H_

@@ -1,0 +1,690 @@
+#include "collector/stitch/stitcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ticktrace::collect {
+namespace {
+
+constexpr int kMaxLinkDepth = 16;
+
+bool KnownAux(uint32_t aux) { return aux != abi::kAuxUnknown; }
+// Two reads on different cores. By cpu number only: an aux from rseq carries
+// no node (abi.h), and a cpu number is unique across nodes.
+bool DifferentCores(uint32_t a, uint32_t b) {
+  return KnownAux(a) && KnownAux(b) && abi::AuxCpu(a) != abi::AuxCpu(b);
+}
+
+}  // namespace
+
+Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
+                   const NameTable* tag_names, StageStats* stats, StitchedOrderSink* sink)
+    : settings_(settings),
+      time_(time_base),
+      tag_names_(tag_names),
+      stats_(stats),
+      stats_sink_(stats) {
+  sinks_.push_back(&stats_sink_);
+  if (sink != nullptr) sinks_.push_back(sink);
+  if (!settings_.pipeline.empty()) {
+    pipeline_ = settings_.pipeline;
+    pipeline_known_ = true;
+    for (size_t i = 0; i < pipeline_.size(); ++i) pipeline_index_.emplace(pipeline_[i], int(i));
+  }
+  total_stage_ = stats_->StageId("total", StageKind::kTotal);
+  orders_.reserve(settings_.expected_open_orders);
+  SetCores(settings_.cores);
+}
+
+void Stitcher::SetCores(const std::vector<CoreSkew>& cores) {
+  for (CoreClock& c : core_clock_) c = CoreClock{};
+  for (const CoreSkew& c : cores) {
+    if (c.cpu < 0 || c.cpu >= (1 << 20)) continue;  // RunInfo rejects these; a cap all the same
+    if (core_clock_.size() <= static_cast<size_t>(c.cpu)) core_clock_.resize(c.cpu + 1);
+    // An inconsistent core (its rounds disagree) has no usable bound.
+    if (c.consistent) core_clock_[c.cpu] = CoreClock{true, c.offset_ns, c.bound_ns};
+  }
+}
+
+const Stitcher::CoreClock* Stitcher::Core(uint32_t aux) const {
+  if (!KnownAux(aux)) return nullptr;
+  const uint32_t cpu = abi::AuxCpu(aux);
+  if (cpu >= core_clock_.size() || !core_clock_[cpu].measured) return nullptr;
+  return &core_clock_[cpu];
+}
+
+uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
+                            StitchedSample* sample) const {
+  uint8_t flags = 0;
+  sample->begin_tsc = a.tsc;
+  sample->end_tsc = b.tsc;
+  sample->begin_aux = a.aux;
+  sample->end_aux = b.aux;
+  sample->begin_process = a.process_id;
+  sample->end_process = b.process_id;
+  sample->uncertainty_ns = 0;
+  sample->skew_correction_ns = 0;
+  bool bounded = false;
+  if (DifferentCores(a.aux, b.aux)) {
+    flags |= kFlagCrossCore;
+    const CoreClock* ca = Core(a.aux);
+    const CoreClock* cb = Core(b.aux);
+    if (ca != nullptr && cb != nullptr) {
+      bounded = true;
+      sample->uncertainty_ns = ca->bound_ns + cb->bound_ns;
+      // b's TSC minus a's includes (offset_b - offset_a): take it out.
+      if (settings_.correct_skew) sample->skew_correction_ns = cb->offset_ns - ca->offset_ns;
+    }
+  }
+  const double latency_ns = sample->LatencyNs(time_);
+  const double uncertainty_ns = sample->uncertainty_ns;
+  const bool same_core = KnownAux(a.aux) && KnownAux(b.aux) && !DifferentCores(a.aux, b.aux);
+  // One ring (one thread, in program order): b's record before a's means the
+  // code stamped the later stage first. &b < &a: both point into one events
+  // vector, which holds a ring's records in ring order.
+  const bool ring_reversed = same_ring && a.process_id == b.process_id && a.tid == b.tid && &b < &a;
+  if (ring_reversed || (latency_ns < 0 && same_core)) {
+    flags |= kFlagOutOfOrder;
+  } else if (latency_ns < 0) {
+    flags |= (bounded && -latency_ns <= uncertainty_ns) ? kFlagSkew : kFlagNegative;
+  }
+  return flags;
+}
+
+// A span's (or interval's) flags and ends: migrated when its ends are on
+// two cores; negative when the end read below the begin (skew when its ends
+// are on two measured cores and it is within their bounds); saturated when
+// it lasted 2^32 ticks or more (its duration is then a lower bound). The
+// value is negative when it ran backwards (the producer keeps how far),
+// never clamped to 0.
+template <typename E>
+uint8_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
+  uint8_t flags = 0;
+  const bool backwards = (e.flags & abi::kRecordSpanBackwards) != 0;
+  sample->begin_tsc = e.tsc;
+  sample->end_tsc = backwards ? e.tsc - uint64_t{e.duration_ticks} : e.tsc + e.duration_ticks;
+  sample->begin_aux = e.aux;
+  sample->end_aux = e.end_aux;
+  sample->begin_process = sample->end_process = e.process_id;
+  sample->uncertainty_ns = 0;
+  sample->skew_correction_ns = 0;
+  bool bounded = false;
+  if (DifferentCores(e.aux, e.end_aux)) {
+    flags |= kFlagMigrated;
+    const CoreClock* ca = Core(e.aux);
+    const CoreClock* cb = Core(e.end_aux);
+    if (ca != nullptr && cb != nullptr) {
+      bounded = true;
+      sample->uncertainty_ns = ca->bound_ns + cb->bound_ns;
+      if (settings_.correct_skew) sample->skew_correction_ns = cb->offset_ns - ca->offset_ns;
+    }
+  }
+  const double latency_ns = sample->LatencyNs(time_);
+  if (latency_ns < 0) {
+    flags |= (bounded && -latency_ns <= sample->uncertainty_ns) ? kFlagSkew : kFlagNegative;
+  }
+  if (e.flags & abi::kRecordSpanSaturated) flags |= kFlagSaturated;
+  return flags;
+}
+
+int Stitcher::PositionOf(uint32_t name_id) {
+  while (position_by_name_.size() <= name_id && position_by_name_.size() < tag_names_->size()) {
+    const auto it = pipeline_index_.find(tag_names_->Name(position_by_name_.size()));
+    position_by_name_.push_back(it == pipeline_index_.end() ? -1 : it->second);
+  }
+  return name_id < position_by_name_.size() ? position_by_name_[name_id] : -1;
+}
+
+bool Stitcher::StampLike(const Event& e, int pos) const {
+  // A declared pipeline may name a span's tag: its begin then stands for the stage.
+  return pos >= 0 && (e.kind == abi::kStamp || e.kind == abi::kSpan || e.kind == abi::kMeasure);
+}
+
+uint32_t Stitcher::OrderIndex(uint64_t order_id) {
+  // One probe for both the lookup and the insert. A finished order still
+  // lingering takes its late records.
+  auto [it, inserted] = orders_.try_emplace(order_id, 0);
+  if (!inserted) return it->second;
+  if (settings_.max_open_orders > 0 && orders_.size() > settings_.max_open_orders) {
+    orders_.erase(it);  // bounded memory: this order is not kept (counted by the caller)
+    return kNoOrder;
+  }
+  uint32_t idx;
+  if (!free_.empty()) {
+    idx = free_.back();
+    free_.pop_back();
+  } else {
+    idx = static_cast<uint32_t>(pool_.size());
+    pool_.emplace_back();
+  }
+  Order& o = pool_[idx];
+  o.live = true;
+  o.last_activity = clock_;
+  InstanceMemory& m = next_instance_[order_id];
+  o.instance = std::min<uint32_t>(m.next, (1u << 27) - 1);
+  if (m.next > 0) ++counters_.reused_ids;
+  if (m.next < (1u << 27) - 1) ++m.next;
+  m.opened_at = clock_;
+  if (settings_.timeout_ticks > 0) instance_expiry_.emplace_back(clock_, order_id);
+  it->second = idx;
+  return idx;
+}
+
+void Stitcher::ForgetOldInstances() {
+  const uint64_t keep = instance_memory_ticks();
+  while (!instance_expiry_.empty() && clock_ - instance_expiry_.front().first > keep) {
+    const auto [opened_at, id] = instance_expiry_.front();
+    instance_expiry_.pop_front();
+    auto it = next_instance_.find(id);
+    // Opened again since: a later entry of the queue forgets it.
+    if (it != next_instance_.end() && it->second.opened_at == opened_at && !orders_.contains(id)) {
+      next_instance_.erase(it);
+    }
+  }
+}
+
+Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
+  auto it = orders_.find(order_id);
+  if (it == orders_.end() || pool_[it->second].lingering) return nullptr;
+  return &pool_[it->second];
+}
+
+Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
+  if (auto o = orders_.find(order_id); o != orders_.end()) return &pool_[o->second];
+  auto it = held_.find(order_id);
+  return it == held_.end() ? nullptr : &pool_[it->second];
+}
+
+uint32_t Stitcher::TransitionStage(uint32_t from_name, uint32_t to_name) {
+  const uint64_t key = uint64_t{from_name} << 32 | to_name;
+  auto it = transition_stage_.find(key);
+  if (it != transition_stage_.end()) return it->second;
+  const uint32_t id = stats_->StageId(
+      absl::StrCat(tag_names_->Name(from_name), "->", tag_names_->Name(to_name)),
+      StageKind::kTransition);
+  transition_stage_.emplace(key, id);
+  return id;
+}
+
+uint32_t Stitcher::SpanStage(uint32_t name_id) {
+  if (span_stage_.size() <= name_id) span_stage_.resize(name_id + 1, -1);
+  if (span_stage_[name_id] < 0) {
+    span_stage_[name_id] = stats_->StageId(tag_names_->Name(name_id), StageKind::kSpan);
+  }
+  return static_cast<uint32_t>(span_stage_[name_id]);
+}
+
+void Stitcher::AddEvent(const StitchEvent& e) {
+  if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
+    // An interval with no order: a sample of its tag, nothing to stitch.
+    StitchedSample sample;
+    sample.flags = SpanFlagsOf(e, &sample);
+    sample.stage_id = SpanStage(e.name_id);
+    const StitchView view = View();
+    for (StitchedOrderSink* sink : sinks_) sink->OnStandaloneSample(sample, view);
+    ++counters_.standalone_samples;
+    return;
+  }
+  const uint32_t idx = OrderIndex(e.order_id);
+  if (idx == kNoOrder) {
+    ++counters_.records_over_open_limit;
+    return;
+  }
+  Order& o = pool_[idx];
+  Event ev;
+  ev.tsc = e.tsc;
+  ev.aux = e.aux;
+  ev.end_aux = e.end_aux;
+  ev.duration_ticks = e.duration_ticks;
+  ev.name_id = e.name_id & (kMaxNameIds - 1);  // REQUIRES (Analyzer): name_id < kMaxNameIds
+  ev.kind = e.kind & 7u;
+  ev.flags = e.flags & 7u;
+  ev.process_id = e.process_id;
+  ev.tid = e.tid;
+  o.events.push_back(ev);
+  if (o.lingering) return;  // a late record joins its finished order; the linger runs on
+  o.last_activity = clock_;
+  if (pipeline_known_ && !o.pending && !pipeline_.empty()) {
+    const int pos = PositionOf(e.name_id);
+    if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(o.events.back(), pos)) {
+      o.pending = true;
+      pending_current_.push_back(e.order_id);
+    }
+  }
+}
+
+void Stitcher::AddLink(uint64_t child, uint64_t parent) {
+  if (child == parent) {
+    ++counters_.links_rejected;
+    return;
+  }
+  // Refuse a link that would close a cycle.
+  uint64_t p = parent;
+  for (int depth = 0; depth < kMaxLinkDepth; ++depth) {
+    Order* a = FindOpen(p);
+    if (a == nullptr || !a->has_parent) break;
+    if (a->parent_id == child) {
+      ++counters_.links_rejected;
+      return;
+    }
+    p = a->parent_id;
+  }
+  const uint32_t ci = OrderIndex(child);
+  if (ci == kNoOrder) {
+    ++counters_.records_over_open_limit;
+    return;
+  }
+  if (pool_[ci].has_parent) {
+    if (pool_[ci].parent_id != parent) ++counters_.links_rejected;
+    pool_[ci].last_activity = clock_;
+    return;
+  }
+  const uint32_t pi = OrderIndex(parent);  // may grow pool_: take references after it
+  if (pi == kNoOrder) {
+    ++counters_.records_over_open_limit;
+    return;
+  }
+  Order& c = pool_[ci];
+  Order& po = pool_[pi];
+  c.has_parent = true;
+  c.parent_id = parent;
+  c.last_activity = clock_;
+  ++po.open_children;
+  po.has_children = true;
+  po.last_activity = clock_;
+}
+
+void Stitcher::AdvanceClock(uint64_t tsc) {
+  if (!clock_seen_) {
+    // Orders that arrived before the first clock start their timeout now.
+    for (auto& [id, idx] : orders_) {
+      if (!pool_[idx].lingering) pool_[idx].last_activity = tsc;
+    }
+    last_sweep_clock_ = tsc;
+    clock_seen_ = true;
+  }
+  clock_ = std::max(clock_, tsc);
+  for (uint64_t id : pending_previous_) {
+    auto it = orders_.find(id);
+    if (it == orders_.end()) continue;
+    Order& o = pool_[it->second];
+    if (!o.pending || o.lingering) continue;
+    if (o.open_children == 0) {
+      FinishOrderAt(it);
+    } else {
+      o.pending = false;  // a parent that reached the end: its children decide; timeout later
+    }
+  }
+  pending_previous_.swap(pending_current_);
+  pending_current_.clear();
+  const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
+  if (settings_.timeout_ticks > 0 && clock_ - last_sweep_clock_ >= sweep_every) {
+    last_sweep_clock_ = clock_;
+    SweepTimeouts();
+  }
+  ExpireLingering(/*all=*/false);
+  ForgetOldInstances();
+  if (!pipeline_known_ && held_order_.size() >= settings_.learn_orders) Learn();
+}
+
+bool Stitcher::NeedsClock(uint64_t now_tsc) const {
+  if (!pending_current_.empty() || !pending_previous_.empty()) return true;
+  if (!linger_queue_.empty() && now_tsc > linger_queue_.front().first &&
+      now_tsc - linger_queue_.front().first >= settings_.linger_ticks) {
+    return true;
+  }
+  if (settings_.timeout_ticks == 0 || orders_.size() == lingering_count_) return false;
+  const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
+  return now_tsc > last_sweep_clock_ && now_tsc - last_sweep_clock_ >= sweep_every;
+}
+
+void Stitcher::SweepTimeouts() {
+  std::vector<std::pair<uint64_t, uint64_t>> due;  // (last activity, order id)
+  for (const auto& [id, idx] : orders_) {
+    const Order& o = pool_[idx];
+    if (!o.lingering && o.open_children == 0 &&
+        clock_ - o.last_activity >= settings_.timeout_ticks) {
+      due.emplace_back(o.last_activity, id);
+    }
+  }
+  // Sorted, so that the result does not depend on hash-map iteration order.
+  std::sort(due.begin(), due.end());
+  for (const auto& [last, id] : due) FinishOrder(id);
+}
+
+void Stitcher::FinishOrder(uint64_t order_id) {
+  auto it = orders_.find(order_id);
+  if (it != orders_.end() && !pool_[it->second].lingering) FinishOrderAt(it);
+}
+
+void Stitcher::EraseOrder(OrderMap::iterator it) {
+  orders_.erase(it);
+  if (++erased_since_rehash_ > orders_.size() + 4096) {
+    orders_.rehash(orders_.capacity());  // same capacity: clears tombstones, no shrink and regrow
+    erased_since_rehash_ = 0;
+  }
+}
+
+void Stitcher::FinishOrderAt(OrderMap::iterator it) {
+  const uint64_t order_id = it->first;
+  const uint32_t idx = it->second;
+  if (settings_.linger_ticks > 0 && !finishing_) {
+    // It stays in orders_ (its id leads late records to it), marked lingering.
+    Order& o = pool_[idx];
+    o.lingering = 1;
+    o.pending = 0;
+    o.last_activity = clock_;
+    ++lingering_count_;
+    linger_queue_.emplace_back(clock_, order_id);
+    return;
+  }
+  EraseOrder(it);
+  EmitFinished(order_id, idx);
+}
+
+void Stitcher::ExpireLingering(bool all) {
+  while (!linger_queue_.empty()) {
+    const auto [finished_at, order_id] = linger_queue_.front();
+    if (!all && clock_ - finished_at < settings_.linger_ticks) break;
+    linger_queue_.pop_front();
+    auto it = orders_.find(order_id);
+    if (it == orders_.end() || !pool_[it->second].lingering) continue;
+    const uint32_t idx = it->second;
+    Order& o = pool_[idx];
+    o.lingering = 0;
+    --lingering_count_;
+    if (o.open_children > 0) {
+      // A child linked to it while it lingered: it waits for its children
+      // again (and finishes by its timeout, or at the end), open.
+      o.last_activity = clock_;
+      continue;
+    }
+    EraseOrder(it);
+    EmitFinished(order_id, idx);
+  }
+}
+
+void Stitcher::EmitFinished(uint64_t order_id, uint32_t idx) {
+  if (pipeline_known_) {
+    Emit(order_id, pool_[idx]);
+    Release(idx, /*held=*/false);
+  } else {
+    // Hold it for learning; its parent may finish now.
+    if (pool_[idx].has_parent) {
+      if (Order* p = FindAny(pool_[idx].parent_id); p && p->open_children > 0) --p->open_children;
+    }
+    // An id used again while learning is a second order: both are held (and
+    // later emitted) by pool index; the map finds the latest as a parent.
+    held_.insert_or_assign(order_id, idx);
+    held_order_.emplace_back(order_id, idx);
+  }
+}
+
+void Stitcher::Release(uint32_t idx, bool held) {
+  Order& o = pool_[idx];
+  if (!held && o.has_parent) {
+    if (Order* p = FindAny(o.parent_id); p && p->open_children > 0 && --p->open_children == 0) {
+      // A fanned-out parent whose linked children have all finished is
+      // finished too (at the next clock tick, then it lingers for late
+      // links), not only at its timeout: the tick stages of a fan-out show
+      // while the run goes on.
+      if (pipeline_known_ && !p->lingering && !p->pending && FindOpen(o.parent_id) == p) {
+        p->pending = 1;
+        pending_current_.push_back(o.parent_id);
+      }
+    }
+  }
+  o.events.clear();
+  o.parent_id = o.last_activity = 0;
+  o.open_children = 0;
+  o.has_parent = o.has_children = o.pending = o.live = o.lingering = 0;
+  o.instance = 0;
+  free_.push_back(idx);
+}
+
+void Stitcher::Emit(uint64_t order_id, Order& o) {
+  ++emitted_;
+  const int stages = static_cast<int>(pipeline_.size());
+  chain_.assign(stages, ChainEntry{});
+  for (const Event& e : o.events) {
+    const int pos = PositionOf(e.name_id);
+    if (!StampLike(e, pos)) {
+      if (e.kind == abi::kStamp) ++counters_.outside_pipeline;
+      continue;
+    }
+    ChainEntry& c = chain_[pos];
+    if (c.event != nullptr) {
+      ++counters_.repeated_stages;
+      if (e.tsc >= c.event->tsc) continue;
+    }
+    c = ChainEntry{&e, true};
+  }
+  bool has_parent = o.has_parent;
+  uint64_t parent = o.parent_id;
+  for (int depth = 0; has_parent && depth < kMaxLinkDepth; ++depth) {
+    const Order* a = FindAny(parent);
+    if (a == nullptr) break;
+    for (const Event& e : a->events) {
+      const int pos = PositionOf(e.name_id);
+      if (!StampLike(e, pos)) continue;
+      ChainEntry& c = chain_[pos];
+      if (c.event != nullptr && c.event->tsc <= e.tsc) continue;
+      c = ChainEntry{&e, false};
+    }
+    has_parent = a->has_parent;
+    parent = a->parent_id;
+  }
+
+  // A reused id's instance without the first stage: records that came after
+  // their order was emitted (stitcher.h, "Lingering and instances").
+  const bool late = o.instance > 0 && stages > 0 && chain_[0].event == nullptr;
+  const uint8_t late_flag = late ? kFlagLate : 0;
+
+  StitchedOrder& out = out_;
+  out.Clear();
+  out.seq = emitted_;
+  out.order_id = order_id;
+  out.instance = o.instance;
+  out.late = late;
+  out.has_parent = o.has_parent;
+  out.parent_order_id = o.parent_id;
+
+  const ChainEntry* first = nullptr;
+  const ChainEntry* prev = nullptr;
+  for (int pos = 0; pos < stages; ++pos) {
+    const ChainEntry& cur = chain_[pos];
+    if (cur.event == nullptr) {
+      out.missing.push_back(static_cast<uint32_t>(pos));
+      continue;
+    }
+    if (first == nullptr) first = &cur;
+    if (prev != nullptr && cur.own) {
+      const Event& a = *prev->event;
+      const Event& b = *cur.event;
+      StitchedSample& sample = out.samples.emplace_back();
+      sample.flags = PairFlags(a, b, prev->own && cur.own, &sample) | late_flag;
+      sample.stage_id = TransitionStage(a.name_id, b.name_id);
+    }
+    prev = &cur;
+  }
+  const ChainEntry* last = prev;
+
+  uint64_t chain_start = 0;
+  if (first != nullptr) {
+    chain_start = first->event->tsc;
+  } else if (!o.events.empty()) {
+    chain_start = o.events.front().tsc;
+    for (const Event& e : o.events) chain_start = std::min(chain_start, e.tsc);
+  }
+  out.chain_start_tsc = chain_start;
+
+  // Spans and intervals: their own duration under their tag. Every record
+  // as a stamp when a sink wants them.
+  bool want_stamps = false;
+  for (const StitchedOrderSink* sink : sinks_) want_stamps = want_stamps || sink->WantsStamps();
+  out.records = static_cast<uint32_t>(o.events.size());
+  if (want_stamps) out.stamps.reserve(o.events.size());
+  for (const Event& e : o.events) {
+    const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
+    int32_t span_sample = -1;
+    uint8_t flags = late_flag;
+    if (is_span) {
+      StitchedSample& sample = out.samples.emplace_back();
+      sample.flags = SpanFlagsOf(e, &sample) | late_flag;
+      sample.stage_id = SpanStage(e.name_id);
+      flags = sample.flags;
+      span_sample = static_cast<int32_t>(out.samples.size() - 1);
+    }
+    if (!want_stamps) continue;
+    StitchedStamp& st = out.stamps.emplace_back();
+    st.tsc = e.tsc;
+    st.name_id = e.name_id;
+    st.kind = static_cast<uint8_t>(e.kind);
+    st.flags = flags;
+    st.aux = e.aux;
+    st.end_aux = e.end_aux;
+    st.process_id = e.process_id;
+    st.tid = e.tid;
+    st.duration_ticks = e.duration_ticks;
+    st.span_sample = span_sample;
+  }
+
+  if (late) {
+    out.complete = false;
+    ++counters_.orders_late;
+    counters_.late_records += o.events.size();
+  } else if (o.has_children) {
+    out.complete = true;  // its chain continues in its children
+    out.fanned_out = true;
+    out.missing.clear();
+    ++counters_.orders_fanned_out;
+  } else if (out.missing.empty()) {
+    out.complete = true;
+    ++counters_.orders_complete;
+  } else {
+    out.complete = false;
+    ++counters_.orders_incomplete;
+    for (uint32_t pos : out.missing) ++counters_.missing_by_stage[pipeline_[pos]];
+  }
+
+  out.has_total = first != nullptr && last != nullptr && first != last;
+  if (out.has_total) {
+    out.total_begin_tsc = first->event->tsc;
+    out.total_end_tsc = last->event->tsc;
+    if (out.complete && !o.has_children) {
+      StitchedSample& sample = out.samples.emplace_back();
+      sample.flags = PairFlags(*first->event, *last->event, first->own && last->own, &sample);
+      sample.stage_id = total_stage_;
+      out.total_sample = static_cast<int32_t>(out.samples.size() - 1);
+    }
+  }
+
+  const StitchView view = View();
+  for (StitchedOrderSink* sink : sinks_) sink->OnStitchedOrder(out, view);
+}
+
+void Stitcher::Learn() {
+  // Mean offset of each stamp tag from its order's chain start.
+  absl::flat_hash_map<uint32_t, std::pair<double, uint64_t>> offsets;
+  absl::flat_hash_map<uint32_t, uint64_t> first_tsc;  // scratch, per order
+  for (const auto& [id, idx] : held_order_) {
+    const Order* o = &pool_[idx];
+    first_tsc.clear();
+    const Order* a = o;
+    for (int depth = 0; a != nullptr && depth <= kMaxLinkDepth; ++depth) {
+      for (const Event& e : a->events) {
+        if (e.kind != abi::kStamp) continue;
+        auto [it, inserted] = first_tsc.emplace(e.name_id, e.tsc);
+        if (!inserted) it->second = std::min(it->second, e.tsc);
+      }
+      a = a->has_parent ? FindAny(a->parent_id) : nullptr;
+    }
+    if (first_tsc.empty()) continue;
+    uint64_t start = first_tsc.begin()->second;
+    for (const auto& [name, tsc] : first_tsc) start = std::min(start, tsc);
+    for (const auto& [name, tsc] : first_tsc) {
+      auto& [sum, n] = offsets[name];
+      sum += time_.DiffNs(tsc, start);
+      ++n;
+    }
+  }
+  std::vector<std::pair<double, std::string>> ranked;
+  for (const auto& [name, sn] : offsets) {
+    ranked.emplace_back(sn.first / static_cast<double>(sn.second), tag_names_->Name(name));
+  }
+  std::sort(ranked.begin(), ranked.end());
+  pipeline_.clear();
+  pipeline_index_.clear();
+  for (auto& [offset, name] : ranked) {
+    pipeline_index_.emplace(name, static_cast<int>(pipeline_.size()));
+    pipeline_.push_back(std::move(name));
+  }
+  position_by_name_.clear();
+  pipeline_known_ = true;
+  learned_ = true;
+  if (on_learned && !held_order_.empty()) on_learned(pipeline_, held_order_.size());
+
+  // Emit what was held, in the order it finished (children before parents).
+  for (const auto& [id, idx] : held_order_) Emit(id, pool_[idx]);
+  held_.clear();
+  for (const auto& [id, idx] : held_order_) Release(idx, /*held=*/true);
+  held_order_.clear();
+
+  // Open orders that already reached the last stage finish soon.
+  if (!pipeline_.empty()) {
+    std::vector<uint64_t> ids;
+    for (const auto& [id, idx] : orders_) {
+      Order& o = pool_[idx];
+      if (o.lingering) continue;
+      for (const Event& e : o.events) {
+        const int pos = PositionOf(e.name_id);
+        if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(e, pos)) {
+          ids.push_back(id);
+          break;
+        }
+      }
+    }
+    std::sort(ids.begin(), ids.end());
+    for (uint64_t id : ids) {
+      pool_[orders_.find(id)->second].pending = true;
+      pending_current_.push_back(id);
+    }
+  }
+}
+
+void Stitcher::Finish() {
+  // The stream ended: nothing more can join a lingering order, and orders
+  // finished from here on are emitted at once.
+  finishing_ = true;
+  ExpireLingering(/*all=*/true);
+  // Taken out of the lists first: finishing a child can make its fanned-out
+  // parent pending (Release appends to pending_current_), which would move a
+  // list being walked. Those parents are finished by the loop below.
+  for (auto* list : {&pending_previous_, &pending_current_}) {
+    std::vector<uint64_t> ids;
+    ids.swap(*list);
+    for (uint64_t id : ids) {
+      Order* o = FindOpen(id);
+      if (o != nullptr && o->pending && o->open_children == 0) FinishOrder(id);
+    }
+  }
+  pending_previous_.clear();
+  pending_current_.clear();
+  // Nothing lingers now (ExpireLingering above; finishing_: no more lingering).
+  while (!orders_.empty()) {
+    std::vector<uint64_t> ready;
+    for (const auto& [id, idx] : orders_) {
+      if (pool_[idx].open_children == 0) ready.push_back(id);
+    }
+    if (ready.empty()) {
+      for (const auto& [id, idx] : orders_) ready.push_back(id);  // cannot happen without a cycle
+    }
+    std::sort(ready.begin(), ready.end());
+    for (uint64_t id : ready) FinishOrder(id);
+  }
+  if (!pipeline_known_) Learn();
+}
+
+}  // namespace ticktrace::collect

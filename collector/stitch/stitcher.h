@@ -1,0 +1,333 @@
+// Stitching: gathers the records of each order ID from every thread of every
+// process, decides when the order is finished, and turns it into stage
+// samples (DESIGN.md §5). A finished order leaves as a StitchedOrder
+// (stitched_order.h): stage ids, TSC ends and flags decided here, no strings
+// and no ns; the sinks convert (the statistics first, then the store's rows).
+//
+// Stages. With a pipeline (declared, or learned) p0, p1, ..., pn:
+//   'a->b'   between consecutive stages present in an order's chain, in
+//            pipeline order: tsc(b) - tsc(a), kept negative when it is;
+//   '<tag>'  a Span's (or interval's) own duration, under its tag name;
+//   'total'  from the chain's first stage to its last, for complete orders
+//            that did not fan out.
+// link(child, parent): the child's chain is its parent's stamps followed by its
+// own, so a child's first stage and its total start at the tick that caused it.
+// A pair is sampled by the order that owns its later end, so a parent's
+// stages are counted once however many children it has.
+//
+// Finishing. An order is finished when
+//   - its pipeline's last stage arrived, two clock ticks (drain passes) later,
+//     so that records of earlier stages drained in the same or the next pass
+//     are not missed; or
+//   - no record of it arrived for timeout_ticks of the stream's clock; or
+//   - the stream ends (Finish()).
+// A parent waits for its children, and a fanned-out parent is finished once
+// its last linked child is emitted (two clock ticks later, then it lingers,
+// so that a child linked late still joins it). Time is only the stream's clock
+// (AdvanceClock, from kClock chunks), never the wall clock, so the same stream
+// always gives the same result (replay, journal recovery).
+//
+// Lingering and instances (DESIGN §5). A finished order lingers for
+// linger_ticks (the collector: min(order timeout, 100 ms)) before it is
+// emitted: a record of its id that arrives meanwhile (a late link, a late
+// earlier stage, a re-sent last stage) joins it. A record of an id whose
+// order was already emitted opens a new *instance* of the id: instances are
+// numbered 0, 1, 2, ... per id in stream order, and (run, order id,
+// instance) is the store's key, so a producer that restarts and reuses its
+// ids has both uses stored. An instance of a reused id (instance > 0) that
+// lacks the pipeline's first stage cannot be a fresh use of the id (every
+// use starts at the first stage): it is made of records that came after
+// their order was emitted. It is emitted as a partial instance flagged
+// `late` (orders.late, samples' and stamps' flag kFlagLate) and its records
+// are counted in late_records; it is never merged into the old instance nor
+// dropped. An id used again within the linger window of its previous use is
+// taken as that use (its repeated stages are counted in repeated_stages).
+// Every id seen costs one hash-map entry (its next instance number) for the
+// run: about 20 bytes per distinct id.
+//
+// Learning. Without a declared pipeline, orders finish by timeout only and
+// are held until `learn_orders` of them have finished (or the stream ends);
+// then the usual order of stamp tags (by mean offset from the chain start) is
+// the pipeline, and everything held is emitted with it.
+//
+// Flags (stage_stats.h has the bits): cross_core when both ends carry a known
+// core and the cores differ; its uncertainty is the sum of the two cores'
+// measured bounds (settings.cores, updated by SetCores). A difference below
+// zero is
+//   out_of_order when both stamps are on one core, or when one thread stamped
+//       the later stage before the earlier one (ring order contradicts the
+//       pipeline);
+//   skew when it is cross-core and within its uncertainty;
+//   negative otherwise (beyond the bound, or cores unknown or not measured).
+// A span: the producer saw its end read below its begin
+// (kRecordSpanBackwards) and kept how far; it is stored negative and flagged
+// negative (skew when its ends are on two cores and within their bound);
+// migrated when its begin and end cores differ; saturated when it lasted
+// 2^32 ticks or more (a lower bound). With correct_skew a cross-core
+// difference has the two cores' measured offsets subtracted first.
+//
+// Not thread-safe: one analysis thread owns a Stitcher.
+
+#ifndef TICKTRACE_COLLECTOR_STITCHER_H_
+#define TICKTRACE_COLLECTOR_STITCHER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "collector/analysis/name_table.h"
+#include "collector/sinks/order_rows.h"
+#include "collector/app/run_info.h"
+#include "collector/sinks/stage_stats.h"
+#include "collector/sinks/stage_stats_sink.h"
+#include "collector/stream/state_codec.h"
+#include "collector/stitch/stitched_order.h"
+#include "collector/time/time_base.h"
+#include "ticktrace/abi.h"
+
+namespace ticktrace::collect {
+
+// Tag names a Stitcher can tell apart (Event packs the id into 26 bits).
+inline constexpr uint32_t kMaxNameIds = 1u << 26;
+
+struct StitchSettings {
+  std::vector<std::string> pipeline;  // declared stage tags in order; empty: learn
+  uint64_t timeout_ticks = 0;         // 0: orders finish by last stage or at the end only
+  size_t learn_orders = 100;          // orders to learn the pipeline from
+  size_t expected_open_orders = 1u << 16;  // hash-table space reserved up front
+  uint64_t linger_ticks = 0;          // a finished order waits this long before it is emitted
+  // Open and lingering orders at most (memory: ~230 B each); a record that
+  // would open one more is counted in records_over_open_limit. 0: no limit.
+  uint64_t max_open_orders = 0;
+  std::vector<CoreSkew> cores;        // measured offsets (RunInfo.cores); empty: not measured
+  bool correct_skew = false;          // subtract the cores' offsets from cross-core differences
+};
+
+// One attributed record (stamp, span or interval) of an order.
+struct StitchEvent {
+  uint64_t tsc = 0;              // stamp TSC, or a span's begin
+  uint64_t order_id = 0;
+  uint32_t aux = abi::kAuxUnknown;
+  uint32_t end_aux = abi::kAuxUnknown;  // spans
+  uint32_t duration_ticks = 0;          // spans
+  uint32_t name_id = 0;          // tag name, interned in the analyzer's tag NameTable
+  uint32_t process_id = 0;
+  uint32_t tid = 0;
+  uint8_t kind = abi::kStamp;    // kStamp, kSpan or kMeasure
+  uint8_t flags = 0;             // abi::RecordFlags
+};
+
+struct StitchCounters {
+  uint64_t orders_complete = 0;
+  uint64_t orders_incomplete = 0;
+  uint64_t orders_fanned_out = 0;   // parents: their chains continue in their children
+  uint64_t outside_pipeline = 0;    // stamps whose tag is not a pipeline stage
+  uint64_t repeated_stages = 0;     // a stage stamped again in one order (first kept)
+  uint64_t links_rejected = 0;      // self links, second parents, cycles
+  uint64_t standalone_samples = 0;  // spans/intervals without an order id
+  uint64_t orders_late = 0;         // partial instances of records that came after their order
+  uint64_t late_records = 0;        // the records (stamps and spans) of those instances
+  uint64_t reused_ids = 0;          // instances after an id's first (instance > 0)
+  uint64_t records_over_open_limit = 0;  // records of orders beyond max_open_orders (not kept)
+  std::map<std::string, uint64_t> missing_by_stage;
+};
+
+class Stitcher {
+ public:
+  // `tag_names` and `stats` must outlive the Stitcher; `sink` may be null
+  // (statistics only). Every finished order goes, as a StitchedOrder, to the
+  // statistics (a StageStatsSink on `stats`, which also names the stage ids),
+  // then to `sink`, then to the sinks added with AddSink.
+  Stitcher(const StitchSettings& settings, const TimeBase& time_base,
+           const NameTable* tag_names, StageStats* stats, StitchedOrderSink* sink);
+
+  // One more sink (it must outlive the Stitcher); called after the others.
+  void AddSink(StitchedOrderSink* sink) { sinks_.push_back(sink); }
+
+  // Adds a stamp, span or interval. kSpan/kMeasure with order_id 0 become
+  // standalone samples of their tag.
+  void AddEvent(const StitchEvent& e);
+  // `child` continues `parent`'s chain.
+  void AddLink(uint64_t child, uint64_t parent);
+  // A drain pass started at `tsc`: finishes due orders.
+  void AdvanceClock(uint64_t tsc);
+  // The stream ended: finishes every order (incomplete ones as such).
+  void Finish();
+  // A new measurement of the cores' offsets (a run info update): differences
+  // emitted from now on use it.
+  void SetCores(const std::vector<CoreSkew>& cores);
+  // A new (TSC, UTC) anchor (a run info update): UTC of orders emitted from
+  // now on maps piecewise through it.
+  void AddAnchor(uint64_t tsc, int64_t utc_ns) { time_.AddAnchor(tsc, utc_ns); }
+  const TimeBase& time_base() const { return time_; }
+
+  // True when a clock tick at `now_tsc` would finish something (pending
+  // completions, or an open order whose timeout passed).
+  bool NeedsClock(uint64_t now_tsc) const;
+
+  bool pipeline_known() const { return pipeline_known_; }
+  bool pipeline_learned() const { return learned_; }
+  const std::vector<std::string>& pipeline() const { return pipeline_; }
+  // Orders not emitted yet: open, and finished but lingering.
+  size_t open_orders() const { return orders_.size(); }
+  // Orders whose last stage arrived, waiting for their clock ticks.
+  bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
+  const StitchCounters& counters() const { return counters_; }
+  // Orders emitted so far (the last StitchedOrder::seq).
+  uint64_t emitted() const { return emitted_; }
+
+  // The whole state, for a checkpoint (collector/stream/checkpoint.h): open,
+  // lingering and held orders with their events, instance memory, the
+  // learned pipeline, the clock, the counters and the UTC anchors. Stage ids
+  // are the StageStats' (saved by the analyzer); lookup caches are rebuilt.
+  // LoadState REQUIRES: a Stitcher fresh from the constructor with the
+  // settings the saved one had; false on bad input (then discard it).
+  void SaveState(StateWriter& w) const;
+  bool LoadState(StateReader& r);
+
+  // Called once when the pipeline was learned, with the number of orders it was learned from.
+  std::function<void(const std::vector<std::string>& pipeline, size_t orders)> on_learned;
+
+ private:
+  using OrderMap = absl::flat_hash_map<uint64_t, uint32_t>;  // order id -> pool index
+  // 32 bytes: an order in flight costs its Events, so kind and flags share a
+  // word with the name id (names are capped at kMaxNameIds).
+  struct Event {
+    uint64_t tsc;
+    uint32_t aux, end_aux;
+    uint32_t duration_ticks;
+    uint32_t name_id : 26;
+    uint32_t kind : 3;   // abi::RecordKind
+    uint32_t flags : 3;  // abi::RecordFlags (three bits defined)
+    uint32_t process_id;
+    uint32_t tid;
+  };
+  static_assert(sizeof(Event) == 32);
+  struct Order {  // its id is the key in open_/lingering_/held_
+    uint64_t parent_id = 0;
+    uint64_t last_activity = 0;  // stream clock at the last record; lingering: at its finish
+    uint32_t open_children = 0;
+    uint32_t instance : 27 = 0;  // saturates at 2^27 - 1 uses of one id
+    uint32_t has_parent : 1 = 0;
+    uint32_t has_children : 1 = 0;
+    uint32_t pending : 1 = 0;    // last stage seen; finishing soon
+    uint32_t live : 1 = 0;       // slot in use
+    uint32_t lingering : 1 = 0;  // finished, waiting linger_ticks before it is emitted
+    // Three inline: 128 bytes per Order, so an order in flight costs ~230 B
+    // with its hash-table slot (visibility_bench: 229 MiB peak for 1 M open
+    // orders, against 259 MiB with four inline). Longer orders spill to the
+    // heap; collector_bench's four-record orders replay as fast either way.
+    absl::InlinedVector<Event, 3> events;
+  };
+  static_assert(sizeof(Order) <= 128);
+  struct ChainEntry {
+    const Event* event = nullptr;
+    bool own = false;
+  };
+  // A core's measured offset against the reference core.
+  struct CoreClock {
+    bool measured = false;
+    double offset_ns = 0;
+    double bound_ns = 0;
+  };
+
+  // The open order's pool index, created if absent; kNoOrder when creating
+  // it would exceed max_open_orders.
+  static constexpr uint32_t kNoOrder = UINT32_MAX;
+  uint32_t OrderIndex(uint64_t order_id);
+  Order* FindOpen(uint64_t order_id);  // open, not lingering
+  Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
+  // The flags of a sample, and what it carries of the cores' clocks. Its
+  // value in ns is needed only to decide them; the sinks convert again.
+  uint8_t PairFlags(const Event& a, const Event& b, bool same_ring,
+                    StitchedSample* sample) const;
+  template <typename E>
+  uint8_t SpanFlagsOf(const E& e, StitchedSample* sample) const;
+  const CoreClock* Core(uint32_t aux) const;
+  void ExpireLingering(bool all);
+  void EmitFinished(uint64_t order_id, uint32_t idx);  // after lingering: emit or hold
+  int PositionOf(uint32_t name_id);
+  bool StampLike(const Event& e, int pos) const;
+  void SweepTimeouts();
+  void FinishOrder(uint64_t order_id);  // from open_: emit or hold
+  void FinishOrderAt(OrderMap::iterator it);  // REQUIRES: an open (not lingering) order
+  void Emit(uint64_t order_id, Order& o);  // REQUIRES: pipeline_known_
+  StitchView View() const { return StitchView{&time_, tag_names_, stats_, &pipeline_}; }
+  void Release(uint32_t idx, bool held);
+  void Learn();
+  void MarkPendingIfComplete(uint32_t index);
+  uint32_t TransitionStage(uint32_t from_name, uint32_t to_name);
+  uint32_t SpanStage(uint32_t name_id);
+
+  StitchSettings settings_;
+  TimeBase time_;
+  const NameTable* tag_names_;
+  StageStats* stats_;
+  StageStatsSink stats_sink_;
+  std::vector<StitchedOrderSink*> sinks_;  // stats_sink_ first
+  StitchedOrder out_;  // scratch: what Emit hands to the sinks
+
+  std::vector<std::string> pipeline_;
+  bool pipeline_known_ = false;
+  bool learned_ = false;
+  absl::flat_hash_map<std::string, int> pipeline_index_;
+  std::vector<int> position_by_name_;  // tag name id -> pipeline position or -1
+
+  std::deque<Order> pool_;  // a deque: growing never moves (or re-faults) the orders
+  std::vector<uint32_t> free_;
+  // Open and lingering orders: id -> pool index (Order::lingering tells
+  // which). One table, so that a record finds its order with one probe.
+  OrderMap orders_;
+  size_t lingering_count_ = 0;  // the lingering ones among them
+  // Erases leave tombstones that make lookups of absent keys (every new
+  // order) probe ever longer; rehashing after as many erases as entries
+  // clears them at amortized O(1).
+  size_t erased_since_rehash_ = 0;
+  void EraseOrder(OrderMap::iterator it);
+  // Finished, lingering: (finish clock, id) in finishing order.
+  std::deque<std::pair<uint64_t, uint64_t>> linger_queue_;
+  bool finishing_ = false;  // Finish(): no lingering
+  // Ids of recent orders -> the next instance's number, and the clock when
+  // the id was last opened. Bounded: an id unseen for instance_memory_ticks()
+  // of the stream is forgotten (instance_expiry_ in opening order), so memory
+  // follows the order rate, not the run's length. A reuse after that starts
+  // at instance 0 again; the store tells it from a re-emitted order by its
+  // first TSC and gives it the next free instance (store/sqlite_writer.cc).
+  struct InstanceMemory {
+    uint32_t next = 0;
+    uint64_t opened_at = 0;
+  };
+  absl::flat_hash_map<uint64_t, InstanceMemory> next_instance_;
+  std::deque<std::pair<uint64_t, uint64_t>> instance_expiry_;  // (opened at, id)
+  uint64_t instance_memory_ticks() const {
+    return 2 * settings_.timeout_ticks + 2 * settings_.linger_ticks;
+  }
+  void ForgetOldInstances();
+  std::vector<CoreClock> core_clock_;  // by cpu number
+  absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
+  // (order id, pool index) in finishing order; an id may appear more than once.
+  std::vector<std::pair<uint64_t, uint32_t>> held_order_;
+  std::vector<uint64_t> pending_current_, pending_previous_;
+
+  uint64_t emitted_ = 0;  // FinishedOrder::seq of the last emitted order
+  uint64_t clock_ = 0;
+  bool clock_seen_ = false;
+  uint64_t last_sweep_clock_ = 0;
+
+  absl::flat_hash_map<uint64_t, uint32_t> transition_stage_;
+  std::vector<int64_t> span_stage_;  // tag name id -> stage id or -1
+  uint32_t total_stage_ = 0;
+  std::vector<ChainEntry> chain_;  // scratch
+  StitchCounters counters_;
+};
+
+}  // namespace ticktrace::collect
+
+#endif  // TICKTRACE_COLLECTOR_STITCHER_H_

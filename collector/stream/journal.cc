@@ -1,0 +1,98 @@
+#include "collector/stream/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace ticktrace::collect {
+
+std::string JournalPath(const std::string& db_path) { return db_path + ".ttjournal"; }
+
+absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path,
+                                                    ChunkVisitor* visitor, uint64_t from_offset) {
+  absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  if (reader->header().kind != ArchiveKind::kJournal) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a ticktrace journal"));
+  }
+  if (from_offset > 0) reader->StartAt(from_offset);
+  if (absl::Status s = reader->ReadAll(visitor); !s.ok()) return s;
+  Recovered r;
+  r.run_id = static_cast<int64_t>(reader->header().run_id);
+  r.valid_bytes = reader->valid_bytes();
+  r.torn_tail = reader->torn_tail();
+  r.malformed_chunks = reader->malformed_chunks();
+  r.corrupt_chunks = reader->corrupt_chunks();
+  r.corrupt_records_lost = reader->corrupt_records_lost();
+  r.corrupt_skips = reader->corrupt_skips();
+  return r;
+}
+
+absl::StatusOr<Journal> Journal::Create(const std::string& path, int64_t run_id,
+                                        bool group_readable) {
+  ArchiveHeader h;
+  h.kind = ArchiveKind::kJournal;
+  h.run_id = static_cast<uint64_t>(run_id);
+  absl::StatusOr<ArchiveWriter> w =
+      ArchiveWriter::Create(path, h, /*durable=*/true, group_readable);
+  if (!w.ok()) return w.status();
+  return Journal(std::move(*w));
+}
+
+absl::StatusOr<Journal> Journal::Continue(const std::string& path, const Recovered& recovered) {
+  absl::StatusOr<ArchiveWriter> w =
+      ArchiveWriter::OpenForAppend(path, recovered.valid_bytes, /*durable=*/true);
+  if (!w.ok()) return w.status();
+  return Journal(std::move(*w));
+}
+
+absl::Status Journal::AppendDurable(std::string_view chunks) {
+  const uint64_t before = writer_.bytes_written();
+  absl::Status s = writer_.Append(chunks);
+  if (!s.ok()) return s;  // nothing of `chunks` is in the file
+  const auto t0 = std::chrono::steady_clock::now();
+  s = writer_.Sync();
+  const uint64_t ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now() - t0)
+                                                .count());
+  ++syncs_;
+  sync_ns_total_ += ns;
+  sync_ns_max_ = std::max(sync_ns_max_, ns);
+  if (!s.ok()) {
+    // After a failed fdatasync the pages' fate is unknown (the kernel may
+    // have dropped them): cut the chunks off, so that a retry writes them again.
+    writer_.Rollback(before).IgnoreError();
+  }
+  return s;
+}
+
+absl::Status Journal::FreeBefore(uint64_t offset) {
+  if (offset <= freed_before_) return absl::OkStatus();
+  // The header and the leading run info chunk stay: a restart reads the
+  // run's calibration from them (collector.cc, ReadLeadingRunInfo).
+  const int fd = ::open(writer_.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return absl::InternalError(absl::StrCat(writer_.path(), ": cannot open"));
+  uint32_t first_payload = 0;
+  const ssize_t n = ::pread(fd, &first_payload, 4, kArchiveHeaderBytes + 4);
+  ::close(fd);
+  if (n != 4) return absl::InternalError(absl::StrCat(writer_.path(), ": cannot read"));
+  const uint64_t keep = uint64_t{kArchiveHeaderBytes} + kChunkHeaderBytes + first_payload;
+  absl::Status s = writer_.PunchHole(keep, std::min(offset, writer_.bytes_written()));
+  if (s.ok()) freed_before_ = offset;
+  return s;
+}
+
+absl::Status Journal::Remove() {
+  const std::string path = writer_.path();
+  absl::Status s = writer_.Close();
+  if (::unlink(path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat(path, ": cannot remove journal"));
+  }
+  return s;
+}
+
+}  // namespace ticktrace::collect

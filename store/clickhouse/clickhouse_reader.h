@@ -1,0 +1,30 @@
+// The ClickHouse backend of StoreReader (store_reader.h). Private to the
+// viewer library: StoreReader::Open (store_reader.cc) is its only caller.
+//
+// NOTE to H1 (the writer, collector/store/clickhouse_*): this reader relies on
+//   - runs: one live row per (run_id, claim) (FINAL); where several claims
+//     share a run_id the smallest claim is the run (ORDER BY claim LIMIT 1 BY
+//     run_id). Tell me if the claim rule is another.
+//   - intervals / interval_detail as delta rows (summed, histograms merged);
+//   - orders unique per (run_id, order_id, instance) (read with LIMIT 1 BY).
+#ifndef TICKTRACE_VIEW_SRC_CLICKHOUSE_STORE_READER_H_
+#define TICKTRACE_VIEW_SRC_CLICKHOUSE_STORE_READER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "ticktrace/store/uri.h"
+#include "ticktrace/store/reader.h"
+
+namespace ticktrace::store::internal {
+
+// Opens the ClickHouse store `uri` (clickhouse://HOST:PORT/DATABASE, user and
+// password from TICKTRACE_CLICKHOUSE_USER / _PASSWORD) for reading.
+// Unavailable when the server does not answer, NotFound when the database
+// holds no ticktrace store, FailedPrecondition for another application's
+// database or a newer schema. Never writes.
+absl::StatusOr<std::unique_ptr<StoreReader>> OpenClickHouseStoreReader(const store::StoreUri& uri);
+
+}  // namespace ticktrace::store::internal
+
+#endif  // TICKTRACE_VIEW_SRC_CLICKHOUSE_STORE_READER_H_

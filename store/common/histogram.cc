@@ -1,0 +1,284 @@
+#include "ticktrace/store/histogram.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "store/common/varint.h"
+
+namespace ticktrace::store {
+
+Histogram::Histogram() : positive_(kBuckets, 0), negative_(kBuckets, 0) {}
+
+int Histogram::BucketOf(double magnitude) {
+  // The double's exponent field is the octave; its top mantissa bits are the
+  // sub-bucket. No log() call on the per-sample path.
+  uint64_t bits;
+  std::memcpy(&bits, &magnitude, sizeof(bits));
+  const int exponent = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
+  if (exponent > kMaxExponent) return kBuckets - 1;
+  const int sub = static_cast<int>((bits >> (52 - kSubBucketBits)) & (kSubBuckets - 1));
+  return (exponent - kMinExponent) * kSubBuckets + sub;
+}
+
+double Histogram::Midpoint(int bucket) {
+  const int exponent = bucket / kSubBuckets + kMinExponent;
+  const int sub = bucket % kSubBuckets;
+  return std::ldexp(1.0 + (sub + 0.5) / kSubBuckets, exponent);
+}
+
+void Histogram::Add(double value_ns) {
+  if (std::isnan(value_ns)) return;
+  if (count_ == 0) {
+    min_ = max_ = value_ns;
+  } else {
+    min_ = std::min(min_, value_ns);
+    max_ = std::max(max_, value_ns);
+  }
+  ++count_;
+  sum_ += value_ns;
+  const double magnitude = std::fabs(value_ns);
+  if (magnitude < kMinResolvedNs) {
+    ++near_zero_;
+  } else if (value_ns > 0) {
+    ++positive_[BucketOf(magnitude)];
+  } else {
+    ++negative_[BucketOf(magnitude)];
+  }
+}
+
+void Histogram::Merge(const Histogram& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  sum_ += other.sum_;
+  near_zero_ += other.near_zero_;
+  for (int i = 0; i < kBuckets; ++i) {
+    positive_[i] += other.positive_[i];
+    negative_[i] += other.negative_[i];
+  }
+}
+
+double Histogram::Quantile(double q) const {
+  if (count_ == 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  // The rank (1-based) of the value to report.
+  uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  rank = std::clamp<uint64_t>(rank, 1, count_);
+  uint64_t seen = 0;
+  double value = max_;
+  bool found = false;
+  for (int i = kBuckets - 1; i >= 0 && !found; --i) {  // most negative first
+    seen += negative_[i];
+    if (seen >= rank) {
+      value = -Midpoint(i);
+      found = true;
+    }
+  }
+  if (!found) {
+    seen += near_zero_;
+    if (seen >= rank) {
+      value = 0;
+      found = true;
+    }
+  }
+  for (int i = 0; i < kBuckets && !found; ++i) {
+    seen += positive_[i];
+    if (seen >= rank) {
+      value = Midpoint(i);
+      found = true;
+    }
+  }
+  return std::clamp(value, min_, max_);
+}
+
+void Histogram::ForEachBucket(
+    const std::function<void(double value_ns, uint64_t count)>& visit) const {
+  if (count_ == 0) return;
+  for (int i = kBuckets - 1; i >= 0; --i) {  // most negative first
+    if (negative_[i] != 0) visit(std::clamp(-Midpoint(i), min_, max_), negative_[i]);
+  }
+  if (near_zero_ != 0) visit(std::clamp(0.0, min_, max_), near_zero_);
+  for (int i = 0; i < kBuckets; ++i) {
+    if (positive_[i] != 0) visit(std::clamp(Midpoint(i), min_, max_), positive_[i]);
+  }
+}
+
+uint64_t Histogram::CountAtMost(double value_ns) const {
+  uint64_t n = 0;
+  for (int i = kBuckets - 1; i >= 0; --i) {
+    if (negative_[i] != 0 && -Midpoint(i) <= value_ns) n += negative_[i];
+  }
+  if (value_ns >= 0) n += near_zero_;
+  for (int i = 0; i < kBuckets; ++i) {
+    if (positive_[i] != 0 && Midpoint(i) <= value_ns) n += positive_[i];
+  }
+  return n;
+}
+
+namespace {
+
+constexpr uint8_t kEncodingVersion = 1;
+
+void PutDouble(std::string* out, double v) {
+  char bytes[sizeof(v)];
+  std::memcpy(bytes, &v, sizeof(v));  // little-endian: x86-64 only (DESIGN §1)
+  out->append(bytes, sizeof(bytes));
+}
+
+using internal::Cursor;
+using internal::PutVarint;
+
+void PutBuckets(std::string* out, const std::vector<uint64_t>& buckets) {
+  uint64_t nonzero = 0;
+  for (uint64_t c : buckets) nonzero += c != 0;
+  PutVarint(out, nonzero);
+  int next = 0;  // the smallest index the next entry can have
+  for (int i = 0; i < static_cast<int>(buckets.size()); ++i) {
+    if (buckets[i] == 0) continue;
+    PutVarint(out, static_cast<uint64_t>(i - next));
+    PutVarint(out, buckets[i]);
+    next = i + 1;
+  }
+}
+
+bool GetBuckets(Cursor* in, std::vector<uint64_t>* buckets, uint64_t* total) {
+  uint64_t nonzero = 0;
+  if (!in->Varint(&nonzero) || nonzero > buckets->size()) return false;
+  uint64_t next = 0;
+  for (uint64_t k = 0; k < nonzero; ++k) {
+    uint64_t gap = 0, count = 0;
+    if (!in->Varint(&gap) || !in->Varint(&count) || count == 0) return false;
+    if (gap >= buckets->size() - next) return false;
+    const uint64_t i = next + gap;
+    (*buckets)[i] = count;
+    *total += count;
+    if (*total < count) return false;  // overflow
+    next = i + 1;
+  }
+  return true;
+}
+
+// GetBuckets() for MergeEncoded(): the (index, count) entries, same checks.
+bool GetSparseBuckets(Cursor* in, size_t size, std::vector<std::pair<uint32_t, uint64_t>>* out,
+                      uint64_t* total) {
+  uint64_t nonzero = 0;
+  if (!in->Varint(&nonzero) || nonzero > size) return false;
+  out->clear();
+  uint64_t next = 0;
+  for (uint64_t k = 0; k < nonzero; ++k) {
+    uint64_t gap = 0, count = 0;
+    if (!in->Varint(&gap) || !in->Varint(&count) || count == 0) return false;
+    if (gap >= size - next) return false;
+    const uint64_t i = next + gap;
+    out->emplace_back(static_cast<uint32_t>(i), count);
+    *total += count;
+    if (*total < count) return false;  // overflow
+    next = i + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Histogram::Encode() const {
+  std::string out;
+  out.push_back(static_cast<char>(kEncodingVersion));
+  PutVarint(&out, count_);
+  if (count_ == 0) return out;
+  PutDouble(&out, sum_);
+  PutDouble(&out, min_);
+  PutDouble(&out, max_);
+  PutVarint(&out, near_zero_);
+  PutBuckets(&out, positive_);
+  PutBuckets(&out, negative_);
+  return out;
+}
+
+absl::StatusOr<Histogram> Histogram::Decode(std::string_view bytes) {
+  const auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
+  };
+  Cursor in(bytes);
+  uint8_t version = 0;
+  if (!in.Byte(&version)) return bad("empty");
+  if (version != kEncodingVersion) return bad(absl::StrCat("unknown version ", version));
+  Histogram h;
+  if (!in.Varint(&h.count_)) return bad("truncated count");
+  if (h.count_ == 0) {
+    if (!in.done()) return bad("bytes after an empty histogram");
+    return h;
+  }
+  if (!in.Double(&h.sum_) || !in.Double(&h.min_) || !in.Double(&h.max_)) {
+    return bad("truncated sum/min/max");
+  }
+  if (!(h.min_ <= h.max_)) return bad("min above max");
+  uint64_t total = 0;
+  if (!in.Varint(&h.near_zero_)) return bad("truncated near-zero count");
+  total = h.near_zero_;
+  if (!GetBuckets(&in, &h.positive_, &total) || !GetBuckets(&in, &h.negative_, &total)) {
+    return bad("bad bucket list");
+  }
+  if (total != h.count_) return bad("bucket counts do not add up to the count");
+  if (!in.done()) return bad("trailing bytes");
+  return h;
+}
+
+absl::Status Histogram::MergeEncoded(std::string_view bytes) {
+  const auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
+  };
+  Cursor in(bytes);
+  uint8_t version = 0;
+  if (!in.Byte(&version)) return bad("empty");
+  if (version != kEncodingVersion) return bad(absl::StrCat("unknown version ", version));
+  uint64_t count = 0;
+  if (!in.Varint(&count)) return bad("truncated count");
+  if (count == 0) {
+    if (!in.done()) return bad("bytes after an empty histogram");
+    return absl::OkStatus();
+  }
+  double sum = 0, min = 0, max = 0;
+  if (!in.Double(&sum) || !in.Double(&min) || !in.Double(&max)) {
+    return bad("truncated sum/min/max");
+  }
+  if (!(min <= max)) return bad("min above max");
+  uint64_t near_zero = 0;
+  if (!in.Varint(&near_zero)) return bad("truncated near-zero count");
+  uint64_t total = near_zero;
+  // Reused across calls on one thread: a merge of thousands of intervals
+  // allocates them once.
+  thread_local std::vector<std::pair<uint32_t, uint64_t>> positive, negative;
+  if (!GetSparseBuckets(&in, kBuckets, &positive, &total) ||
+      !GetSparseBuckets(&in, kBuckets, &negative, &total)) {
+    return bad("bad bucket list");
+  }
+  if (total != count) return bad("bucket counts do not add up to the count");
+  if (!in.done()) return bad("trailing bytes");
+  if (count_ == 0) {
+    min_ = min;
+    max_ = max;
+  } else {
+    min_ = std::min(min_, min);
+    max_ = std::max(max_, max);
+  }
+  count_ += count;
+  sum_ += sum;
+  near_zero_ += near_zero;
+  for (const auto& [i, c] : positive) positive_[i] += c;
+  for (const auto& [i, c] : negative) negative_[i] += c;
+  return absl::OkStatus();
+}
+
+}  // namespace ticktrace::store

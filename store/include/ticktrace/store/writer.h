@@ -1,0 +1,198 @@
+// The collector's side of the store seam (DESIGN §6). A backend (SQLite
+// today, ClickHouse next) implements Writer; the collector never sees SQL.
+//
+// Thread model: one thread at a time (the collector's store-writer thread
+// between BeginRun/ResumeRun and EndRun).
+
+#ifndef TICKTRACE_STORE_WRITER_H_
+#define TICKTRACE_STORE_WRITER_H_
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "store/common/detail.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/histogram.h"
+#include "ticktrace/store/names.h"
+#include "ticktrace/store/rows.h"
+
+namespace ticktrace::store {
+
+// What `--detail` keeps (DESIGN §6): every order, the tail, or none.
+enum class DetailPolicy { kAll, kTail, kNone };
+std::string_view DetailPolicyName(DetailPolicy policy);  // "all", "tail", "none"
+absl::StatusOr<DetailPolicy> ParseDetailPolicy(std::string_view text);
+
+// A run as the collector begins it (table runs).
+struct RunMeta {
+  std::string session;
+  std::string host;
+  int64_t started_utc_ns = 0;
+  double tsc_hz = 0;
+  std::string calibration_source;
+  std::optional<double> spread_ppm;
+  std::optional<double> kernel_tsc_hz;
+  std::optional<double> tsc_step_ns;
+  uint64_t anchor_tsc = 0;
+  int64_t anchor_utc_ns = 0;
+  std::string environment_json = "[]";
+  std::string settings_json = "{}";
+  std::string pipeline;  // comma-separated
+  bool pipeline_learned = false;
+  int64_t interval_ns = 1'000'000'000;
+  DetailPolicy detail = DetailPolicy::kAll;
+  // This host's clock-sync error bound (collector/time/clock_sync.h); unset:
+  // unknown. Cross-host stages take their uncertainty from it.
+  std::optional<double> clock_error_ns;
+};
+
+// What a store says about one of its runs.
+struct RunState {
+  bool exists = false;
+  bool ended = false;
+  std::string session;
+  // The run's counters as stored (a resume reads what the store holds from
+  // them: store_stats_through, store_detail_through, the sink's counts).
+  std::map<std::string, int64_t> counters;
+};
+
+struct ProcessRow {
+  uint32_t process_id = 0;
+  uint32_t pid = 0;
+  uint64_t start_ticks = 0;
+  std::string name;
+  std::string segment;
+  int64_t first_seen_utc_ns = 0;
+  std::optional<int64_t> exited_utc_ns;
+  uint64_t tags_rejected = 0;
+  uint64_t threads_without_slot = 0;
+  uint64_t slotless_dropped = 0;
+};
+
+struct ThreadRow {
+  uint32_t process_id = 0;
+  uint32_t slot = 0;
+  uint64_t generation = 0;
+  uint32_t tid = 0;
+  std::string name;
+  uint64_t drained = 0;
+  uint64_t dropped = 0;
+};
+
+struct TagRow {
+  uint32_t process_id = 0;
+  uint32_t tag_id = 0;
+  std::string name;
+};
+
+// A (TSC, CLOCK_REALTIME) pair: UTC is mapped piecewise between anchors.
+struct AnchorRow {
+  uint64_t tsc = 0;
+  int64_t utc_ns = 0;
+};
+
+// Whole-run statistics of one stage (table stage_stats): what a reader gets
+// by merging the stage's intervals, kept for users' SQL.
+struct StageStatsRow {
+  std::string stage;
+  int position = 0;
+  uint64_t count = 0;        // in the percentiles
+  uint64_t samples_all = 0;  // every sample
+  std::optional<double> min_ns, max_ns, mean_ns;
+  std::optional<double> p50_ns, p90_ns, p99_ns, p999_ns;  // unset: too few samples
+  std::array<uint64_t, kFlagNames.size()> flag_counts{};  // by kFlagNames order
+  bool include_flagged = false;
+  // The largest uncertainty of a cross-core sample (sum of its cores'
+  // bounds); unset when none was cross-core or offsets were not measured.
+  std::optional<double> uncertainty_ns;
+};
+
+// Everything besides detail and intervals, replaced as a whole.
+struct Snapshot {
+  std::vector<ProcessRow> processes;
+  std::vector<ThreadRow> threads;
+  std::vector<TagRow> tags;
+  std::vector<std::pair<std::string, int64_t>> counters;
+  std::vector<StageStatsRow> stages;
+  // Rows the store does not have yet are added; none is removed.
+  std::vector<CoreRow> cores;
+  std::vector<AnchorRow> anchors;
+  std::optional<double> utc_drift_ppm;
+  std::optional<std::pair<std::string, bool>> pipeline;  // (comma-separated, learned)
+};
+
+// What one stage's samples of one interval add to that interval (table
+// intervals). A backend merges deltas of the same (stage, interval).
+struct IntervalDelta {
+  std::string stage;
+  StageKind kind = StageKind::kTransition;
+  int64_t start_utc_ns = 0;  // a multiple of the run's interval_ns
+  uint64_t samples_all = 0;
+  std::array<uint64_t, kFlagNames.size()> flag_counts{};
+  Histogram histogram;  // the samples in the percentiles
+};
+
+// Orders of one interval (by first stamp) and how many of them the detail
+// holds (table interval_detail).
+struct IntervalOrders {
+  int64_t start_utc_ns = 0;
+  uint64_t orders = 0;
+  uint64_t orders_kept = 0;  // counted by the backend as it stores detail
+};
+
+class Writer {
+ public:
+  virtual ~Writer() = default;
+
+  // Appends a run; returns its run_id.
+  virtual absl::StatusOr<int64_t> BeginRun(const RunMeta& run) = 0;
+  virtual absl::StatusOr<RunState> LookupRun(int64_t run_id) = 0;
+  // Counts a resume in the run's `restarts` counter; returns the new count.
+  virtual absl::StatusOr<int64_t> ResumeRun(int64_t run_id) = 0;
+  // The (order id, instance) of the run's last `count` orders whose detail
+  // the store holds, newest first: a resume after a corrupt journal chunk
+  // tells re-emitted orders from new ones by them (store_sink.h).
+  // Unimplemented where a backend cannot say (the resume then goes by
+  // sequence number alone).
+  virtual absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> LastStoredOrders(
+      int64_t /*run_id*/, uint64_t /*count*/) {
+    return absl::UnimplementedError("this store cannot list its last orders");
+  }
+
+  // Writes one batch in one transaction: interval deltas, the orders counted
+  // per interval, order detail and (optional) the snapshot. An order already
+  // stored (same run, order id and instance: re-emitted after a restart) is
+  // left as it is; `already_stored` counts them.
+  virtual absl::Status Write(int64_t run_id, const std::vector<IntervalDelta>& intervals,
+                             const std::vector<IntervalOrders>& interval_orders,
+                             const std::vector<OrderDetail>& orders, const Snapshot* snapshot,
+                             uint64_t* already_stored) = 0;
+
+  // Deletes order detail of intervals that start before `detail_before_utc_ns`
+  // (their intervals stay, marked detail_deleted), then, while the store is
+  // larger than `max_bytes` (0: no limit), the oldest remaining interval's
+  // detail; and intervals that start before `intervals_before_utc_ns`.
+  // Returns the number of orders deleted.
+  virtual absl::StatusOr<uint64_t> ApplyRetention(int64_t run_id,
+                                                  std::optional<int64_t> detail_before_utc_ns,
+                                                  uint64_t max_bytes,
+                                                  std::optional<int64_t> intervals_before_utc_ns) = 0;
+
+  // Marks the run ended and leaves the store self-contained (SQLite: the WAL
+  // checkpointed into the main file and truncated).
+  virtual absl::Status EndRun(int64_t run_id, int64_t ended_utc_ns) = 0;
+
+  // Where the store is, for messages.
+  virtual const std::string& location() const = 0;
+};
+
+}  // namespace ticktrace::store
+
+#endif  // TICKTRACE_STORE_WRITER_H_

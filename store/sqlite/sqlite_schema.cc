@@ -1,0 +1,87 @@
+#include "store/sqlite/sqlite_schema.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace ticktrace::store {
+
+const char* SqliteSchemaSql() {
+  return
+#include "store/sqlite/sqlite_schema_sql.inc"
+      ;
+}
+
+absl::StatusOr<int> ReadSchemaVersion(sqlite3* db, const std::string& path) {
+  const auto not_ours = [&](absl::string_view why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": not a ticktrace store (", why, "); left untouched"));
+  };
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('app','schema_version')",
+                         -1, &stmt, nullptr) != SQLITE_OK) {
+    return not_ours("no meta table");
+  }
+  std::string app;
+  std::string version;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+    const char* key = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    const char* value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1));
+    if (key == nullptr || value == nullptr) continue;
+    (std::strcmp(key, "app") == 0 ? app : version) = value;
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot read meta: ", sqlite3_errmsg(db)));
+  }
+  if (app != "ticktrace") return not_ours("meta.app is not 'ticktrace'");
+  int v = 0;
+  if (!absl::SimpleAtoi(version, &v) || v < 1) return not_ours("no schema_version");
+  return v;
+}
+
+absl::StatusOr<std::string> BackupBeforeMigration(sqlite3* db, const std::string& path,
+                                                  int version) {
+  const std::string backup_path = absl::StrCat(path, ".schema", version, ".bak");
+  // Created here, exclusively and without following links, so that the
+  // backup never lands on somebody else's file; SQLite then writes into it.
+  const int fd = ::open(backup_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot create the backup ", backup_path, " before migrating: ", std::strerror(errno),
+        errno == EEXIST ? " (an earlier backup is there: move it away first)" : ""));
+  }
+  ::close(fd);
+  sqlite3* out = nullptr;
+  absl::Status status;
+  if (sqlite3_open_v2(backup_path.c_str(), &out, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    status = absl::InternalError(absl::StrCat(backup_path, ": ", sqlite3_errmsg(out)));
+  } else if (sqlite3_backup* b = sqlite3_backup_init(out, "main", db, "main"); b == nullptr) {
+    status = absl::InternalError(absl::StrCat(backup_path, ": ", sqlite3_errmsg(out)));
+  } else {
+    const int rc = sqlite3_backup_step(b, -1);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+      status = absl::InternalError(absl::StrCat(backup_path, ": backup failed: ",
+                                                sqlite3_errstr(rc)));
+    }
+  }
+  sqlite3_close(out);
+  if (!status.ok()) {
+    ::unlink(backup_path.c_str());
+    return status;
+  }
+  return backup_path;
+}
+
+}  // namespace ticktrace::store

@@ -1,0 +1,110 @@
+// The SQLite backend of the store seam, writer side (schema: docs/store.md,
+// DDL in sqlite_schema_sql.inc).
+
+#ifndef TICKTRACE_STORE_SQLITE_WRITER_H_
+#define TICKTRACE_STORE_SQLITE_WRITER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ticktrace/store/writer.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ticktrace::store {
+
+struct SqliteOpenOptions {
+  // New files (the store, and SQLite's -wal/-shm beside it, which take its
+  // mode) are 0600, or 0640 with this.
+  bool group_readable = false;
+  // Called with one line when an old store is migrated (with its backup path).
+  std::function<void(const std::string&)> on_migration;
+};
+
+class SqliteWriter : public Writer {
+ public:
+  // Checks `path` without changing it. OK: a ticktrace store this code can
+  // write (perhaps after migrating it). NotFound: nothing there.
+  // FailedPrecondition/PermissionDenied (one line, naming the path) for
+  // anything else: not a regular file, a symlink, not SQLite, not ticktrace,
+  // a newer schema, not writable.
+  static absl::Status CheckExisting(const std::string& path);
+
+  // Opens an existing store (after CheckExisting; an older schema is
+  // migrated in place after a backup copy) or creates a new one
+  // (O_EXCL|O_NOFOLLOW). A store that fails to be created is removed again.
+  static absl::StatusOr<std::unique_ptr<SqliteWriter>> OpenOrCreate(
+      const std::string& path, const SqliteOpenOptions& options = {});
+
+  ~SqliteWriter() override;
+  SqliteWriter(const SqliteWriter&) = delete;
+  SqliteWriter& operator=(const SqliteWriter&) = delete;
+
+  absl::StatusOr<int64_t> BeginRun(const RunMeta& run) override;
+  absl::StatusOr<RunState> LookupRun(int64_t run_id) override;
+  absl::StatusOr<int64_t> ResumeRun(int64_t run_id) override;
+  absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> LastStoredOrders(
+      int64_t run_id, uint64_t count) override;
+  absl::Status Write(int64_t run_id, const std::vector<IntervalDelta>& intervals,
+                     const std::vector<IntervalOrders>& interval_orders,
+                     const std::vector<OrderDetail>& orders, const Snapshot* snapshot,
+                     uint64_t* already_stored) override;
+  absl::StatusOr<uint64_t> ApplyRetention(int64_t run_id,
+                                          std::optional<int64_t> detail_before_utc_ns,
+                                          uint64_t max_bytes,
+                                          std::optional<int64_t> intervals_before_utc_ns) override;
+  absl::Status EndRun(int64_t run_id, int64_t ended_utc_ns) override;
+  const std::string& location() const override { return path_; }
+
+  // For the migration (sqlite_migrate.cc) only: the connection, and Write()
+  // inside the migration's transaction (savepoints instead of BEGIN/COMMIT).
+  sqlite3* db() { return db_; }
+  void set_in_migration(bool in) { in_migration_ = in; }
+  void set_interval_ns(int64_t ns) { interval_ns_ = ns; }
+  // Prepares the statements (once) after the migration created the tables.
+  absl::Status PrepareStatements() { return Prepare(); }
+
+ private:
+  SqliteWriter() = default;
+  absl::Status Exec(const char* sql);
+  // Adds runs.clock_error_ns to a schema-2 store made before it (idempotent).
+  absl::Status AddClockErrorColumn();
+  absl::Status Prepare();
+  absl::Status Error(absl::string_view what) const;
+  // The run's id of `name` in `names` (or `stages` when `kind` is set),
+  // inserting it when new. Inside Write()'s transaction.
+  absl::StatusOr<uint32_t> NameId(int64_t run_id, const std::string& name);
+  absl::StatusOr<uint32_t> StageId(int64_t run_id, const std::string& name, StageKind kind);
+  absl::Status LoadDictionaries(int64_t run_id);
+  absl::Status WriteIntervals(int64_t run_id, const std::vector<IntervalDelta>& intervals);
+  absl::Status WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
+                           uint64_t* already_stored);
+  absl::Status WriteSnapshot(int64_t run_id, const Snapshot& snapshot);
+  // For an order whose (run, id, instance) is taken: nullopt when the stored
+  // one has its first TSC (the same order again), else the next free instance.
+  absl::StatusOr<std::optional<uint32_t>> FreeInstanceIfReused(int64_t run_id,
+                                                               const OrderDetail& o);
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  int64_t interval_ns_ = 1'000'000'000;
+  bool in_migration_ = false;
+  int64_t dictionaries_run_ = -1;
+  absl::flat_hash_map<std::string, uint32_t> names_;
+  absl::flat_hash_map<std::string, uint32_t> stages_;
+
+  struct Statements;
+  std::unique_ptr<Statements> st_;
+};
+
+}  // namespace ticktrace::store
+
+#endif  // TICKTRACE_STORE_SQLITE_WRITER_H_

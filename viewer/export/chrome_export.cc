@@ -1,0 +1,203 @@
+#include "viewer/export/chrome_export.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "viewer/format/format_units.h"
+#include "common/status_macros.h"
+
+namespace ticktrace::view {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A stamp is an instant, but drawn as a 1 ns complete event: a flow event
+// binds to the slice that encloses its timestamp, and a slice of zero
+// duration encloses nothing in every viewer.
+constexpr double kStampDurationUs = 0.001;
+
+// Chrome's pid for a process: its OS pid, unless two processes of the run
+// share one (a reused pid), in which case the later ones get a number above
+// any OS pid.
+std::map<int64_t, int64_t> ChromePids(const std::vector<store::ProcessInfo>& processes) {
+  constexpr int64_t kFirstSyntheticPid = int64_t{1} << 32;
+  std::map<int64_t, int64_t> out;
+  std::set<int64_t> used;
+  int64_t next_synthetic = kFirstSyntheticPid;
+  for (const store::ProcessInfo& p : processes) {
+    out[p.process_id] = used.insert(p.pid).second ? p.pid : next_synthetic++;
+  }
+  return out;
+}
+
+// Order IDs are 64-bit unsigned (the store keeps 2^63 and above as negative
+// INTEGERs). A JSON number is a double in JavaScript, where IDs above 2^53
+// collapse (2^53 + 1 reads as 2^53), so IDs are written as strings: decimal
+// in `args`, as everywhere else in the viewer, and "0x" + hex in a flow's
+// "id", which is how Perfetto's importer reads a string id (base 16) and
+// which chrome://tracing takes as an opaque key.
+std::string OrderIdDecimal(int64_t stored_id) {
+  return absl::StrCat(static_cast<uint64_t>(stored_id));
+}
+std::string OrderIdFlowId(int64_t stored_id) {
+  return absl::StrCat("0x", absl::Hex(static_cast<uint64_t>(stored_id)));
+}
+
+// Streams the traceEvents array: one comma-separated event per call.
+class EventWriter {
+ public:
+  explicit EventWriter(std::ostream& out) : out_(out) {}
+  void Add(const Json& event) {
+    out_ << (first_ ? "\n" : ",\n") << event.dump();
+    first_ = false;
+  }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
+absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const ExportOptions& options,
+                                          std::ostream& out) {
+  TICKTRACE_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(options.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> orders,
+                             OrdersToExport(store, run.run_id, options));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadInfo> threads, store.Threads(run.run_id));
+  const std::map<int64_t, int64_t> chrome_pid = ChromePids(processes);
+  const auto pid_of = [&](int64_t process_id) {
+    const auto it = chrome_pid.find(process_id);
+    // A stamp of a process the store does not list: a track of its own.
+    return it != chrome_pid.end() ? it->second : -process_id - 1;
+  };
+
+  // The base time: the first exported order's first stamp (orders come by
+  // first_utc_ns, the first stamp of each chain), or the run's start if
+  // earlier. Stamps are then streamed order by order.
+  int64_t base_utc_ns = run.started_utc_ns;
+  if (!orders.empty()) base_utc_ns = std::min(base_utc_ns, orders.front().first_utc_ns);
+  const auto ts_us = [&](int64_t utc_ns) {
+    return static_cast<double>(utc_ns - base_utc_ns) / 1e3;
+  };
+
+  ExportResult result;
+  result.run_id = run.run_id;
+  out << "{\"traceEvents\":[";
+  EventWriter events(out);
+  for (const store::ProcessInfo& p : processes) {
+    events.Add({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_of(p.process_id)},
+                {"args", {{"name", absl::StrCat(p.name, " [", p.pid, "]")}}}});
+  }
+  for (const store::ThreadInfo& t : threads) {
+    if (t.name.empty()) continue;
+    events.Add({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid_of(t.process_id)},
+                {"tid", t.tid}, {"args", {{"name", t.name}}}});
+  }
+  std::set<int64_t> exported;  // order ids written so far (a parent before its children)
+  for (size_t i = 0; i < orders.size(); ++i) {
+    const store::OrderRow& order = orders[i];
+    // One instance per orders row (an id used again has a row per use).
+    TICKTRACE_ASSIGN_OR_RETURN(
+        const std::vector<store::StampRow> stamps,
+        store.StampsOfInstance(run.run_id, order.order_id, order.instance));
+    for (const store::StampRow& s : stamps) {
+      Json args = {{"order_id", OrderIdDecimal(s.order_id)},
+                   {"utc", FormatUtcNs(s.utc_ns)},
+                   {"tsc", s.tsc}};
+      if (s.cpu.has_value()) args["core"] = *s.cpu;
+      if (s.cpu_end.has_value()) args["core_end"] = *s.cpu_end;
+      if (s.flags != 0) args["flags"] = FlagWords(s.flags);
+      if (order.parent_order_id.has_value()) {
+        args["parent_order_id"] = OrderIdDecimal(*order.parent_order_id);
+      }
+      const bool span = s.kind == "span";
+      events.Add({{"name", s.tag},
+                  {"cat", span ? "span" : "stamp"},
+                  {"ph", "X"},
+                  {"ts", ts_us(s.utc_ns)},
+                  {"dur", span ? s.duration_ns.value_or(0) / 1e3 : kStampDurationUs},
+                  {"pid", pid_of(s.process_id)},
+                  {"tid", s.tid},
+                  {"args", std::move(args)}});
+      ++result.stamps;
+    }
+    // Flow events join the order's stamps in time order; each binds to the
+    // event at its timestamp on its thread.
+    if (stamps.size() >= 2) {
+      std::vector<const store::StampRow*> by_time;
+      for (const store::StampRow& s : stamps) by_time.push_back(&s);
+      std::stable_sort(by_time.begin(), by_time.end(), [](const store::StampRow* a, const store::StampRow* b) {
+        return a->utc_ns < b->utc_ns;
+      });
+      for (size_t k = 0; k < by_time.size(); ++k) {
+        const store::StampRow& s = *by_time[k];
+        const char* phase = k == 0 ? "s" : (k + 1 == by_time.size() ? "f" : "t");
+        Json flow = {{"name", "order"}, {"cat", "order"}, {"ph", phase},
+                     {"id", OrderIdFlowId(order.order_id)}, {"ts", ts_us(s.utc_ns)},
+                     {"pid", pid_of(s.process_id)}, {"tid", s.tid}};
+        if (k > 0) flow["bp"] = "e";
+        events.Add(flow);
+      }
+    }
+    // A linked order (a child): a flow from its parent's stamp that starts
+    // its chain (the parent's latest stamp at or before the child's first
+    // own stamp) to that first stamp, when the parent is in the export.
+    if (order.parent_order_id.has_value() && !stamps.empty() &&
+        exported.count(*order.parent_order_id) > 0) {
+      TICKTRACE_ASSIGN_OR_RETURN(
+          const std::vector<store::StampRow> parent,
+          store.StampsOfInstance(run.run_id, *order.parent_order_id, 0));
+      const store::StampRow* child_first = &stamps.front();
+      for (const store::StampRow& s : stamps) {
+        if (s.utc_ns < child_first->utc_ns) child_first = &s;
+      }
+      const store::StampRow* from = nullptr;
+      for (const store::StampRow& s : parent) {
+        if (s.utc_ns <= child_first->utc_ns && (from == nullptr || s.utc_ns > from->utc_ns)) {
+          from = &s;
+        }
+      }
+      // Every parent stamp later (cores' clocks disagree): its first.
+      if (from == nullptr && !parent.empty()) from = &parent.front();
+      if (from != nullptr) {
+        // Flow ids are keyed by (cat, name, id): "link" flows never meet the
+        // "order" flows, and each child has its own.
+        const std::string id = OrderIdFlowId(order.order_id);
+        events.Add({{"name", "link"}, {"cat", "link"}, {"ph", "s"}, {"id", id},
+                    {"ts", ts_us(from->utc_ns)}, {"pid", pid_of(from->process_id)},
+                    {"tid", from->tid},
+                    {"args", {{"parent_order_id", OrderIdDecimal(*order.parent_order_id)},
+                              {"order_id", OrderIdDecimal(order.order_id)}}}});
+        events.Add({{"name", "link"}, {"cat", "link"}, {"ph", "f"}, {"bp", "e"}, {"id", id},
+                    {"ts", ts_us(child_first->utc_ns)},
+                    {"pid", pid_of(child_first->process_id)}, {"tid", child_first->tid}});
+        ++result.links;
+      }
+    }
+    exported.insert(order.order_id);
+    ++result.orders;
+  }
+  Json other = {{"tool", "ticktrace-view"},
+                {"run", run.run_id},
+                {"session", run.session},
+                {"host", run.host},
+                {"tsc_hz", run.tsc_hz},
+                {"base_utc", FormatUtcNs(base_utc_ns)},
+                {"base_utc_ns", base_utc_ns},
+                {"orders", result.orders},
+                {"links", result.links}};
+  out << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":" << other.dump() << "}\n";
+  return result;
+}
+
+}  // namespace ticktrace::view

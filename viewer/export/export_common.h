@@ -1,0 +1,57 @@
+// What the exports (chrome_export.h, csv_export.h, hlog_export.h) and the
+// report share: their options, their result, and writing the output file
+// without touching the store or anything already there.
+#ifndef TICKTRACE_VIEW_EXPORT_COMMON_H_
+#define TICKTRACE_VIEW_EXPORT_COMMON_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "ticktrace/store/reader.h"
+
+namespace ticktrace::view {
+
+// Which orders (or intervals) an export holds.
+struct ExportOptions {
+  std::optional<int64_t> run_id;  // unset: the latest run
+  std::optional<int64_t> limit;   // the first N orders by first stamp; unset: all
+  // --since/--until: hlog, the intervals that start in it; chrome and csv,
+  // the orders whose first stamp is in it (before --limit).
+  store::TimeWindow window;
+};
+
+// The orders a chrome or csv export holds: the run's orders by first stamp
+// (then order_id, instance) whose first stamp is in options.window, the
+// first options.limit of them when set.
+absl::StatusOr<std::vector<store::OrderRow>> OrdersToExport(store::StoreReader& store, int64_t run_id,
+                                                     const ExportOptions& options);
+
+// What an export wrote.
+struct ExportResult {
+  int64_t run_id = 0;
+  int64_t orders = 0;  // orders exported
+  int64_t stamps = 0;  // chrome: stamp and span events
+  int64_t links = 0;   // chrome: parent -> linked child flows
+  int64_t rows = 0;    // csv: sample rows (without the header); hlog: interval lines
+};
+
+// Runs `write` on a stream for `out_path` ("-" is stdout). A file is written
+// beside its final name (created afresh, never through a symlink) and
+// renamed into place when `write` succeeds, so a failed export leaves no
+// half file. An `out_path` that exists in any form (a file of any mode, a
+// directory, a symlink, dangling or not) is AlreadyExists, checked before
+// `write` runs and again, atomically, at the rename, unless `force`: then a
+// file or symlink is replaced (the link itself, never its target).
+// InvalidArgument when `out_path` is the store itself (`store_path`).
+absl::Status WriteOutput(const std::string& out_path, const std::string& store_path,
+                         const std::function<absl::Status(std::ostream&)>& write,
+                         bool force = false);
+
+}  // namespace ticktrace::view
+
+#endif  // TICKTRACE_VIEW_EXPORT_COMMON_H_

@@ -1,0 +1,120 @@
+#include "viewer/views/intervals_report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "viewer/format/format_units.h"
+#include "viewer/format/text_table.h"
+#include "common/status_macros.h"
+
+namespace ticktrace::view {
+namespace {
+
+nlohmann::ordered_json OptionalNumber(const std::optional<double>& v) {
+  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json OptionalInt(const std::optional<int64_t>& v) {
+  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+absl::StatusOr<IntervalsReport> BuildIntervals(store::StoreReader& store, const QueryOptions& options,
+                                               std::optional<int64_t> every_ns) {
+  if (options.process.has_value()) {
+    return absl::InvalidArgumentError(
+        "--process: interval statistics do not know processes (use summary --process)");
+  }
+  if (options.exact) {
+    return absl::InvalidArgumentError("--exact: intervals are the stored interval histograms");
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
+  if (q.include_flagged != q.run_includes_flagged) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", q.run.run_id, "'s interval histograms ",
+        q.run_includes_flagged ? "include" : "exclude",
+        " flagged samples, as its collector did; intervals cannot show them otherwise"));
+  }
+  IntervalsReport report;
+  report.run = q.run;
+  report.interval_ns = q.run.interval_ns > 0 ? q.run.interval_ns : kDefaultIntervalNs;
+  report.bucket_ns = every_ns.value_or(report.interval_ns);
+  if (report.bucket_ns <= 0 || report.bucket_ns % report.interval_ns != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--every ", FormatDurationNs(static_cast<double>(report.bucket_ns)),
+        ": must be a whole multiple of run ", q.run.run_id, "'s interval (",
+        FormatDurationNs(static_cast<double>(report.interval_ns)), ")"));
+  }
+  report.window = q.window;
+  report.filters = q.description;
+  TICKTRACE_ASSIGN_OR_RETURN(report.rows,
+                             store.Intervals(q.run.run_id, q.filter.stage, q.window,
+                                             report.bucket_ns));
+  return report;
+}
+
+std::string RenderIntervalsText(const IntervalsReport& report) {
+  std::string out = absl::StrCat(
+      "run ", report.run.run_id, ": ",
+      report.bucket_ns == report.interval_ns
+          ? absl::StrCat("intervals of ", FormatDurationNs(static_cast<double>(report.bucket_ns)))
+          : absl::StrCat("buckets of ", FormatDurationNs(static_cast<double>(report.bucket_ns)),
+                         " (intervals of ",
+                         FormatDurationNs(static_cast<double>(report.interval_ns)), " merged)"),
+      report.filters.empty() ? "" : absl::StrCat(", ", report.filters), "\n",
+      "percentiles from the merged interval histograms (within 0.4%); flagged: samples kept out "
+      "of them; detail: orders with detail of the bucket's orders\n");
+  if (report.rows.empty()) return out + "\n(no samples)\n";
+  size_t i = 0;
+  while (i < report.rows.size()) {
+    const std::string& stage = report.rows[i].stage;
+    internal::TextTable table({"start (UTC)", "count", "p50", "p99", "max", "flagged", "detail"});
+    for (; i < report.rows.size() && report.rows[i].stage == stage; ++i) {
+      const store::IntervalRow& r = report.rows[i];
+      table.AddRow({FormatUtcNs(r.start_utc_ns), absl::StrCat(r.count), FormatDurationNs(r.p50_ns),
+                    FormatDurationNs(r.p99_ns), FormatDurationNs(r.max_ns),
+                    absl::StrCat(r.samples_all - r.count),
+                    absl::StrCat(r.orders_kept, "/", r.orders, r.detail_deleted ? " deleted" : "")});
+    }
+    absl::StrAppend(&out, "\nstage ", stage, "\n", table.Render());
+  }
+  return out;
+}
+
+std::string RenderIntervalsJson(const IntervalsReport& report) {
+  nlohmann::ordered_json j;
+  j["run"] = report.run.run_id;
+  j["interval_ns"] = report.interval_ns;
+  j["bucket_ns"] = report.bucket_ns;
+  j["since_utc_ns"] = OptionalInt(report.window.since_utc_ns);
+  j["until_utc_ns"] = OptionalInt(report.window.until_utc_ns);
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const store::IntervalRow& r : report.rows) {
+    nlohmann::ordered_json flags = nlohmann::ordered_json::object();
+    for (size_t f = 0; f < store::kFlagNames.size(); ++f) {
+      flags[std::string(store::kFlagNames[f].name)] = r.flag_counts[f];
+    }
+    rows.push_back({{"stage", r.stage},
+                    {"start_utc_ns", r.start_utc_ns},
+                    {"count", r.count},
+                    {"samples_all", r.samples_all},
+                    {"min_ns", OptionalNumber(r.min_ns)},
+                    {"p50_ns", OptionalNumber(r.p50_ns)},
+                    {"p90_ns", OptionalNumber(r.p90_ns)},
+                    {"p99_ns", OptionalNumber(r.p99_ns)},
+                    {"p999_ns", OptionalNumber(r.p999_ns)},
+                    {"max_ns", OptionalNumber(r.max_ns)},
+                    {"mean_ns", OptionalNumber(r.mean_ns)},
+                    {"flags", std::move(flags)},
+                    {"orders", r.orders},
+                    {"orders_kept", r.orders_kept},
+                    {"detail_deleted", r.detail_deleted}});
+  }
+  j["intervals"] = std::move(rows);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace ticktrace::view

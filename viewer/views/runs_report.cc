@@ -1,0 +1,61 @@
+#include "viewer/views/runs_report.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "viewer/format/format_units.h"
+#include "common/status_macros.h"
+
+namespace ticktrace::view {
+
+absl::StatusOr<std::string> RenderRuns(store::StoreReader& store) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunInfo> runs, store.ListRuns());
+  std::string out = absl::StrCat(runs.size(), runs.size() == 1 ? " run" : " runs", " in ",
+                                 store.path(), " (schema ", store.schema_version(), ")\n");
+  for (const store::RunInfo& run : runs) {
+    absl::StrAppend(&out, "\nrun ", run.run_id, "  session ", run.session, "  host ", run.host,
+                    "\n");
+    absl::StrAppend(&out, "  time         ", FormatUtcNs(run.started_utc_ns), " .. ");
+    if (run.ended_utc_ns.has_value()) {
+      absl::StrAppend(
+          &out, FormatUtcNs(*run.ended_utc_ns), " (",
+          FormatDurationNs(static_cast<double>(*run.ended_utc_ns - run.started_utc_ns)), ")\n");
+    } else {
+      absl::StrAppend(&out, "running (or the collector did not finish)\n");
+    }
+    absl::StrAppend(&out, "  calibration  ", FormatHz(run.tsc_hz), " (", run.calibration_source,
+                    "), spread ",
+                    run.spread_ppm.has_value() ? absl::StrFormat("%.2f ppm", *run.spread_ppm) : "-",
+                    ", TSC step ", FormatDurationNs(run.tsc_step_ns), ", kernel ",
+                    run.kernel_tsc_hz.has_value() ? FormatHz(*run.kernel_tsc_hz) : "-", "\n");
+    absl::StrAppend(&out, "  pipeline     ", run.pipeline.empty() ? "-" : run.pipeline,
+                    run.pipeline_learned ? " (learned)" : " (declared)", "\n");
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(run.run_id));
+    std::vector<std::string> names;
+    for (const store::ProcessInfo& p : processes) names.push_back(absl::StrCat(p.name, "[", p.pid, "]"));
+    absl::StrAppend(&out, "  processes    ", processes.size(),
+                    names.empty() ? "" : absl::StrCat(": ", absl::StrJoin(names, ", ")), "\n");
+    TICKTRACE_ASSIGN_OR_RETURN(auto counters, store.Counters(run.run_id));
+    const auto value = [&](const char* name) {
+      const auto it = counters.find(name);
+      return it == counters.end() ? int64_t{0} : it->second;
+    };
+    absl::StrAppend(&out, "  counters     drained ", value("drained"), ", dropped ",
+                    value("dropped"), ", malformed ", value("malformed"), ", orders complete ",
+                    value("orders_complete"), ", incomplete ", value("orders_incomplete"), "\n");
+    std::vector<std::string> others;
+    for (const auto& [name, v] : counters) {
+      if (v == 0 || name == "drained" || name == "dropped" || name == "malformed" ||
+          name == "orders_complete" || name == "orders_incomplete") {
+        continue;
+      }
+      others.push_back(absl::StrCat(name, " ", v));
+    }
+    if (!others.empty()) absl::StrAppend(&out, "               ", absl::StrJoin(others, ", "), "\n");
+  }
+  return out;
+}
+
+}  // namespace ticktrace::view
