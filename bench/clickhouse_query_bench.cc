@@ -1,4 +1,4 @@
-// clickhouse_query_bench: issue 14's viewer window query on ClickHouse — p50
+// clickhouse_query_bench: the viewer's window query on ClickHouse — p50
 // and p99 per stage per minute over 8 hours of intervals — through the
 // viewer's StoreReader (store/clickhouse/clickhouse_reader.cc), on a
 // clickhouse-server of its own (tests/support/clickhouse_server.h).

@@ -1,4 +1,4 @@
-// daemon_bench: the all-day collector (issue 12's targets), with the real
+// daemon_bench: the all-day collector against its targets (the TARGET lines), with the real
 // ticktrace-collector binary, its default SQLite store and its journal.
 //
 //   daemon_bench --collector PATH [--seconds 60] [--rate 1000000]
@@ -36,7 +36,7 @@
 // Output: markdown + TARGET lines (bench_util.h), like the other benches.
 // Cleans up its children, segments and files on every path it returns by.
 //
-// --store clickhouse (issue 14): phase 1 only, into ClickHouse instead of
+// --store clickhouse: phase 1 only, into ClickHouse instead of
 // SQLite: a clickhouse-server of its own (tests/support/clickhouse_server.h,
 // as store_write_bench starts it), the collector given --store
 // clickhouse://127.0.0.1:PORT/daemon and run in the temporary directory (its
@@ -1128,7 +1128,7 @@ int main(int argc, char** argv) {
   // ---- restart -------------------------------------------------------------
   std::printf("### Restart after SIGKILL: %.0f records/s (%d threads, rings of %u records)\n\n",
               restart_rate, kThreads, kRingRecords);
-  std::printf("Run lengths %s min (issue 12 asks 1, 5, 10; shorter here to keep run_all.sh under "
+  std::printf("Run lengths %s min (the target asks 1, 5, 10; shorter here to keep run_all.sh under "
               "~12 min). Times from the restarted collector's fork.\n\n", minutes_list.c_str());
   std::printf("| run length | journal on disk at the kill | \"recovered in\" (printed) | line seen "
               "after | rings drained again after | store `drained` past pre-kill after | dropped: "

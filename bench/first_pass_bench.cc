@@ -1,4 +1,4 @@
-// A fresh ring's first pass against the steady state (issue 16): does the
+// A fresh ring's first pass against the steady state (docs/security.md#1-tracing-never-hurts-the-traced-process): does the
 // first trace call of a thread leave the hot path fault-free?
 //
 //   fresh        a new thread's first pass through a ring it has just claimed,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/idle_cpu.sh — the collector's CPU while nothing is traced
-# (docs/collector.md, "Back-off and polling rate"; issue 12's "idles below 1%").
+# (docs/collector.md#back-off-and-polling-rate: it should idle below 1% of a core).
 #
 #   bash bench/idle_cpu.sh [COLLECTOR] [SECONDS]
 #

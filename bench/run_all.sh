@@ -16,10 +16,10 @@
 #                        a clock_gettime stamp
 #   interference_bench   stamp cost with the real ticktrace-collector draining vs not
 #   scaling_bench        1..8 rings per process, 1..8 processes
-#   daemon_bench         issue 12: the real collector at 1 M records/s for 60 s with its
+#   daemon_bench         the real collector at 1 M records/s for 60 s with its
 #                        store and journal, then SIGKILL + restart after 1, 2, 4 min at
 #                        500 k records/s (~10 min); then its sustained phase into a ClickHouse
-#                        server it starts (--store clickhouse, issue 14; ~4-8 min with the
+#                        server it starts (--store clickhouse; ~4-8 min with the
 #                        server's start and the removal of its data directory)
 #   collector_bench      the collector's own bench, when bench/collector_bench.cc exists
 #   store_write_bench    demo-shaped orders through the store sink into SQLite, per --detail policy,
@@ -169,14 +169,14 @@ if [ -x "$bin/ticktrace-collector" ]; then
   run visibility_bench 300 "$bin/visibility_bench" --collector "$bin/ticktrace-collector" \
       --seconds 5 --orders-per-ms 16 --inflight 1000000 --tmpdir "$tmp"
 fi
-# Issue 12's all-day targets; run lengths before the kill shortened from the
-# issue's 1, 5, 10 min to keep this bench near 10 min (it says so in its output).
+# The all-day targets; run lengths before the kill shortened from the
+# targets' 1, 5, 10 min to keep this bench near 10 min (it says so in its output).
 daemon_minutes="1,2,4"
 if [ -x "$bin/ticktrace-collector" ]; then
   run daemon_bench 1200 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
       --seconds 60 --rate 1000000 --restart-minutes "$daemon_minutes" --tmpdir "$tmp"
   run idle_cpu 120 bash "$root/bench/idle_cpu.sh" "$bin/ticktrace-collector" 30
-  # Issue 14: the same sustained phase into a ClickHouse server of its own.
+  # The same sustained phase into a ClickHouse server of its own.
   run daemon_bench_clickhouse 900 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
       --seconds 60 --rate 1000000 --store clickhouse --tmpdir "$tmp"
 fi
@@ -541,7 +541,7 @@ collector with a store and no producers, its CPU over 30 s after 5 s of settling
 $(cat "$tmp/idle_cpu.txt" 2>/dev/null)
 \`\`\`
 
-## All-day collector (issue 12) — \`daemon_bench\`
+## All-day collector — \`daemon_bench\`
 
 \`$bin_shown/daemon_bench --collector $bin_shown/ticktrace-collector --seconds 60 --rate 1000000 --restart-minutes $daemon_minutes\`
 (source: [\`bench/daemon_bench.cc\`](../bench/daemon_bench.cc); $(status_line daemon_bench)).
@@ -554,7 +554,7 @@ length, the same command again; times from its fork.
 
 $(body daemon_bench)
 
-### Into ClickHouse (issue 14) — \`daemon_bench --store clickhouse\`
+### Into ClickHouse — \`daemon_bench --store clickhouse\`
 
 \`$bin_shown/daemon_bench --collector $bin_shown/ticktrace-collector --seconds 60 --rate 1000000 --store clickhouse\`
 ($(status_line daemon_bench_clickhouse)). The sustained phase above, with the
@@ -585,7 +585,7 @@ $(body store_query_bench)
 
 \`$bin_shown/clickhouse_query_bench --hours 8 --repeat 5\` (source:
 [\`bench/clickhouse_query_bench.cc\`](../bench/clickhouse_query_bench.cc); $(status_line clickhouse_query_bench)).
-Issue 14's window query: p50/p99 per stage per minute over 8 hours of 1 s
+The viewer's window query: p50/p99 per stage per minute over 8 hours of 1 s
 intervals x 7 stages, through the viewer's ClickHouse \`StoreReader\`
 (\`Intervals\` with 60 s buckets) on a clickhouse-server the bench starts
 (tests' fixture). The store has the per-minute rollup (schema 2,

@@ -4,7 +4,7 @@
 // through the collector's StoreSink (interval statistics, detail policy)
 // into the SQLite backend, in blocking mode as in a replay. One run per
 // detail policy, side by side. Prints samples/s and bytes per record.
-// Then the same orders (--detail all) into ClickHouse (issue 14): a
+// Then the same orders (--detail all) into ClickHouse: a
 // clickhouse-server of its own (tests/support/clickhouse_server.h: temporary
 // config and data directory, loopback port, stopped at the end), beside
 // SQLite's figure; skipped with the reason when it is not installed.
@@ -393,7 +393,7 @@ int main(int argc, char** argv) {
                 samples / r.analysis_cpu_s / 1e6, r.file_bytes / 1e6, r.file_bytes / records);
   }
   for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
-  // Lines for bench/run_all.sh (issue 13's targets).
+  // Lines for bench/run_all.sh: the store's targets (bytes per record, samples/s).
   const double all_bytes = by_policy[0].file_bytes / records;
   const double tail_bytes = by_policy[1].file_bytes / records;
   const double writer_rate = samples / by_policy[0].writer_cpu_s / 1e6;
@@ -409,7 +409,7 @@ int main(int argc, char** argv) {
               "(store_write_bench, wall)|%.2f M samples/s|>= 1.5 M samples/s|%s|writer thread "
               "alone: %.2f M samples per CPU-second\n",
               wall_rate, wall_rate >= 1.5 ? "met" : "**missed**", writer_rate);
-  // ClickHouse, same orders, same run of this program (issue 14's target).
+  // ClickHouse, same orders, same run of this program (its own TARGET line).
   // The backends' writers alone: the sink's batches recorded once, then
   // written by this thread straight into each backend.
   RecordingWriter recording;

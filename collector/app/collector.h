@@ -1,5 +1,5 @@
 // The collector: ties calibration, the drainer, the journal, the analysis and
-// the store together (DESIGN.md §4-§7). main() parses flags into
+// the store together (docs/design.md#the-collector-drain-journal-analyse-store). main() parses flags into
 // CollectorOptions, calls ValidateOptions() (usage errors) and RunCollector().
 
 #ifndef TICKTRACE_COLLECTOR_COLLECTOR_H_

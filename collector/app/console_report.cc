@@ -109,7 +109,8 @@ std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& count
                         width, "stage", "count", "min", "p50", "p90", "p99", "p99.9", "max",
                         "mean", "migrated", "negative", "x-core", "skew", "o-o-o", "late");
   for (const StageSummary& s : stages) {
-    // A cross-core stage's p50 carries the cores' offset uncertainty (DESIGN §4).
+    // A cross-core stage's p50 carries the cores' offset uncertainty
+    // (docs/calibration.md#what-the-collector-does-with-the-offsets).
     std::string p50 = Ns(s.p50_ns);
     if (s.cross_core > 0 && s.uncertainty_ns > 0) {
       absl::StrAppendFormat(&p50, " ±%.0fns", s.uncertainty_ns);

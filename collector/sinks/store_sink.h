@@ -7,7 +7,7 @@
 //   - every sample goes into its (stage, interval) statistics: a histogram
 //     plus counts, the interval being the one of the order's first stamp.
 //     These are never skipped: the whole run's and any window's statistics
-//     are merges of them (DESIGN §6);
+//     are merges of them (docs/store.md#three-tiers-of-data);
 //   - the detail policy decides whether its detail is kept (`all`; `tail`:
 //     per stage and interval the slowest `tail_slowest`, every flagged or
 //     incomplete order and 1 in `tail_one_in` of the rest; `none`).

@@ -1,6 +1,6 @@
 // Stitching: gathers the records of each order ID from every thread of every
 // process, decides when the order is finished, and turns it into stage
-// samples (DESIGN.md §5). A finished order leaves as a StitchedOrder
+// samples (docs/design.md#stitching-stages-and-flags). A finished order leaves as a StitchedOrder
 // (stitched_order.h): stage ids, TSC ends and flags decided here, no strings
 // and no ns; the sinks convert (the statistics first, then the store's rows).
 //
@@ -27,7 +27,7 @@
 // (AdvanceClock, from kClock chunks), never the wall clock, so the same stream
 // always gives the same result (replay, journal recovery).
 //
-// Lingering and instances (DESIGN §5). A finished order lingers for
+// Lingering and instances (docs/design.md#stitching-stages-and-flags). A finished order lingers for
 // linger_ticks (the collector: min(order timeout, 100 ms)) before it is
 // emitted: a record of its id that arrives meanwhile (a late link, a late
 // earlier stage, a re-sent last stage) joins it. A record of an id whose

@@ -1,6 +1,6 @@
 // The collector's journal: an append-only file of chunks (archive format,
 // kind kJournal) beside the store, `<db>.ttjournal`. It is what makes draining
-// exactly-once across a SIGKILL (DESIGN.md §7):
+// exactly-once across a SIGKILL (docs/collector.md#exactly-once-into-the-store):
 //
 //   1. a drain pass copies records out of the rings and encodes them, with
 //      their ring index ranges, as chunks;

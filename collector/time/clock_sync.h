@@ -1,6 +1,6 @@
-// How far this host's CLOCK_REALTIME may be from true UTC (issue 14, part 3):
+// How far this host's CLOCK_REALTIME may be from true UTC, for several hosts in one store:
 // the bound that a stage whose two stamps come from different hosts inherits
-// from both hosts (docs/clickhouse.md, "Clock sync").
+// from both hosts (docs/clickhouse.md#clock-synchronisation).
 //
 // Where the bound comes from, first found wins:
 //   chrony   `chronyc -n tracking` while synchronised: |System time| + Root

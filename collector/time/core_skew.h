@@ -1,5 +1,5 @@
 // How far apart the cores' TSCs are: a cache-line ping-pong between a thread
-// pinned to a reference core and one pinned to each other core (DESIGN §4).
+// pinned to a reference core and one pinned to each other core (docs/calibration.md#how-far-apart-the-cores-counters-are-measured-not-assumed).
 //
 // One round: the reference thread reads t_send, then writes a ping; the other
 // thread sees it and reads t_other on its own core, then writes a pong; the

@@ -1,7 +1,7 @@
 // Conversion of TSC ticks to nanoseconds and to UTC, from one calibration.
 // Doubles throughout (ticks × ns_per_tick), never ticks * 1e9 / hz in integers.
 //
-// UTC is piecewise (DESIGN §4): the run's first (TSC, CLOCK_REALTIME) anchor,
+// UTC is piecewise (docs/calibration.md#ticks-to-utc-the-anchor): the run's first (TSC, CLOCK_REALTIME) anchor,
 // then one more every --anchor-interval (the collector's drain thread reads
 // them; they travel in the stream, so replay maps as the live run did).
 // Between two anchors a TSC value maps linearly between them, so UTC columns

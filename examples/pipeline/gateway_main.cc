@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   InstallStopHandlers();
   const absl::StatusOr<GatewayResult> result = RunGateway(options);
   if (!result.ok()) {
-    // The message only: no status code name in front of it (issue 17).
+    // The message only: no status code name in front of it (docs/viewer.md#exit-status-and-errors:
+    // one line, the program's name, then what went wrong).
     std::fprintf(stderr, "ticktrace-example-gateway: %s\n",
                  std::string(result.status().message()).c_str());
     return kExitError;

@@ -1,4 +1,4 @@
-// The ClickHouse backend of the store seam, writer side (issue 14; schema in
+// The ClickHouse backend of the store seam, writer side (schema in
 // clickhouse_schema_sql.inc, docs/clickhouse.md). Batches go over ClickHouse's
 // HTTP interface as one `INSERT ... FORMAT RowBinary` per table.
 //

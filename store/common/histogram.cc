@@ -131,7 +131,7 @@ constexpr uint8_t kEncodingVersion = 1;
 
 void PutDouble(std::string* out, double v) {
   char bytes[sizeof(v)];
-  std::memcpy(bytes, &v, sizeof(v));  // little-endian: x86-64 only (DESIGN §1)
+  std::memcpy(bytes, &v, sizeof(v));  // little-endian: ticktrace is x86-64 only
   out->append(bytes, sizeof(bytes));
 }
 

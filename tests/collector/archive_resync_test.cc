@@ -1,4 +1,5 @@
-// ArchiveReader skips a corrupt chunk instead of stopping at it (issue 12):
+// ArchiveReader skips a corrupt chunk instead of stopping at it
+// (docs/collector.md#a-corrupt-journal-chunk):
 // it resynchronises at the next whole valid chunk, reports the skip (offset,
 // bytes, the records lost when a later chunk of the same ring shows the gap)
 // and reads on; a torn tail (a chunk cut short, or zeros) is still only cut.

@@ -1,7 +1,7 @@
 // The collector's calibration report says when a check is not independent
 // (clocksource tsc or kvm-clock: CLOCK_MONOTONIC_RAW is the TSC scaled by the
 // kernel), and shows a CPUID 0x15 frequency beside a measurement of it.
-// Expected text written by hand from DESIGN §4.
+// Expected text written by hand from docs/calibration.md.
 
 #include <string>
 

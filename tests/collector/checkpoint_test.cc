@@ -1,9 +1,9 @@
 // A checkpoint holds the analyzer's whole state: an analyzer restored from it
 // and fed the rest of the stream emits exactly the orders (same sequence
 // numbers, same samples) and ends with exactly the statistics and counters of
-// one that saw the whole stream without stopping. That is issue 12's "the
-// resumed run's totals equal an uninterrupted run's", at the level where it
-// is decided; the live restart test checks it end to end.
+// one that saw the whole stream without stopping: the resumed run's totals
+// equal an uninterrupted run's (docs/collector.md#checkpoints-and-restart),
+// checked at the level where it is decided; the live restart test checks it end to end.
 
 #include "collector/stream/checkpoint.h"
 

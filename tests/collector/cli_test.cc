@@ -60,7 +60,7 @@ class CliTest : public ::testing::Test {
   std::string out_;
 };
 
-// Issue 17: --help exits 0 with our own usage, every flag spelled with
+// --help exits 0 with our own usage, every flag spelled with
 // dashes, and no Abseil wording ("Flags from ...", "--helpfull").
 TEST_F(CliTest, HelpListsTheFlagsWithDashes) {
   EXPECT_EQ(Run({"--help"}), 0) << out_;

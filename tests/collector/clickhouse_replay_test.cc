@@ -1,7 +1,7 @@
 // The collector binary replays one archive twice, into SQLite and into a
 // real ClickHouse server (`--store clickhouse://127.0.0.1:PORT/db`); both
-// stores must hold the same per-stage figures (issue 14, "Done when": the
-// same pipeline gives the same per-stage figures in SQLite and ClickHouse).
+// stores must hold the same per-stage figures (the backend must not change
+// a number: the same pipeline gives the same figures in SQLite and ClickHouse).
 // The expected counts also come from the archive the test builds: 3000
 // orders through three stages, so 3000 samples per stage.
 

@@ -1,6 +1,6 @@
 // A fanned-out parent (a tick whose chain continues in linked child orders)
 // is finished once its last child is emitted, not at its order timeout: the
-// tick's stages must show while a run goes on (issue 17, `top`). Times are
+// tick's stages must show while a run goes on (in `top`, for one). Times are
 // hand-chosen ticks of a 1 GHz clock.
 
 #include <string>

@@ -1,4 +1,4 @@
-// The collector's metrics endpoint (issue 17): the Prometheus text it
+// The collector's metrics endpoint (docs/operations.md#metrics): the Prometheus text it
 // renders, the HTTP server, --metrics-listen on the command line, and a
 // real Prometheus server (Debian's `prometheus`) scraping a live collector.
 

@@ -1,4 +1,4 @@
-// Open orders are bounded (issue 12, memory): with max_open_orders N, the
+// Open orders are bounded, so memory is (docs/collector.md#checkpoints-and-restart, --max-open-orders): with max_open_orders N, the
 // records of an (N+1)-th order open at once are counted in
 // records_over_open_limit and not kept; once orders finish, new ones are
 // taken again. Counts by hand: 150 orders opened with a limit of 100.

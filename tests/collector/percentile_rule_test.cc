@@ -1,4 +1,4 @@
-// A tail percentile needs 1 / (1 - q) samples (DESIGN §5): with fewer it would
+// A tail percentile needs 1 / (1 - q) samples (docs/viewer.md#summary): with fewer it would
 // be the maximum printed as if it were p99 or p99.9. The collector then keeps
 // it out of its summary (NaN), the store (NULL) and its report ("-").
 // Archives use 1 GHz, so one tick is one ns.

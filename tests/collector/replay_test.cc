@@ -286,7 +286,7 @@ TEST_F(ReplayTest, CountsMalformedRecords) {
   EXPECT_DOUBLE_EQ(s.stage("a->b")->p50_ns, 300);
 }
 
-// A chunk with a bad checksum is skipped (issue 12): the replay goes on at the
+// A chunk with a bad checksum is skipped (docs/collector.md#a-corrupt-journal-chunk): the replay goes on at the
 // next valid chunk, counts the skip and the records the ring index gap shows
 // lost, and ends with DataLoss (exit 1) once everything else is analysed.
 TEST_F(ReplayTest, SkipsACorruptChunkAndGoesOn) {

@@ -1,5 +1,5 @@
-// Regression tests for issue 15's findings 1, 3, 4, 5 and 7: order
-// instances and late records, out-of-order stamps, skew measured against the
+// Regression tests for how far the numbers can be trusted: order
+// instances (an id used again) and late records, out-of-order stamps, skew measured against the
 // cores' bounds, and UTC mapped piecewise through anchors. Expected values
 // are by hand from the inputs. Archives use 1 GHz, so one tick is one ns;
 // the collector's linger is min(order timeout, 100 ms) = 100 ms = 1e8 ticks.
@@ -55,7 +55,7 @@ CollectorOptions Declared(const std::string& db, std::vector<std::string> pipeli
   return o;
 }
 
-// Finding 7: a TimeBase with two anchors maps piecewise.
+// A TimeBase with two anchors maps piecewise.
 TEST(TimeBasePiecewise, MapsBetweenAndBeyondTwoAnchors) {
   // 1 GHz; anchor (1000, 5000); then (2000, 6100): over those 1000 ticks
   // (1000 ns by the TSC) CLOCK_REALTIME advanced 1100 ns.
@@ -73,7 +73,7 @@ TEST(TimeBasePiecewise, MapsBetweenAndBeyondTwoAnchors) {
   EXPECT_NEAR(*tb.DriftPpm(), 100000, 1e-6);  // (1100 / 1000 - 1) * 1e6
 }
 
-// Finding 7, end to end: a stamp between two anchors of the stream gets the
+// Piecewise UTC end to end: a stamp between two anchors of the stream gets the
 // piecewise UTC, and the run stores the drift.
 TEST(TimeBasePiecewise, StampUtcFollowsTheStreamsAnchors) {
   ArchiveBuilder b;  // anchor (0, 1.7e18)
@@ -93,7 +93,7 @@ TEST(TimeBasePiecewise, StampUtcFollowsTheStreamsAnchors) {
   EXPECT_EQ(q.Int("SELECT count(*) FROM anchors"), 2);
 }
 
-// Finding 3: a record of a finished order that arrives within the linger
+// A record of a finished order that arrives within the linger
 // window joins it; no second order.
 TEST(OrderInstances, LateRecordWithinLingerJoinsItsOrder) {
   ArchiveBuilder b;
@@ -119,7 +119,7 @@ TEST(OrderInstances, LateRecordWithinLingerJoinsItsOrder) {
   EXPECT_DOUBLE_EQ(q.Real("SELECT latency_ns FROM samples WHERE stage = 'b->c'"), 200);
 }
 
-// Finding 3: later than the linger window, it is a late partial instance:
+// Later than the linger window, a record of a finished order is a late partial instance:
 // counted, stored and flagged, not merged and not a ghost order of its own.
 TEST(OrderInstances, RecordAfterLingerIsALateFlaggedInstance) {
   ArchiveBuilder b;
@@ -145,7 +145,7 @@ TEST(OrderInstances, RecordAfterLingerIsALateFlaggedInstance) {
   EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name = 'late_records'"), 1);
 }
 
-// Finding 1 (replay): an id used again after its order was emitted is a new
+// Replay: an id used again after its order was emitted is a new
 // instance; both are stored and the statistics count exactly what is stored.
 TEST(OrderInstances, ReusedIdStoresBothUses) {
   ArchiveBuilder b;
@@ -175,7 +175,7 @@ TEST(OrderInstances, ReusedIdStoresBothUses) {
   EXPECT_EQ(r.summary.counter("orders_already_stored"), 0);
 }
 
-// Finding 4: below zero on one core is out_of_order (own bit, own count,
+// Below zero on one core is out_of_order (own bit, own count,
 // out of the percentiles), not negative.
 TEST(OutOfOrder, NegativeOnOneCoreIsOutOfOrder) {
   ArchiveBuilder b;
@@ -198,7 +198,7 @@ TEST(OutOfOrder, NegativeOnOneCoreIsOutOfOrder) {
   EXPECT_EQ(q.Int("SELECT out_of_order FROM stage_stats WHERE stage = 'a->b'"), 1);
 }
 
-// Finding 5: a cross-core difference below zero within the two cores' bounds
+// A cross-core difference below zero within the two cores' bounds
 // is skew (kept in the percentiles); beyond them, negative. The stage
 // carries the cores' uncertainty.
 TEST(Skew, WithinTheBoundIsSkewBeyondIsNegative) {
@@ -245,7 +245,7 @@ TEST(Skew, CorrectSkewSubtractsTheOffsets) {
   EXPECT_DOUBLE_EQ(s->min_ns, 70);  // 100 - (30 - 0)
 }
 
-// Finding 1 with real processes: a producer that restarts and uses ids
+// An id used again, with real processes: a producer that restarts and uses ids
 // 1..N again under a live collector has both uses stored, and stage_stats
 // count exactly the stored samples.
 class LiveReuseTest : public testing::LiveTest {};

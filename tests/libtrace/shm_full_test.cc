@@ -1,4 +1,4 @@
-// The tracer never hurts the traced process (issue 16): when /dev/shm cannot
+// The tracer never hurts the traced process (docs/security.md#tests, row 1): when /dev/shm cannot
 // hold a ring, or even the segment's header, trace calls are counted no-ops,
 // never a SIGBUS; and a freshly claimed ring's pages are mapped before the
 // first record goes in, so the hot path does not page-fault.

@@ -1,4 +1,4 @@
-// Every stamp carries its core (DESIGN §4): a plain stamp() and a Span read
+// Every stamp carries its core (docs/design.md#the-hot-path-one-store-no-system-call): a plain stamp() and a Span read
 // the kernel's rseq cpu_id around rdtsc. The expected core comes from the
 // test's own pinning (sched_setaffinity to one cpu), not from libtrace. With
 // rseq disabled (GLIBC_TUNABLES=glibc.pthread.rseq=0) a stamp has no core and

@@ -1,4 +1,4 @@
-// DESIGN §7 "bad flags, bad files, wrong store version": the collector and
+// docs/reliability.md#the-table, "bad flags, bad files, wrong store version": the collector and
 // viewer binaries given a bad value or a bad file print one line on stderr
 // (prefixed with the program's name), nothing on stdout, exit 2 (usage) or 1
 // (runtime), and create or change no file: every file of the data directory
@@ -393,7 +393,7 @@ TEST_F(BadInputTest, CollectorBadStoreFilesAreRuntimeErrors) {
   absl::PrintF("FIGURE bad_input collector store files: %d cases\n", cases_);
 }
 
-// DESIGN §7: "nothing written over"; docs/collector.md: "any other existing
+// docs/reliability.md#the-table: "nothing written over"; docs/collector.md: "any other existing
 // file ... is refused untouched". An empty file is an existing file that is
 // not a ticktrace store.
 TEST_F(BadInputTest, CollectorRefusesAnEmptyExistingFileAsStore) {

@@ -1,4 +1,4 @@
-// DESIGN §7 "too many threads / tags": waves of threads that all trace at
+// docs/reliability.md#the-table, "too many threads / tags": waves of threads that all trace at
 // once and exit (so slots are retired, drained and reused), more threads per
 // wave than the segment has rings, and more tags than its tag table holds.
 // Everything is a counted no-op, reported in the store; the producer neither

@@ -1,4 +1,4 @@
-// DESIGN §7 "collector killed and restarted": the collector is SIGKILLed at
+// docs/reliability.md#the-table, "collector killed and restarted": the collector is SIGKILLed at
 // random moments (some while it is still recovering from the previous kill)
 // and started again on the same session and store, at least 5 times during
 // one run of two producers with known output. Nothing published is lost and
@@ -126,7 +126,7 @@ TEST_F(CollectorRestartTest, RestartsCountsEveryResume) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 1);
 }
 
-// Issue 12: a checkpoint is taken, the journal before it is freed (its disk
+// docs/collector.md#checkpoints-and-restart: a checkpoint is taken, the journal before it is freed (its disk
 // use falls below its length), and a restart replays only the journal after
 // the checkpoint; the resumed run's totals equal what the producers wrote,
 // in the counters, in the stage statistics, in the interval statistics (a

@@ -1,4 +1,4 @@
-// Issue 12 part 7: `--cpu N` pins every collector thread to core N (checked
+// docs/operations.md#pinning-the-collector: `--cpu N` pins every collector thread to core N (checked
 // in /proc for each of its threads while it runs), a core outside its allowed
 // set is refused with one line and exit 2, and the CPU the collector used is
 // reported at exit (the `cpu:` line) and stored (collector_cpu_ms).

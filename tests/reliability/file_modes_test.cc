@@ -1,4 +1,4 @@
-// Issue 16, row 8 (docs/security.md): the collector's own files. The store,
+// docs/security.md#tests, row 8: the collector's own files. The store,
 // the journal and the raw archive are created 0600 (0640 with
 // --group-readable) whatever the umask, never through a symlink planted
 // where they are to be created (a world-writable directory such as /tmp),

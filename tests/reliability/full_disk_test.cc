@@ -1,4 +1,4 @@
-// Issue 12 "full filesystem": the store and the journal live on a small
+// A full filesystem (docs/collector.md#full-disk): the store and the journal live on a small
 // tmpfs (mounted in a mount namespace of this test process, which the
 // collector it starts inherits). While two producer threads run, a filler
 // file takes every free byte; the collector must stop draining (no ring's

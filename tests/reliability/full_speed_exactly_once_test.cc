@@ -1,4 +1,4 @@
-// DESIGN §7 "ring full" and "collector killed and restarted", together and at
+// docs/reliability.md#the-table, "ring full" and "collector killed and restarted", together and at
 // full speed: producers stamp into small rings (4 Ki records) as fast as they
 // can, so the rings wrap and drop all the time, while the collector is
 // SIGKILLed and started again several times. Between the kills the test checks

@@ -1,4 +1,4 @@
-// DESIGN §7 "corrupt or hostile segment": while the collector drains, a
+// docs/reliability.md#the-table, "corrupt or hostile segment": while the collector drains, a
 // hostile writer overwrites a victim producer's segment with random bytes
 // (header, tag table, slot control words and records), and a garbage file
 // appears under a segment name. The collector keeps running and exits

@@ -1,4 +1,4 @@
-// Issue 12 "journal corruption in the middle": a collector is SIGKILLed while
+// Journal corruption in the middle (docs/collector.md#a-corrupt-journal-chunk): a collector is SIGKILLed while
 // two producer threads run, two kRecords chunks in the middle of its journal
 // are damaged (one in its payload: the checksum no longer matches; one in its
 // header: the type word zeroed, so the reader must scan for the next chunk),

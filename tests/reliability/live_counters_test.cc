@@ -1,4 +1,4 @@
-// Issue 12, "Counters are visible mid-run": while records still flow, the
+// Counters are visible mid-run (docs/collector.md#the-stages-of-the-collector): while records still flow, the
 // store already holds the run's counters, its stage statistics and its
 // interval statistics, and they move forward as the run goes on (the sink
 // writes them about once a second whatever the detail backlog), so a viewer

@@ -1,4 +1,4 @@
-// DESIGN §7 "no collector running" and "ring full": producers trace at full
+// docs/reliability.md#the-table, "no collector running" and "ring full": producers trace at full
 // speed with no collector; they never block, their rings fill, and from then
 // on every record is dropped and counted. Per ring, exactly:
 //   attempted (the thread's own count) = published (write_index) + dropped,

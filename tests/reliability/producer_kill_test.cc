@@ -1,4 +1,4 @@
-// DESIGN §7 "producer crashes (kill -9)": producers SIGKILLed at random
+// docs/reliability.md#the-table, "producer crashes (kill -9)": producers SIGKILLed at random
 // moments while one collector runs. For every trial, every record the
 // producer had published before the kill is drained and stored, the process
 // is marked exited, and its segment is removed.

@@ -1,4 +1,4 @@
-// Issue 16, rows 3, 4 and 7 (docs/security.md): segments the collector must
+// docs/security.md#tests, rows 3, 4 and 7: segments the collector must
 // not drain. Another local user (nobody) plants a valid segment under the
 // session's name; a segment claims a 2 TiB geometry; a collector running as
 // nobody meets a root producer's 0600 segment. Each ends well: the traced

@@ -1,4 +1,4 @@
-// Issue 16, rows 5 and 6 (docs/security.md): nobody can block a start.
+// docs/security.md#tests, rows 5 and 6: nobody can block a start.
 // Another local user holds the collector's old lock name (the abstract socket
 // "@ticktrace-collector.<session>"), or pre-creates the segment name of a
 // producer whose pid it can predict. The collector starts; the producer traces

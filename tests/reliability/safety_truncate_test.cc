@@ -1,4 +1,4 @@
-// Issue 16, row 2 (docs/security.md): a segment shrunk (ftruncate) after the
+// docs/security.md#tests, row 2: a segment shrunk (ftruncate) after the
 // collector opened it. Reading a page past the new end of a mapped file
 // raises SIGBUS; it used to kill the collector. Now the reader's guard catches
 // it, that segment is dropped and counted (segments_truncated), and the

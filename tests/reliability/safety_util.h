@@ -1,4 +1,4 @@
-// Helpers of the safety tests (issue 16, docs/security.md): another local
+// Helpers of the safety tests (docs/security.md#tests): another local
 // user, played by `nobody` in a forked child (setgroups, setgid, setuid), and
 // segments crafted by hand from the layout in ticktrace/abi.h, so that a test
 // knows every record an intruder's segment holds without running libtrace.

@@ -2,7 +2,7 @@
 // (an operator's double start, a supervisor restarting before the old one is
 // gone). The ring protocol has one consumer per ring (abi.h); two would split
 // records between two stores (or, on the same store, append to one journal
-// from two processes). Exactly-once (DESIGN §7) needs the second one to
+// from two processes). Exactly-once (docs/collector.md#exactly-once-into-the-store) needs the second one to
 // refuse: one line on stderr, exit 1, nothing written, the first unaffected.
 
 #include <thread>

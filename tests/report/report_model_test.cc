@@ -316,7 +316,7 @@ TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
   const std::vector<std::vector<std::string>> expected = {
       // stage, count, min, p50, p90, p99, p99.9, max, mean, migrated, negative, cross-core,
       // skew, out_of_order, late, confidence
-      // A p99 needs 100 samples and a p99.9 1000 (DESIGN §5): "-" below that.
+      // A p99 needs 100 samples and a p99.9 1000 (docs/viewer.md#summary): "-" below that.
       // Confidence (docs/viewer.md): one flagged sample of 100 is 1.0%, 99
       // samples are few; a cross-core stage without measured offsets is ok.
       // md->strategy: mean 50370/99 = 508.8 ns; p50 rank 50 = order 51.

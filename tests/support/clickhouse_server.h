@@ -1,7 +1,8 @@
 // Test fixture: a real ClickHouse server (Debian's clickhouse-server, 18.16)
 // of the test's own, on free loopback ports, with a temporary config.xml,
 // users.xml and data directory. No mock of ClickHouse exists anywhere
-// (issue 14, part 4): tests that need a store start one of these.
+// (a mock would not catch the server's own behaviour): tests that need a
+// store start one of these.
 //
 //   if (auto why = ClickHouseServer::SkipReason()) GTEST_SKIP() << *why;
 //   absl::StatusOr<std::unique_ptr<ClickHouseServer>> ch = ClickHouseServer::Start();

@@ -1,4 +1,4 @@
-// Issue 17's command-line conventions, one table over every installed program
+// The command-line conventions (docs/viewer.md#exit-status-and-errors), one table over every installed program
 // (cmake/TicktraceInstall.cmake: the collector, the viewer, the demo and the
 // example pipeline's programs) and every viewer subcommand:
 //   --help       exits 0 and prints our own usage (no Abseil wording),

@@ -1,4 +1,4 @@
-// The per-stage confidence verdict (DESIGN §5): each reason fires at its
+// The per-stage confidence verdict (docs/viewer.md, `stages[].confidence`): each reason fires at its
 // documented threshold, in a fixed order; none: ok. Values by hand.
 
 #include <string>

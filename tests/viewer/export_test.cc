@@ -340,8 +340,8 @@ TEST(ExportInstancesTest, EachInstanceExportsItsOwnRowsOnce) {
 }  // namespace
 }  // namespace ticktrace::view
 
-// export --out FILE never replaces what is there without --force (issue 17:
-// it silently overwrote a 0444 file and a symlink's target), and with
+// export --out FILE never replaces what is there without --force (it once
+// silently overwrote a 0444 file and a symlink's target), and with
 // --force replaces the name itself, never a symlink's target.
 namespace ticktrace::view {
 namespace {
@@ -429,8 +429,8 @@ TEST_F(ExportOutTest, NewFileIsWrittenAndDirectoryRefused) {
 }  // namespace
 }  // namespace ticktrace::view
 
-// A flow joins a parent order to each linked child (issue 17: a tick's flow
-// and its child order's were not connected). Known store: 102 is linked to
+// A flow joins a parent order to each linked child (otherwise a tick's flow
+// and its child order's are not connected). Known store: 102 is linked to
 // 50, its first own stamp is strategy 300 us after 50's first; 50's latest
 // stamp before that is its gateway stamp at 500 + 1050 ns.
 namespace ticktrace::view {

@@ -235,9 +235,9 @@ TEST_F(OrdersTest, TimelineRunSelection) {
 }  // namespace
 }  // namespace ticktrace::view
 
-// orders --slowest draws a linked order's parent's stages (issue 17: a
-// 10.3 ms hop of the parent was missing from the waterfall; the report drew
-// it). Known store: 102 is linked to 50, whose md->strategy is 500 ns, risk
+// orders --slowest draws a linked order's parent's stages (without them a
+// 10.3 ms hop of the parent was once missing from the waterfall, while the
+// report drew it). Known store: 102 is linked to 50, whose md->strategy is 500 ns, risk
 // 150 ns, strategy->gateway 1050 ns.
 namespace ticktrace::view {
 namespace {

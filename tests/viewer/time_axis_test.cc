@@ -1,4 +1,4 @@
-// The viewer's time axis (issue 17): `intervals`, `diff` and its noise test,
+// The viewer's time axis (docs/viewer.md#intervals, #diff): `intervals`, `diff` and its noise test,
 // on real stores written through the collector's writer with values chosen
 // so that every expected number is computed by hand below. Latencies are
 // midpoints of store::Histogram buckets (in [512, 1024) ns buckets are 4 ns

@@ -2,7 +2,7 @@
 // the store exists it says it is waiting; then a real demo run (the collector
 // and the example pipeline) starts, and top must show the tick stages
 // (md_rx->md_decoded, md_decoded->strat_in, decide) with rates while the run
-// still goes on (issue 17: they appeared only after the run ended, as a
+// still goes on (they once appeared only after the run ended, as a
 // fanned-out tick closed at the 5 s order timeout; the run here has a 60 s
 // timeout, longer than the run), every line within the terminal's width.
 //

@@ -1,5 +1,4 @@
-// Orders stitched across hosts (issue 14, part 3; docs/clickhouse.md,
-// "Several hosts"). Each host's collector writes its own run to one store;
+// Orders stitched across hosts (docs/clickhouse.md#several-hosts-one-store). Each host's collector writes its own run to one store;
 // an order whose stages ran on several hosts is one order id in several runs.
 // Stitching joins them: the instances of the id in the runs of the store
 // whose first stamp lies within `window_ns` of the reference instance's, the

@@ -1,5 +1,4 @@
-// The viewer's cross-host views (issue 14, part 3; docs/viewer.md, "Several
-// hosts"): `summary`, `orders`, `order` and `report` with --hosts stitch each
+// The viewer's cross-host views (docs/viewer.md#several-hosts---hosts): `summary`, `orders`, `order` and `report` with --hosts stitch each
 // order of a reference run with its instances on the other hosts' runs
 // (stitch.h) and show, per stage, the host of each end, the cross_host flag
 // and the uncertainty.

@@ -80,7 +80,8 @@ svg a { cursor: pointer; }
 tr:target { background: #fff8c5; }
 )css";
 
-// Why the stage medians do not add up to the total's (issue 17), shown under
+// Why the stage medians do not add up to the total's (readers ask, and the
+// answer is not obvious from the numbers), shown under
 // the median stack and under the bands over time.
 constexpr char kWhyMediansDoNotAdd[] =
     "<p class=\"note\"><b>Why the stage medians do not add up to the total's median.</b> A "

@@ -31,7 +31,7 @@ struct LatencyStats {
 // Sorts `values_ns` in place and computes LatencyStats from it.
 LatencyStats ComputeLatencyStats(std::vector<double>& values_ns);
 
-// What a stage's confidence verdict is made of (DESIGN §5).
+// What a stage's confidence verdict is made of (docs/viewer.md, `stages[].confidence`).
 struct ConfidenceInputs {
   int64_t count = 0;                 // samples in the percentiles
   int64_t samples_all = 0;           // every sample of the stage

@@ -54,7 +54,7 @@ absl::StatusOr<SlowestReport> FindSlowestOrders(store::StoreReader& store, std::
     }
     // A linked order's chain starts at its parent's stamp: the parent's
     // stages are part of its total (a fanned-out tick's hops), so they are
-    // drawn too (issue 17: a 10.3 ms hop was missing).
+    // drawn too (without them a tick's hop, often the slowest, is missing).
     if (slow.order.parent_order_id.has_value()) {
       TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleRow> parent,
                                  store.SamplesOfOrder(q.run.run_id, *slow.order.parent_order_id));

@@ -1,6 +1,6 @@
 // The TSC frequency, found once, off every hot path, and how far to trust it.
 //
-// Sources, in order (DESIGN.md §4):
+// Sources, in order (docs/calibration.md#where-the-frequency-comes-from):
 //   1. CPUID leaf 0x15 when it reports both the crystal frequency and the ratio;
 //   2. self-calibration against CLOCK_MONOTONIC_RAW: each clock read paired with
 //      the tightest of several rdtsc sandwiches at both ends of a ~100 ms

@@ -1,4 +1,4 @@
-// Several hosts, one store (issue 14, part 3), simulated with two network
+// Several hosts, one store (docs/clickhouse.md#several-hosts-one-store), simulated with two network
 // namespaces: each "host" is an `ip netns` joined to the root namespace by a
 // veth pair (10.213.N.0/30 and 10.213.N.4/30, addresses that exist only in
 // this test), running its own producers and its own collector, which writes

@@ -258,7 +258,7 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsIntervals) {
   // of the value (docs/collector.md derives it from the bucket layout:
   // buckets 2^e/128 wide above 2^e, midpoint at most 2^e/256 away).
   // About 200 values: p50, p90 and p99 are reported; p99.9 needs 1000
-  // samples (DESIGN §5) and is NULL in stage_stats.
+  // samples (docs/viewer.md#summary) and is NULL in stage_stats.
   ASSERT_LT(md_values.size(), 1000u);
   EXPECT_EQ(md->stats.p999_ns, std::nullopt);
   for (const auto& [p, reported] : {std::pair{0.5, md->stats.p50_ns},

@@ -1,4 +1,4 @@
-// When a percentile is reported as a number (DESIGN §5). The one definition
+// When a percentile is reported as a number (docs/viewer.md#summary). The one definition
 // for the collector's whole-run statistics and every reader of the store
 // (window statistics, intervals): the same rule everywhere, so a window and
 // the whole run never disagree about what "p99" may show.

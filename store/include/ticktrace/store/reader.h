@@ -1,16 +1,15 @@
-// The viewer's side of the store seam (DESIGN §6): everything the viewer
-// reads from a store, behind one interface, implemented once per backend.
+// The viewer's side of the store seam (docs/design.md#the-store): everything the
+// viewer reads from a store, behind one interface, implemented once per backend.
 //
-//   StoreReader::Open("sqlite:PATH" | "PATH" | "clickhouse://...")
+//   StoreReader::Open("sqlite:PATH" | "PATH" | "clickhouse://...")  (store/open_reader.cc)
 //       -> SqliteStoreReader (store/sqlite/sqlite_reader.cc), schema 2
 //       -> ClickHouseStoreReader (store/clickhouse/clickhouse_reader.cc),
-//          ClickHouse schema 1 over HTTP (docs/clickhouse.md)
+//          ClickHouse schema 2 over HTTP (docs/clickhouse.md)
 //
-// The viewer's commands see typed rows (records.h, and the window/interval
-// rows below), never SQL. The methods view::Store has (store.h) keep their
-// names, signatures and rows, so a command switches over by changing its
-// `Store&` into a `StoreReader&`; the additions answer from the interval
-// statistics (schema 2) without touching order detail:
+// The viewer's commands see typed rows (rows.h, and the window/interval
+// rows below), never SQL. Runs, orders, stamps and samples come from the
+// tables of each run; these answer from the interval statistics (schema 2)
+// without touching order detail:
 //   StageWindowStats    percentiles of every stage over a window
 //   Intervals           statistics over time, per stage per bucket
 //   DetailCompleteness  whether a window's detail holds every order
@@ -25,7 +24,7 @@
 // OrderInstances all of them; Stamps and SamplesOfOrder return every
 // instance's rows (each row says its instance), StampsOfInstance one's.
 //
-// Thread model: one thread at a time per reader (like view::Store).
+// Thread model: one thread at a time per reader.
 #ifndef TICKTRACE_VIEW_STORE_READER_H_
 #define TICKTRACE_VIEW_STORE_READER_H_
 

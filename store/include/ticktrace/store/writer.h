@@ -1,5 +1,6 @@
-// The collector's side of the store seam (DESIGN §6). A backend (SQLite
-// today, ClickHouse next) implements Writer; the collector never sees SQL.
+// The collector's side of the store seam (docs/design.md#the-store). Each backend
+// (store/sqlite/sqlite_writer.h, store/clickhouse/clickhouse_writer.h) implements
+// Writer, chosen by OpenWriter (open.h) from a URI; the collector never sees SQL.
 //
 // Thread model: one thread at a time (the collector's store-writer thread
 // between BeginRun/ResumeRun and EndRun).
@@ -25,7 +26,7 @@
 
 namespace ticktrace::store {
 
-// What `--detail` keeps (DESIGN §6): every order, the tail, or none.
+// What `--detail` keeps (docs/store.md#three-tiers-of-data): every order, the tail, or none.
 enum class DetailPolicy { kAll, kTail, kNone };
 std::string_view DetailPolicyName(DetailPolicy policy);  // "all", "tail", "none"
 absl::StatusOr<DetailPolicy> ParseDetailPolicy(std::string_view text);
