@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "store/clickhouse/clickhouse_rowbinary.h"
+#include "store/clickhouse/row_binary.h"
 #include "store/clickhouse/clickhouse_rollup.h"
 #include "store/clickhouse/clickhouse_schema.h"
 #include "ticktrace/store/histogram.h"
@@ -124,8 +124,8 @@ int main(int argc, char** argv) {
     pool_h.push_back(std::move(h));
   }
   size_t histogram_bytes = 0;
-  store::RowBinary rows;
-  store::RowBinary details;
+  store::RowBinaryWriter rows;
+  store::RowBinaryWriter details;
   size_t next = 0;
   for (int64_t i = 0; i < intervals; ++i) {
     const int64_t start = kT0 + i * kSecond;
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   }
   // Every batch committed (its row in batches), as the writer leaves them.
   {
-    store::RowBinary committed;
+    store::RowBinaryWriter committed;
     for (int64_t b = 0; b <= (intervals - 1) / 1000; ++b) {
       committed.I64(1);
       committed.U64(uint64_t(b));

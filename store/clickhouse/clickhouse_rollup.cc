@@ -1,7 +1,6 @@
 #include "store/clickhouse/clickhouse_rollup.h"
 
 #include <array>
-#include <cstring>
 #include <map>
 #include <utility>
 #include <vector>
@@ -17,49 +16,6 @@
 namespace ticktrace::store {
 // Named (not anonymous): a unity build puts this file beside the writer.
 namespace rollup_internal {
-
-// Reads the RowBinary answer of BuildMinuteRollup's SELECT. The collector
-// cannot use the viewer's cursor (store/clickhouse/row_binary.h); this one knows
-// only the few types that answer has.
-class RollupCursor {
- public:
-  explicit RollupCursor(std::string_view bytes) : in_(bytes) {}
-  bool done() const { return pos_ >= in_.size(); }
-  bool failed() const { return failed_; }
-  template <typename T>
-  T Fixed() {
-    T v{};
-    if (in_.size() - pos_ < sizeof(T)) {
-      failed_ = true;
-      pos_ = in_.size();
-      return v;
-    }
-    std::memcpy(&v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return v;
-  }
-  std::string_view String() {
-    uint64_t n = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      const auto b = Fixed<uint8_t>();
-      n |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) break;
-    }
-    if (failed_ || in_.size() - pos_ < n) {
-      failed_ = true;
-      pos_ = in_.size();
-      return {};
-    }
-    std::string_view s = in_.substr(pos_, n);
-    pos_ += n;
-    return s;
-  }
-
- private:
-  std::string_view in_;
-  size_t pos_ = 0;
-  bool failed_ = false;
-};
 
 struct MinuteSums {
   std::string stage;
@@ -83,8 +39,8 @@ uint64_t ParseUnsigned(const std::string& text) {
 void AppendRollupRow(int64_t run_id, uint32_t stage_id, int64_t minute_utc_ns, uint64_t batch,
                      const std::string& stage, uint64_t samples_all,
                      const std::array<uint64_t, kFlagNames.size()>& flag_counts,
-                     const Histogram& histogram, RowBinary* rows) {
-  RowBinary& b = *rows;
+                     const Histogram& histogram, RowBinaryWriter* rows) {
+  RowBinaryWriter& b = *rows;
   b.I64(run_id);
   b.U32(stage_id);
   b.I64(minute_utc_ns);
@@ -113,7 +69,7 @@ int64_t RollupMinuteOf(int64_t utc_ns) {
 
 absl::Status BuildMinuteRollup(HttpClient& client, const std::string& database, int64_t run_id,
                                std::optional<int64_t> from_ns, int64_t until_ns, uint64_t batch,
-                               RowBinary* rows) {
+                               RowBinaryWriter* rows) {
   using rollup_internal::MinuteSums;
   std::string flags;
   for (const FlagName& f : kFlagNames) absl::StrAppend(&flags, ", ", std::string(f.name));
@@ -126,15 +82,15 @@ absl::Status BuildMinuteRollup(HttpClient& client, const std::string& database, 
       database);
   if (!answer.ok()) return answer.status();
   std::map<std::pair<uint32_t, int64_t>, MinuteSums> sums;  // by (stage_id, minute)
-  rollup_internal::RollupCursor c(*answer);
-  while (!c.done()) {
-    const auto stage_id = c.Fixed<uint32_t>();
-    const auto start = c.Fixed<int64_t>();
+  RowBinaryCursor c(*answer);
+  while (!c.at_end()) {
+    const uint32_t stage_id = c.UInt32();
+    const int64_t start = c.Int64();
     MinuteSums& m = sums[{stage_id, RollupMinuteOf(start)}];
-    m.stage = std::string(c.String());
-    m.samples_all += c.Fixed<uint64_t>();
-    for (uint64_t& f : m.flags) f += c.Fixed<uint64_t>();
-    const std::string_view histogram = c.String();
+    m.stage = c.String();
+    m.samples_all += c.UInt64();
+    for (uint64_t& f : m.flags) f += c.UInt64();
+    const std::string_view histogram = c.Bytes();
     if (c.failed()) break;
     if (absl::Status s = m.histogram.MergeEncoded(histogram); !s.ok()) {
       return absl::DataLossError(absl::StrCat(client.where(), "/", database, ": run ", run_id,
@@ -210,7 +166,7 @@ absl::Status BackfillMinuteRollup(HttpClient& client, const std::string& databas
         database);
     if (!top.ok()) return top.status();
     const uint64_t batch = ((rollup_internal::ParseUnsigned(*top) >> 32) + 1) << 32;
-    RowBinary rows;
+    RowBinaryWriter rows;
     if (absl::Status s =
             BuildMinuteRollup(client, database, run_id, std::nullopt, until, batch, &rows);
         !s.ok()) {
@@ -221,7 +177,7 @@ absl::Status BackfillMinuteRollup(HttpClient& client, const std::string& databas
         !s.ok()) {
       return s;
     }
-    RowBinary marker;
+    RowBinaryWriter marker;
     marker.I64(run_id);
     marker.U64(batch);
     marker.U64(rows.rows());

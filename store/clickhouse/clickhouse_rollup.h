@@ -34,7 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "store/clickhouse/clickhouse_rowbinary.h"
+#include "store/clickhouse/row_binary.h"
 #include "ticktrace/store/flags.h"
 #include "ticktrace/store/histogram.h"
 #include "store/clickhouse/http_client.h"
@@ -55,7 +55,7 @@ int64_t RollupMinuteOf(int64_t utc_ns);
 void AppendRollupRow(int64_t run_id, uint32_t stage_id, int64_t minute_utc_ns, uint64_t batch,
                      const std::string& stage, uint64_t samples_all,
                      const std::array<uint64_t, kFlagNames.size()>& flag_counts,
-                     const Histogram& histogram, RowBinary* rows);
+                     const Histogram& histogram, RowBinaryWriter* rows);
 
 // Appends to `rows` the intervals_minute rows (batch `batch`) of the
 // committed intervals of `run_id` that start in [from_ns, until_ns) (no
@@ -66,7 +66,7 @@ void AppendRollupRow(int64_t run_id, uint32_t stage_id, int64_t minute_utc_ns, u
 // that does not decode.
 absl::Status BuildMinuteRollup(HttpClient& client, const std::string& database, int64_t run_id,
                                std::optional<int64_t> from_ns, int64_t until_ns, uint64_t batch,
-                               RowBinary* rows);
+                               RowBinaryWriter* rows);
 
 // The run's rolled-through bound (see above); unset when it has no
 // committed rollup row.

@@ -19,7 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "store/clickhouse/clickhouse_rollup.h"
-#include "store/clickhouse/clickhouse_rowbinary.h"
+#include "store/clickhouse/row_binary.h"
 #include "store/clickhouse/clickhouse_schema.h"
 
 namespace ticktrace::store {
@@ -224,7 +224,7 @@ absl::StatusOr<std::string> ClickHouseWriter::QueryRetrying(const std::string& s
 
 absl::Status ClickHouseWriter::InsertOnce(int64_t run_id, const std::string& table,
                                           const char* batch_column, uint64_t batch,
-                                          RowBinary& rows) {
+                                          RowBinaryWriter& rows) {
   if (rows.rows() == 0) return absl::OkStatus();
   const std::string insert = absl::StrCat("INSERT INTO ", table, " FORMAT RowBinary");
   bool uncertain = false;
@@ -250,7 +250,7 @@ absl::Status ClickHouseWriter::InsertOnce(int64_t run_id, const std::string& tab
   });
 }
 
-absl::Status ClickHouseWriter::InsertIdempotent(const std::string& table, RowBinary& rows) {
+absl::Status ClickHouseWriter::InsertIdempotent(const std::string& table, RowBinaryWriter& rows) {
   if (rows.rows() == 0) return absl::OkStatus();
   const std::string insert = absl::StrCat("INSERT INTO ", table, " FORMAT RowBinary");
   return Retrying([&] { return client_.Insert(insert, rows.bytes(), options_.database); });
@@ -259,7 +259,7 @@ absl::Status ClickHouseWriter::InsertIdempotent(const std::string& table, RowBin
 absl::Status ClickHouseWriter::InsertRunRow(uint64_t version) {
   const RunRow& r = *run_;
   const RunMeta& m = r.meta;
-  RowBinary b;
+  RowBinaryWriter b;
   b.I64(r.run_id);
   b.U64(r.claim);
   b.U64(version);
@@ -440,14 +440,14 @@ absl::StatusOr<int64_t> ClickHouseWriter::ResumeRun(int64_t run_id) {
   if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   const int64_t restarts = state->counters[std::string(CounterName(Counter::kRestarts))] + 1;
   const uint64_t batch = generation_ << 32;
-  RowBinary counter;
+  RowBinaryWriter counter;
   counter.I64(run_id);
   counter.Str(CounterName(Counter::kRestarts));
   counter.U64(batch);
   counter.I64(restarts);
   counter.EndRow();
   if (absl::Status s = InsertIdempotent("counters", counter); !s.ok()) return s;
-  RowBinary marker;
+  RowBinaryWriter marker;
   marker.I64(run_id);
   marker.U64(batch);
   marker.U64(1);
@@ -543,7 +543,7 @@ absl::Status ClickHouseWriter::RollClosedMinutes(int64_t run_id, bool all) {
     return absl::OkStatus();
   }
   const uint64_t batch = (generation_ << 32) | ++sequence_;
-  RowBinary rows;
+  RowBinaryWriter rows;
   if (absl::Status s = Retrying([&]() -> absl::Status {
         rows.Clear();
         return BuildMinuteRollup(client_, options_.database, run_id, rolled_through_ns_, until,
@@ -555,7 +555,7 @@ absl::Status ClickHouseWriter::RollClosedMinutes(int64_t run_id, bool all) {
   if (absl::Status s = InsertOnce(run_id, "intervals_minute", "batch", batch, rows); !s.ok()) {
     return s;
   }
-  RowBinary marker;
+  RowBinaryWriter marker;
   marker.I64(run_id);
   marker.U64(batch);
   marker.U64(rows.rows());
@@ -566,7 +566,7 @@ absl::Status ClickHouseWriter::RollClosedMinutes(int64_t run_id, bool all) {
   return absl::OkStatus();
 }
 
-uint32_t ClickHouseWriter::NameId(const std::string& name, RowBinary& new_names) {
+uint32_t ClickHouseWriter::NameId(const std::string& name, RowBinaryWriter& new_names) {
   if (auto it = names_.find(name); it != names_.end()) return it->second;
   const auto id = static_cast<uint32_t>(names_.size());
   names_.emplace(name, id);
@@ -577,7 +577,7 @@ uint32_t ClickHouseWriter::NameId(const std::string& name, RowBinary& new_names)
   return id;
 }
 
-uint32_t ClickHouseWriter::StageId(const std::string& name, StageKind kind, RowBinary& new_stages) {
+uint32_t ClickHouseWriter::StageId(const std::string& name, StageKind kind, RowBinaryWriter& new_stages) {
   if (auto it = stages_.find(name); it != stages_.end()) return it->second;
   const auto id = static_cast<uint32_t>(stages_.size());
   stages_.emplace(name, id);
@@ -613,7 +613,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   // that this batch's deltas of a rolled minute go in as rollup deltas.
   if (absl::Status s = RollClosedMinutes(run_id, false); !s.ok()) return s;
   const uint64_t batch = (generation_ << 32) | ++sequence_;
-  RowBinary new_names, new_stages;
+  RowBinaryWriter new_names, new_stages;
 
   // Orders that may be stored already (re-emitted after a restart): their
   // committed (id, instance) -> first TSC in the range they can be in.
@@ -644,7 +644,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   }
 
   // orders
-  RowBinary order_rows;
+  RowBinaryWriter order_rows;
   std::map<int64_t, uint64_t> kept;  // by interval start
   std::string blob;
   for (const OrderDetail& o : orders) {
@@ -666,7 +666,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
         !s.ok()) {
       return s;
     }
-    RowBinary& b = order_rows;
+    RowBinaryWriter& b = order_rows;
     b.I64(run_id);
     b.I64(o.first_utc_ns);
     b.U64(o.order_id);
@@ -693,9 +693,9 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   }
 
   // intervals: one delta row each (readers sum them).
-  RowBinary interval_rows;
+  RowBinaryWriter interval_rows;
   for (const IntervalDelta& d : intervals) {
-    RowBinary& b = interval_rows;
+    RowBinaryWriter& b = interval_rows;
     b.I64(run_id);
     b.U32(StageId(d.stage, d.kind, new_stages));
     b.I64(d.start_utc_ns);
@@ -714,7 +714,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
 
   // A delta of a minute rolled up already: also a delta row of the rollup,
   // in this batch (committed with it).
-  RowBinary late_rollup_rows;
+  RowBinaryWriter late_rollup_rows;
   for (const IntervalDelta& d : intervals) {
     if (!rolled_through_ns_.has_value() || d.start_utc_ns >= *rolled_through_ns_) continue;
     AppendRollupRow(run_id, StageId(d.stage, d.kind, new_stages), RollupMinuteOf(d.start_utc_ns),
@@ -727,7 +727,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     if (io.orders > 0) per_interval[io.start_utc_ns].first += io.orders;
   }
   for (const auto& [start, n] : kept) per_interval[start].second += n;
-  RowBinary detail_rows;
+  RowBinaryWriter detail_rows;
   for (const auto& [start, n] : per_interval) {
     detail_rows.I64(run_id);
     detail_rows.I64(start);
@@ -739,7 +739,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   }
 
   // The snapshot (versioned rows: the newest version is the value).
-  RowBinary processes, threads, tags, counters, stage_stats, cores, anchors;
+  RowBinaryWriter processes, threads, tags, counters, stage_stats, cores, anchors;
   bool run_row_changed = false;
   if (snapshot != nullptr) {
     for (const ProcessRow& p : snapshot->processes) {
@@ -787,19 +787,19 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
       counters.EndRow();
     }
     for (const StageStatsRow& r : snapshot->stages) {
-      RowBinary& b = stage_stats;
+      RowBinaryWriter& b = stage_stats;
       b.I64(run_id);
       b.Str(r.stage);
       b.U64(batch);
-      b.I32(r.position);
-      b.U64(r.count);
+      b.I32(static_cast<int32_t>(r.position));
+      b.U64(static_cast<uint64_t>(r.count));
       for (const auto* v :
            {&r.min_ns, &r.max_ns, &r.mean_ns, &r.p50_ns, &r.p90_ns, &r.p99_ns, &r.p999_ns}) {
         b.Nullable(Finite(*v));
       }
-      for (uint64_t f : r.flag_counts) b.U64(f);
+      for (int64_t f : r.flag_counts) b.U64(static_cast<uint64_t>(f));
       b.U8(r.include_flagged ? 1 : 0);
-      b.U64(r.samples_all);
+      b.U64(static_cast<uint64_t>(r.samples_all.value_or(0)));
       b.Nullable(Finite(r.uncertainty_ns));
       b.EndRow();
     }
@@ -852,7 +852,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   if (s.ok() && run_row_changed) s = InsertRunRow(batch);
   if (s.ok()) s = InsertIdempotent("counters", counters);
   if (s.ok()) {
-    RowBinary marker;
+    RowBinaryWriter marker;
     marker.I64(run_id);
     marker.U64(batch);
     marker.U64(order_rows.rows() + interval_rows.rows() + detail_rows.rows() +
@@ -898,7 +898,7 @@ absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
         from ? absl::StrCat(" AND start_utc_ns >= ", *from) : "", " AND start_utc_ns < ", before,
         " GROUP BY run_id, start_utc_ns HAVING max(detail_deleted) = 0"));
     if (!mark.ok()) return mark.status();
-    RowBinary marker;
+    RowBinaryWriter marker;
     marker.I64(run_id);
     marker.U64(batch);
     marker.U64(0);

@@ -1,28 +1,85 @@
-// Reading ClickHouse's RowBinary output (FORMAT RowBinary): the rows of a
-// SELECT as their columns' binary values, back to back, little-endian. The
-// ClickHouse reader (clickhouse_store_reader.cc) asks for every answer in it
-// and casts its columns in SQL to the types read here, so a row is parsed
-// exactly as the query wrote it. Private to the viewer library.
+// ClickHouse's RowBinary format, both directions: RowBinaryWriter builds the
+// bodies of INSERT ... FORMAT RowBinary (the writer, the minute rollup) and
+// RowBinaryCursor reads the answers of SELECT ... FORMAT RowBinary (the
+// reader, the rollup's own SELECT). One codec, as ClickHouse keeps its
+// BinaryRowInputFormat beside BinaryRowOutputFormat. Private to the store.
 //
-//   Int64/UInt64/Int32/UInt32/UInt8/Float64  fixed width
-//   String        varint length, bytes (binary safe: histograms, detail)
+//   Int64/UInt64/Int32/UInt32/UInt8/Float64  fixed width, little-endian
+//   String        LEB128 length, bytes (binary safe: histograms, detail)
 //   Nullable(T)   u8 1 for NULL, else u8 0 then T
-//   Array(T)      varint count, then the elements
+//   Array(T)      LEB128 count, then the elements
 //
-// The bytes come from a server: every read checks the length; the first
-// short read sets failed() and returns zeros, so a caller checks once per row.
-#ifndef TICKTRACE_VIEW_SRC_ROW_BINARY_H_
-#define TICKTRACE_VIEW_SRC_ROW_BINARY_H_
+// x86-64 is little-endian, so numbers are copied as they are. The reader's
+// queries cast their columns in SQL to the types read here, so a row is
+// parsed exactly as the query wrote it. The bytes a cursor reads come from a
+// server: every read checks the length; the first short read sets failed()
+// and returns zeros, so a caller checks once per row.
+#ifndef TICKTRACE_STORE_CLICKHOUSE_ROW_BINARY_H_
+#define TICKTRACE_STORE_CLICKHOUSE_ROW_BINARY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
-namespace ticktrace::store::internal {
+namespace ticktrace::store {
 
+// Appends rows; EndRow() counts them (the batches table records how many).
+class RowBinaryWriter {
+ public:
+  template <typename T>
+  void Fixed(T v) {
+    static_assert(std::is_arithmetic_v<T>);
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out_.append(b, sizeof(T));
+  }
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void U32(uint32_t v) { Fixed(v); }
+  void I32(int32_t v) { Fixed(v); }
+  void U64(uint64_t v) { Fixed(v); }
+  void I64(int64_t v) { Fixed(v); }
+  void F64(double v) { Fixed(v); }
+  void Length(uint64_t n) {
+    while (n >= 0x80) {
+      out_.push_back(static_cast<char>((n & 0x7f) | 0x80));
+      n >>= 7;
+    }
+    out_.push_back(static_cast<char>(n));
+  }
+  void Str(std::string_view s) {
+    Length(s.size());
+    out_.append(s.data(), s.size());
+  }
+  template <typename T>
+  void Nullable(const std::optional<T>& v) {
+    if (!v.has_value()) {
+      U8(1);
+      return;
+    }
+    U8(0);
+    Fixed(*v);
+  }
+
+  std::string& bytes() { return out_; }
+  size_t rows() const { return rows_; }
+  void EndRow() { ++rows_; }
+  void Clear() {
+    out_.clear();
+    rows_ = 0;
+  }
+
+ private:
+  std::string out_;
+  size_t rows_ = 0;
+};
+
+// Reads the rows of one answer, column by column; the views it returns live
+// as long as the answer's buffer.
 class RowBinaryCursor {
  public:
   explicit RowBinaryCursor(std::string_view bytes) : bytes_(bytes) {}
@@ -105,6 +162,6 @@ class RowBinaryCursor {
   bool failed_ = false;
 };
 
-}  // namespace ticktrace::store::internal
+}  // namespace ticktrace::store
 
-#endif  // TICKTRACE_VIEW_SRC_ROW_BINARY_H_
+#endif  // TICKTRACE_STORE_CLICKHOUSE_ROW_BINARY_H_

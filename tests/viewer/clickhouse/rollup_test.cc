@@ -25,7 +25,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "store/clickhouse/clickhouse_rowbinary.h"
+#include "store/clickhouse/row_binary.h"
 #include "store/clickhouse/clickhouse_schema.h"
 #include "store/clickhouse/clickhouse_writer.h"
 #include "store/clickhouse/http_client.h"
@@ -213,7 +213,7 @@ TEST_F(ClickHouseRollupTest, WholeMinutesAreReadFromTheRollup) {
                                                                      server_->http_port()));
   for (int s : {70, 245}) {
     store::IntervalDelta d = Second(s);
-    store::RowBinary row;
+    store::RowBinaryWriter row;
     row.I64(run);
     row.U32(0);  // a->b, the only stage
     row.I64(d.start_utc_ns);
