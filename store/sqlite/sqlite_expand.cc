@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "store/common/detail.h"
+#include "store/sqlite/sqlite_statement.h"
 
 namespace ticktrace::store {
 namespace {
@@ -28,16 +29,95 @@ CREATE TEMP TABLE stamps(
   duration_ns INTEGER, flags INTEGER NOT NULL, order_key INTEGER NOT NULL);
 )sql";
 
-void BindOptional(sqlite3_stmt* s, int i, int32_t v) {
+using internal::Statement;
+
+// -1 (none) as NULL.
+void BindNonNegative(Statement& s, int i, int32_t v) {
   if (v < 0) {
-    sqlite3_bind_null(s, i);
+    s.BindNull(i);
   } else {
-    sqlite3_bind_int64(s, i, v);
+    s.Bind(i, v);
   }
 }
 
 absl::Status Fail(sqlite3* db, absl::string_view what) {
   return absl::InternalError(absl::StrCat("flat rows: ", what, ": ", sqlite3_errmsg(db)));
+}
+
+// Per run: its TSC rate and its name and stage dictionaries.
+struct Run {
+  double tsc_hz = 0;
+  std::map<int64_t, std::string> names, stages;
+};
+
+absl::StatusOr<std::map<int64_t, Run>> ReadRuns(sqlite3* db) {
+  absl::StatusOr<Statement> q =
+      Statement::Prepare(db,
+                         "SELECT run_id, tsc_hz, 0, 0, '' FROM runs UNION ALL "
+                         "SELECT run_id, 0, 1, name_id, name FROM names UNION ALL "
+                         "SELECT run_id, 0, 2, stage_id, name FROM stages",
+                         "flat rows");
+  if (!q.ok()) return Fail(db, "read dictionaries");
+  std::map<int64_t, Run> runs;
+  q->ForEachRow([&] {
+     Run& r = runs[q->Int(0)];
+     const int64_t which = q->Int(2);
+     if (which == 0) r.tsc_hz = q->Double(1);
+     if (which == 1) r.names[q->Int(3)] = q->Text(4);
+     if (which == 2) r.stages[q->Int(3)] = q->Text(4);
+   }).IgnoreError();
+  return runs;
+}
+
+// The order at the current row of the orders statement.
+struct FlatOrder {
+  int64_t key, run_id, order_id, instance, first_utc, first_tsc;
+};
+
+absl::Status PutSamples(Statement& s, sqlite3* db, const FlatOrder& o, const Run& run,
+                        const std::vector<SampleCell>& cells, const PackedDetail& detail) {
+  absl::Status status;
+  for (size_t seq = 0; seq < cells.size(); ++seq) {
+    const SampleCell& c = cells[seq];
+    const PackedSample ctx = seq < detail.samples.size() ? detail.samples[seq] : PackedSample{};
+    s.Bind(1, o.run_id).Bind(2, o.order_id).Bind(3, o.instance);
+    auto stage = run.stages.find(c.stage_id);
+    s.BindText(4, stage == run.stages.end() ? std::string() : stage->second);
+    s.Bind(5, o.first_utc + ctx.start_delta_ns).Bind(6, c.latency_ns);
+    BindNonNegative(s, 7, ctx.process_begin);
+    BindNonNegative(s, 8, ctx.process_end);
+    BindNonNegative(s, 9, ctx.cpu_begin);
+    BindNonNegative(s, 10, ctx.cpu_end);
+    s.Bind(11, c.flags).Bind(12, o.key).Bind(13, static_cast<int64_t>(seq));
+    if (!s.Run().ok()) status = Fail(db, "insert sample");
+  }
+  return status;
+}
+
+absl::Status PutStamps(Statement& s, sqlite3* db, const FlatOrder& o, const Run& run,
+                       const PackedDetail& detail) {
+  absl::Status status;
+  const double ns_per_tick = run.tsc_hz > 0 ? 1e9 / run.tsc_hz : 0;
+  for (const PackedStamp& p : detail.stamps) {
+    s.Bind(1, o.run_id).Bind(2, o.order_id).Bind(3, o.instance);
+    auto tag = run.names.find(p.name_id);
+    s.BindText(4, tag == run.names.end() ? std::string() : tag->second);
+    s.BindTextNoCopy(5, p.is_span ? "span" : "stamp");
+    s.Bind(6, p.process_id).Bind(7, p.tid);
+    BindNonNegative(s, 8, p.cpu);
+    BindNonNegative(s, 9, p.is_span ? p.cpu_end : -1);
+    s.Bind(10, o.first_tsc + p.tsc_delta);
+    s.Bind(11, o.first_utc + detail.first_tsc_utc_delta_ns +
+                   static_cast<int64_t>(static_cast<double>(p.tsc_delta) * ns_per_tick));
+    if (p.is_span) {
+      s.Bind(12, p.duration_ns);
+    } else {
+      s.BindNull(12);
+    }
+    s.Bind(13, p.flags).Bind(14, o.key);
+    if (!s.Run().ok()) status = Fail(db, "insert stamp");
+  }
+  return status;
 }
 
 }  // namespace
@@ -78,128 +158,45 @@ absl::StatusOr<std::vector<SampleCell>> ParseSampleCells(std::string_view json) 
 }
 
 absl::Status ExpandDetail(sqlite3* db) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, kFlatSchema, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat("flat rows: ", err ? err : "?"));
-    sqlite3_free(err);
-    return s;
-  }
-  // Per run: its TSC rate and its name and stage dictionaries.
-  struct Run {
-    double tsc_hz = 0;
-    std::map<int64_t, std::string> names, stages;
-  };
-  std::map<int64_t, Run> runs;
-  {
-    sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT run_id, tsc_hz, 0, 0, '' FROM runs UNION ALL "
-                           "SELECT run_id, 0, 1, name_id, name FROM names UNION ALL "
-                           "SELECT run_id, 0, 2, stage_id, name FROM stages",
-                           -1, &q, nullptr) != SQLITE_OK) {
-      return Fail(db, "read dictionaries");
-    }
-    while (sqlite3_step(q) == SQLITE_ROW) {
-      Run& r = runs[sqlite3_column_int64(q, 0)];
-      const int which = sqlite3_column_int(q, 2);
-      const char* text = reinterpret_cast<const char*>(sqlite3_column_text(q, 4));
-      if (which == 0) r.tsc_hz = sqlite3_column_double(q, 1);
-      if (which == 1) r.names[sqlite3_column_int64(q, 3)] = text ? text : "";
-      if (which == 2) r.stages[sqlite3_column_int64(q, 3)] = text ? text : "";
-    }
-    sqlite3_finalize(q);
-  }
-  sqlite3_stmt* orders = nullptr;
-  sqlite3_stmt* put_sample = nullptr;
-  sqlite3_stmt* put_stamp = nullptr;
+  if (absl::Status s = internal::ExecSql(db, kFlatSchema, "flat rows"); !s.ok()) return s;
+  absl::StatusOr<std::map<int64_t, Run>> runs = ReadRuns(db);
+  if (!runs.ok()) return runs.status();
+  absl::StatusOr<Statement> orders = Statement::Prepare(
+      db,
+      "SELECT order_key, run_id, order_id, instance, first_utc_ns, first_tsc, samples, detail "
+      "FROM main.orders ORDER BY order_key",
+      "flat rows");
+  absl::StatusOr<Statement> put_sample = Statement::Prepare(
+      db, "INSERT INTO temp.samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", "flat rows");
+  absl::StatusOr<Statement> put_stamp = Statement::Prepare(
+      db, "INSERT INTO temp.stamps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", "flat rows");
+  if (!orders.ok() || !put_sample.ok() || !put_stamp.ok()) return Fail(db, "prepare");
+  sqlite3_exec(db, "SAVEPOINT flat", nullptr, nullptr, nullptr);
   absl::Status status;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT order_key, run_id, order_id, instance, first_utc_ns, first_tsc, "
-                         "samples, detail FROM main.orders ORDER BY order_key",
-                         -1, &orders, nullptr) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "INSERT INTO temp.samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,
-                         &put_sample, nullptr) != SQLITE_OK ||
-      sqlite3_prepare_v2(db, "INSERT INTO temp.stamps VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,
-                         &put_stamp, nullptr) != SQLITE_OK) {
-    status = Fail(db, "prepare");
-  }
-  if (status.ok()) sqlite3_exec(db, "SAVEPOINT flat", nullptr, nullptr, nullptr);
-  int rc = SQLITE_DONE;
-  while (status.ok() && (rc = sqlite3_step(orders)) == SQLITE_ROW) {
-    const int64_t key = sqlite3_column_int64(orders, 0);
-    const int64_t run_id = sqlite3_column_int64(orders, 1);
-    const int64_t order_id = sqlite3_column_int64(orders, 2);
-    const int64_t instance = sqlite3_column_int64(orders, 3);
-    const int64_t first_utc = sqlite3_column_int64(orders, 4);
-    const int64_t first_tsc = sqlite3_column_int64(orders, 5);
-    const Run& run = runs[run_id];
-    const char* json = reinterpret_cast<const char*>(sqlite3_column_text(orders, 6));
-    absl::StatusOr<std::vector<SampleCell>> cells =
-        ParseSampleCells(json ? std::string_view(json) : std::string_view());
-    absl::StatusOr<PackedDetail> detail = UnpackDetail(std::string_view(
-        static_cast<const char*>(sqlite3_column_blob(orders, 7)),
-        static_cast<size_t>(sqlite3_column_bytes(orders, 7))));
-    if (!cells.ok() || !detail.ok()) {
-      status = absl::DataLossError(absl::StrCat(
-          "order key ", key, ": ", !cells.ok() ? cells.status().message() : detail.status().message()));
+  for (;;) {
+    const absl::StatusOr<bool> row = orders->Step();
+    if (!row.ok()) {
+      status = Fail(db, "read orders");
       break;
     }
-    for (size_t seq = 0; seq < cells->size(); ++seq) {
-      const SampleCell& c = (*cells)[seq];
-      const PackedSample ctx = seq < detail->samples.size() ? detail->samples[seq] : PackedSample{};
-      sqlite3_stmt* s = put_sample;
-      sqlite3_bind_int64(s, 1, run_id);
-      sqlite3_bind_int64(s, 2, order_id);
-      sqlite3_bind_int64(s, 3, instance);
-      auto stage = run.stages.find(c.stage_id);
-      const std::string& name = stage == run.stages.end() ? std::string() : stage->second;
-      sqlite3_bind_text(s, 4, name.data(), static_cast<int>(name.size()), SQLITE_TRANSIENT);
-      sqlite3_bind_int64(s, 5, first_utc + ctx.start_delta_ns);
-      sqlite3_bind_int64(s, 6, c.latency_ns);
-      BindOptional(s, 7, ctx.process_begin);
-      BindOptional(s, 8, ctx.process_end);
-      BindOptional(s, 9, ctx.cpu_begin);
-      BindOptional(s, 10, ctx.cpu_end);
-      sqlite3_bind_int64(s, 11, c.flags);
-      sqlite3_bind_int64(s, 12, key);
-      sqlite3_bind_int64(s, 13, static_cast<int64_t>(seq));
-      if (sqlite3_step(s) != SQLITE_DONE) status = Fail(db, "insert sample");
-      sqlite3_reset(s);
+    if (!*row) break;
+    const Statement& q = *orders;
+    const FlatOrder o{q.Int(0), q.Int(1), q.Int(2), q.Int(3), q.Int(4), q.Int(5)};
+    absl::StatusOr<std::vector<SampleCell>> cells = ParseSampleCells(q.Blob(6));
+    absl::StatusOr<PackedDetail> detail = UnpackDetail(q.Blob(7));
+    if (!cells.ok() || !detail.ok()) {
+      status = absl::DataLossError(absl::StrCat(
+          "order key ", o.key, ": ",
+          !cells.ok() ? cells.status().message() : detail.status().message()));
+      break;
     }
-    const double ns_per_tick = run.tsc_hz > 0 ? 1e9 / run.tsc_hz : 0;
-    for (const PackedStamp& p : detail->stamps) {
-      sqlite3_stmt* s = put_stamp;
-      sqlite3_bind_int64(s, 1, run_id);
-      sqlite3_bind_int64(s, 2, order_id);
-      sqlite3_bind_int64(s, 3, instance);
-      auto tag = run.names.find(p.name_id);
-      const std::string& name = tag == run.names.end() ? std::string() : tag->second;
-      sqlite3_bind_text(s, 4, name.data(), static_cast<int>(name.size()), SQLITE_TRANSIENT);
-      sqlite3_bind_text(s, 5, p.is_span ? "span" : "stamp", -1, SQLITE_STATIC);
-      sqlite3_bind_int64(s, 6, p.process_id);
-      sqlite3_bind_int64(s, 7, p.tid);
-      BindOptional(s, 8, p.cpu);
-      BindOptional(s, 9, p.is_span ? p.cpu_end : -1);
-      sqlite3_bind_int64(s, 10, first_tsc + p.tsc_delta);
-      sqlite3_bind_int64(s, 11, first_utc + detail->first_tsc_utc_delta_ns +
-                                    static_cast<int64_t>(static_cast<double>(p.tsc_delta) *
-                                                         ns_per_tick));
-      if (p.is_span) {
-        sqlite3_bind_int64(s, 12, p.duration_ns);
-      } else {
-        sqlite3_bind_null(s, 12);
-      }
-      sqlite3_bind_int64(s, 13, p.flags);
-      sqlite3_bind_int64(s, 14, key);
-      if (sqlite3_step(s) != SQLITE_DONE) status = Fail(db, "insert stamp");
-      sqlite3_reset(s);
-    }
+    const Run& run = (*runs)[o.run_id];
+    status = PutSamples(*put_sample, db, o, run, *cells, *detail);
+    if (absl::Status s = PutStamps(*put_stamp, db, o, run, *detail); !s.ok()) status = s;
+    if (!status.ok()) break;
   }
-  if (status.ok() && rc != SQLITE_DONE) status = Fail(db, "read orders");
   if (!status.ok()) sqlite3_exec(db, "ROLLBACK TO flat", nullptr, nullptr, nullptr);
   sqlite3_exec(db, "RELEASE flat", nullptr, nullptr, nullptr);
-  for (sqlite3_stmt* s : {orders, put_sample, put_stamp}) sqlite3_finalize(s);
   return status;
 }
 

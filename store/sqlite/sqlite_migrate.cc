@@ -13,30 +13,116 @@
 
 #include "absl/strings/str_cat.h"
 #include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/sqlite_statement.h"
 #include "store/sqlite/sqlite_writer.h"
 
 namespace ticktrace::store {
 namespace {
 
+using internal::Statement;
+
 absl::Status Exec(sqlite3* db, const std::string& sql, const std::string& path) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(
-        absl::StrCat(path, ": migration: ", err ? err : "sqlite error"));
-    sqlite3_free(err);
-    return s;
+  return internal::ExecSql(db, sql.c_str(), absl::StrCat(path, ": migration"));
+}
+
+// The migration's one error: Internal, with SQLite's message.
+absl::Status MigrationError(sqlite3* db, const std::string& path) {
+  return absl::InternalError(absl::StrCat(path, ": migration: ", sqlite3_errmsg(db)));
+}
+
+int32_t OptionalInt(const Statement& s, int i) {
+  return s.IsNull(i) ? -1 : static_cast<int32_t>(s.Int(i));
+}
+
+// The three statements that read one schema-1 order.
+struct V1Statements {
+  Statement orders, samples, stamps;
+};
+
+absl::StatusOr<V1Statements> PrepareV1(sqlite3* db, const std::string& path) {
+  V1Statements v1;
+  for (auto [out, sql] : {
+           std::pair(&v1.orders,
+                     "SELECT order_id, parent_order_id, first_utc_ns, total_ns, complete, "
+                     "missing FROM v1_orders WHERE run_id = ? ORDER BY first_utc_ns, order_id"),
+           std::pair(&v1.samples,
+                     "SELECT stage, start_utc_ns, latency_ns, process_begin, process_end, "
+                     "cpu_begin, cpu_end, flags FROM v1_samples WHERE run_id = ? AND "
+                     "order_id = ? ORDER BY rowid"),
+           std::pair(&v1.stamps,
+                     "SELECT tag, kind, process_id, tid, cpu, cpu_end, tsc, utc_ns, "
+                     "duration_ns, flags FROM v1_stamps WHERE run_id = ? AND order_id = ? "
+                     "ORDER BY tsc"),
+       }) {
+    absl::StatusOr<Statement> prepared = Statement::Prepare(db, sql, path);
+    if (!prepared.ok()) return MigrationError(db, path);
+    *out = *std::move(prepared);
   }
-  return absl::OkStatus();
+  return v1;
 }
 
-std::string Text(sqlite3_stmt* s, int i) {
-  const char* t = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
-  return t ? t : "";
+// The order at `orders`' current row.
+OrderDetail ReadV1Order(const Statement& orders) {
+  OrderDetail o;
+  o.order_id = static_cast<uint64_t>(orders.Int(0));
+  if (!orders.IsNull(1)) o.parent_order_id = static_cast<uint64_t>(orders.Int(1));
+  o.first_utc_ns = orders.Int(2);
+  if (!orders.IsNull(3)) o.total_ns = orders.Double(3);
+  o.complete = orders.Int(4) != 0;
+  o.missing = orders.Text(5);
+  return o;
 }
 
-int32_t OptionalInt(sqlite3_stmt* s, int i) {
-  return sqlite3_column_type(s, i) == SQLITE_NULL ? -1
-                                                  : static_cast<int32_t>(sqlite3_column_int64(s, i));
+// Appends the order's stamps, by tsc (a read error ends them, as before
+// schema 2 existed: the migration keeps what it can read).
+void ReadV1Stamps(Statement& stamps, OrderDetail* o) {
+  stamps.ForEachRow([&] {
+          StampDetail st;
+          st.tag = stamps.Text(0);
+          st.is_span = stamps.Text(1) == "span";
+          st.process_id = static_cast<uint32_t>(stamps.Int(2));
+          st.tid = static_cast<uint32_t>(stamps.Int(3));
+          st.cpu = OptionalInt(stamps, 4);
+          st.cpu_end = OptionalInt(stamps, 5);
+          st.tsc = static_cast<uint64_t>(stamps.Int(6));
+          st.utc_ns = stamps.Int(7);
+          st.duration_ns = stamps.Double(8);
+          st.flags = static_cast<uint32_t>(stamps.Int(9));
+          o->stamps.push_back(std::move(st));
+        })
+      .IgnoreError();
+}
+
+// Appends the order's samples and adds each to its stage's interval delta;
+// `excluded` flags keep a sample out of the histogram.
+void ReadV1Samples(Statement& samples, int64_t interval, uint32_t excluded,
+                   std::map<std::pair<std::string, int64_t>, IntervalDelta>* deltas,
+                   OrderDetail* o) {
+  samples.ForEachRow([&] {
+          SampleDetail sd;
+          sd.stage = samples.Text(0);
+          sd.start_utc_ns = samples.Int(1);
+          sd.latency_ns = samples.Double(2);
+          sd.process_begin = OptionalInt(samples, 3);
+          sd.process_end = OptionalInt(samples, 4);
+          sd.cpu_begin = OptionalInt(samples, 5);
+          sd.cpu_end = OptionalInt(samples, 6);
+          sd.flags = static_cast<uint32_t>(samples.Int(7));
+          auto [it, fresh] = deltas->try_emplace({sd.stage, interval});
+          IntervalDelta& d = it->second;
+          if (fresh) {
+            d.stage = sd.stage;
+            d.kind = StageKindOfName(sd.stage);
+            d.start_utc_ns = interval;
+          }
+          ++d.samples_all;
+          for (size_t f = 0; f < kFlagNames.size(); ++f) {
+            if (sd.flags & kFlagNames[f].bit) ++d.flag_counts[f];
+          }
+          if ((sd.flags & excluded) == 0) d.histogram.Add(sd.latency_ns);
+          o->samples.push_back(std::move(sd));
+        })
+      .IgnoreError();
 }
 
 // Moves one schema-1 run's detail into the schema-2 tables, computing its
@@ -47,26 +133,8 @@ absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_fla
   constexpr int64_t kIntervalNs = 1'000'000'000;
   writer->set_interval_ns(kIntervalNs);
   const uint32_t excluded = include_flagged ? 0 : kFlagsExcludedByDefault;
-  sqlite3_stmt* orders = nullptr;
-  sqlite3_stmt* samples = nullptr;
-  sqlite3_stmt* stamps = nullptr;
-  absl::Status status;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT order_id, parent_order_id, first_utc_ns, total_ns, complete, "
-                         "missing FROM v1_orders WHERE run_id = ? ORDER BY first_utc_ns, order_id",
-                         -1, &orders, nullptr) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "SELECT stage, start_utc_ns, latency_ns, process_begin, process_end, "
-                         "cpu_begin, cpu_end, flags FROM v1_samples WHERE run_id = ? AND "
-                         "order_id = ? ORDER BY rowid",
-                         -1, &samples, nullptr) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "SELECT tag, kind, process_id, tid, cpu, cpu_end, tsc, utc_ns, "
-                         "duration_ns, flags FROM v1_stamps WHERE run_id = ? AND order_id = ? "
-                         "ORDER BY tsc",
-                         -1, &stamps, nullptr) != SQLITE_OK) {
-    status = absl::InternalError(absl::StrCat(path, ": migration: ", sqlite3_errmsg(db)));
-  }
+  absl::StatusOr<V1Statements> v1 = PrepareV1(db, path);
+  if (!v1.ok()) return v1.status();
   std::map<std::pair<std::string, int64_t>, IntervalDelta> deltas;
   std::map<int64_t, uint64_t> orders_per_interval;
   std::vector<OrderDetail> batch;
@@ -82,37 +150,17 @@ absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_fla
     batch.clear();
     return s;
   };
-  if (status.ok()) sqlite3_bind_int64(orders, 1, run_id);
-  int rc = SQLITE_DONE;
-  while (status.ok() && (rc = sqlite3_step(orders)) == SQLITE_ROW) {
-    OrderDetail o;
-    o.order_id = static_cast<uint64_t>(sqlite3_column_int64(orders, 0));
-    if (sqlite3_column_type(orders, 1) != SQLITE_NULL) {
-      o.parent_order_id = static_cast<uint64_t>(sqlite3_column_int64(orders, 1));
+  v1->orders.Bind(1, run_id);
+  for (;;) {
+    const absl::StatusOr<bool> row = v1->orders.Step();
+    if (!row.ok()) return MigrationError(db, path);
+    if (!*row) break;
+    OrderDetail o = ReadV1Order(v1->orders);
+    for (Statement* q : {&v1->samples, &v1->stamps}) {
+      q->Rewind();
+      q->Bind(1, run_id).Bind(2, static_cast<int64_t>(o.order_id));
     }
-    o.first_utc_ns = sqlite3_column_int64(orders, 2);
-    if (sqlite3_column_type(orders, 3) != SQLITE_NULL) o.total_ns = sqlite3_column_double(orders, 3);
-    o.complete = sqlite3_column_int(orders, 4) != 0;
-    o.missing = Text(orders, 5);
-    for (sqlite3_stmt* q : {samples, stamps}) {
-      sqlite3_reset(q);
-      sqlite3_bind_int64(q, 1, run_id);
-      sqlite3_bind_int64(q, 2, static_cast<int64_t>(o.order_id));
-    }
-    while (sqlite3_step(stamps) == SQLITE_ROW) {
-      StampDetail st;
-      st.tag = Text(stamps, 0);
-      st.is_span = Text(stamps, 1) == "span";
-      st.process_id = static_cast<uint32_t>(sqlite3_column_int64(stamps, 2));
-      st.tid = static_cast<uint32_t>(sqlite3_column_int64(stamps, 3));
-      st.cpu = OptionalInt(stamps, 4);
-      st.cpu_end = OptionalInt(stamps, 5);
-      st.tsc = static_cast<uint64_t>(sqlite3_column_int64(stamps, 6));
-      st.utc_ns = sqlite3_column_int64(stamps, 7);
-      st.duration_ns = sqlite3_column_double(stamps, 8);
-      st.flags = static_cast<uint32_t>(sqlite3_column_int64(stamps, 9));
-      o.stamps.push_back(std::move(st));
-    }
+    ReadV1Stamps(v1->stamps, &o);
     // The stamps come by tsc: the first is the reference.
     if (!o.stamps.empty()) {
       o.first_tsc = o.stamps.front().tsc;
@@ -121,40 +169,14 @@ absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_fla
     const int64_t interval = o.first_utc_ns - (((o.first_utc_ns % kIntervalNs) + kIntervalNs) %
                                                kIntervalNs);
     ++orders_per_interval[interval];
-    while (sqlite3_step(samples) == SQLITE_ROW) {
-      SampleDetail sd;
-      sd.stage = Text(samples, 0);
-      sd.start_utc_ns = sqlite3_column_int64(samples, 1);
-      sd.latency_ns = sqlite3_column_double(samples, 2);
-      sd.process_begin = OptionalInt(samples, 3);
-      sd.process_end = OptionalInt(samples, 4);
-      sd.cpu_begin = OptionalInt(samples, 5);
-      sd.cpu_end = OptionalInt(samples, 6);
-      sd.flags = static_cast<uint32_t>(sqlite3_column_int64(samples, 7));
-      auto [it, fresh] = deltas.try_emplace({sd.stage, interval});
-      IntervalDelta& d = it->second;
-      if (fresh) {
-        d.stage = sd.stage;
-        d.kind = StageKindOfName(sd.stage);
-        d.start_utc_ns = interval;
-      }
-      ++d.samples_all;
-      for (size_t f = 0; f < kFlagNames.size(); ++f) {
-        if (sd.flags & kFlagNames[f].bit) ++d.flag_counts[f];
-      }
-      if ((sd.flags & excluded) == 0) d.histogram.Add(sd.latency_ns);
-      o.samples.push_back(std::move(sd));
-    }
+    ReadV1Samples(v1->samples, interval, excluded, &deltas, &o);
     batch.push_back(std::move(o));
     // Bounded memory: a histogram is ~140 kB.
-    if (batch.size() >= 5000 || deltas.size() >= 64) status = flush();
+    if (batch.size() >= 5000 || deltas.size() >= 64) {
+      if (absl::Status s = flush(); !s.ok()) return s;
+    }
   }
-  if (status.ok() && rc != SQLITE_DONE) {
-    status = absl::InternalError(absl::StrCat(path, ": migration: ", sqlite3_errmsg(db)));
-  }
-  if (status.ok()) status = flush();
-  for (sqlite3_stmt* s : {orders, samples, stamps}) sqlite3_finalize(s);
-  return status;
+  return flush();
 }
 
 }  // namespace
@@ -193,17 +215,15 @@ absl::Status MigrateToCurrent(SqliteWriter* writer, int from_version, const std:
   // The runs, and whether each counted flagged samples in its percentiles.
   std::vector<std::pair<int64_t, bool>> runs;
   if (s.ok()) {
-    sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT run_id, (SELECT max(include_flagged) FROM v1_stage_stats v "
-                           "WHERE v.run_id = r.run_id) FROM runs r ORDER BY run_id",
-                           -1, &q, nullptr) != SQLITE_OK) {
-      s = absl::InternalError(absl::StrCat(path, ": migration: ", sqlite3_errmsg(db)));
+    absl::StatusOr<Statement> q = Statement::Prepare(
+        db,
+        "SELECT run_id, (SELECT max(include_flagged) FROM v1_stage_stats v "
+        "WHERE v.run_id = r.run_id) FROM runs r ORDER BY run_id",
+        path);
+    if (!q.ok()) {
+      s = MigrationError(db, path);
     } else {
-      while (sqlite3_step(q) == SQLITE_ROW) {
-        runs.emplace_back(sqlite3_column_int64(q, 0), sqlite3_column_int(q, 1) != 0);
-      }
-      sqlite3_finalize(q);
+      q->ForEachRow([&] { runs.emplace_back(q->Int(0), q->Int(1) != 0); }).IgnoreError();
     }
   }
   for (const auto& [run_id, include_flagged] : runs) {

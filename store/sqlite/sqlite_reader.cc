@@ -44,7 +44,7 @@
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_writer.h"
 #include "store/common/packed_rows.h"
-#include "store/sqlite/sqlite_query.h"
+#include "store/sqlite/sqlite_statement.h"
 #include "common/status_macros.h"
 #include "store/common/window_rows.h"
 
@@ -144,7 +144,7 @@ absl::StatusOr<Db> OpenReadOnly(const std::string& path, OpenMode mode) {
 
 // meta.schema_version, with the viewer's wording for what is not a store.
 absl::StatusOr<int> SchemaVersion(sqlite3* db, const std::string& path) {
-  absl::StatusOr<Query> has_meta = Query::Prepare(
+  absl::StatusOr<Statement> has_meta = Statement::Prepare(
       db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
       absl::StrCat(path, ": reading the schema"));
   absl::StatusOr<bool> row = has_meta.ok() ? has_meta->Step() : has_meta.status();
@@ -235,8 +235,8 @@ constexpr char kRunColumns[] =
     "spread_ppm, kernel_tsc_hz, tsc_step_ns, anchor_tsc, anchor_utc_ns, environment, "
     "settings, pipeline, pipeline_learned, utc_drift_ppm, interval_ns";
 
-RunInfo ReadRun(const Query& s) {
-  RunInfo run;
+RunRow ReadRun(const Statement& s) {
+  RunRow run;
   run.run_id = s.Int(0);
   run.session = s.Text(1);
   run.host = s.Text(2);
@@ -266,7 +266,7 @@ constexpr char kOrderSampleColumns[] =
 constexpr char kOrderColumns[] =
     "order_id, instance, parent_order_id, first_utc_ns, total_ns, complete, missing, flags";
 
-OrderRow ReadOrder(const Query& s, int first = 0) {
+OrderRow ReadOrder(const Statement& s, int first = 0) {
   OrderRow row;
   row.order_id = s.Int(first + 0);
   row.instance = s.Int(first + 1);
@@ -306,7 +306,7 @@ class SqliteStoreReader final : public StoreReader {
   int schema_version() const override { return store::kSqliteSchemaVersion; }
 
   bool HasColumn(const char* table, const char* column) override {
-    auto s = Query::Prepare(db_.get(), absl::StrCat("PRAGMA table_info(", table, ")"),
+    auto s = Statement::Prepare(db_.get(), absl::StrCat("PRAGMA table_info(", table, ")"),
                             "reading the schema");
     if (!s.ok()) return false;
     for (;;) {
@@ -316,11 +316,11 @@ class SqliteStoreReader final : public StoreReader {
     }
   }
 
-  absl::StatusOr<std::vector<RunInfo>> ListRuns() override {
+  absl::StatusOr<std::vector<RunRow>> ListRuns() override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ORDER BY run_id"),
+        Statement s, Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ORDER BY run_id"),
                          "listing runs"));
-    std::vector<RunInfo> runs;
+    std::vector<RunRow> runs;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
@@ -329,9 +329,9 @@ class SqliteStoreReader final : public StoreReader {
     return runs;
   }
 
-  absl::StatusOr<RunInfo> GetRun(std::optional<int64_t> run_id) override {
+  absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s,
+        Statement s,
         Prepare(run_id.has_value()
                     ? absl::StrCat("SELECT ", kRunColumns, " FROM runs WHERE run_id = ?")
                     : absl::StrCat("SELECT ", kRunColumns,
@@ -343,9 +343,9 @@ class SqliteStoreReader final : public StoreReader {
     if (!run_id.has_value()) {
       return absl::NotFoundError(absl::StrCat(path_, ": the store holds no run yet"));
     }
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<RunInfo> runs, ListRuns());
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<RunRow> runs, ListRuns());
     std::vector<int64_t> ids;
-    for (const RunInfo& r : runs) ids.push_back(r.run_id);
+    for (const RunRow& r : runs) ids.push_back(r.run_id);
     return absl::NotFoundError(absl::StrCat("run ", *run_id, " not found in ", path_, " (runs: ",
                                             ids.empty() ? "none" : absl::StrJoin(ids, ", "),
                                             ")"));
@@ -353,7 +353,7 @@ class SqliteStoreReader final : public StoreReader {
 
   absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT name, value FROM counters WHERE run_id = ?", "reading counters"));
+        Statement s, Prepare("SELECT name, value FROM counters WHERE run_id = ?", "reading counters"));
     s.Bind(1, run_id);
     std::map<std::string, int64_t> counters;
     for (;;) {
@@ -364,20 +364,20 @@ class SqliteStoreReader final : public StoreReader {
     return counters;
   }
 
-  absl::StatusOr<std::vector<StoredStageStats>> StageStats(int64_t run_id) override {
+  absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s,
+        Statement s,
         Prepare("SELECT stage, position, count, min_ns, max_ns, mean_ns, p50_ns, p90_ns, "
                 "p99_ns, p999_ns, migrated, negative, cross_core, include_flagged, samples_all, "
                 "skew, out_of_order, late, uncertainty_ns FROM stage_stats WHERE run_id = ? "
                 "ORDER BY position, stage",
                 "reading stage_stats"));
     s.Bind(1, run_id);
-    std::vector<StoredStageStats> rows;
+    std::vector<StageStatsRow> rows;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      StoredStageStats r;
+      StageStatsRow r;
       r.stage = s.Text(0);
       r.position = s.Int(1);
       r.count = s.Int(2);
@@ -388,14 +388,14 @@ class SqliteStoreReader final : public StoreReader {
       r.p90_ns = s.OptionalDouble(7);
       r.p99_ns = s.OptionalDouble(8);
       r.p999_ns = s.OptionalDouble(9);
-      r.migrated = s.Int(10);
-      r.negative = s.Int(11);
-      r.cross_core = s.Int(12);
+      r.flag_count(kFlagMigrated) = s.Int(10);
+      r.flag_count(kFlagNegative) = s.Int(11);
+      r.flag_count(kFlagCrossCore) = s.Int(12);
       r.include_flagged = s.Int(13) != 0;
       r.samples_all = s.OptionalInt(14);
-      r.skew = s.OptionalInt(15);
-      r.out_of_order = s.OptionalInt(16);
-      r.late = s.OptionalInt(17);
+      r.flag_count(kFlagSkew) = s.OptionalInt(15).value_or(0);
+      r.flag_count(kFlagOutOfOrder) = s.OptionalInt(16).value_or(0);
+      r.flag_count(kFlagLate) = s.OptionalInt(17).value_or(0);
       r.uncertainty_ns = s.OptionalDouble(18);
       rows.push_back(std::move(r));
     }
@@ -411,39 +411,39 @@ class SqliteStoreReader final : public StoreReader {
     return names;
   }
 
-  absl::StatusOr<std::vector<ProcessInfo>> Processes(int64_t run_id) override {
+  absl::StatusOr<std::vector<ProcessRow>> Processes(int64_t run_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT process_id, pid, name, segment, first_seen_utc_ns, exited_utc_ns "
+        Statement s, Prepare("SELECT process_id, pid, name, segment, first_seen_utc_ns, exited_utc_ns "
                          "FROM processes WHERE run_id = ? ORDER BY process_id",
                          "reading processes"));
     s.Bind(1, run_id);
-    std::vector<ProcessInfo> out;
+    std::vector<ProcessRow> out;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      ProcessInfo p;
+      ProcessRow p;
       p.process_id = s.Int(0);
       p.pid = s.Int(1);
       p.name = s.Text(2);
       p.segment = s.Text(3);
-      p.first_seen_utc_ns = s.OptionalInt(4);
+      p.first_seen_utc_ns = s.OptionalInt(4).value_or(0);
       p.exited_utc_ns = s.OptionalInt(5);
       out.push_back(std::move(p));
     }
     return out;
   }
 
-  absl::StatusOr<std::vector<ThreadInfo>> Threads(int64_t run_id) override {
+  absl::StatusOr<std::vector<ThreadRow>> Threads(int64_t run_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT process_id, slot, generation, tid, name, drained, dropped "
+        Statement s, Prepare("SELECT process_id, slot, generation, tid, name, drained, dropped "
                          "FROM threads WHERE run_id = ? ORDER BY process_id, slot, generation",
                          "reading threads"));
     s.Bind(1, run_id);
-    std::vector<ThreadInfo> out;
+    std::vector<ThreadRow> out;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      ThreadInfo t;
+      ThreadRow t;
       t.process_id = s.Int(0);
       t.slot = s.Int(1);
       t.generation = s.Int(2);
@@ -458,7 +458,7 @@ class SqliteStoreReader final : public StoreReader {
 
   absl::StatusOr<std::vector<CoreRow>> Cores(int64_t run_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s,
+        Statement s,
         Prepare("SELECT cpu, offset_ns, bound_ns, consistent, measured_utc_ns FROM cores c "
                 "WHERE run_id = ?1 AND measured_utc_ns = (SELECT max(measured_utc_ns) "
                 "FROM cores WHERE run_id = ?1 AND cpu = c.cpu) ORDER BY cpu",
@@ -505,7 +505,7 @@ class SqliteStoreReader final : public StoreReader {
     if (first <= last) return Span(std::make_pair(first, last));
     // No detail: the intervals' extent.
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT min(start_utc_ns), max(start_utc_ns) FROM interval_detail "
+        Statement s, Prepare("SELECT min(start_utc_ns), max(start_utc_ns) FROM interval_detail "
                          "WHERE run_id = ?",
                          "reading the time span of the intervals"));
     s.Bind(1, run_id);
@@ -523,7 +523,7 @@ class SqliteStoreReader final : public StoreReader {
       if (!stage_id.has_value()) return absl::OkStatus();  // no sample of that stage
     }
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
+        Statement s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
                                       " FROM orders WHERE run_id = ?",
                                       ordered ? " ORDER BY order_id, instance, order_key" : ""),
                          "reading samples"));
@@ -561,7 +561,7 @@ class SqliteStoreReader final : public StoreReader {
                                                         int64_t order_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
+        Statement s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
                                       " FROM orders WHERE run_id = ? AND order_id = ? "
                                       "ORDER BY instance"),
                          "reading an order's samples"));
@@ -598,7 +598,7 @@ class SqliteStoreReader final : public StoreReader {
                              : kMinTime;
     const int64_t to = window.until_utc_ns.value_or(kMaxTime);
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query iq, Prepare("SELECT start_utc_ns, max_ns, count, samples_all FROM intervals "
+        Statement iq, Prepare("SELECT start_utc_ns, max_ns, count, samples_all FROM intervals "
                           "WHERE run_id = ? AND stage_id = ? AND start_utc_ns >= ? AND "
                           "start_utc_ns < ?",
                           "reading a stage's intervals"));
@@ -627,7 +627,7 @@ class SqliteStoreReader final : public StoreReader {
       return a.range.start_utc_ns < b.range.start_utc_ns;
     });
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query scan, Prepare("SELECT order_id, samples FROM orders WHERE order_key BETWEEN ?1 AND "
+        Statement scan, Prepare("SELECT order_id, samples FROM orders WHERE order_key BETWEEN ?1 AND "
                             "?2 AND +run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5",
                             "ranking orders"));
     // The best sample of each order seen, and those bests ranked.
@@ -680,7 +680,7 @@ class SqliteStoreReader final : public StoreReader {
   absl::StatusOr<std::vector<OrderRow>> OrderInstances(int64_t run_id,
                                                        int64_t order_id) override {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", kOrderColumns,
+        Statement s, Prepare(absl::StrCat("SELECT ", kOrderColumns,
                                       " FROM orders WHERE run_id = ? AND order_id = ? "
                                       "ORDER BY instance"),
                          "reading an order"));
@@ -697,7 +697,7 @@ class SqliteStoreReader final : public StoreReader {
   absl::StatusOr<std::vector<int64_t>> RunsWithOrder(int64_t order_id) override {
     // One index seek per run: (run_id, order_id, instance).
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM orders o "
+        Statement s, Prepare("SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM orders o "
                          "WHERE o.run_id = r.run_id AND o.order_id = ?) ORDER BY r.run_id",
                          "finding an order's runs"));
     s.Bind(1, order_id);
@@ -714,7 +714,7 @@ class SqliteStoreReader final : public StoreReader {
     // parent_order_id has no index: a scan of the run's orders (about 1 s
     // per 10 M orders).
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT order_id FROM orders WHERE run_id = ? AND parent_order_id = ? "
+        Statement s, Prepare("SELECT order_id FROM orders WHERE run_id = ? AND parent_order_id = ? "
                          "ORDER BY first_utc_ns, order_id, instance",
                          "finding an order's children"));
     s.Bind(1, run_id).Bind(2, order_id);
@@ -737,7 +737,7 @@ class SqliteStoreReader final : public StoreReader {
     };
     if (!limit.has_value() || *limit < 0) {
       TICKTRACE_ASSIGN_OR_RETURN(
-          Query s, Prepare(absl::StrCat("SELECT ", kOrderColumns,
+          Statement s, Prepare(absl::StrCat("SELECT ", kOrderColumns,
                                         " FROM orders WHERE run_id = ? "
                                         "ORDER BY first_utc_ns, order_id, instance"),
                            "listing orders"));
@@ -754,7 +754,7 @@ class SqliteStoreReader final : public StoreReader {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<KeyRange> ranges, KeyRanges(run_id, TimeWindow{}));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", kOrderColumns,
+        Statement s, Prepare(absl::StrCat("SELECT ", kOrderColumns,
                                       " FROM orders o WHERE order_key BETWEEN ?1 AND ?2 AND "
                                       "+run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5"),
                          "listing orders"));
@@ -788,7 +788,7 @@ class SqliteStoreReader final : public StoreReader {
       int64_t run_id, const TimeWindow& window) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     TICKTRACE_ASSIGN_OR_RETURN(const DetailCoverage coverage, DetailCompleteness(run_id, window));
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StoredStageStats> whole, StageStats(run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
     std::vector<WindowStageStatsRow> out;
     for (size_t id = 0; id < dict->stages.size(); ++id) {
       if (dict->stages[id].empty()) continue;
@@ -831,7 +831,7 @@ class SqliteStoreReader final : public StoreReader {
     std::map<int64_t, Orders> orders;
     {
       TICKTRACE_ASSIGN_OR_RETURN(
-          Query s, Prepare("SELECT start_utc_ns, orders, orders_kept, detail_deleted FROM "
+          Statement s, Prepare("SELECT start_utc_ns, orders, orders_kept, detail_deleted FROM "
                            "interval_detail WHERE run_id = ? AND start_utc_ns >= ? AND "
                            "start_utc_ns < ?",
                            "reading interval_detail"));
@@ -846,12 +846,12 @@ class SqliteStoreReader final : public StoreReader {
         o.deleted = o.deleted || s.Int(3) != 0;
       }
     }
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StoredStageStats> whole, StageStats(run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
     // Stages in pipeline order.
-    std::vector<std::pair<StoredStageStats, int64_t>> stages;
+    std::vector<std::pair<StageStatsRow, int64_t>> stages;
     for (size_t id = 0; id < dict->stages.size(); ++id) {
       if (dict->stages[id].empty() || (stage.has_value() && dict->stages[id] != *stage)) continue;
-      StoredStageStats r;
+      StageStatsRow r;
       r.stage = dict->stages[id];
       r.position = PositionIn(whole, r.stage);
       stages.emplace_back(std::move(r), static_cast<int64_t>(id));
@@ -897,7 +897,7 @@ class SqliteStoreReader final : public StoreReader {
       override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT stage_id, start_utc_ns, histogram FROM intervals WHERE "
+        Statement s, Prepare("SELECT stage_id, start_utc_ns, histogram FROM intervals WHERE "
                          "run_id = ? AND start_utc_ns >= ? AND start_utc_ns < ? AND count > 0 "
                          "ORDER BY start_utc_ns, stage_id",
                          "reading intervals"));
@@ -923,7 +923,7 @@ class SqliteStoreReader final : public StoreReader {
                                                     const TimeWindow& window) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT count(*), sum(orders), sum(orders_kept), sum(detail_deleted != 0) "
+        Statement s, Prepare("SELECT count(*), sum(orders), sum(orders_kept), sum(detail_deleted != 0) "
                          "FROM interval_detail WHERE run_id = ? AND start_utc_ns >= ? AND "
                          "start_utc_ns < ? AND orders > 0",
                          "reading interval_detail"));
@@ -942,8 +942,8 @@ class SqliteStoreReader final : public StoreReader {
   }
 
  private:
-  absl::StatusOr<Query> Prepare(std::string_view sql, absl::string_view what) {
-    return Query::Prepare(db_.get(), sql, absl::StrCat(path_, ": ", what));
+  absl::StatusOr<Statement> Prepare(std::string_view sql, absl::string_view what) {
+    return Statement::Prepare(db_.get(), sql, absl::StrCat(path_, ": ", what));
   }
 
   // The run's dictionaries, read once (again with `refresh`, or when the run
@@ -954,7 +954,7 @@ class SqliteStoreReader final : public StoreReader {
     RunDictionary d;
     {
       TICKTRACE_ASSIGN_OR_RETURN(
-          Query s, Prepare("SELECT tsc_hz, interval_ns, detail FROM runs WHERE run_id = ?",
+          Statement s, Prepare("SELECT tsc_hz, interval_ns, detail FROM runs WHERE run_id = ?",
                            "reading a run"));
       s.Bind(1, run_id);
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
@@ -968,7 +968,7 @@ class SqliteStoreReader final : public StoreReader {
     for (auto [sql, names] :
          {std::pair("SELECT name_id, name FROM names WHERE run_id = ?", &d.names),
           std::pair("SELECT stage_id, name FROM stages WHERE run_id = ?", &d.stages)}) {
-      TICKTRACE_ASSIGN_OR_RETURN(Query s, Prepare(sql, "reading names"));
+      TICKTRACE_ASSIGN_OR_RETURN(Statement s, Prepare(sql, "reading names"));
       s.Bind(1, run_id);
       for (;;) {
         TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
@@ -991,7 +991,7 @@ class SqliteStoreReader final : public StoreReader {
     return std::nullopt;
   }
 
-  static OrderKeyFields OrderFields(const Query& s) {
+  static OrderKeyFields OrderFields(const Statement& s) {
     return OrderKeyFields{s.Int(0), s.Int(1), s.Int(2), s.Int(3)};
   }
 
@@ -1009,7 +1009,7 @@ class SqliteStoreReader final : public StoreReader {
   absl::StatusOr<std::vector<KeyRange>> KeyRanges(int64_t run_id, const TimeWindow& window) {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare("SELECT start_utc_ns, first_order_key, last_order_key FROM "
+        Statement s, Prepare("SELECT start_utc_ns, first_order_key, last_order_key FROM "
                          "interval_detail WHERE run_id = ? AND start_utc_ns >= ? AND "
                          "start_utc_ns < ? AND first_order_key IS NOT NULL AND "
                          "detail_deleted = 0 ORDER BY start_utc_ns",
@@ -1034,7 +1034,7 @@ class SqliteStoreReader final : public StoreReader {
                            const std::function<void(const SampleRow&)>& visit) {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
+        Statement s, Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
                                       " FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND "
                                       "+run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5"),
                          "reading samples"));
@@ -1068,7 +1068,7 @@ class SqliteStoreReader final : public StoreReader {
 
   // Appends the samples (of `stage_id` when set) of the order at `s`'s
   // current row (kOrderSampleColumns) to `out`, in samples order.
-  absl::Status OrderSamples(const Query& s, const RunDictionary& dict,
+  absl::Status OrderSamples(const Statement& s, const RunDictionary& dict,
                             std::optional<int64_t> stage_id, std::vector<SampleRow>* out) {
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleCell> cells, Cells(s.Blob(5), s.Int(0)));
     bool wanted = false;
@@ -1093,7 +1093,7 @@ class SqliteStoreReader final : public StoreReader {
       const std::function<absl::Status(int64_t, int64_t, const FlagCounts&, std::string_view)>&
           visit) {
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT ", IntervalColumns(),
+        Statement s, Prepare(absl::StrCat("SELECT ", IntervalColumns(),
                                       " FROM intervals WHERE run_id = ? AND stage_id = ? AND "
                                       "start_utc_ns >= ? AND start_utc_ns < ? "
                                       "ORDER BY start_utc_ns"),
@@ -1119,7 +1119,7 @@ class SqliteStoreReader final : public StoreReader {
                                                    std::optional<int64_t> instance) {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
     TICKTRACE_ASSIGN_OR_RETURN(
-        Query s, Prepare(absl::StrCat("SELECT order_id, instance, first_utc_ns, first_tsc, detail "
+        Statement s, Prepare(absl::StrCat("SELECT order_id, instance, first_utc_ns, first_tsc, detail "
                                       "FROM orders WHERE run_id = ? AND order_id = ?",
                                       instance.has_value() ? " AND instance = ?" : "",
                                       " ORDER BY instance"),

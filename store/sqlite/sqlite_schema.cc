@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "store/sqlite/sqlite_statement.h"
 
 namespace ticktrace::store {
 
@@ -24,22 +25,16 @@ absl::StatusOr<int> ReadSchemaVersion(sqlite3* db, const std::string& path) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": not a ticktrace store (", why, "); left untouched"));
   };
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta WHERE key IN ('app','schema_version')",
-                         -1, &stmt, nullptr) != SQLITE_OK) {
-    return not_ours("no meta table");
-  }
+  absl::StatusOr<internal::Statement> stmt = internal::Statement::Prepare(
+      db, "SELECT key, value FROM meta WHERE key IN ('app','schema_version')", path);
+  if (!stmt.ok()) return not_ours("no meta table");
   std::string app;
   std::string version;
-  int rc;
-  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-    const char* key = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-    const char* value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1));
-    if (key == nullptr || value == nullptr) continue;
-    (std::strcmp(key, "app") == 0 ? app : version) = value;
-  }
-  sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) {
+  const absl::Status read = stmt->ForEachRow([&] {
+    if (stmt->IsNull(0) || stmt->IsNull(1)) return;
+    (stmt->Text(0) == "app" ? app : version) = stmt->Text(1);
+  });
+  if (!read.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": cannot read meta: ", sqlite3_errmsg(db)));
   }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/sqlite_statement.h"
 
 namespace ticktrace::store {
 
@@ -49,15 +50,14 @@ constexpr char kSqliteHeader[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
 
 int64_t AsInt(uint64_t v) { return static_cast<int64_t>(v); }  // ids >= 2^63 wrap
 
-void BindText(sqlite3_stmt* s, int i, const std::string& text) {
-  sqlite3_bind_text(s, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-}
+using internal::Statement;
 
-void BindOptionalDouble(sqlite3_stmt* s, int i, const std::optional<double>& v) {
+// A finite value, else NULL (the statistics of an empty stage are NaN).
+void BindFiniteOrNull(Statement& s, int i, const std::optional<double>& v) {
   if (v.has_value() && std::isfinite(*v)) {
-    sqlite3_bind_double(s, i, *v);
+    s.BindDouble(i, *v);
   } else {
-    sqlite3_bind_null(s, i);
+    s.BindNull(i);
   }
 }
 
@@ -78,31 +78,24 @@ void AppendInt(std::string* out, int64_t v) {
 
 }  // namespace
 
+// The statements Write() steps for every batch, prepared once (Prepare()).
 struct SqliteWriter::Statements {
-  sqlite3_stmt* insert_order = nullptr;
-  sqlite3_stmt* insert_name = nullptr;
-  sqlite3_stmt* insert_stage = nullptr;
-  sqlite3_stmt* read_interval = nullptr;
-  sqlite3_stmt* write_interval = nullptr;
-  sqlite3_stmt* add_interval_orders = nullptr;
-  sqlite3_stmt* add_interval_kept = nullptr;
-  sqlite3_stmt* upsert_process = nullptr;
-  sqlite3_stmt* upsert_thread = nullptr;
-  sqlite3_stmt* upsert_tag = nullptr;
-  sqlite3_stmt* upsert_counter = nullptr;
-  sqlite3_stmt* upsert_stage_stats = nullptr;
-  sqlite3_stmt* upsert_core = nullptr;
-  sqlite3_stmt* update_pipeline = nullptr;
-  sqlite3_stmt* insert_anchor = nullptr;
-  sqlite3_stmt* update_drift = nullptr;
-
-  std::vector<sqlite3_stmt*> all() const {
-    return {insert_order,   insert_name,
-            insert_stage,   read_interval,        write_interval,    add_interval_orders,
-            add_interval_kept, upsert_process,    upsert_thread,     upsert_tag,
-            upsert_counter, upsert_stage_stats,   upsert_core,       update_pipeline,
-            insert_anchor,  update_drift};
-  }
+  Statement insert_order;
+  Statement insert_name;
+  Statement insert_stage;
+  Statement read_interval;
+  Statement write_interval;
+  Statement add_interval_orders;
+  Statement add_interval_kept;
+  Statement upsert_process;
+  Statement upsert_thread;
+  Statement upsert_tag;
+  Statement upsert_counter;
+  Statement upsert_stage_stats;
+  Statement upsert_core;
+  Statement update_pipeline;
+  Statement insert_anchor;
+  Statement update_drift;
 };
 
 absl::Status SqliteWriter::CheckExisting(const std::string& path) {
@@ -206,7 +199,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
       }
     }
   }
-  if (s.ok() && writer->st_->insert_order == nullptr) s = writer->Prepare();
+  if (s.ok() && !writer->st_->insert_order.prepared()) s = writer->Prepare();
   if (!s.ok()) {
     writer.reset();
     if (create) {
@@ -220,11 +213,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
 }
 
 SqliteWriter::~SqliteWriter() {
-  if (st_ != nullptr) {
-    for (sqlite3_stmt* s : st_->all()) {
-      if (s != nullptr) sqlite3_finalize(s);
-    }
-  }
+  st_.reset();  // the statements are finalized before the connection closes
   if (db_ != nullptr) sqlite3_close(db_);
 }
 
@@ -233,18 +222,22 @@ absl::Status SqliteWriter::Error(absl::string_view what) const {
       absl::StrCat(path_, ": ", what, ": ", db_ ? sqlite3_errmsg(db_) : "out of memory"));
 }
 
-absl::Status SqliteWriter::Exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat(path_, ": ", err ? err : "sqlite error"));
-    sqlite3_free(err);
-    return s;
-  }
-  return absl::OkStatus();
+absl::Status SqliteWriter::Check(const absl::Status& status, absl::string_view what) const {
+  return status.ok() ? status : Error(what);
 }
 
+absl::StatusOr<Statement> SqliteWriter::NewStatement(std::string_view sql,
+                                                     absl::string_view what) {
+  absl::StatusOr<Statement> s =
+      Statement::Prepare(db_, sql, std::string_view(what.data(), what.size()));
+  if (!s.ok()) return Error(what);
+  return s;
+}
+
+absl::Status SqliteWriter::Exec(const char* sql) { return internal::ExecSql(db_, sql, path_); }
+
 absl::Status SqliteWriter::Prepare() {
-  if (st_->insert_order != nullptr) return absl::OkStatus();
+  if (st_->insert_order.prepared()) return absl::OkStatus();
   const std::string flag_columns = [] {
     std::vector<std::string> names;
     for (const FlagName& f : kFlagNames) names.emplace_back(f.name);
@@ -261,7 +254,7 @@ absl::Status SqliteWriter::Prepare() {
       "mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, include_flagged, samples_all, uncertainty_ns, ",
       flag_columns, ") VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   struct {
-    sqlite3_stmt** stmt;
+    Statement* stmt;
     std::string sql;
   } statements[] = {
       {&st_->insert_order,
@@ -303,148 +296,112 @@ absl::Status SqliteWriter::Prepare() {
        "UPDATE runs SET pipeline = ?, pipeline_learned = ? WHERE run_id = ?"},
   };
   for (auto& [stmt, sql] : statements) {
-    if (sqlite3_prepare_v3(db_, sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr) !=
-        SQLITE_OK) {
-      return Error(absl::StrCat("cannot prepare '", sql.substr(0, 120), "'"));
-    }
+    absl::StatusOr<Statement> prepared = Statement::PreparePersistent(db_, sql, "");
+    if (!prepared.ok()) return Error(absl::StrCat("cannot prepare '", sql.substr(0, 120), "'"));
+    *stmt = *std::move(prepared);
   }
   return absl::OkStatus();
 }
 
 absl::Status SqliteWriter::AddClockErrorColumn() {
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = "
-                              "'clock_error_ns'",
-                         -1, &s, nullptr) != SQLITE_OK) {
-    return Error("reading runs' columns");
-  }
-  const bool has = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) > 0;
-  sqlite3_finalize(s);
+  absl::StatusOr<Statement> s = NewStatement(
+      "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'clock_error_ns'",
+      "reading runs' columns");
+  if (!s.ok()) return s.status();
+  const absl::StatusOr<bool> row = s->Step();
+  const bool has = row.ok() && *row && s->Int(0) > 0;
   if (has) return absl::OkStatus();
   return Exec("ALTER TABLE runs ADD COLUMN clock_error_ns REAL");
 }
 
 absl::StatusOr<int64_t> SqliteWriter::BeginRun(const RunMeta& run) {
-  sqlite3_stmt* s = nullptr;
-  const char* sql =
+  absl::StatusOr<Statement> s = NewStatement(
       "INSERT INTO runs(session, host, started_utc_ns, ended_utc_ns, tsc_hz, calibration_source, "
       "spread_ppm, kernel_tsc_hz, tsc_step_ns, anchor_tsc, anchor_utc_ns, environment, settings, "
       "pipeline, pipeline_learned, interval_ns, detail) "
-      "VALUES(?,?,?,NULL,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-  if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return Error("prepare runs");
-  BindText(s, 1, run.session);
-  BindText(s, 2, run.host);
-  sqlite3_bind_int64(s, 3, run.started_utc_ns);
-  sqlite3_bind_double(s, 4, run.tsc_hz);
-  BindText(s, 5, run.calibration_source);
-  BindOptionalDouble(s, 6, run.spread_ppm);
-  BindOptionalDouble(s, 7, run.kernel_tsc_hz);
-  BindOptionalDouble(s, 8, run.tsc_step_ns);
-  sqlite3_bind_int64(s, 9, AsInt(run.anchor_tsc));
-  sqlite3_bind_int64(s, 10, run.anchor_utc_ns);
-  BindText(s, 11, run.environment_json);
-  BindText(s, 12, run.settings_json);
-  BindText(s, 13, run.pipeline);
-  sqlite3_bind_int(s, 14, run.pipeline_learned ? 1 : 0);
-  sqlite3_bind_int64(s, 15, run.interval_ns);
-  sqlite3_bind_text(s, 16, DetailPolicyName(run.detail).data(),
-                    static_cast<int>(DetailPolicyName(run.detail).size()), SQLITE_STATIC);
-  const int rc = sqlite3_step(s);
-  sqlite3_finalize(s);
-  if (rc != SQLITE_DONE) return Error("insert into runs");
+      "VALUES(?,?,?,NULL,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+      "prepare runs");
+  if (!s.ok()) return s.status();
+  s->BindText(1, run.session).BindText(2, run.host).Bind(3, run.started_utc_ns);
+  s->BindDouble(4, run.tsc_hz).BindText(5, run.calibration_source);
+  BindFiniteOrNull(*s, 6, run.spread_ppm);
+  BindFiniteOrNull(*s, 7, run.kernel_tsc_hz);
+  BindFiniteOrNull(*s, 8, run.tsc_step_ns);
+  s->Bind(9, AsInt(run.anchor_tsc)).Bind(10, run.anchor_utc_ns);
+  s->BindText(11, run.environment_json).BindText(12, run.settings_json);
+  s->BindText(13, run.pipeline).Bind(14, run.pipeline_learned ? 1 : 0);
+  s->Bind(15, run.interval_ns).BindTextNoCopy(16, DetailPolicyName(run.detail));
+  if (absl::Status st = Check(s->Run(), "insert into runs"); !st.ok()) return st;
   interval_ns_ = run.interval_ns;
   const int64_t run_id = sqlite3_last_insert_rowid(db_);
   if (run.clock_error_ns.has_value()) {
     // runs.clock_error_ns (multi-host); a schema-2 store made before the
     // column gets it here, once (ALTER TABLE ADD COLUMN is additive).
     if (absl::Status st = AddClockErrorColumn(); !st.ok()) return st;
-    sqlite3_stmt* u = nullptr;
-    if (sqlite3_prepare_v2(db_, "UPDATE runs SET clock_error_ns = ? WHERE run_id = ?", -1, &u,
-                           nullptr) != SQLITE_OK) {
-      return Error("prepare runs.clock_error_ns");
-    }
-    sqlite3_bind_double(u, 1, *run.clock_error_ns);
-    sqlite3_bind_int64(u, 2, run_id);
-    const int urc = sqlite3_step(u);
-    sqlite3_finalize(u);
-    if (urc != SQLITE_DONE) return Error("update runs.clock_error_ns");
+    absl::StatusOr<Statement> u = NewStatement(
+        "UPDATE runs SET clock_error_ns = ? WHERE run_id = ?", "prepare runs.clock_error_ns");
+    if (!u.ok()) return u.status();
+    u->BindDouble(1, *run.clock_error_ns).Bind(2, run_id);
+    if (absl::Status st = Check(u->Run(), "update runs.clock_error_ns"); !st.ok()) return st;
   }
   return run_id;
 }
 
 absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, "SELECT session, ended_utc_ns, interval_ns FROM runs WHERE run_id = ?",
-                         -1, &s, nullptr) != SQLITE_OK) {
-    return Error("prepare run lookup");
-  }
-  sqlite3_bind_int64(s, 1, run_id);
   RunState state;
-  const int rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
-    state.exists = true;
-    const char* session = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    state.session = session ? session : "";
-    state.ended = sqlite3_column_type(s, 1) != SQLITE_NULL;
-    interval_ns_ = std::max<int64_t>(1, sqlite3_column_int64(s, 2));
+  {
+    absl::StatusOr<Statement> s = NewStatement(
+        "SELECT session, ended_utc_ns, interval_ns FROM runs WHERE run_id = ?",
+        "prepare run lookup");
+    if (!s.ok()) return s.status();
+    s->Bind(1, run_id);
+    absl::StatusOr<bool> row = s->Step();
+    if (!row.ok()) return Error("run lookup");
+    if (*row) {
+      state.exists = true;
+      state.session = s->Text(0);
+      state.ended = !s->IsNull(1);
+      interval_ns_ = std::max<int64_t>(1, s->Int(2));
+    }
   }
-  sqlite3_finalize(s);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return Error("run lookup");
   if (!state.exists) return state;
-  if (sqlite3_prepare_v2(db_, "SELECT name, value FROM counters WHERE run_id = ?", -1, &s,
-                         nullptr) != SQLITE_OK) {
-    return Error("prepare counters lookup");
-  }
-  sqlite3_bind_int64(s, 1, run_id);
-  int crc;
-  while ((crc = sqlite3_step(s)) == SQLITE_ROW) {
-    const char* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    if (name != nullptr) state.counters[name] = sqlite3_column_int64(s, 1);
-  }
-  sqlite3_finalize(s);
-  if (crc != SQLITE_DONE) return Error("counters lookup");
+  absl::StatusOr<Statement> s = NewStatement("SELECT name, value FROM counters WHERE run_id = ?",
+                                             "prepare counters lookup");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id);
+  absl::Status read = s->ForEachRow([&] {
+    if (!s->IsNull(0)) state.counters[s->Text(0)] = s->Int(1);
+  });
+  if (!read.ok()) return Error("counters lookup");
   return state;
 }
 
 absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> SqliteWriter::LastStoredOrders(
     int64_t run_id, uint64_t count) {
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_,
-                         "SELECT order_id, instance FROM orders WHERE run_id = ? "
-                         "ORDER BY order_key DESC LIMIT ?",
-                         -1, &s, nullptr) != SQLITE_OK) {
-    return Error("prepare last orders");
-  }
-  sqlite3_bind_int64(s, 1, run_id);
-  sqlite3_bind_int64(s, 2, static_cast<int64_t>(std::min<uint64_t>(count, INT64_MAX)));
-  std::vector<std::pair<uint64_t, uint32_t>> out;
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    out.emplace_back(static_cast<uint64_t>(sqlite3_column_int64(s, 0)),
-                     static_cast<uint32_t>(sqlite3_column_int64(s, 1)));
-  }
-  sqlite3_finalize(s);
-  if (rc != SQLITE_DONE) return Error("last orders");
+  absl::StatusOr<Statement> s = NewStatement(
+      "SELECT order_id, instance FROM orders WHERE run_id = ? ORDER BY order_key DESC LIMIT ?",
+      "prepare last orders");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id).Bind(2, static_cast<int64_t>(std::min<uint64_t>(count, INT64_MAX)));
+  absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> out =
+      s->Collect([](const Statement& q) {
+        return std::pair(static_cast<uint64_t>(q.Int(0)), static_cast<uint32_t>(q.Int(1)));
+      });
+  if (!out.ok()) return Error("last orders");
   return out;
 }
 
 absl::StatusOr<int64_t> SqliteWriter::ResumeRun(int64_t run_id) {
   if (absl::StatusOr<RunState> state = LookupRun(run_id); !state.ok()) return state.status();
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_,
-                         "INSERT INTO counters(run_id, name, value) VALUES(?, ?, 1) "
-                         "ON CONFLICT(run_id, name) DO UPDATE SET value = value + 1 "
-                         "RETURNING value",
-                         -1, &s, nullptr) != SQLITE_OK) {
-    return Error("prepare restarts");
-  }
-  sqlite3_bind_int64(s, 1, run_id);
-  const std::string_view name = CounterName(Counter::kRestarts);
-  sqlite3_bind_text(s, 2, name.data(), static_cast<int>(name.size()), SQLITE_STATIC);
-  const int rc = sqlite3_step(s);
-  const int64_t restarts = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-  sqlite3_finalize(s);
-  if (rc != SQLITE_ROW) return Error("count the restart");
+  absl::StatusOr<Statement> s = NewStatement(
+      "INSERT INTO counters(run_id, name, value) VALUES(?, ?, 1) "
+      "ON CONFLICT(run_id, name) DO UPDATE SET value = value + 1 RETURNING value",
+      "prepare restarts");
+  if (!s.ok()) return s.status();
+  s->Bind(1, run_id).BindTextNoCopy(2, CounterName(Counter::kRestarts));
+  const absl::StatusOr<bool> row = s->Step();
+  if (!row.ok() || !*row) return Error("count the restart");
+  const int64_t restarts = s->Int(0);
   if (absl::Status st = LoadDictionaries(run_id); !st.ok()) return st;
   return restarts;
 }
@@ -456,16 +413,12 @@ absl::Status SqliteWriter::LoadDictionaries(int64_t run_id) {
   for (const auto& [sql, map] :
        {std::pair("SELECT name, name_id FROM names WHERE run_id = ?", &names_),
         std::pair("SELECT name, stage_id FROM stages WHERE run_id = ?", &stages_)}) {
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return Error("prepare names");
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      const char* n = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-      (*map)[n ? n : ""] = static_cast<uint32_t>(sqlite3_column_int64(s, 1));
-    }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return Error("read names");
+    absl::StatusOr<Statement> s = NewStatement(sql, "prepare names");
+    if (!s.ok()) return s.status();
+    s->Bind(1, run_id);
+    absl::Status read =
+        s->ForEachRow([&] { (*map)[s->Text(0)] = static_cast<uint32_t>(s->Int(1)); });
+    if (!read.ok()) return Error("read names");
   }
   return absl::OkStatus();
 }
@@ -473,13 +426,9 @@ absl::Status SqliteWriter::LoadDictionaries(int64_t run_id) {
 absl::StatusOr<uint32_t> SqliteWriter::NameId(int64_t run_id, const std::string& name) {
   if (auto it = names_.find(name); it != names_.end()) return it->second;
   const auto id = static_cast<uint32_t>(names_.size());
-  sqlite3_stmt* s = st_->insert_name;
-  sqlite3_bind_int64(s, 1, run_id);
-  sqlite3_bind_int64(s, 2, id);
-  BindText(s, 3, name);
-  const int rc = sqlite3_step(s);
-  sqlite3_reset(s);
-  if (rc != SQLITE_DONE) return Error("insert into names");
+  Statement& s = st_->insert_name;
+  s.Bind(1, run_id).Bind(2, id).BindText(3, name);
+  if (absl::Status st = Check(s.Run(), "insert into names"); !st.ok()) return st;
   names_.emplace(name, id);
   return id;
 }
@@ -488,15 +437,9 @@ absl::StatusOr<uint32_t> SqliteWriter::StageId(int64_t run_id, const std::string
                                                StageKind kind) {
   if (auto it = stages_.find(name); it != stages_.end()) return it->second;
   const auto id = static_cast<uint32_t>(stages_.size());
-  sqlite3_stmt* s = st_->insert_stage;
-  sqlite3_bind_int64(s, 1, run_id);
-  sqlite3_bind_int64(s, 2, id);
-  BindText(s, 3, name);
-  const std::string_view kind_name = StageKindName(kind);
-  sqlite3_bind_text(s, 4, kind_name.data(), static_cast<int>(kind_name.size()), SQLITE_STATIC);
-  const int rc = sqlite3_step(s);
-  sqlite3_reset(s);
-  if (rc != SQLITE_DONE) return Error("insert into stages");
+  Statement& s = st_->insert_stage;
+  s.Bind(1, run_id).Bind(2, id).BindText(3, name).BindTextNoCopy(4, StageKindName(kind));
+  if (absl::Status st = Check(s.Run(), "insert into stages"); !st.ok()) return st;
   stages_.emplace(name, id);
   return id;
 }
@@ -513,12 +456,9 @@ absl::Status SqliteWriter::Write(int64_t run_id, const std::vector<IntervalDelta
   st = WriteIntervals(run_id, intervals);
   for (const IntervalOrders& io : interval_orders) {
     if (!st.ok() || io.orders == 0) continue;
-    sqlite3_stmt* s = st_->add_interval_orders;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, io.start_utc_ns);
-    sqlite3_bind_int64(s, 3, AsInt(io.orders));
-    if (sqlite3_step(s) != SQLITE_DONE) st = Error("count interval orders");
-    sqlite3_reset(s);
+    Statement& s = st_->add_interval_orders;
+    s.Bind(1, run_id).Bind(2, io.start_utc_ns).Bind(3, AsInt(io.orders));
+    st = Check(s.Run(), "count interval orders");
   }
   if (st.ok()) st = WriteOrders(run_id, orders, already_stored);
   if (st.ok() && snapshot != nullptr) st = WriteSnapshot(run_id, *snapshot);
@@ -527,6 +467,33 @@ absl::Status SqliteWriter::Write(int64_t run_id, const std::vector<IntervalDelta
   // The dictionaries may hold ids the rollback took back.
   dictionaries_run_ = -1;
   return st;
+}
+
+absl::Status SqliteWriter::MergeStoredInterval(int64_t run_id, uint32_t stage_id,
+                                               const IntervalDelta& d, uint64_t* samples_all,
+                                               std::array<uint64_t, kFlagNames.size()>* flags,
+                                               Histogram* merged) {
+  Statement& r = st_->read_interval;
+  r.Bind(1, run_id).Bind(2, stage_id).Bind(3, d.start_utc_ns);
+  const absl::StatusOr<bool> row = r.Step();
+  absl::Status status;
+  if (row.ok() && *row) {
+    *samples_all += static_cast<uint64_t>(r.Int(0));
+    for (size_t i = 0; i < flags->size(); ++i) {
+      (*flags)[i] += static_cast<uint64_t>(r.Int(static_cast<int>(1 + i)));
+    }
+    absl::StatusOr<Histogram> old = Histogram::Decode(r.Blob(static_cast<int>(1 + flags->size())));
+    if (old.ok()) {
+      merged->Merge(*old);
+    } else {
+      status = absl::DataLossError(absl::StrCat(path_, ": interval of stage ", d.stage, ": ",
+                                                old.status().message()));
+    }
+  } else if (!row.ok()) {
+    status = Error("read interval");
+  }
+  r.Rewind();
+  return status;
 }
 
 absl::Status SqliteWriter::WriteIntervals(int64_t run_id,
@@ -538,54 +505,84 @@ absl::Status SqliteWriter::WriteIntervals(int64_t run_id,
     Histogram merged = d.histogram;
     uint64_t samples_all = d.samples_all;
     std::array<uint64_t, kFlagNames.size()> flags = d.flag_counts;
-    sqlite3_stmt* r = st_->read_interval;
-    sqlite3_bind_int64(r, 1, run_id);
-    sqlite3_bind_int64(r, 2, *stage);
-    sqlite3_bind_int64(r, 3, d.start_utc_ns);
-    const int rc = sqlite3_step(r);
-    absl::Status status;
-    if (rc == SQLITE_ROW) {
-      samples_all += static_cast<uint64_t>(sqlite3_column_int64(r, 0));
-      for (size_t i = 0; i < flags.size(); ++i) {
-        flags[i] += static_cast<uint64_t>(sqlite3_column_int64(r, static_cast<int>(1 + i)));
-      }
-      const int h = static_cast<int>(1 + flags.size());
-      absl::StatusOr<Histogram> old = Histogram::Decode(
-          std::string_view(static_cast<const char*>(sqlite3_column_blob(r, h)),
-                           static_cast<size_t>(sqlite3_column_bytes(r, h))));
-      if (old.ok()) {
-        merged.Merge(*old);
-      } else {
-        status = absl::DataLossError(absl::StrCat(path_, ": interval of stage ", d.stage, ": ",
-                                                  old.status().message()));
-      }
-    } else if (rc != SQLITE_DONE) {
-      status = Error("read interval");
+    if (absl::Status status =
+            MergeStoredInterval(run_id, *stage, d, &samples_all, &flags, &merged);
+        !status.ok()) {
+      return status;
     }
-    sqlite3_reset(r);
-    if (!status.ok()) return status;
-    sqlite3_stmt* w = st_->write_interval;
+    Statement& w = st_->write_interval;
     int i = 1;
-    sqlite3_bind_int64(w, i++, run_id);
-    sqlite3_bind_int64(w, i++, *stage);
-    sqlite3_bind_int64(w, i++, d.start_utc_ns);
-    sqlite3_bind_int64(w, i++, AsInt(samples_all));
-    sqlite3_bind_int64(w, i++, AsInt(merged.count()));
-    for (uint64_t f : flags) sqlite3_bind_int64(w, i++, AsInt(f));
-    if (merged.count() > 0) {
-      sqlite3_bind_double(w, i++, merged.min());
-      sqlite3_bind_double(w, i++, merged.max());
-      sqlite3_bind_double(w, i++, merged.sum());
-    } else {
-      for (int k = 0; k < 3; ++k) sqlite3_bind_null(w, i++);
+    for (int64_t v : {run_id, static_cast<int64_t>(*stage), d.start_utc_ns, AsInt(samples_all),
+                      AsInt(merged.count())}) {
+      w.Bind(i++, v);
     }
-    const std::string blob = merged.Encode();
-    sqlite3_bind_blob(w, i++, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-    const int wrc = sqlite3_step(w);
-    sqlite3_reset(w);
-    if (wrc != SQLITE_DONE) return Error("write interval");
+    for (uint64_t f : flags) w.Bind(i++, AsInt(f));
+    if (merged.count() > 0) {
+      w.BindDouble(i++, merged.min());
+      w.BindDouble(i++, merged.max());
+      w.BindDouble(i++, merged.sum());
+    } else {
+      for (int k = 0; k < 3; ++k) w.BindNull(i++);
+    }
+    w.BindBlob(i++, merged.Encode());
+    if (absl::Status st = Check(w.Run(), "write interval"); !st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+absl::Status SqliteWriter::SampleCellsJson(int64_t run_id, const OrderDetail& o,
+                                           std::string* samples) {
+  // samples: [[stage_id, latency_ns, flags], ...] in seq order (docs/store.md).
+  samples->assign(1, '[');
+  for (const SampleDetail& sd : o.samples) {
+    absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, StageKindOfName(sd.stage));
+    if (!stage.ok()) return stage.status();
+    if (samples->size() > 1) samples->push_back(',');
+    samples->push_back('[');
+    AppendInt(samples, *stage);
+    samples->push_back(',');
+    AppendInt(samples, RoundNs(sd.latency_ns));
+    samples->push_back(',');
+    AppendInt(samples, sd.flags);
+    samples->push_back(']');
+  }
+  samples->push_back(']');
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SqliteWriter::InsertOrder(int64_t run_id, const OrderDetail& o,
+                                               std::string_view samples, std::string_view blob) {
+  Statement& s = st_->insert_order;
+  s.Bind(1, run_id).Bind(2, AsInt(o.order_id)).Bind(3, o.instance);
+  if (o.parent_order_id.has_value()) {
+    s.Bind(4, AsInt(*o.parent_order_id));
+  } else {
+    s.BindNull(4);
+  }
+  s.Bind(5, o.first_utc_ns).Bind(6, AsInt(o.first_tsc));
+  if (o.total_ns.has_value()) {
+    s.Bind(7, RoundNs(*o.total_ns));
+  } else {
+    s.BindNull(7);
+  }
+  s.Bind(8, o.complete ? 1 : 0);
+  if (o.missing.empty()) {
+    s.BindNull(9);
+  } else {
+    s.BindText(9, o.missing);
+  }
+  s.Bind(10, o.flags()).BindTextNoCopy(11, samples).BindBlobNoCopy(12, blob);
+  if (absl::Status st = Check(s.Run(), "insert order"); !st.ok()) return st;
+  if (sqlite3_changes(db_) != 0) return true;
+  // Its key is taken: the same order re-emitted after a restart (same
+  // first TSC: kept once), or a reuse of the id the collector no longer
+  // remembered (another first TSC): the next free instance.
+  absl::StatusOr<std::optional<uint32_t>> fresh = FreeInstanceIfReused(run_id, o);
+  if (!fresh.ok()) return fresh.status();
+  if (!fresh->has_value()) return false;  // stored before a restart, with its samples
+  s.Bind(3, **fresh);
+  if (!s.Run().ok() || sqlite3_changes(db_) == 0) return Error("insert reused order id");
+  return true;
 }
 
 absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
@@ -605,63 +602,12 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
         !s.ok()) {
       return s;
     }
-    sqlite3_stmt* s = st_->insert_order;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, AsInt(o.order_id));
-    sqlite3_bind_int64(s, 3, o.instance);
-    if (o.parent_order_id.has_value()) {
-      sqlite3_bind_int64(s, 4, AsInt(*o.parent_order_id));
-    } else {
-      sqlite3_bind_null(s, 4);
-    }
-    sqlite3_bind_int64(s, 5, o.first_utc_ns);
-    sqlite3_bind_int64(s, 6, AsInt(o.first_tsc));
-    if (o.total_ns.has_value()) {
-      sqlite3_bind_int64(s, 7, RoundNs(*o.total_ns));
-    } else {
-      sqlite3_bind_null(s, 7);
-    }
-    sqlite3_bind_int(s, 8, o.complete ? 1 : 0);
-    if (o.missing.empty()) {
-      sqlite3_bind_null(s, 9);
-    } else {
-      BindText(s, 9, o.missing);
-    }
-    sqlite3_bind_int64(s, 10, o.flags());
-    // samples: [[stage_id, latency_ns, flags], ...] in seq order (docs/store.md).
-    samples.assign(1, '[');
-    for (const SampleDetail& sd : o.samples) {
-      absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, StageKindOfName(sd.stage));
-      if (!stage.ok()) return stage.status();
-      if (samples.size() > 1) samples.push_back(',');
-      samples.push_back('[');
-      AppendInt(&samples, *stage);
-      samples.push_back(',');
-      AppendInt(&samples, RoundNs(sd.latency_ns));
-      samples.push_back(',');
-      AppendInt(&samples, sd.flags);
-      samples.push_back(']');
-    }
-    samples.push_back(']');
-    sqlite3_bind_text(s, 11, samples.data(), static_cast<int>(samples.size()), SQLITE_STATIC);
-    sqlite3_bind_blob(s, 12, blob.data(), static_cast<int>(blob.size()), SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return Error("insert order");
-    if (sqlite3_changes(db_) == 0) {
-      // Its key is taken: the same order re-emitted after a restart (same
-      // first TSC: kept once), or a reuse of the id the collector no longer
-      // remembered (another first TSC): the next free instance.
-      absl::StatusOr<std::optional<uint32_t>> fresh = FreeInstanceIfReused(run_id, o);
-      if (!fresh.ok()) return fresh.status();
-      if (!fresh->has_value()) {
-        ++*already_stored;  // stored before a restart, with its samples
-        continue;
-      }
-      sqlite3_bind_int64(s, 3, **fresh);
-      rc = sqlite3_step(s);
-      sqlite3_reset(s);
-      if (rc != SQLITE_DONE || sqlite3_changes(db_) == 0) return Error("insert reused order id");
+    if (absl::Status s = SampleCellsJson(run_id, o, &samples); !s.ok()) return s;
+    absl::StatusOr<bool> inserted = InsertOrder(run_id, o, samples, blob);
+    if (!inserted.ok()) return inserted.status();
+    if (!*inserted) {
+      ++*already_stored;
+      continue;
     }
     const int64_t key = sqlite3_last_insert_rowid(db_);
     const int64_t interval = o.first_utc_ns - (((o.first_utc_ns % interval_ns_) + interval_ns_) %
@@ -672,285 +618,226 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     k.last_key = std::max(k.last_key, key);
   }
   for (const auto& [start, k] : kept) {
-    sqlite3_stmt* s = st_->add_interval_kept;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, start);
-    sqlite3_bind_int64(s, 3, AsInt(k.count));
-    sqlite3_bind_int64(s, 4, k.first_key);
-    sqlite3_bind_int64(s, 5, k.last_key);
-    const int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) return Error("count kept detail");
+    Statement& s = st_->add_interval_kept;
+    s.Bind(1, run_id).Bind(2, start).Bind(3, AsInt(k.count));
+    s.Bind(4, k.first_key).Bind(5, k.last_key);
+    if (absl::Status st = Check(s.Run(), "count kept detail"); !st.ok()) return st;
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<uint32_t>> SqliteWriter::FreeInstanceIfReused(
     int64_t run_id, const OrderDetail& o) {
-  sqlite3_stmt* q = nullptr;
-  if (sqlite3_prepare_v2(db_,
-                         "SELECT (SELECT first_tsc FROM orders WHERE run_id = ?1 AND order_id = ?2 "
-                         "AND instance = ?3), (SELECT max(instance) FROM orders WHERE run_id = ?1 "
-                         "AND order_id = ?2)",
-                         -1, &q, nullptr) != SQLITE_OK) {
-    return Error("prepare instance lookup");
-  }
-  sqlite3_bind_int64(q, 1, run_id);
-  sqlite3_bind_int64(q, 2, AsInt(o.order_id));
-  sqlite3_bind_int64(q, 3, o.instance);
+  absl::StatusOr<Statement> q = NewStatement(
+      "SELECT (SELECT first_tsc FROM orders WHERE run_id = ?1 AND order_id = ?2 "
+      "AND instance = ?3), (SELECT max(instance) FROM orders WHERE run_id = ?1 "
+      "AND order_id = ?2)",
+      "prepare instance lookup");
+  if (!q.ok()) return q.status();
+  q->Bind(1, run_id).Bind(2, AsInt(o.order_id)).Bind(3, o.instance);
+  const absl::StatusOr<bool> row = q->Step();
+  if (!row.ok() || !*row) return Error("instance lookup");
   std::optional<uint32_t> fresh;
-  const int rc = sqlite3_step(q);
-  if (rc == SQLITE_ROW && sqlite3_column_int64(q, 0) != AsInt(o.first_tsc)) {
-    fresh = static_cast<uint32_t>(sqlite3_column_int64(q, 1) + 1);
-  }
-  sqlite3_finalize(q);
-  if (rc != SQLITE_ROW) return Error("instance lookup");
+  if (q->Int(0) != AsInt(o.first_tsc)) fresh = static_cast<uint32_t>(q->Int(1) + 1);
   return fresh;
 }
 
+absl::Status SqliteWriter::RunAndClear(Statement& s, absl::string_view what) {
+  const absl::Status status = s.Run();
+  s.Reset();  // a snapshot row may leave a column unbound: NULL, not the last row's value
+  return Check(status, what);
+}
+
 absl::Status SqliteWriter::WriteSnapshot(int64_t run_id, const Snapshot& snapshot) {
-  auto step = [&](sqlite3_stmt* s, absl::string_view what) -> absl::Status {
-    const int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc != SQLITE_DONE) return Error(what);
-    return absl::OkStatus();
-  };
-  for (const ProcessRow& p : snapshot.processes) {
-    sqlite3_stmt* s = st_->upsert_process;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, p.process_id);
-    sqlite3_bind_int64(s, 3, p.pid);
-    sqlite3_bind_int64(s, 4, AsInt(p.start_ticks));
-    BindText(s, 5, p.name);
-    BindText(s, 6, p.segment);
-    sqlite3_bind_int64(s, 7, p.first_seen_utc_ns);
-    if (p.exited_utc_ns.has_value()) sqlite3_bind_int64(s, 8, *p.exited_utc_ns);
-    sqlite3_bind_int64(s, 9, AsInt(p.tags_rejected));
-    sqlite3_bind_int64(s, 10, AsInt(p.threads_without_slot));
-    sqlite3_bind_int64(s, 11, AsInt(p.slotless_dropped));
-    if (absl::Status st = step(s, "upsert process"); !st.ok()) return st;
-  }
-  for (const ThreadRow& t : snapshot.threads) {
-    sqlite3_stmt* s = st_->upsert_thread;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, t.process_id);
-    sqlite3_bind_int64(s, 3, t.slot);
-    sqlite3_bind_int64(s, 4, AsInt(t.generation));
-    sqlite3_bind_int64(s, 5, t.tid);
-    BindText(s, 6, t.name);
-    sqlite3_bind_int64(s, 7, AsInt(t.drained));
-    sqlite3_bind_int64(s, 8, AsInt(t.dropped));
-    if (absl::Status st = step(s, "upsert thread"); !st.ok()) return st;
-  }
-  for (const TagRow& t : snapshot.tags) {
-    sqlite3_stmt* s = st_->upsert_tag;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, t.process_id);
-    sqlite3_bind_int64(s, 3, t.tag_id);
-    BindText(s, 4, t.name);
-    if (absl::Status st = step(s, "upsert tag"); !st.ok()) return st;
-  }
+  if (absl::Status st = WriteProcesses(run_id, snapshot); !st.ok()) return st;
   for (const auto& [name, value] : snapshot.counters) {
     // `restarts` is counted by ResumeRun in the store itself.
     if (name == CounterName(Counter::kRestarts)) continue;
-    sqlite3_stmt* s = st_->upsert_counter;
-    sqlite3_bind_int64(s, 1, run_id);
-    BindText(s, 2, name);
-    sqlite3_bind_int64(s, 3, value);
-    if (absl::Status st = step(s, "upsert counter"); !st.ok()) return st;
+    Statement& s = st_->upsert_counter;
+    s.Bind(1, run_id).BindText(2, name).Bind(3, value);
+    if (absl::Status st = RunAndClear(s, "upsert counter"); !st.ok()) return st;
   }
-  for (const StageStatsRow& r : snapshot.stages) {
-    sqlite3_stmt* s = st_->upsert_stage_stats;
-    int i = 1;
-    sqlite3_bind_int64(s, i++, run_id);
-    BindText(s, i++, r.stage);
-    sqlite3_bind_int(s, i++, r.position);
-    sqlite3_bind_int64(s, i++, AsInt(r.count));
-    for (const auto* v : {&r.min_ns, &r.max_ns, &r.mean_ns, &r.p50_ns, &r.p90_ns, &r.p99_ns,
-                          &r.p999_ns}) {
-      BindOptionalDouble(s, i++, *v);
-    }
-    sqlite3_bind_int(s, i++, r.include_flagged ? 1 : 0);
-    sqlite3_bind_int64(s, i++, AsInt(r.samples_all));
-    BindOptionalDouble(s, i++, r.uncertainty_ns);
-    for (uint64_t f : r.flag_counts) sqlite3_bind_int64(s, i++, AsInt(f));
-    if (absl::Status st = step(s, "upsert stage_stats"); !st.ok()) return st;
-  }
+  if (absl::Status st = WriteStageStats(run_id, snapshot); !st.ok()) return st;
   for (const CoreRow& c : snapshot.cores) {
-    sqlite3_stmt* s = st_->upsert_core;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int(s, 2, c.cpu);
-    sqlite3_bind_int64(s, 3, c.measured_utc_ns);
-    sqlite3_bind_double(s, 4, c.offset_ns);
-    sqlite3_bind_double(s, 5, c.bound_ns);
-    sqlite3_bind_int(s, 6, c.consistent ? 1 : 0);
-    if (absl::Status st = step(s, "upsert core"); !st.ok()) return st;
+    Statement& s = st_->upsert_core;
+    s.Bind(1, run_id).Bind(2, c.cpu).Bind(3, c.measured_utc_ns);
+    s.BindDouble(4, c.offset_ns).BindDouble(5, c.bound_ns).Bind(6, c.consistent ? 1 : 0);
+    if (absl::Status st = RunAndClear(s, "upsert core"); !st.ok()) return st;
   }
   for (const AnchorRow& a : snapshot.anchors) {
-    sqlite3_stmt* s = st_->insert_anchor;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, AsInt(a.tsc));
-    sqlite3_bind_int64(s, 3, a.utc_ns);
-    if (absl::Status st = step(s, "insert anchor"); !st.ok()) return st;
+    Statement& s = st_->insert_anchor;
+    s.Bind(1, run_id).Bind(2, AsInt(a.tsc)).Bind(3, a.utc_ns);
+    if (absl::Status st = RunAndClear(s, "insert anchor"); !st.ok()) return st;
   }
   if (snapshot.utc_drift_ppm.has_value()) {
-    sqlite3_stmt* s = st_->update_drift;
-    sqlite3_bind_double(s, 1, *snapshot.utc_drift_ppm);
-    sqlite3_bind_int64(s, 2, run_id);
-    if (absl::Status st = step(s, "update drift"); !st.ok()) return st;
+    Statement& s = st_->update_drift;
+    s.BindDouble(1, *snapshot.utc_drift_ppm).Bind(2, run_id);
+    if (absl::Status st = RunAndClear(s, "update drift"); !st.ok()) return st;
   }
   if (snapshot.pipeline.has_value()) {
-    sqlite3_stmt* s = st_->update_pipeline;
-    BindText(s, 1, snapshot.pipeline->first);
-    sqlite3_bind_int(s, 2, snapshot.pipeline->second ? 1 : 0);
-    sqlite3_bind_int64(s, 3, run_id);
-    if (absl::Status st = step(s, "update pipeline"); !st.ok()) return st;
+    Statement& s = st_->update_pipeline;
+    s.BindText(1, snapshot.pipeline->first).Bind(2, snapshot.pipeline->second ? 1 : 0);
+    s.Bind(3, run_id);
+    if (absl::Status st = RunAndClear(s, "update pipeline"); !st.ok()) return st;
   }
   return absl::OkStatus();
+}
+
+absl::Status SqliteWriter::WriteProcesses(int64_t run_id, const Snapshot& snapshot) {
+  for (const ProcessRow& p : snapshot.processes) {
+    Statement& s = st_->upsert_process;
+    s.Bind(1, run_id).Bind(2, p.process_id).Bind(3, p.pid).Bind(4, AsInt(p.start_ticks));
+    s.BindText(5, p.name).BindText(6, p.segment).Bind(7, p.first_seen_utc_ns);
+    if (p.exited_utc_ns.has_value()) s.Bind(8, *p.exited_utc_ns);
+    s.Bind(9, AsInt(p.tags_rejected)).Bind(10, AsInt(p.threads_without_slot));
+    s.Bind(11, AsInt(p.slotless_dropped));
+    if (absl::Status st = RunAndClear(s, "upsert process"); !st.ok()) return st;
+  }
+  for (const ThreadRow& t : snapshot.threads) {
+    Statement& s = st_->upsert_thread;
+    s.Bind(1, run_id).Bind(2, t.process_id).Bind(3, t.slot).Bind(4, AsInt(t.generation));
+    s.Bind(5, t.tid).BindText(6, t.name).Bind(7, AsInt(t.drained)).Bind(8, AsInt(t.dropped));
+    if (absl::Status st = RunAndClear(s, "upsert thread"); !st.ok()) return st;
+  }
+  for (const TagRow& t : snapshot.tags) {
+    Statement& s = st_->upsert_tag;
+    s.Bind(1, run_id).Bind(2, t.process_id).Bind(3, t.tag_id).BindText(4, t.name);
+    if (absl::Status st = RunAndClear(s, "upsert tag"); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteWriter::WriteStageStats(int64_t run_id, const Snapshot& snapshot) {
+  for (const StageStatsRow& r : snapshot.stages) {
+    Statement& s = st_->upsert_stage_stats;
+    int i = 1;
+    s.Bind(i++, run_id);
+    s.BindText(i++, r.stage);
+    s.Bind(i++, r.position);
+    s.Bind(i++, AsInt(r.count));
+    for (const auto* v : {&r.min_ns, &r.max_ns, &r.mean_ns, &r.p50_ns, &r.p90_ns, &r.p99_ns,
+                          &r.p999_ns}) {
+      BindFiniteOrNull(s, i++, *v);
+    }
+    s.Bind(i++, r.include_flagged ? 1 : 0);
+    s.BindOptional(i++, r.samples_all);
+    BindFiniteOrNull(s, i++, r.uncertainty_ns);
+    for (uint64_t f : r.flag_counts) s.Bind(i++, AsInt(f));
+    if (absl::Status st = RunAndClear(s, "upsert stage_stats"); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> SqliteWriter::DeleteDetail(int64_t run_id, const char* where, int64_t bound,
+                                               int limit, uint64_t* deleted) {
+  const std::string select = absl::StrCat(
+      "SELECT start_utc_ns, first_order_key, last_order_key FROM interval_detail "
+      "WHERE run_id = ?1 AND detail_deleted = 0 AND ",
+      where, " ORDER BY start_utc_ns LIMIT ", limit);
+  struct Range {
+    int64_t start, first, last;
+    bool has_keys;
+  };
+  std::vector<Range> ranges;
+  {
+    absl::StatusOr<Statement> s = NewStatement(select, "prepare retention");
+    if (!s.ok()) return s.status();
+    s->Bind(1, run_id).Bind(2, bound);
+    absl::StatusOr<std::vector<Range>> read = s->Collect([](const Statement& q) {
+      return Range{q.Int(0), q.Int(1), q.Int(2), !q.IsNull(1)};
+    });
+    if (!read.ok()) return Error("select retention");
+    ranges = *std::move(read);
+  }
+  if (ranges.empty()) return 0;
+  if (absl::Status st = Exec("BEGIN"); !st.ok()) return st;
+  absl::Status st;
+  for (const Range& r : ranges) {
+    if (r.has_keys) {
+      // An order's key range may hold keys of neighbouring intervals
+      // (orders finish out of first-stamp order): delete by interval.
+      absl::StatusOr<Statement> d = NewStatement(
+          "DELETE FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND run_id = ?3 AND "
+          "first_utc_ns >= ?4 AND first_utc_ns < ?4 + ?5",
+          "prepare delete");
+      if (!d.ok()) {
+        st = d.status();
+        break;
+      }
+      d->Bind(1, r.first).Bind(2, r.last).Bind(3, run_id).Bind(4, r.start).Bind(5, interval_ns_);
+      if (st = Check(d->Run(), "delete detail"); !st.ok()) break;
+      *deleted += static_cast<uint64_t>(sqlite3_changes(db_));
+    }
+    absl::StatusOr<Statement> m = NewStatement(
+        "UPDATE interval_detail SET detail_deleted = 1 WHERE run_id = ? AND start_utc_ns = ?",
+        "prepare mark");
+    if (!m.ok()) {
+      st = m.status();
+      break;
+    }
+    m->Bind(1, run_id).Bind(2, r.start);
+    if (st = Check(m->Run(), "mark deleted detail"); !st.ok()) break;
+  }
+  if (!st.ok()) {
+    Exec("ROLLBACK").IgnoreError();
+    return st;
+  }
+  if (absl::Status c = Exec("COMMIT"); !c.ok()) return c;
+  return static_cast<int>(ranges.size());
+}
+
+uint64_t SqliteWriter::LiveBytes() {
+  // The file holds freed pages until they are reused: count live pages.
+  int64_t pages = 0, free_pages = 0, page_size = 4096;
+  for (auto [sql, out] : {std::pair("PRAGMA page_count", &pages),
+                          std::pair("PRAGMA freelist_count", &free_pages),
+                          std::pair("PRAGMA page_size", &page_size)}) {
+    absl::StatusOr<Statement> s = Statement::Prepare(db_, sql, sql);
+    if (!s.ok()) continue;
+    if (const absl::StatusOr<bool> row = s->Step(); row.ok() && *row) *out = s->Int(0);
+  }
+  return static_cast<uint64_t>(std::max<int64_t>(0, pages - free_pages) * page_size);
 }
 
 absl::StatusOr<uint64_t> SqliteWriter::ApplyRetention(
     int64_t run_id, std::optional<int64_t> detail_before_utc_ns, uint64_t max_bytes,
     std::optional<int64_t> intervals_before_utc_ns) {
   uint64_t deleted = 0;
-  // Deletes the detail of interval rows selected by `where` (bound to run_id
-  // and `bound`), oldest first, `limit` intervals at most.
-  auto delete_detail = [&](const char* where, int64_t bound, int limit) -> absl::StatusOr<int> {
-    const std::string select = absl::StrCat(
-        "SELECT start_utc_ns, first_order_key, last_order_key FROM interval_detail "
-        "WHERE run_id = ?1 AND detail_deleted = 0 AND ",
-        where, " ORDER BY start_utc_ns LIMIT ", limit);
-    sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v2(db_, select.c_str(), -1, &s, nullptr) != SQLITE_OK) {
-      return Error("prepare retention");
-    }
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int64(s, 2, bound);
-    struct Range {
-      int64_t start, first, last;
-      bool has_keys;
-    };
-    std::vector<Range> ranges;
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-      ranges.push_back({sqlite3_column_int64(s, 0), sqlite3_column_int64(s, 1),
-                        sqlite3_column_int64(s, 2), sqlite3_column_type(s, 1) != SQLITE_NULL});
-    }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return Error("select retention");
-    if (ranges.empty()) return 0;
-    if (absl::Status st = Exec("BEGIN"); !st.ok()) return st;
-    absl::Status st;
-    for (const Range& r : ranges) {
-      if (r.has_keys) {
-        // An order's key range may hold keys of neighbouring intervals
-        // (orders finish out of first-stamp order): delete by interval.
-        {
-          const char* sql =
-              "DELETE FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND run_id = ?3 AND "
-              "first_utc_ns >= ?4 AND first_utc_ns < ?4 + ?5";
-          sqlite3_stmt* d = nullptr;
-          if (sqlite3_prepare_v2(db_, sql, -1, &d, nullptr) != SQLITE_OK) {
-            st = Error("prepare delete");
-            break;
-          }
-          sqlite3_bind_int64(d, 1, r.first);
-          sqlite3_bind_int64(d, 2, r.last);
-          sqlite3_bind_int64(d, 3, run_id);
-          sqlite3_bind_int64(d, 4, r.start);
-          sqlite3_bind_int64(d, 5, interval_ns_);
-          const int drc = sqlite3_step(d);
-          if (drc == SQLITE_DONE) {
-            deleted += static_cast<uint64_t>(sqlite3_changes(db_));
-          }
-          sqlite3_finalize(d);
-          if (drc != SQLITE_DONE) {
-            st = Error("delete detail");
-            break;
-          }
-        }
-      }
-      if (!st.ok()) break;
-      sqlite3_stmt* m = nullptr;
-      if (sqlite3_prepare_v2(db_,
-                             "UPDATE interval_detail SET detail_deleted = 1 WHERE run_id = ? AND "
-                             "start_utc_ns = ?",
-                             -1, &m, nullptr) != SQLITE_OK) {
-        st = Error("prepare mark");
-        break;
-      }
-      sqlite3_bind_int64(m, 1, run_id);
-      sqlite3_bind_int64(m, 2, r.start);
-      const int mrc = sqlite3_step(m);
-      sqlite3_finalize(m);
-      if (mrc != SQLITE_DONE) {
-        st = Error("mark deleted detail");
-        break;
-      }
-    }
-    if (!st.ok()) {
-      Exec("ROLLBACK").IgnoreError();
-      return st;
-    }
-    if (absl::Status c = Exec("COMMIT"); !c.ok()) return c;
-    return static_cast<int>(ranges.size());
-  };
+  constexpr int kAll = 1 << 30;
   if (detail_before_utc_ns.has_value()) {
-    absl::StatusOr<int> n = delete_detail("start_utc_ns < ?2", *detail_before_utc_ns, 1 << 30);
+    absl::StatusOr<int> n =
+        DeleteDetail(run_id, "start_utc_ns < ?2", *detail_before_utc_ns, kAll, &deleted);
     if (!n.ok()) return n.status();
   }
   if (max_bytes > 0) {
-    // The file holds freed pages until they are reused: count live pages.
-    auto live_bytes = [&]() -> uint64_t {
-      int64_t pages = 0, free_pages = 0, page_size = 4096;
-      for (auto [sql, out] : {std::pair("PRAGMA page_count", &pages),
-                              std::pair("PRAGMA freelist_count", &free_pages),
-                              std::pair("PRAGMA page_size", &page_size)}) {
-        sqlite3_stmt* s = nullptr;
-        if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) == SQLITE_OK &&
-            sqlite3_step(s) == SQLITE_ROW) {
-          *out = sqlite3_column_int64(s, 0);
-        }
-        sqlite3_finalize(s);
-      }
-      return static_cast<uint64_t>(std::max<int64_t>(0, pages - free_pages) * page_size);
-    };
-    while (live_bytes() > max_bytes) {
-      absl::StatusOr<int> n =
-          delete_detail("start_utc_ns >= ?2", std::numeric_limits<int64_t>::min(), 16);
+    while (LiveBytes() > max_bytes) {
+      absl::StatusOr<int> n = DeleteDetail(run_id, "start_utc_ns >= ?2",
+                                           std::numeric_limits<int64_t>::min(), 16, &deleted);
       if (!n.ok()) return n.status();
       if (*n == 0) break;  // no detail left: the rest is statistics
     }
   }
   if (intervals_before_utc_ns.has_value()) {
-    absl::StatusOr<int> n = delete_detail("start_utc_ns < ?2", *intervals_before_utc_ns, 1 << 30);
+    absl::StatusOr<int> n =
+        DeleteDetail(run_id, "start_utc_ns < ?2", *intervals_before_utc_ns, kAll, &deleted);
     if (!n.ok()) return n.status();
     for (const char* sql : {"DELETE FROM intervals WHERE run_id = ? AND start_utc_ns < ?",
                             "DELETE FROM interval_detail WHERE run_id = ? AND start_utc_ns < ?"}) {
-      sqlite3_stmt* s = nullptr;
-      if (sqlite3_prepare_v2(db_, sql, -1, &s, nullptr) != SQLITE_OK) return Error("prepare");
-      sqlite3_bind_int64(s, 1, run_id);
-      sqlite3_bind_int64(s, 2, *intervals_before_utc_ns);
-      const int rc = sqlite3_step(s);
-      sqlite3_finalize(s);
-      if (rc != SQLITE_DONE) return Error("delete intervals");
+      absl::StatusOr<Statement> s = NewStatement(sql, "prepare");
+      if (!s.ok()) return s.status();
+      s->Bind(1, run_id).Bind(2, *intervals_before_utc_ns);
+      if (absl::Status st = Check(s->Run(), "delete intervals"); !st.ok()) return st;
     }
   }
   return deleted;
 }
 
 absl::Status SqliteWriter::EndRun(int64_t run_id, int64_t ended_utc_ns) {
-  sqlite3_stmt* s = nullptr;
-  if (sqlite3_prepare_v2(db_, "UPDATE runs SET ended_utc_ns = ? WHERE run_id = ?", -1, &s,
-                         nullptr) != SQLITE_OK) {
-    return Error("prepare end of run");
-  }
-  sqlite3_bind_int64(s, 1, ended_utc_ns);
-  sqlite3_bind_int64(s, 2, run_id);
-  const int rc = sqlite3_step(s);
-  sqlite3_finalize(s);
-  if (rc != SQLITE_DONE) return Error("end of run");
+  absl::StatusOr<Statement> s = NewStatement(
+      "UPDATE runs SET ended_utc_ns = ? WHERE run_id = ?", "prepare end of run");
+  if (!s.ok()) return s.status();
+  s->Bind(1, ended_utc_ns).Bind(2, run_id);
+  if (absl::Status st = Check(s->Run(), "end of run"); !st.ok()) return st;
   // Everything into the main file, the WAL emptied: a copy of the .db alone
   // is the whole store. Readers that hold a snapshot make this wait (busy
   // timeout); if it still cannot truncate, the data is safe in the WAL.

@@ -4,6 +4,7 @@
 #ifndef TICKTRACE_STORE_SQLITE_WRITER_H_
 #define TICKTRACE_STORE_SQLITE_WRITER_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -14,12 +15,17 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/histogram.h"
 #include "ticktrace/store/writer.h"
 
 struct sqlite3;
-struct sqlite3_stmt;
 
 namespace ticktrace::store {
+namespace internal {
+class Statement;  // store/sqlite/sqlite_statement.h
+}  // namespace internal
 
 struct SqliteOpenOptions {
   // New files (the store, and SQLite's -wal/-shm beside it, which take its
@@ -79,15 +85,42 @@ class SqliteWriter : public Writer {
   absl::Status AddClockErrorColumn();
   absl::Status Prepare();
   absl::Status Error(absl::string_view what) const;
+  // `status`, or Error(what) when it failed (the writer's errors are all
+  // Internal, with SQLite's message).
+  absl::Status Check(const absl::Status& status, absl::string_view what) const;
+  // A one-off statement; Error(what) when it does not prepare.
+  absl::StatusOr<internal::Statement> NewStatement(std::string_view sql, absl::string_view what);
+  // Runs a snapshot statement and clears its bindings.
+  absl::Status RunAndClear(internal::Statement& s, absl::string_view what);
   // The run's id of `name` in `names` (or `stages` when `kind` is set),
   // inserting it when new. Inside Write()'s transaction.
   absl::StatusOr<uint32_t> NameId(int64_t run_id, const std::string& name);
   absl::StatusOr<uint32_t> StageId(int64_t run_id, const std::string& name, StageKind kind);
   absl::Status LoadDictionaries(int64_t run_id);
   absl::Status WriteIntervals(int64_t run_id, const std::vector<IntervalDelta>& intervals);
+  // Adds what an earlier delta stored for (stage, d's interval) to the sums.
+  absl::Status MergeStoredInterval(int64_t run_id, uint32_t stage_id, const IntervalDelta& d,
+                                   uint64_t* samples_all,
+                                   std::array<uint64_t, kFlagNames.size()>* flags,
+                                   Histogram* merged);
   absl::Status WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
                            uint64_t* already_stored);
+  // orders.samples of `o` (its stages named in `stages`, added when new).
+  absl::Status SampleCellsJson(int64_t run_id, const OrderDetail& o, std::string* samples);
+  // Inserts `o` (under the next free instance when its id was reused); false
+  // when the same order was stored before a restart.
+  absl::StatusOr<bool> InsertOrder(int64_t run_id, const OrderDetail& o, std::string_view samples,
+                                   std::string_view blob);
   absl::Status WriteSnapshot(int64_t run_id, const Snapshot& snapshot);
+  absl::Status WriteProcesses(int64_t run_id, const Snapshot& snapshot);  // and threads, tags
+  absl::Status WriteStageStats(int64_t run_id, const Snapshot& snapshot);
+  // Deletes the detail of up to `limit` interval rows selected by `where`
+  // (bound to run_id and `bound`), oldest first, in one transaction; adds the
+  // orders deleted to `deleted`. Returns the number of intervals.
+  absl::StatusOr<int> DeleteDetail(int64_t run_id, const char* where, int64_t bound, int limit,
+                                   uint64_t* deleted);
+  // The bytes of the store's pages in use (freed pages are kept for reuse).
+  uint64_t LiveBytes();
   // For an order whose (run, id, instance) is taken: nullopt when the stored
   // one has its first TSC (the same order again), else the next free instance.
   absl::StatusOr<std::optional<uint32_t>> FreeInstanceIfReused(int64_t run_id,

@@ -1,0 +1,165 @@
+#include "store/sqlite/sqlite_statement.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ticktrace::store::internal {
+
+absl::Status SqliteError(sqlite3* db, int rc, std::string_view context_in) {
+  const absl::string_view context(context_in.data(), context_in.size());
+  const int primary = rc & 0xff;
+  std::string message =
+      absl::StrCat(context, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (primary) {
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+      return absl::DataLossError(std::move(message));
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(std::move(message));
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_READONLY:
+      return absl::PermissionDeniedError(std::move(message));
+    default:
+      return absl::InternalError(std::move(message));
+  }
+}
+
+absl::Status ExecSql(sqlite3* db, const char* sql, std::string_view context_in) {
+  const absl::string_view context(context_in.data(), context_in.size());
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat(context, ": ", err ? err : "sqlite error"));
+    sqlite3_free(err);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Statement::Prepare(sqlite3* db, std::string_view sql,
+                                             std::string_view context) {
+  return PrepareWith(db, sql, context, 0);
+}
+
+absl::StatusOr<Statement> Statement::PreparePersistent(sqlite3* db, std::string_view sql,
+                                                       std::string_view context) {
+  return PrepareWith(db, sql, context, SQLITE_PREPARE_PERSISTENT);
+}
+
+absl::StatusOr<Statement> Statement::PrepareWith(sqlite3* db, std::string_view sql,
+                                                 std::string_view context, unsigned flags) {
+  sqlite3_stmt* stmt = nullptr;
+  const int rc =
+      sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), flags, &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return SqliteError(db, rc, context);
+  }
+  return Statement(db, stmt, std::string(context));
+}
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)),
+      context_(std::move(other.context_)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = other.db_;
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    context_ = std::move(other.context_);
+  }
+  return *this;
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::BindDouble(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+Statement& Statement::BindOptional(int index, const std::optional<int64_t>& value) {
+  return value.has_value() ? Bind(index, *value) : BindNull(index);
+}
+
+Statement& Statement::BindText(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindBlob(int index, std::string_view value) {
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Statement& Statement::BindTextNoCopy(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+  return *this;
+}
+
+Statement& Statement::BindBlobNoCopy(int index, std::string_view value) {
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+  return *this;
+}
+
+void Statement::Reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+void Statement::Rewind() { sqlite3_reset(stmt_); }
+
+absl::StatusOr<bool> Statement::Step() {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteError(db_, rc, context_);
+}
+
+absl::Status Statement::Run() {
+  const int rc = sqlite3_step(stmt_);
+  absl::Status s = rc == SQLITE_DONE ? absl::OkStatus() : SqliteError(db_, rc, context_);
+  sqlite3_reset(stmt_);
+  return s;
+}
+
+std::string Statement::Text(int col) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, col);
+  if (text == nullptr) return std::string();
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+std::string_view Statement::Blob(int col) const {
+  const void* data = sqlite3_column_blob(stmt_, col);
+  if (data == nullptr) return std::string_view();
+  return std::string_view(static_cast<const char*>(data),
+                          static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+std::optional<int64_t> Statement::OptionalInt(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Int(col);
+}
+
+std::optional<double> Statement::OptionalDouble(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Double(col);
+}
+
+}  // namespace ticktrace::store::internal
