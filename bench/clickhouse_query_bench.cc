@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
     }
   }
   // The per-minute rollup (schema 2) as the writer keeps it: every minute
-  // but the newest rolled up (store/clickhouse_rollup.h; the writer rolls
+  // but the newest rolled up (store/clickhouse/clickhouse_rollup.h; the writer rolls
   // the closed minutes as it goes, a migration all at once like this).
   const auto rollup_begin = std::chrono::steady_clock::now();
   if (absl::Status st = store::BackfillMinuteRollup(client, db); !st.ok()) {

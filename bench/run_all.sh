@@ -328,7 +328,7 @@ missed_notes() {
       *"order visible"*)
         case "$value" in
           "not measured") echo "- **$fig: not measured.**" ;;
-          *) echo "- **$fig = $value.** Orders wait in the collector's store writer: at 16 orders/ms the store has to take ~144 k rows/s (per order 1 order row, 4 samples, 4 stamps), more than SQLite commits on this loaded machine (compare the store-on replay rate in the collector section), so finished orders queue behind earlier transactions; drains and statistics stay on time. The figure grows with the machine's load. What closes it is the store's insert rate, or storing fewer rows per order live. Collector engineer's area (\`collector/store.cc\`, \`collector/store_writer.cc\`)." ;;
+          *) echo "- **$fig = $value.** Orders wait in the collector's store writer: at 16 orders/ms the store has to take ~144 k rows/s (per order 1 order row, 4 samples, 4 stamps), more than SQLite commits on this loaded machine (compare the store-on replay rate in the collector section), so finished orders queue behind earlier transactions; drains and statistics stay on time. The figure grows with the machine's load. What closes it is the store's insert rate, or storing fewer rows per order live. Collector engineer's area (\`collector/sinks/store_sink.cc\`, \`store/sqlite/sqlite_writer.cc\`)." ;;
         esac ;;
       *"peak RSS"*)
         case "$value" in

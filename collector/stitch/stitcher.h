@@ -299,7 +299,7 @@ class Stitcher {
   // of the stream is forgotten (instance_expiry_ in opening order), so memory
   // follows the order rate, not the run's length. A reuse after that starts
   // at instance 0 again; the store tells it from a re-emitted order by its
-  // first TSC and gives it the next free instance (store/sqlite_writer.cc).
+  // first TSC and gives it the next free instance (store/sqlite/sqlite_writer.cc).
   struct InstanceMemory {
     uint32_t next = 0;
     uint64_t opened_at = 0;

@@ -7,7 +7,7 @@
 // Every refusal is one line naming the path and the reason.
 //
 // Called on the collector's cold paths (start-up, journal creation), by
-// journal.cc/archive.cc and the store's create path. Thread-safe (no state).
+// journal.cc, archive.cc and the store's create path. Thread-safe (no state).
 
 #ifndef TICKTRACE_COLLECTOR_PRIVATE_FILE_H_
 #define TICKTRACE_COLLECTOR_PRIVATE_FILE_H_

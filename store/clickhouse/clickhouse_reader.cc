@@ -13,7 +13,7 @@
 //   interval_detail       delta rows: orders/orders_kept summed, deleted max
 //   orders                one row per instance; its samples are three
 //                         arrays, its context and stamps the packed detail
-//                         (store/detail.h, packed_rows.h)
+//                         (store/common/detail.h, packed_rows.h)
 //   slowest orders        ranked by the server (ARRAY JOIN, LIMIT 1 BY)
 //
 // Order ids are UInt64 in ClickHouse and int64 (two's complement) in the
@@ -549,7 +549,7 @@ class ClickHouseStoreReader final : public StoreReader {
         }));
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<StoredStageStats> whole, StageStats(run_id));
     // Whole minutes below the run's rolled-through bound come from the
-    // per-minute rollup (schema 2, store/clickhouse_rollup.h: the same sums
+    // per-minute rollup (schema 2, clickhouse_rollup.h: the same sums
     // and merged histograms, 60 times fewer rows), the rest of the window
     // from intervals; a bucket may take rows from both.
     std::optional<std::pair<int64_t, int64_t>> rolled;  // [from, until)

@@ -4,7 +4,7 @@
 // NOTE to H1 (the writer, collector/store/clickhouse_*): this reader relies on
 //   - runs: one live row per (run_id, claim) (FINAL); where several claims
 //     share a run_id the smallest claim is the run (ORDER BY claim LIMIT 1 BY
-//     run_id). Tell me if the claim rule is another.
+//     run_id);
 //   - intervals / interval_detail as delta rows (summed, histograms merged);
 //   - orders unique per (run_id, order_id, instance) (read with LIMIT 1 BY).
 #ifndef TICKTRACE_VIEW_SRC_CLICKHOUSE_STORE_READER_H_

@@ -1,8 +1,8 @@
 // The ClickHouse store's schema: DDL, version and checks (docs/clickhouse.md).
 // The only place that knows them; the collector's ClickHouseWriter and the
 // viewer's ClickHouse reader both come here. The table and column names, the
-// flag columns (store/flags.h), the counter names (store/names.h), the
-// histogram (store/histogram.h) and the packed detail (store/detail.h) are
+// flag columns (ticktrace/store/flags.h), the counter names (ticktrace/store/names.h),
+// the histogram (ticktrace/store/histogram.h) and the packed detail (store/common/detail.h) are
 // the same as SQLite's (docs/store.md); docs/clickhouse.md says where the two
 // differ (delta rows, arrays for samples, ReplacingMergeTree snapshots).
 

@@ -29,11 +29,11 @@ struct StampDetail {
   uint64_t tsc = 0;
   int64_t utc_ns = 0;
   double duration_ns = 0;  // spans only; negative when the span ran backwards
-  uint32_t flags = 0;      // store/flags.h
+  uint32_t flags = 0;      // ticktrace/store/flags.h
 };
 
 struct SampleDetail {
-  std::string stage;  // store/names.h naming
+  std::string stage;  // ticktrace/store/names.h naming
   int64_t start_utc_ns = 0;
   double latency_ns = 0;
   int32_t process_begin = -1, process_end = -1;  // -1: unknown

@@ -1,5 +1,5 @@
-// Rows of records.h from schema-2 order detail: an `orders` row's packed
-// detail (store/detail.h) and its narrow `samples` rows, with the run's
+// Rows of ticktrace/store/rows.h from schema-2 order detail: an `orders` row's
+// packed detail (detail.h) and its narrow `samples` rows, with the run's
 // dictionaries, become SampleRow and StampRow. Used by the SQLite reader
 // (sqlite_store_reader.cc); a second backend that stores the same packed
 // detail reuses it. Private to the viewer library.

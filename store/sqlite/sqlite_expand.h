@@ -2,7 +2,8 @@
 // `samples` and `stamps` on a connection, decoded from schema 2's packed
 // order detail (docs/store.md, "Flat rows"). Their columns are schema 1's
 // (plus `instance`), so queries written for one row per stamp keep working.
-// The tests read stores this way; `ticktrace-view sql` offers it to users.
+// The tests and the benches read stores this way; the SQLite reader uses
+// only ParseSampleCells (orders.samples).
 
 #ifndef TICKTRACE_STORE_SQLITE_EXPAND_H_
 #define TICKTRACE_STORE_SQLITE_EXPAND_H_

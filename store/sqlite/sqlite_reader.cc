@@ -6,7 +6,7 @@
 //   window statistics, intervals   `intervals` rows merged (Histogram), one
 //                                  index range per stage: no detail is read
 //   samples, stamps               one `orders` row per order instance: its
-//                                  samples (orders.samples, store/sqlite_expand.h)
+//                                  samples (orders.samples, sqlite_expand.h)
 //                                  and, for their context (start, processes,
 //                                  cores) and the stamps, its packed detail
 //   slowest orders                the intervals by their max (see FindSlowest)

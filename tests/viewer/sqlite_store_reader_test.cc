@@ -895,7 +895,7 @@ TEST(SqliteStoreReaderMigration, ASchema1StoreIsMigratedInPlaceAndSaysSo) {
   const std::string path = dir.path() + "/old.db";
   ASSERT_EQ(std::system(("cp '" + kFixture + "' '" + path + "'").c_str()), 0);
   const V1Facts facts = ReadV1(path, "md_decoded->strat_in");
-  ASSERT_EQ(facts.samples, 280);  // fixtures/README.md
+  ASSERT_EQ(facts.samples, 280);  // tests/store/fixtures/README.md
   ::testing::internal::CaptureStderr();
   auto reader = store::StoreReader::Open(path);
   const std::string err = ::testing::internal::GetCapturedStderr();

@@ -18,7 +18,7 @@ namespace {
 using testing::KnownStore;
 
 // The interval histograms' percentiles are within 1/256 of a sample
-// (store/histogram.h); exact ones come from --exact or a filter they cannot
+// (ticktrace/store/histogram.h); exact ones come from --exact or a filter they cannot
 // answer.
 constexpr double kHistogramRelativeError = 1.0 / 256;
 

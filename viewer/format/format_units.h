@@ -21,7 +21,7 @@ std::string FormatUtcNs(int64_t utc_ns);
 // An order ID as the traced program used it: unsigned 64-bit (the store keeps
 // IDs of 2^63 and above as negative INTEGERs).
 std::string FormatOrderId(int64_t order_id);
-// Flag bits (records.h) as a short mark: "" for none, else letters from
+// Flag bits (ticktrace/store/flags.h) as a short mark: "" for none, else letters from
 // "M" migrated, "N" negative, "X" cross-core, e.g. "NX".
 std::string FlagLetters(uint32_t flags);
 // Flag bits as words: "migrated,negative,cross_core" ("" for none).

@@ -50,7 +50,7 @@ struct HostStamp {
 
 // One stage of a stitched order: consecutive pipeline stamps `from` -> `to`.
 struct StitchedStage {
-  std::string stage;  // "from->to", as store/names.h names a hop
+  std::string stage;  // "from->to", as ticktrace/store/names.h names a hop
   std::string from_host, to_host;
   double latency_ns = 0;
   bool cross_host = false;

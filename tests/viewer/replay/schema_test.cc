@@ -120,7 +120,7 @@ TEST(StoreSchemaTest, TheStoreLibrarysDdlIsTheSchemaOfDocsStoreMd) {
   sqlite3_close(docs);
 
   // Schema 2's tables are all there (a sanity check of the normalisation
-  // itself: it must see them), from store/sqlite_schema_sql.inc by hand.
+  // itself: it must see them), from store/sqlite/sqlite_schema_sql.inc by hand.
   const std::string text = from_library.Text();
   for (const char* expected : {"table meta column 0 key TEXT", "table intervals column",
                                "table interval_detail column", "table orders column",
@@ -129,7 +129,7 @@ TEST(StoreSchemaTest, TheStoreLibrarysDdlIsTheSchemaOfDocsStoreMd) {
         << "missing: " << expected << "\n" << text;
   }
   EXPECT_EQ(from_library.lines(), from_docs.lines())
-      << "docs/store.md's ```sql block differs from store::SqliteSchemaSql() (collector/store/"
+      << "docs/store.md's ```sql block differs from store::SqliteSchemaSql() (store/sqlite/"
          "sqlite_schema_sql.inc)\nlibrary:\n"
       << from_library.Text() << "docs/store.md:\n" << from_docs.Text();
 }

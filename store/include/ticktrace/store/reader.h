@@ -44,7 +44,7 @@
 #include "absl/strings/str_cat.h"
 #include "ticktrace/store/flags.h"
 #include "ticktrace/store/rows.h"
-// OpenMode, SampleFilter and RankedOrder: they move here when view::Store goes.
+// OpenMode, SampleFilter and RankedOrder: what the readers' methods take.
 #include "ticktrace/store/reader_options.h"
 
 namespace ticktrace::store {
@@ -126,13 +126,13 @@ class StoreReader {
   // True when `table` has `column` (readers of optional columns ask).
   virtual bool HasColumn(const char* table, const char* column) = 0;
 
-  // ---- runs and their metadata (as view::Store) ---------------------------
+  // ---- runs and their metadata ---------------------------------------------
   // All runs, oldest first.
   virtual absl::StatusOr<std::vector<RunInfo>> ListRuns() = 0;
   // The run `run_id`, or the latest run when unset. NotFound when there is
   // no such run (or no run at all).
   virtual absl::StatusOr<RunInfo> GetRun(std::optional<int64_t> run_id) = 0;
-  // The run's counters by name (store/names.h).
+  // The run's counters by name (names.h).
   virtual absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) = 0;
   // The run's stage_stats rows (whole run, as the collector last wrote them)
   // in pipeline order (position).
@@ -152,9 +152,9 @@ class StoreReader {
   virtual absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> SampleSpanUtcNs(
       int64_t run_id) = 0;
 
-  // ---- order detail (as view::Store) --------------------------------------
+  // ---- order detail --------------------------------------------------------
   // Calls `visit` for every sample of the run that passes `filter` (its
-  // since/until are inclusive on the sample's start, as in view::Store), in
+  // since/until are inclusive on the sample's start), in
   // (order_id, instance, start_utc_ns) order when `ordered`, else in storage
   // order.
   virtual absl::Status ForEachSample(int64_t run_id, const SampleFilter& filter, bool ordered,
