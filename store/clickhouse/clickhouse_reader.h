@@ -1,7 +1,7 @@
-// The ClickHouse backend of StoreReader (store_reader.h). Private to the
-// viewer library: StoreReader::Open (store_reader.cc) is its only caller.
+// The ClickHouse backend of StoreReader (ticktrace/store/reader.h). Private to
+// the store library: store/open.cc (OpenReader) is its only caller.
 //
-// NOTE to H1 (the writer, collector/store/clickhouse_*): this reader relies on
+// What this reader relies on in the writer (clickhouse_writer.cc):
 //   - runs: one live row per (run_id, claim) (FINAL); where several claims
 //     share a run_id the smallest claim is the run (ORDER BY claim LIMIT 1 BY
 //     run_id);
