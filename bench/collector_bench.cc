@@ -330,14 +330,14 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   // 3: stamp cost without and with a collector draining.
-  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
   const double hz = cal.ok() ? cal->tsc_hz : 2e9;
   const std::string session = "bench_" + std::to_string(getpid());
   ticktrace::Options opt;
   opt.session = session;
   opt.ring_records = 1u << 20;  // a round (half a ring) never fills it: no drops
   opt.rings = 4;
-  if (absl::Status s = ticktrace::Init(opt); !s.ok()) {
+  if (ticktrace::Status s = ticktrace::Init(opt); !s.ok()) {
     std::fprintf(stderr, "Init: %s\n", std::string(s.message()).c_str());
     return 1;
   }

@@ -136,7 +136,7 @@ struct Shared {
   options.ring_records = kRingRecords;
   options.rings = kThreadsPerProcess;
   ProcessCounters& pc = sh->process[index];
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "producer %d: Init: %s\n", index, std::string(st.message()).c_str());
     pc.failed.store(1, std::memory_order_release);
     sh->ready.fetch_add(1, std::memory_order_acq_rel);
@@ -1081,7 +1081,7 @@ int main(int argc, char** argv) {
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);
   signal(SIGHUP, OnStopSignal);
-  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
   if (!cal.ok()) {
     std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
     return 1;

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   options.session = "first_pass_bench_" + std::to_string(getpid());
   options.ring_records = kRingRecords;
   options.rings = static_cast<uint32_t>(batches);
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "first_pass_bench: %s\n", st.ToString().c_str());
     return 1;
   }

@@ -90,7 +90,7 @@ int RunProducer(const ProducerArgs& a) {
   options.session = a.session;
   options.ring_records = ring;
   options.rings = 2;
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "producer: Init: %s\n", std::string(st.message()).c_str());
     return 1;
   }
@@ -447,7 +447,7 @@ int main(int argc, char** argv) {
     tmpdir = templ;
     own_tmpdir = true;
   }
-  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
   if (!cal.ok()) {
     std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
     return 1;

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
     own_tmpdir = true;
   }
 
-  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
   if (!cal.ok()) {
     std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
     return 1;
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   options.session = "peers" + std::to_string(getpid());
   options.ring_records = kRingRecords;
   options.rings = 2;
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "ticktrace::Init: %s\n", std::string(st.message()).c_str());
     return 1;
   }

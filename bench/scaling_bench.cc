@@ -98,7 +98,7 @@ int RunProcess(int threads, int64_t start_ns, int64_t end_ns, int fd) {
   options.session = "scaling" + std::to_string(getppid());
   options.ring_records = kRingRecords;
   options.rings = static_cast<uint32_t>(threads) + 1;
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "Init: %s\n", std::string(st.message()).c_str());
     return 1;
   }

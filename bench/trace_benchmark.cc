@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
   options.session = "bench" + std::to_string(getpid());
   options.ring_records = kRingRecords;
   options.rings = 2;
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "ticktrace::Init: %s\n", std::string(st.message()).c_str());
     return 1;
   }

@@ -151,7 +151,7 @@ VisibilityResult Visibility(const std::string& collector, const std::string& tmp
   options.session = session;
   options.ring_records = 1u << 20;
   options.rings = 4;
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     vr.note = std::string(st.message());
     return vr;
   }
@@ -241,7 +241,7 @@ RssResult Memory(const std::string& collector, const std::string& tmpdir, double
   options.session = session;
   options.ring_records = ring;
   options.rings = 2;
-  if (absl::Status st = ticktrace::Init(options); !st.ok()) {
+  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     rr.note = std::string(st.message());
     return rr;
   }
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
     tmpdir += "/visibility";
     std::system(("mkdir -p '" + tmpdir + "'").c_str());
   }
-  absl::StatusOr<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
   if (!cal.ok()) {
     std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
     return 1;

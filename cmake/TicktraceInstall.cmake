@@ -1,5 +1,8 @@
 # Installs libtrace as a CMake package: find_package(ticktrace CONFIG REQUIRED)
-# then target_link_libraries(app ticktrace::trace).
+# then target_link_libraries(app ticktrace::trace). What it installs needs the
+# C++ standard library and Threads alone (docs/api.md); the collector's side
+# (ticktrace::reader, on Abseil) and the calibration test seam
+# (ticktrace/internal/) stay in the build tree.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -7,7 +10,8 @@ install(TARGETS ticktrace_trace EXPORT ticktraceTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY libtrace/include/ticktrace DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY libtrace/include/ticktrace DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN internal EXCLUDE)
 install(EXPORT ticktraceTargets NAMESPACE ticktrace::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ticktrace)
 configure_package_config_file(cmake/ticktraceConfig.cmake.in

@@ -50,6 +50,7 @@
 #include "collector/sinks/store_sink.h"
 #include "collector/stream/stream.h"
 #include "collector/time/time_base.h"
+#include "ticktrace/absl_status.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/environment.h"
 #include "ticktrace/tsc.h"
@@ -233,9 +234,9 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   if (o.tsc_hz > 0) {
     cal = CalibrationFromHz(o.tsc_hz);
   } else {
-    absl::StatusOr<Calibration> c = Calibrate();
+    Result<Calibration> c = Calibrate();
     if (!c.ok()) {
-      return absl::Status(c.status().code(),
+      return absl::Status(ToAbslStatus(c.status()).code(),
                           absl::StrCat("calibration failed: ", c.status().message()));
     }
     cal = *c;
@@ -246,7 +247,7 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
       check.allow_cpuid = false;
       check.rounds = 3;
       check.baseline_ms = 50;
-      if (absl::StatusOr<Calibration> m = Calibrate(check); m.ok()) r.measured_tsc_hz = m->tsc_hz;
+      if (Result<Calibration> m = Calibrate(check); m.ok()) r.measured_tsc_hz = m->tsc_hz;
     }
   }
   r.tsc_hz = cal.tsc_hz;
@@ -259,7 +260,7 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
     r.kernel_source = cal.kernel_source;
   } else {
     std::string where;
-    if (absl::StatusOr<double> k = ReadKernelTscHz(&where); k.ok() && *k > 0) {
+    if (Result<double> k = ReadKernelTscHz(&where); k.ok() && *k > 0) {
       r.kernel_tsc_hz = *k;
       r.kernel_source = where;
     }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "ticktrace/absl_status.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/trace.h"
 
@@ -55,11 +56,11 @@ absl::Status PinToCpu(int cpu) {
 int CurrentCpu() { return sched_getcpu(); }
 
 absl::Status InitTracing(const std::string& session) {
-  absl::StatusOr<Options> options = Options::FromEnvironment();
-  if (!options.ok()) return options.status();
+  Result<Options> options = Options::FromEnvironment();
+  if (!options.ok()) return ToAbslStatus(options.status());
   options->session = session;
-  if (absl::Status s = options->Validate(); !s.ok()) return s;
-  return Init(*options);
+  if (Status s = options->Validate(); !s.ok()) return ToAbslStatus(s);
+  return ToAbslStatus(Init(*options));
 }
 
 std::string DefaultSession() {
@@ -69,8 +70,8 @@ std::string DefaultSession() {
 
 absl::StatusOr<double> ResolveTscHz(double given_hz) {
   if (given_hz > 0) return given_hz;
-  absl::StatusOr<Calibration> calibration = Calibrate();
-  if (!calibration.ok()) return calibration.status();
+  Result<Calibration> calibration = Calibrate();
+  if (!calibration.ok()) return ToAbslStatus(calibration.status());
   return calibration->tsc_hz;
 }
 

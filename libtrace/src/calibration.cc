@@ -19,16 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "src/text.h"
 #include "ticktrace/internal/calibration_sources.h"
 #include "ticktrace/tsc.h"
 
@@ -66,7 +57,7 @@ struct BaselineEnd {
 // narrowest: its clock read happened somewhere between its two TSC reads, so
 // the midpoint is off by at most half the width. `*moved` is set when the
 // reads did not all run in one place; `*where` gets the place.
-absl::Status ReadBaselineEnd(const internal::CalibrationSources& s, int tries, BaselineEnd* out,
+Status ReadBaselineEnd(const internal::CalibrationSources& s, int tries, BaselineEnd* out,
                              uint32_t* where, bool* moved) {
   uint32_t w = 0;
   uint64_t prev_tsc = s.read_tsc(&w);
@@ -76,7 +67,7 @@ absl::Status ReadBaselineEnd(const internal::CalibrationSources& s, int tries, B
   for (int i = 0; i < tries; ++i) {
     int64_t clock_ns = 0;
     if (!s.read_clock_ns(&clock_ns)) {
-      return absl::FailedPreconditionError(absl::StrCat(
+      return Status(ErrorCode::kFailedPrecondition, internal::Cat(
           "TSC calibration: clock_gettime(CLOCK_MONOTONIC_RAW) failed (", std::strerror(errno),
           "); no reference clock to calibrate against: ", kAdvice));
     }
@@ -98,7 +89,7 @@ absl::Status ReadBaselineEnd(const internal::CalibrationSources& s, int tries, B
     prev_tsc = tsc;
   }
   if (!have) *moved = true;
-  return absl::OkStatus();
+  return Status();
 }
 
 double Median(std::vector<double> v) {
@@ -107,27 +98,27 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-absl::Status ValidateOptions(const CalibrationOptions& o) {
+Status ValidateOptions(const CalibrationOptions& o) {
   if (o.baseline_ms <= 0 || o.rounds <= 0 || o.max_retries < 0 || o.sandwich_tries <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return Status(ErrorCode::kInvalidArgument, internal::Cat(
         "TSC calibration options: need baseline_ms > 0, rounds > 0, max_retries >= 0, "
         "sandwich_tries > 0; got baseline_ms=",
         o.baseline_ms, " rounds=", o.rounds, " max_retries=", o.max_retries,
         " sandwich_tries=", o.sandwich_tries));
   }
-  return absl::OkStatus();
+  return Status();
 }
 
 // Fills the parts every Calibration carries whatever its source.
 void FillKernelAndAnchor(Calibration* c, int anchor_tries) {
   std::string where;
-  absl::StatusOr<double> kernel = ReadKernelTscHz(&where);
+  Result<double> kernel = ReadKernelTscHz(&where);
   if (kernel.ok()) {
     c->kernel_tsc_hz = *kernel;
     c->kernel_source = where;
   } else {
     c->kernel_tsc_hz = 0;
-    c->kernel_source = absl::StrCat("not readable: ", kernel.status().message());
+    c->kernel_source = internal::Cat("not readable: ", kernel.status().message());
   }
   ReadTscRealtimeAnchor(&c->anchor_tsc, &c->anchor_realtime_ns, anchor_tries);
 }
@@ -147,17 +138,16 @@ std::string ReadFileTail(const char* path, std::streamoff max_bytes) {
   return data;
 }
 
-// The number right after `prefix` in `line` and before " MHz", in Hz.
-// (Debian's Abseil has its own string_view, hence absl::string_view here.)
-bool ParseMhzAfter(absl::string_view line, absl::string_view prefix, absl::string_view suffix,
+// The number right after `prefix` in `line` and before `suffix`, in Hz.
+bool ParseMhzAfter(std::string_view line, std::string_view prefix, std::string_view suffix,
                    double* hz) {
   const size_t p = line.find(prefix);
-  if (p == absl::string_view::npos) return false;
-  absl::string_view rest = line.substr(p + prefix.size());
+  if (p == std::string_view::npos) return false;
+  std::string_view rest = line.substr(p + prefix.size());
   const size_t q = rest.find(suffix);
-  if (q == absl::string_view::npos) return false;
+  if (q == std::string_view::npos) return false;
   double mhz = 0;
-  if (!absl::SimpleAtod(rest.substr(0, q), &mhz) || !(mhz > 0) || !std::isfinite(mhz)) {
+  if (!internal::ParseDouble(rest.substr(0, q), &mhz) || !(mhz > 0) || !std::isfinite(mhz)) {
     return false;
   }
   *hz = mhz * 1e6;
@@ -210,9 +200,9 @@ CalibrationSources RealCalibrationSources() {
   return s;
 }
 
-absl::StatusOr<Calibration> CalibrateWithSources(const CalibrationOptions& options,
-                                                 const CalibrationSources& sources) {
-  if (absl::Status st = ValidateOptions(options); !st.ok()) return st;
+Result<Calibration> CalibrateWithSources(const CalibrationOptions& options,
+                                         const CalibrationSources& sources) {
+  if (Status st = ValidateOptions(options); !st.ok()) return st;
   Calibration c;
 
   uint32_t eax = 0, ebx = 0, ecx = 0;
@@ -237,12 +227,12 @@ absl::StatusOr<Calibration> CalibrateWithSources(const CalibrationOptions& optio
     uint32_t where = abi::kAuxUnknown;
     bool moved = false;
     BaselineEnd begin, end;
-    if (absl::Status st = ReadBaselineEnd(sources, options.sandwich_tries, &begin, &where, &moved);
+    if (Status st = ReadBaselineEnd(sources, options.sandwich_tries, &begin, &where, &moved);
         !st.ok()) {
       return st;
     }
     sources.sleep_ns(baseline_ns);
-    if (absl::Status st = ReadBaselineEnd(sources, options.sandwich_tries, &end, &where, &moved);
+    if (Status st = ReadBaselineEnd(sources, options.sandwich_tries, &end, &where, &moved);
         !st.ok()) {
       return st;
     }
@@ -258,7 +248,7 @@ absl::StatusOr<Calibration> CalibrateWithSources(const CalibrationOptions& optio
   }
 
   if (static_cast<int>(hz.size()) < options.rounds) {
-    return absl::FailedPreconditionError(absl::StrCat(
+    return Status(ErrorCode::kFailedPrecondition, internal::Cat(
         "TSC calibration failed: ", discarded, " of ", discarded + hz.size(),
         " rounds were discarded because the thread changed cores (or the TSC went backwards) "
         "during the round, more than the ",
@@ -278,22 +268,21 @@ absl::StatusOr<Calibration> CalibrateWithSources(const CalibrationOptions& optio
   return c;
 }
 
-absl::StatusOr<double> ParseKernelLogTscHz(std::string_view log, std::string* line_out) {
-  const std::vector<absl::string_view> lines =
-      absl::StrSplit(absl::string_view(log.data(), log.size()), '\n');
+Result<double> ParseKernelLogTscHz(std::string_view log, std::string* line_out) {
+  const std::vector<std::string> lines = internal::Split(log, '\n');
   // The kernel prints "Detected ... MHz processor" once per boot; a file such
   // as kern.log holds several boots, and only the last one describes this one.
   size_t boot_start = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find("tsc: Detected ") != absl::string_view::npos &&
-        lines[i].find(" MHz processor") != absl::string_view::npos) {
+    if (lines[i].find("tsc: Detected ") != std::string_view::npos &&
+        lines[i].find(" MHz processor") != std::string_view::npos) {
       boot_start = i;
     }
   }
   double refined = 0, detected_tsc = 0, detected_cpu = 0;
-  absl::string_view refined_line, tsc_line, cpu_line;
+  std::string_view refined_line, tsc_line, cpu_line;
   for (size_t i = boot_start; i < lines.size(); ++i) {
-    const absl::string_view l = lines[i];
+    const std::string_view l = lines[i];
     double hz = 0;
     if (ParseMhzAfter(l, "tsc: Refined TSC clocksource calibration: ", " MHz", &hz)) {
       refined = hz;
@@ -310,7 +299,7 @@ absl::StatusOr<double> ParseKernelLogTscHz(std::string_view log, std::string* li
   // printed when the TSC runs at a rate other than the processor's, so it
   // beats the processor figure.
   double hz = 0;
-  absl::string_view used;
+  std::string_view used;
   if (refined > 0) {
     hz = refined, used = refined_line;
   } else if (detected_tsc > 0) {
@@ -318,22 +307,23 @@ absl::StatusOr<double> ParseKernelLogTscHz(std::string_view log, std::string* li
   } else if (detected_cpu > 0) {
     hz = detected_cpu, used = cpu_line;
   } else {
-    return absl::NotFoundError("no \"tsc: ... MHz\" line in the kernel log");
+    return Status(ErrorCode::kNotFound, "no \"tsc: ... MHz\" line in the kernel log");
   }
   if (line_out != nullptr) {
     // Drop the "<6>" log level klogctl prefixes; keep the timestamp.
-    if (absl::StartsWith(used, "<")) {
+    if (used.starts_with("<")) {
       const size_t close = used.find('>');
-      if (close != absl::string_view::npos && close < 4) used.remove_prefix(close + 1);
+      if (close != std::string_view::npos && close < 4) used.remove_prefix(close + 1);
     }
-    *line_out = std::string(absl::StripAsciiWhitespace(absl::StripSuffix(used, "\r")));
+    if (used.ends_with("\r")) used.remove_suffix(1);
+    *line_out = std::string(internal::StripWhitespace(used));
   }
   return hz;
 }
 
 }  // namespace internal
 
-absl::StatusOr<Calibration> Calibrate(const CalibrationOptions& options) {
+Result<Calibration> Calibrate(const CalibrationOptions& options) {
   return internal::CalibrateWithSources(options, internal::RealCalibrationSources());
 }
 
@@ -346,7 +336,7 @@ Calibration CalibrationFromHz(double tsc_hz) {
   return c;
 }
 
-absl::StatusOr<double> ReadKernelTscHz(std::string* where) {
+Result<double> ReadKernelTscHz(std::string* where) {
   std::vector<std::string> tried;
 
   // 1. sysfs, on kernels that export it.
@@ -356,11 +346,11 @@ absl::StatusOr<double> ReadKernelTscHz(std::string* where) {
     std::string text;
     double khz = 0;
     if (in && std::getline(in, text) &&
-        absl::SimpleAtod(absl::StripAsciiWhitespace(text), &khz) && khz > 0) {
+        internal::ParseDouble(internal::StripWhitespace(text), &khz) && khz > 0) {
       if (where != nullptr) *where = kSysfs;
       return khz * 1e3;
     }
-    tried.push_back(absl::StrCat(kSysfs, " absent"));
+    tried.push_back(internal::Cat(kSysfs, " absent"));
   }
 
   // 2. The kernel's ring buffer, what dmesg prints. klogctl reads it directly:
@@ -374,17 +364,17 @@ absl::StatusOr<double> ReadKernelTscHz(std::string* where) {
       if (n > 0) {
         buf.resize(static_cast<size_t>(n));
         std::string line;
-        absl::StatusOr<double> hz = internal::ParseKernelLogTscHz(buf, &line);
+        Result<double> hz = internal::ParseKernelLogTscHz(buf, &line);
         if (hz.ok()) {
-          if (where != nullptr) *where = absl::StrCat("kernel log (dmesg): \"", line, "\"");
+          if (where != nullptr) *where = internal::Cat("kernel log (dmesg): \"", line, "\"");
           return hz;
         }
         tried.push_back("kernel log has no tsc line (rotated out?)");
       } else {
-        tried.push_back(absl::StrCat("kernel log: ", std::strerror(errno)));
+        tried.push_back(internal::Cat("kernel log: ", std::strerror(errno)));
       }
     } else {
-      tried.push_back(absl::StrCat("kernel log: ", std::strerror(errno),
+      tried.push_back(internal::Cat("kernel log: ", std::strerror(errno),
                                    errno == EPERM ? " (dmesg_restrict?)" : ""));
     }
   }
@@ -395,18 +385,18 @@ absl::StatusOr<double> ReadKernelTscHz(std::string* where) {
     const std::string text = ReadFileTail(kKernLog, std::streamoff{16} << 20);
     if (!text.empty()) {
       std::string line;
-      absl::StatusOr<double> hz = internal::ParseKernelLogTscHz(text, &line);
+      Result<double> hz = internal::ParseKernelLogTscHz(text, &line);
       if (hz.ok()) {
-        if (where != nullptr) *where = absl::StrCat(kKernLog, ": \"", line, "\"");
+        if (where != nullptr) *where = internal::Cat(kKernLog, ": \"", line, "\"");
         return hz;
       }
-      tried.push_back(absl::StrCat(kKernLog, " has no tsc line"));
+      tried.push_back(internal::Cat(kKernLog, " has no tsc line"));
     } else {
-      tried.push_back(absl::StrCat(kKernLog, " unreadable"));
+      tried.push_back(internal::Cat(kKernLog, " unreadable"));
     }
   }
-  return absl::NotFoundError(
-      absl::StrCat("kernel TSC frequency not found: ", absl::StrJoin(tried, "; ")));
+  return Status(ErrorCode::kNotFound,
+      internal::Cat("kernel TSC frequency not found: ", internal::Join(tried, "; ")));
 }
 
 void ReadTscRealtimeAnchor(uint64_t* tsc, int64_t* realtime_ns, int tries) {
@@ -444,26 +434,26 @@ int64_t Calibration::TscToUtcNs(uint64_t tsc) const {
 }
 
 std::string Calibration::Report() const {
-  std::string out = absl::StrFormat("TSC frequency %.6f MHz (%.3f ns per tick), source: %s",
-                                    tsc_hz / 1e6, ns_per_tick, source);
+  std::string out = internal::Format("TSC frequency %.6f MHz (%.3f ns per tick), source: %s",
+                                     tsc_hz / 1e6, ns_per_tick, source.c_str());
   if (source == kSelfSource) {
-    absl::StrAppendFormat(&out,
-                          "; %d rounds used, %d discarded because the thread changed cores; "
-                          "spread between rounds %.2f ppm",
-                          rounds_used, rounds_discarded, spread_ppm);
+    out += internal::Format(
+        "; %d rounds used, %d discarded because the thread changed cores; "
+        "spread between rounds %.2f ppm",
+        rounds_used, rounds_discarded, spread_ppm);
   }
   out += ".";
   if (kernel_tsc_hz > 0) {
-    absl::StrAppendFormat(&out, " Kernel's value: %.3f MHz from %s", kernel_tsc_hz / 1e6,
-                          kernel_source);
+    out += internal::Format(" Kernel's value: %.3f MHz from %s", kernel_tsc_hz / 1e6,
+                            kernel_source.c_str());
     if (tsc_hz > 0) {
-      absl::StrAppendFormat(&out, " (ours differs by %+.1f ppm)",
-                            (tsc_hz - kernel_tsc_hz) / kernel_tsc_hz * 1e6);
+      out += internal::Format(" (ours differs by %+.1f ppm)",
+                              (tsc_hz - kernel_tsc_hz) / kernel_tsc_hz * 1e6);
     }
     out += ".";
   } else {
-    absl::StrAppend(&out, " Kernel's value: ", kernel_source.empty() ? "not read" : kernel_source,
-                    ".");
+    out += internal::Cat(" Kernel's value: ",
+                         kernel_source.empty() ? std::string("not read") : kernel_source, ".");
   }
   return out;
 }

@@ -14,9 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "src/text.h"
 #include "ticktrace/tsc.h"
 
 namespace ticktrace {
@@ -50,9 +48,9 @@ std::string HypervisorSignature() {
   sig[12] = '\0';
   std::string out;
   for (const char c : std::string(sig)) {
-    if (absl::ascii_isprint(static_cast<unsigned char>(c))) out.push_back(c);
+    if (c >= 0x20 && c < 0x7f) out.push_back(c);  // printable ASCII
   }
-  return std::string(absl::StripAsciiWhitespace(out));
+  return std::string(internal::StripWhitespace(out));
 }
 
 // A friendlier name for the common signatures.
@@ -75,7 +73,7 @@ std::vector<std::string> CpuinfoFlags() {
     if (line.rfind("flags", 0) != 0) continue;
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    return absl::StrSplit(line.substr(colon + 1), ' ', absl::SkipEmpty());
+    return internal::Split(std::string_view(line).substr(colon + 1), ' ', /*skip_empty=*/true);
   }
   return {};
 }
@@ -84,7 +82,7 @@ std::string ReadFirstLine(const char* path) {
   std::ifstream in(path);
   std::string line;
   if (!std::getline(in, line)) return "";
-  return std::string(absl::StripAsciiWhitespace(line));
+  return std::string(internal::StripWhitespace(line));
 }
 
 const char* YesNo(bool b) { return b ? "yes" : "no"; }
@@ -148,7 +146,7 @@ TscEnvironment ProbeTscEnvironment() {
     ReadTscp(&aux);
     const int after = sched_getcpu();
     if (before == after && before >= 0 && DecodeAux(aux).cpu != static_cast<uint32_t>(before)) {
-      aux_value = absl::StrCat("aux cpu ", DecodeAux(aux).cpu, " != sched_getcpu() ", before);
+      aux_value = internal::Cat("aux cpu ", DecodeAux(aux).cpu, " != sched_getcpu() ", before);
       aux_meaning =
           "rdtscp's aux does not match the core the thread runs on: migration flags based on "
           "aux are unreliable";
@@ -185,7 +183,7 @@ TscEnvironment ProbeTscEnvironment() {
         "the kernel trusts the TSC: clock_gettime reads it in user space (~20-30 ns)", false);
   } else {
     add("clocksource", env.clocksource,
-        absl::StrCat("the kernel does not use the TSC as its clock (", env.clocksource,
+        internal::Cat("the kernel does not use the TSC as its clock (", env.clocksource,
                      "): it may distrust it, clock reads may be slower, and calibration "
                      "against the clock pairs less tightly"),
         true);

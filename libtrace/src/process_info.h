@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <string>
 
-#include "absl/status/statusor.h"
+#include "ticktrace/status.h"
 
 namespace ticktrace::internal {
 
 // /proc/<pid>/stat field 22: start time in clock ticks since boot.
 // NotFound when the process does not exist.
-absl::StatusOr<uint64_t> ProcessStartTicks(uint32_t pid);
+Result<uint64_t> ProcessStartTicks(uint32_t pid);
 
 // /proc/<pid>/comm without the newline; "" when unreadable.
 std::string ProcessName(uint32_t pid);

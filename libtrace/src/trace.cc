@@ -25,12 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "src/process_info.h"
+#include "src/text.h"
 #include "ticktrace/calibration.h"
-#include "ticktrace/segment_reader.h"
 
 // Linux >= 5.14; older headers lack the name, older kernels answer EINVAL.
 #ifndef MADV_POPULATE_WRITE
@@ -244,14 +241,14 @@ int ReserveRing(ProcessSegment& seg, abi::SlotControl* slot) {
 // (ListSegments). shm_open's O_EXCL|O_NOFOLLOW: a planted symlink is never
 // followed. Throws what boost::interprocess throws for other errors.
 // REQUIRES: g_mu held.
-absl::StatusOr<std::string> ClaimSegmentName(const Options& options, uint32_t pid,
+Result<std::string> ClaimSegmentName(const Options& options, uint32_t pid,
                                              bip::shared_memory_object* shm) {
   const std::string base = SegmentName(options.session, pid);
   const bip::permissions perms(options.segment_mode);
   for (uint32_t suffix = 0; suffix <= kMaxSegmentNameSuffix; ++suffix) {
-    const std::string name = suffix == 0 ? base : absl::StrCat(base, ".", suffix);
+    const std::string name = suffix == 0 ? base : internal::Cat(base, ".", suffix);
     struct stat st;
-    if (lstat(absl::StrCat("/dev/shm/", name).c_str(), &st) == 0) {
+    if (lstat(internal::Cat("/dev/shm/", name).c_str(), &st) == 0) {
       if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;  // not ours: planted
       bip::shared_memory_object::remove(name.c_str());                 // ours: stale
     }
@@ -262,20 +259,20 @@ absl::StatusOr<std::string> ClaimSegmentName(const Options& options, uint32_t pi
       if (e.get_error_code() != bip::already_exists_error) throw;  // else: taken meanwhile
     }
   }
-  return absl::UnavailableError(absl::StrCat("segment ", base, " and its ", kMaxSegmentNameSuffix,
+  return Status(ErrorCode::kUnavailable, internal::Cat("segment ", base, " and its ", kMaxSegmentNameSuffix,
                                              " alternative names are all taken by files of "
                                              "other users"));
 }
 
 // Creates and maps this process's segment.
 // REQUIRES: g_mu held; no segment yet.
-absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
+Result<ProcessSegment*> CreateSegment(const Options& options) {
   const uint32_t pid = static_cast<uint32_t>(getpid());
   const uint32_t capacity = RoundUpPowerOfTwo(options.ring_records);
   const uint64_t size = abi::SegmentSize(kTagCapacity, options.rings, capacity);
   auto seg = std::make_unique<ProcessSegment>();
   try {
-    absl::StatusOr<std::string> name = ClaimSegmentName(options, pid, &seg->shm);
+    Result<std::string> name = ClaimSegmentName(options, pid, &seg->shm);
     if (!name.ok()) return name.status();
     seg->name = *std::move(name);
     bip::shared_memory_object& shm = seg->shm;
@@ -283,7 +280,7 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
       struct group* gr = getgrnam(options.segment_group.c_str());
       if (gr == nullptr || fchown(shm.get_mapping_handle().handle, -1, gr->gr_gid) != 0) {
         bip::shared_memory_object::remove(seg->name.c_str());
-        return absl::FailedPreconditionError(absl::StrCat(
+        return Status(ErrorCode::kFailedPrecondition, internal::Cat(
             "segment ", seg->name, ": cannot give it to group '", options.segment_group, "'"));
       }
     }
@@ -294,7 +291,7 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
     seg->region = bip::mapped_region(shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     if (!seg->name.empty()) bip::shared_memory_object::remove(seg->name.c_str());
-    return absl::UnavailableError(absl::StrCat("segment ", SegmentName(options.session, pid),
+    return Status(ErrorCode::kUnavailable, internal::Cat("segment ", SegmentName(options.session, pid),
                                                " (", size, " bytes): ", e.what()));
   }
   seg->base = static_cast<uint8_t*>(seg->region.get_address());
@@ -313,7 +310,7 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
     const std::string name = seg->name;
     seg.reset();  // unmaps and closes
     bip::shared_memory_object::remove(name.c_str());
-    return absl::ResourceExhaustedError(absl::StrCat(
+    return Status(ErrorCode::kResourceExhausted, internal::Cat(
         "segment ", name, ": /dev/shm cannot hold its header, tag table and ", options.rings,
         " slot headers: ", std::strerror(err)));
   }
@@ -348,24 +345,24 @@ absl::StatusOr<ProcessSegment*> CreateSegment(const Options& options) {
 }
 
 // REQUIRES: g_mu held.
-void NoteSegmentError(const absl::Status& status) {
+void NoteSegmentError(const Status& status) {
   if (g_segment_error == nullptr) g_segment_error = new std::string();
   *g_segment_error = status.ToString();
 }
 
 // REQUIRES: g_mu held.
-absl::StatusOr<ProcessSegment*> SegmentLocked() {
+Result<ProcessSegment*> SegmentLocked() {
   if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) return seg;
   InstallProcessHooks();
   if (g_options == nullptr) {
-    absl::StatusOr<Options> env = Options::FromEnvironment();
+    Result<Options> env = Options::FromEnvironment();
     if (!env.ok()) {
       NoteSegmentError(env.status());
       return env.status();
     }
     g_options = new Options(*std::move(env));
   }
-  absl::StatusOr<ProcessSegment*> seg = CreateSegment(*g_options);
+  Result<ProcessSegment*> seg = CreateSegment(*g_options);
   if (!seg.ok()) NoteSegmentError(seg.status());
   return seg;
 }
@@ -394,7 +391,7 @@ abi::SlotControl* ClaimSlot(ProcessSegment& seg) {
 
 void Attach() {
   std::lock_guard<std::mutex> lock(g_mu);
-  absl::StatusOr<ProcessSegment*> seg = SegmentLocked();
+  Result<ProcessSegment*> seg = SegmentLocked();
   if (!seg.ok()) {
     tls_cold.mode = ThreadMode::kNoSegment;
     return;
@@ -454,72 +451,72 @@ bool ValidSession(std::string_view s) {
   return true;
 }
 
-absl::Status ParseU32Env(const char* var, uint32_t* out, int base = 10) {
+Status ParseU32Env(const char* var, uint32_t* out, int base = 10) {
   const char* v = std::getenv(var);
-  if (v == nullptr || *v == '\0') return absl::OkStatus();
+  if (v == nullptr || *v == '\0') return Status();
   char* end = nullptr;
   errno = 0;
   const unsigned long parsed = std::strtoul(v, &end, base);
   if (errno != 0 || *end != '\0' || parsed > 0xffffffffu || v[0] == '-') {
-    return absl::InvalidArgumentError(absl::StrCat(var, "='", v, "' is not a number"));
+    return Status(ErrorCode::kInvalidArgument, internal::Cat(var, "='", v, "' is not a number"));
   }
   *out = static_cast<uint32_t>(parsed);
-  return absl::OkStatus();
+  return Status();
 }
 
 }  // namespace
 
-absl::StatusOr<Options> Options::FromEnvironment() {
+Result<Options> Options::FromEnvironment() {
   Options o;
   if (const char* s = std::getenv("TICKTRACE_SESSION"); s != nullptr && *s != '\0') o.session = s;
-  if (absl::Status st = ParseU32Env("TICKTRACE_RING_RECORDS", &o.ring_records); !st.ok()) return st;
-  if (absl::Status st = ParseU32Env("TICKTRACE_RINGS", &o.rings); !st.ok()) return st;
-  if (absl::Status st = ParseU32Env("TICKTRACE_SEGMENT_MODE", &o.segment_mode, 8); !st.ok()) {
+  if (Status st = ParseU32Env("TICKTRACE_RING_RECORDS", &o.ring_records); !st.ok()) return st;
+  if (Status st = ParseU32Env("TICKTRACE_RINGS", &o.rings); !st.ok()) return st;
+  if (Status st = ParseU32Env("TICKTRACE_SEGMENT_MODE", &o.segment_mode, 8); !st.ok()) {
     return st;
   }
   if (const char* g = std::getenv("TICKTRACE_SEGMENT_GROUP"); g != nullptr) o.segment_group = g;
-  if (absl::Status st = o.Validate(); !st.ok()) return st;
+  if (Status st = o.Validate(); !st.ok()) return st;
   return o;
 }
 
-absl::Status Options::Validate() const {
+Status Options::Validate() const {
   if (!ValidSession(session)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("session '", session, "': use 1-64 of [A-Za-z0-9_-]"));
+    return Status(ErrorCode::kInvalidArgument,
+        internal::Cat("session '", session, "': use 1-64 of [A-Za-z0-9_-]"));
   }
   if (ring_records < abi::kMinRingCapacity || ring_records > abi::kMaxRingCapacity) {
-    return absl::InvalidArgumentError(absl::StrCat("ring_records ", ring_records, ": must be in [",
+    return Status(ErrorCode::kInvalidArgument, internal::Cat("ring_records ", ring_records, ": must be in [",
                                                    abi::kMinRingCapacity, ", ",
                                                    abi::kMaxRingCapacity, "]"));
   }
   if (rings < 1 || rings > abi::kMaxSlots) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rings ", rings, ": must be in [1, ", abi::kMaxSlots, "]"));
+    return Status(ErrorCode::kInvalidArgument,
+        internal::Cat("rings ", rings, ": must be in [1, ", abi::kMaxSlots, "]"));
   }
   if (segment_mode > 0777 || (segment_mode & 0600) != 0600) {
-    return absl::InvalidArgumentError(absl::StrFormat(
+    return Status(ErrorCode::kInvalidArgument, internal::Format(
         "segment_mode 0%o: must be within 0777 and give the owner read and write", segment_mode));
   }
-  return absl::OkStatus();
+  return Status();
 }
 
-absl::Status Init(const Options& options) {
-  if (absl::Status st = options.Validate(); !st.ok()) return st;
+Status Init(const Options& options) {
+  if (Status st = options.Validate(); !st.ok()) return st;
   std::lock_guard<std::mutex> lock(g_mu);
   if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("ticktrace::Init: segment ", seg->name, " already exists"));
+    return Status(ErrorCode::kFailedPrecondition,
+        internal::Cat("ticktrace::Init: segment ", seg->name, " already exists"));
   }
   InstallProcessHooks();
   delete g_options;
   g_options = new Options(options);
-  absl::Status status = CreateSegment(options).status();
+  Status status = CreateSegment(options).status();
   if (!status.ok()) NoteSegmentError(status);
   return status;
 }
 
 std::string SegmentName(std::string_view session, uint32_t pid) {
-  return absl::StrCat("ticktrace.", std::string(session), ".", pid);
+  return internal::Cat("ticktrace.", std::string(session), ".", pid);
 }
 
 std::string CurrentSegmentName() {

@@ -127,8 +127,8 @@ inline void RemoveSessionSegments(const std::string& session) {
 // A plausible TSC frequency for tests that do not measure absolute latency.
 inline double TestTscHz() {
   static const double hz = [] {
-    if (absl::StatusOr<double> k = ReadKernelTscHz(); k.ok() && *k > 1e6) return *k;
-    if (absl::StatusOr<Calibration> c = Calibrate(); c.ok()) return c->tsc_hz;
+    if (Result<double> k = ReadKernelTscHz(); k.ok() && *k > 1e6) return *k;
+    if (Result<Calibration> c = Calibrate(); c.ok()) return c->tsc_hz;
     return 2.6e9;
   }();
   return hz;

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
   ticktrace::Options options;
   options.session = Arg("session", "default");
   options.ring_records = static_cast<uint32_t>(Num("ring", 1 << 16));
-  if (absl::Status s = ticktrace::Init(options); !s.ok()) {
+  if (ticktrace::Status s = ticktrace::Init(options); !s.ok()) {
     std::fprintf(stderr, "producer: %s\n", std::string(s.message()).c_str());
     return 1;
   }

@@ -1,17 +1,46 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then configures, builds and runs
-# an outside project against it with find_package(ticktrace CONFIG REQUIRED).
+# an outside project against it with find_package(ticktrace CONFIG REQUIRED),
+# and checks that neither the installed files nor that project's build touch
+# Abseil.
 # Usage: consumer_test.sh <build-dir> <source-dir>
 set -euo pipefail
 build_dir="$1"; source_dir="$2"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build_dir" --prefix "$tmp/prefix" >/dev/null
-test -f "$tmp/prefix/include/ticktrace/trace.h"
-test -f "$tmp/prefix/include/ticktrace/abi.h"
-cmake -S "$source_dir/tests/install/consumer" -B "$tmp/build" \
-  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$tmp/build" >/dev/null
+for h in trace.h abi.h status.h tsc.h timer.h measure.h calibration.h environment.h; do
+  test -f "$tmp/prefix/include/ticktrace/$h" || { echo "not installed: ticktrace/$h" >&2; exit 1; }
+done
+# What a traced program needs is the C++ standard library alone (docs/api.md):
+# no installed header or package file names Abseil, the collector's side is not
+# installed, and the library holds no Abseil symbol.
+lib_a="$(find "$tmp/prefix" -name libticktrace.a)"
+package_dir="$(dirname "$(find "$tmp/prefix" -name ticktraceConfig.cmake)")"
+test -f "$lib_a" && test -d "$package_dir"
+if grep -rn absl "$tmp/prefix/include/ticktrace" "$package_dir"; then
+  echo "the installed headers or package mention Abseil (above)" >&2; exit 1
+fi
+for h in segment_reader.h absl_status.h internal; do
+  test ! -e "$tmp/prefix/include/ticktrace/$h" || { echo "installed: ticktrace/$h" >&2; exit 1; }
+done
+if nm -C "$lib_a" | grep -i absl; then
+  echo "libticktrace.a references Abseil (above)" >&2; exit 1
+fi
+# The consumer, built with no inherited include or library paths; -H lists every
+# header each compile opens, -v shows the compile and link lines: none may be
+# Abseil's.
+env -u CPATH -u CPLUS_INCLUDE_PATH -u C_INCLUDE_PATH -u LIBRARY_PATH \
+  cmake -S "$source_dir/tests/install/consumer" -B "$tmp/build" \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS=-H >/dev/null
+env -u CPATH -u CPLUS_INCLUDE_PATH -u C_INCLUDE_PATH -u LIBRARY_PATH \
+  cmake --build "$tmp/build" -v >"$tmp/consumer_build.log" 2>&1 ||
+  { cat "$tmp/consumer_build.log" >&2; exit 1; }
+grep -q 'ticktrace/trace.h' "$tmp/consumer_build.log" ||
+  { echo "the consumer's build log lists no headers (-H)" >&2; exit 1; }
+if grep -n absl "$tmp/consumer_build.log"; then
+  echo "the consumer's compile or link pulls in Abseil (above)" >&2; exit 1
+fi
 "$tmp/build/consumer"
 
 # The tools, when this build has them (TICKTRACE_BUILD_TOOLS): every binary

@@ -20,7 +20,6 @@
 #include <sstream>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "ticktrace/environment.h"
 #include "ticktrace/internal/calibration_sources.h"
@@ -30,7 +29,6 @@ namespace ticktrace {
 namespace {
 
 // gmock is not linked into these tests; a small substring check instead.
-// (Takes std::string or absl::string_view, which is not std's in this Abseil.)
 template <typename Text>
 ::testing::AssertionResult Contains(const Text& text_in, std::string_view part) {
   const std::string_view text(text_in.data(), text_in.size());
@@ -97,7 +95,7 @@ TEST(CalibrationTest, AgreesWithMonotonicRawOverHalfASecond) {
   ASSERT_TRUE(pin.pinned());
   CalibrationOptions options;
   options.allow_cpuid = false;  // test the self-calibration itself
-  absl::StatusOr<Calibration> cal = Calibrate(options);
+  Result<Calibration> cal = Calibrate(options);
   ASSERT_TRUE(cal.ok()) << cal.status();
   EXPECT_EQ(cal->source, "self-calibrated (CLOCK_MONOTONIC_RAW)");
   EXPECT_EQ(cal->rounds_used, options.rounds);
@@ -163,7 +161,7 @@ TEST(CalibrationTest, SelfCalibrationArithmeticOnAFakeMachine) {
   FakeMachine m;
   internal::CalibrationSources s = m.Sources();
   CalibrationOptions options;
-  absl::StatusOr<Calibration> cal = internal::CalibrateWithSources(options, s);
+  Result<Calibration> cal = internal::CalibrateWithSources(options, s);
   ASSERT_TRUE(cal.ok()) << cal.status();
   EXPECT_EQ(cal->source, "self-calibrated (CLOCK_MONOTONIC_RAW)");
   EXPECT_EQ(cal->rounds_used, 5);
@@ -176,7 +174,7 @@ TEST(CalibrationTest, SelfCalibrationArithmeticOnAFakeMachine) {
 TEST(CalibrationTest, UsesCpuidLeaf15OnlyWhenComplete) {
   FakeMachine m;
   m.leaf15 = std::array<uint32_t, 3>{2, 188, 38'400'000};  // 38.4 MHz * 188 / 2
-  absl::StatusOr<Calibration> cal = internal::CalibrateWithSources({}, m.Sources());
+  Result<Calibration> cal = internal::CalibrateWithSources({}, m.Sources());
   ASSERT_TRUE(cal.ok()) << cal.status();
   EXPECT_EQ(cal->source, "cpuid-0x15");
   EXPECT_DOUBLE_EQ(cal->tsc_hz, 38.4e6 * 188 / 2);
@@ -203,9 +201,9 @@ TEST(CalibrationTest, FailsWithAdviceWhenTheThreadNeverStaysPut) {
   CalibrationOptions options;
   options.rounds = 3;
   options.max_retries = 2;
-  absl::StatusOr<Calibration> cal = internal::CalibrateWithSources(options, m.Sources());
+  Result<Calibration> cal = internal::CalibrateWithSources(options, m.Sources());
   ASSERT_FALSE(cal.ok());
-  EXPECT_EQ(cal.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cal.status().code(), ErrorCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(cal.status().message(), "5 of 5 rounds were discarded"));
   EXPECT_TRUE(Contains(cal.status().message(), "taskset"));
   EXPECT_TRUE(Contains(cal.status().message(), "--tsc-hz"));
@@ -215,9 +213,9 @@ TEST(CalibrationTest, FailsWithAdviceWhenEverySourceFails) {
   FakeMachine m;
   m.leaf15 = std::array<uint32_t, 3>{0, 0, 0};  // leaf present, nothing reported (as in VMs)
   m.clock_fails = true;
-  absl::StatusOr<Calibration> cal = internal::CalibrateWithSources({}, m.Sources());
+  Result<Calibration> cal = internal::CalibrateWithSources({}, m.Sources());
   ASSERT_FALSE(cal.ok());
-  EXPECT_EQ(cal.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(cal.status().code(), ErrorCode::kFailedPrecondition);
   EXPECT_TRUE(Contains(cal.status().message(), "CLOCK_MONOTONIC_RAW"));
   EXPECT_TRUE(Contains(cal.status().message(), "taskset"));
   EXPECT_TRUE(Contains(cal.status().message(), "--tsc-hz"));
@@ -236,7 +234,7 @@ TEST(CalibrationTest, RecoversFromAFewMigratedRounds) {
     ++reads;
     return tsc;
   };
-  absl::StatusOr<Calibration> cal = internal::CalibrateWithSources({}, s);
+  Result<Calibration> cal = internal::CalibrateWithSources({}, s);
   ASSERT_TRUE(cal.ok()) << cal.status();
   EXPECT_EQ(cal->rounds_used, 5);
   EXPECT_EQ(cal->rounds_discarded, 2);
@@ -248,7 +246,7 @@ TEST(CalibrationTest, RejectsNonsenseOptions) {
   CalibrationOptions o;
   o.rounds = 0;
   EXPECT_EQ(internal::CalibrateWithSources(o, m.Sources()).status().code(),
-            absl::StatusCode::kInvalidArgument);
+            ErrorCode::kInvalidArgument);
 }
 
 TEST(CalibrationTest, ConvertsTenSecondsAt3_6GHzWithoutOverflow) {
@@ -287,7 +285,7 @@ TEST(CalibrationTest, ParsesTheKernelLog) {
   const char* detected =
       "<6>[    0.000000] tsc: Fast TSC calibration using PIT\n"
       "<6>[    0.000262] tsc: Detected 2096.028 MHz processor\n";
-  absl::StatusOr<double> hz = internal::ParseKernelLogTscHz(detected, &line);
+  Result<double> hz = internal::ParseKernelLogTscHz(detected, &line);
   ASSERT_TRUE(hz.ok()) << hz.status();
   EXPECT_DOUBLE_EQ(*hz, 2096.028e6);
   EXPECT_EQ(line, "[    0.000262] tsc: Detected 2096.028 MHz processor");
@@ -316,9 +314,9 @@ TEST(CalibrationTest, ParsesTheKernelLog) {
   EXPECT_DOUBLE_EQ(*hz, 2900e6);
 
   EXPECT_EQ(internal::ParseKernelLogTscHz("nothing here\n").status().code(),
-            absl::StatusCode::kNotFound);
+            ErrorCode::kNotFound);
   EXPECT_EQ(internal::ParseKernelLogTscHz("tsc: Detected garbage MHz processor").status().code(),
-            absl::StatusCode::kNotFound);
+            ErrorCode::kNotFound);
 }
 
 // The frequencies, in Hz, of every "tsc: ... <number> MHz ..." line of `text`,
@@ -356,7 +354,7 @@ std::string CommandOutput(const char* command) {
 // these has one.
 TEST(CalibrationTest, ReadKernelTscHzAgreesWithTheKernelsOwnRecords) {
   std::string where;
-  absl::StatusOr<double> hz = ReadKernelTscHz(&where);
+  Result<double> hz = ReadKernelTscHz(&where);
   std::printf("kernel TSC frequency: %s (%s)\n",
               hz.ok() ? std::to_string(*hz).c_str() : hz.status().ToString().c_str(),
               where.c_str());
@@ -374,7 +372,7 @@ TEST(CalibrationTest, ReadKernelTscHzAgreesWithTheKernelsOwnRecords) {
       TscMhzLinesHz(CommandOutput("cat /var/log/kern.log 2>/dev/null"));
   logged.insert(logged.end(), kern_log.begin(), kern_log.end());
   if (logged.empty()) {
-    EXPECT_EQ(hz.status().code(), absl::StatusCode::kNotFound) << hz.status();
+    EXPECT_EQ(hz.status().code(), ErrorCode::kNotFound) << hz.status();
     return;
   }
   ASSERT_TRUE(hz.ok()) << hz.status() << " although the kernel log has a tsc line";
@@ -385,7 +383,7 @@ TEST(CalibrationTest, ReadKernelTscHzAgreesWithTheKernelsOwnRecords) {
 
 TEST(CalibrationTest, ReportMentionsWhatMatters) {
   FakeMachine m;
-  absl::StatusOr<Calibration> cal = internal::CalibrateWithSources({}, m.Sources());
+  Result<Calibration> cal = internal::CalibrateWithSources({}, m.Sources());
   ASSERT_TRUE(cal.ok());
   const std::string r = cal->Report();
   EXPECT_TRUE(Contains(r, "3600.000000 MHz"));

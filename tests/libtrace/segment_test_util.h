@@ -47,9 +47,9 @@ inline void DrainSlot(SegmentReader& reader, uint32_t slot, std::vector<abi::Rec
 // binary shares it. Tests that depend on the segment's state must therefore
 // measure from a baseline they read themselves (indices, counters), never
 // from the values of a fresh segment.
-inline absl::Status InitOnce(const Options& options) {
-  static const absl::Status status = [&options] {
-    absl::Status s = Init(options);
+inline Status InitOnce(const Options& options) {
+  static const Status status = [&options] {
+    Status s = Init(options);
     if (s.ok()) {
       std::atexit([] {
         const std::string name = CurrentSegmentName();

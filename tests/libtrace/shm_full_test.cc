@@ -233,7 +233,7 @@ TEST(ShmFullTest, RingsThatDoNotFitAreRefusedAndCountedWithoutASignal) {
     options.session = session;
     options.ring_records = 32768;
     options.rings = 4;
-    if (absl::Status st = Init(options); !st.ok()) {
+    if (Status st = Init(options); !st.ok()) {
       r->outcome = ChildReport::kFailed;
       SetMessage(r, "Init: " + st.ToString());
       return;
@@ -321,7 +321,7 @@ TEST(ShmFullTest, SegmentThatDoesNotFitIsRefusedAndItsStampsCounted) {
   RunIsolated(child, &report);
   if (::testing::Test::IsSkipped() || ::testing::Test::HasFatalFailure()) return;
   const uint64_t* v = report.values;
-  EXPECT_EQ(v[kInitCode], static_cast<uint64_t>(absl::StatusCode::kResourceExhausted))
+  EXPECT_EQ(v[kInitCode], static_cast<uint64_t>(ErrorCode::kResourceExhausted))
       << report.message;
   EXPECT_EQ(v[kNoSegment], kThreads * kPerThread);
   EXPECT_EQ(v[kNameEmpty], 1u);
@@ -406,7 +406,7 @@ TEST(ShmFullTest, FirstPassThroughAFreshRingDoesNotPageFault) {
     options.session = session;
     options.ring_records = kRecords;
     options.rings = 2;
-    if (absl::Status st = Init(options); !st.ok()) {
+    if (Status st = Init(options); !st.ok()) {
       r->outcome = ChildReport::kFailed;
       SetMessage(r, "Init: " + st.ToString());
       return;

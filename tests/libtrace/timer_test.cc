@@ -154,10 +154,10 @@ TEST(CalibratedTimerTest, CreateReturnsTheTimer) {
   CalibrationOptions options;
   options.rounds = 1;
   options.baseline_ms = 10;
-  absl::StatusOr<CalibratedTimer> t = CalibratedTimer::Create(options);
+  Result<CalibratedTimer> t = CalibratedTimer::Create(options);
   // Unpinned, a round can be discarded; only a FailedPrecondition is acceptable.
   if (!t.ok()) {
-    EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
+    EXPECT_EQ(t.status().code(), ErrorCode::kFailedPrecondition) << t.status();
     return;
   }
   EXPECT_GT(t->frequency_hz(), 0);
@@ -176,7 +176,7 @@ TEST(CalibratedTimerTest, InvalidOptionsLeaveItNotOk) {
   bad.baseline_ms = 0;
   CalibratedTimer timer(bad);
   EXPECT_FALSE(timer.ok());
-  EXPECT_EQ(timer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(timer.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(timer.frequency_hz(), 0);
 }
 

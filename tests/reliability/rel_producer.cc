@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
   options.session = Arg("session", "default");
   options.ring_records = static_cast<uint32_t>(Num("ring", 1 << 16));
   options.rings = static_cast<uint32_t>(Num("rings", 64));
-  if (absl::Status s = ticktrace::Init(options); !s.ok()) {
+  if (ticktrace::Status s = ticktrace::Init(options); !s.ok()) {
     std::fprintf(stderr, "rel_producer: %s\n", std::string(s.message()).c_str());
     return 1;
   }

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "ticktrace/status.h"
 
 namespace ticktrace {
 
@@ -53,7 +53,7 @@ struct Calibration {
 // Calibrates. Takes ~rounds × baseline_ms. Error (FailedPrecondition) when no
 // source works, saying what to do: pin the thread to one core, or pass the
 // frequency explicitly (the collector's --tsc-hz).
-absl::StatusOr<Calibration> Calibrate(const CalibrationOptions& options = {});
+Result<Calibration> Calibrate(const CalibrationOptions& options = {});
 
 // A Calibration for a frequency given by the user (e.g. --tsc-hz): source
 // "given", anchor taken now.
@@ -62,7 +62,7 @@ Calibration CalibrationFromHz(double tsc_hz);
 // The kernel's TSC frequency: sysfs tsc_khz if present, else dmesg's
 // "tsc: Refined TSC clocksource calibration" / "tsc: Detected ... MHz".
 // NotFound when neither is readable.
-absl::StatusOr<double> ReadKernelTscHz(std::string* where = nullptr);
+Result<double> ReadKernelTscHz(std::string* where = nullptr);
 
 // Reads the TSC and CLOCK_REALTIME back to back, the tightest of `tries`.
 void ReadTscRealtimeAnchor(uint64_t* tsc, int64_t* realtime_ns, int tries = 7);

@@ -31,10 +31,9 @@
 #include <cstdint>
 #include <utility>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/environment.h"
+#include "ticktrace/status.h"
 #include "ticktrace/tsc.h"
 
 namespace ticktrace {
@@ -148,10 +147,10 @@ class CalibratedTimer {
   explicit CalibratedTimer(const CalibrationOptions& options = {})
       : env_(ProbeTscEnvironment()) {
     if (!env_.has_tsc) {
-      status_ = absl::FailedPreconditionError("CalibratedTimer: this CPU has no TSC");
+      status_ = Status(ErrorCode::kFailedPrecondition, "CalibratedTimer: this CPU has no TSC");
       return;
     }
-    absl::StatusOr<Calibration> c = Calibrate(options);
+    Result<Calibration> c = Calibrate(options);
     if (c.ok()) {
       calibration_ = *std::move(c);
     } else {
@@ -165,14 +164,14 @@ class CalibratedTimer {
       : env_(ProbeTscEnvironment()), calibration_(CalibrationFromHz(tsc_hz)) {}
 
   // As the first constructor, but returns the calibration error.
-  static absl::StatusOr<CalibratedTimer> Create(const CalibrationOptions& options = {}) {
+  static Result<CalibratedTimer> Create(const CalibrationOptions& options = {}) {
     CalibratedTimer t(options);
     if (!t.ok()) return t.status();
     return t;
   }
 
   bool ok() const { return status_.ok(); }
-  const absl::Status& status() const { return status_; }
+  const Status& status() const { return status_; }
 
   // Ticks per second; 0 when calibration failed.
   double frequency_hz() const { return calibration_.tsc_hz; }
@@ -203,7 +202,7 @@ class CalibratedTimer {
  private:
   TscEnvironment env_;
   Calibration calibration_;
-  absl::Status status_;
+  Status status_;
   uint64_t start_tsc_ = 0;
 };
 

@@ -37,9 +37,8 @@
 #include <string>
 #include <string_view>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "ticktrace/abi.h"
+#include "ticktrace/status.h"
 #include "ticktrace/tsc.h"
 
 namespace ticktrace {
@@ -55,19 +54,29 @@ struct Options {
   std::string segment_group;         // empty: the creator's group
 
   // Defaults overridden by the TICKTRACE_* environment variables. A malformed
-  // variable is an error, so that a typo never silently traces elsewhere.
-  static absl::StatusOr<Options> FromEnvironment();
-  absl::Status Validate() const;
+  // variable is an error (kInvalidArgument), so that a typo never silently
+  // traces elsewhere.
+  static Result<Options> FromEnvironment();
+  // kInvalidArgument, saying which field and what it must be, when a field is
+  // out of range.
+  Status Validate() const;
 };
 
 // Creates this process's segment with `options`.
 // REQUIRES: called before the first trace call of this process (after it, the
-// segment exists and this returns FailedPrecondition). Optional: without it the
+// segment exists and this returns kFailedPrecondition). Optional: without it the
 // first trace call creates the segment from Options::FromEnvironment().
-absl::Status Init(const Options& options);
+// Errors (ticktrace/status.h): kInvalidArgument for bad options; kUnavailable or
+// kResourceExhausted when /dev/shm cannot hold or name the segment.
+Status Init(const Options& options);
 
 // The shared-memory object name of a process's segment: "ticktrace.<session>.<pid>".
 std::string SegmentName(std::string_view session, uint32_t pid);
+
+// When that name is taken by a file another user planted in /dev/shm, the
+// process uses "ticktrace.<session>.<pid>.<n>" for the first free n in
+// 1..kMaxSegmentNameSuffix; the collector lists both forms.
+inline constexpr uint32_t kMaxSegmentNameSuffix = 16;
 
 // This process's segment name, or "" before the segment exists.
 std::string CurrentSegmentName();

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "absl/status/statusor.h"
 #include "ticktrace/calibration.h"
+#include "ticktrace/status.h"
 
 namespace ticktrace::internal {
 
@@ -33,14 +33,14 @@ CalibrationSources RealCalibrationSources();
 
 // Calibrate() with the given sources. The anchor and the kernel's value are
 // still read from the real machine. Any thread may call it.
-absl::StatusOr<Calibration> CalibrateWithSources(const CalibrationOptions& options,
-                                                 const CalibrationSources& sources);
+Result<Calibration> CalibrateWithSources(const CalibrationOptions& options,
+                                         const CalibrationSources& sources);
 
 // The TSC frequency in a kernel log (dmesg text): the last
 // "tsc: Refined TSC clocksource calibration: X MHz" of the latest boot, else
 // "tsc: Detected X MHz TSC", else "tsc: Detected X MHz processor". `*line`
 // gets the line used. NotFound when the text has none.
-absl::StatusOr<double> ParseKernelLogTscHz(std::string_view log, std::string* line = nullptr);
+Result<double> ParseKernelLogTscHz(std::string_view log, std::string* line = nullptr);
 
 }  // namespace ticktrace::internal
 

@@ -34,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ticktrace/abi.h"
+#include "ticktrace/trace.h"  // SegmentName, kMaxSegmentNameSuffix
 
 namespace ticktrace {
 
@@ -44,10 +45,6 @@ struct SegmentId {
   uint32_t pid = 0;
   uint32_t suffix = 0;  // 0: none; 1..kMaxSegmentNameSuffix: the plain name was taken
 };
-
-// A producer whose plain name is held by a file it does not own tries
-// "ticktrace.<session>.<pid>.<n>" for n = 1..kMaxSegmentNameSuffix (abi.h).
-inline constexpr uint32_t kMaxSegmentNameSuffix = 16;
 
 // Parses "ticktrace.<session>.<pid>" and "ticktrace.<session>.<pid>.<n>"
 // (n in 1..kMaxSegmentNameSuffix); InvalidArgument for anything else.

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "src/process_info.h"
+#include "ticktrace/absl_status.h"
 #include "ticktrace/trace.h"
 
 namespace ticktrace {
@@ -91,16 +92,16 @@ absl::Status RemoveSegment(std::string_view name) {
 }
 
 absl::StatusOr<uint64_t> ReadProcessStartTicks(uint32_t pid) {
-  return internal::ProcessStartTicks(pid);
+  return ToAbslStatusOr(internal::ProcessStartTicks(pid));
 }
 
 bool ProcessAlive(uint32_t pid, uint64_t start_ticks) {
-  absl::StatusOr<uint64_t> now = internal::ProcessStartTicks(pid);
+  Result<uint64_t> now = internal::ProcessStartTicks(pid);
   // Only a process that is certainly gone counts as dead: the collector
   // removes a dead process's segment. A /proc entry that cannot be parsed, or
   // a creator that could not read its own start time (0), means "unknown",
   // and an unknown process is treated as alive while its pid exists.
-  if (absl::IsNotFound(now.status())) return false;
+  if (now.status().code() == ErrorCode::kNotFound) return false;
   if (!now.ok() || start_ticks == 0) return true;
   return *now == start_ticks;
 }
