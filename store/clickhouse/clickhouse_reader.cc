@@ -39,6 +39,7 @@
 #include "ticktrace/store/names.h"
 #include "ticktrace/store/percentiles.h"
 #include "store/common/packed_rows.h"
+#include "store/common/reader_common.h"
 #include "store/clickhouse/row_binary.h"
 #include "common/status_macros.h"
 #include "store/common/window_rows.h"
@@ -47,14 +48,6 @@ namespace ticktrace::store::internal {
 // Named (not anonymous): a unity build may put this file beside the SQLite
 // reader, whose helpers have the same names in their own namespace.
 namespace clickhouse_reader {
-
-constexpr int64_t kMinTime = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxTime = std::numeric_limits<int64_t>::max();
-
-int64_t FloorTo(int64_t t, int64_t step) {
-  const int64_t r = ((t % step) + step) % step;
-  return t - r;
-}
 
 // An order id as the viewer has it (int64) as ClickHouse's UInt64 literal.
 std::string IdLiteral(int64_t order_id) {
@@ -89,8 +82,8 @@ constexpr char kRunColumns[] =
     "spread_ppm, kernel_tsc_hz, tsc_step_ns, toInt64(anchor_tsc), anchor_utc_ns, environment, "
     "settings, pipeline, pipeline_learned, utc_drift_ppm, interval_ns, detail, clock_error_ns";
 
-RunInfo ReadRun(RowBinaryCursor& c, std::string* detail_policy = nullptr) {
-  RunInfo run;
+RunRow ReadRun(RowBinaryCursor& c, std::string* detail_policy = nullptr) {
+  RunRow run;
   run.run_id = c.Int64();
   run.session = c.String();
   run.host = c.String();
@@ -181,19 +174,19 @@ class ClickHouseStoreReader final : public StoreReader {
     return c.UInt64() > 0 && !c.failed();
   }
 
-  absl::StatusOr<std::vector<RunInfo>> ListRuns() override {
+  absl::StatusOr<std::vector<RunRow>> ListRuns() override {
     return ReadRuns("", "listing runs");
   }
 
-  absl::StatusOr<RunInfo> GetRun(std::optional<int64_t> run_id) override {
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<RunInfo> runs, ListRuns());
+  absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) override {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<RunRow> runs, ListRuns());
     if (runs.empty()) return absl::NotFoundError(absl::StrCat(uri_, ": the store holds no run yet"));
     if (!run_id.has_value()) return runs.back();
-    for (const RunInfo& r : runs) {
+    for (const RunRow& r : runs) {
       if (r.run_id == *run_id) return r;
     }
     std::vector<int64_t> ids;
-    for (const RunInfo& r : runs) ids.push_back(r.run_id);
+    for (const RunRow& r : runs) ids.push_back(r.run_id);
     return absl::NotFoundError(absl::StrCat("run ", *run_id, " not found in ", uri_,
                                             " (runs: ", absl::StrJoin(ids, ", "), ")"));
   }
@@ -209,8 +202,8 @@ class ClickHouseStoreReader final : public StoreReader {
     return out;
   }
 
-  absl::StatusOr<std::vector<StoredStageStats>> StageStats(int64_t run_id) override {
-    std::vector<StoredStageStats> rows;
+  absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) override {
+    std::vector<StageStatsRow> rows;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat("SELECT stage, toInt64(position), toInt64(count), min_ns, max_ns, mean_ns, "
                      "p50_ns, p90_ns, p99_ns, p999_ns, toInt64(migrated), toInt64(negative), "
@@ -219,7 +212,7 @@ class ClickHouseStoreReader final : public StoreReader {
                      "FROM stage_stats FINAL WHERE run_id = ",
                      run_id, " ORDER BY position, stage"),
         "reading stage_stats", [&](RowBinaryCursor& c) {
-          StoredStageStats r;
+          StageStatsRow r;
           r.stage = c.String();
           r.position = c.Int64();
           r.count = c.Int64();
@@ -230,14 +223,14 @@ class ClickHouseStoreReader final : public StoreReader {
           r.p90_ns = c.NullableFloat64();
           r.p99_ns = c.NullableFloat64();
           r.p999_ns = c.NullableFloat64();
-          r.migrated = c.Int64();
-          r.negative = c.Int64();
-          r.cross_core = c.Int64();
+          r.flag_count(kFlagMigrated) = c.Int64();
+          r.flag_count(kFlagNegative) = c.Int64();
+          r.flag_count(kFlagCrossCore) = c.Int64();
           r.include_flagged = c.UInt8() != 0;
           r.samples_all = c.Int64();
-          r.skew = c.Int64();
-          r.out_of_order = c.Int64();
-          r.late = c.Int64();
+          r.flag_count(kFlagSkew) = c.Int64();
+          r.flag_count(kFlagOutOfOrder) = c.Int64();
+          r.flag_count(kFlagLate) = c.Int64();
           r.uncertainty_ns = c.NullableFloat64();
           rows.push_back(std::move(r));
         }));
@@ -253,33 +246,33 @@ class ClickHouseStoreReader final : public StoreReader {
     return names;
   }
 
-  absl::StatusOr<std::vector<ProcessInfo>> Processes(int64_t run_id) override {
-    std::vector<ProcessInfo> out;
+  absl::StatusOr<std::vector<ProcessRow>> Processes(int64_t run_id) override {
+    std::vector<ProcessRow> out;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat("SELECT toInt64(process_id), toInt64(pid), name, segment, first_seen_utc_ns, "
                      "exited_utc_ns FROM processes FINAL WHERE run_id = ",
                      run_id, " ORDER BY process_id"),
         "reading processes", [&](RowBinaryCursor& c) {
-          ProcessInfo p;
+          ProcessRow p;
           p.process_id = c.Int64();
           p.pid = c.Int64();
           p.name = c.String();
           p.segment = c.String();
-          p.first_seen_utc_ns = c.NullableInt64();
+          p.first_seen_utc_ns = c.NullableInt64().value_or(0);
           p.exited_utc_ns = c.NullableInt64();
           out.push_back(std::move(p));
         }));
     return out;
   }
 
-  absl::StatusOr<std::vector<ThreadInfo>> Threads(int64_t run_id) override {
-    std::vector<ThreadInfo> out;
+  absl::StatusOr<std::vector<ThreadRow>> Threads(int64_t run_id) override {
+    std::vector<ThreadRow> out;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat("SELECT toInt64(process_id), toInt64(slot), toInt64(generation), toInt64(tid), "
                      "name, toInt64(drained), toInt64(dropped) FROM threads FINAL WHERE run_id = ",
                      run_id, " ORDER BY process_id, slot, generation"),
         "reading threads", [&](RowBinaryCursor& c) {
-          ThreadInfo t;
+          ThreadRow t;
           t.process_id = c.Int64();
           t.slot = c.Int64();
           t.generation = c.Int64();
@@ -363,19 +356,10 @@ class ClickHouseStoreReader final : public StoreReader {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     std::optional<int64_t> stage_id;
     if (filter.stage.has_value()) {
-      stage_id = StageId(*dict, *filter.stage);
+      stage_id = StageIdOf(*dict, *filter.stage);
       if (!stage_id.has_value()) return absl::OkStatus();  // no sample of that stage
     }
-    const std::set<int64_t> processes(filter.process_ids.begin(), filter.process_ids.end());
-    const auto passes = [&](const SampleRow& r) {
-      if (!processes.empty() && !(r.process_begin && processes.count(*r.process_begin)) &&
-          !(r.process_end && processes.count(*r.process_end))) {
-        return false;
-      }
-      if (filter.since_utc_ns && r.start_utc_ns < *filter.since_utc_ns) return false;
-      if (filter.until_utc_ns && r.start_utc_ns > *filter.until_utc_ns) return false;
-      return true;
-    };
+    const SampleMatcher passes(filter);
     // A sample starts at or after its order's first stamp: orders that
     // start after `until` hold none of the window.
     std::string where;
@@ -392,9 +376,7 @@ class ClickHouseStoreReader final : public StoreReader {
                                           absl::StrCat(" AND order_id = ", IdLiteral(order_id)),
                                           std::nullopt, true,
                                           [&](const SampleRow& r) { out.push_back(r); }));
-    std::stable_sort(out.begin(), out.end(), [](const SampleRow& a, const SampleRow& b) {
-      return a.start_utc_ns < b.start_utc_ns;
-    });
+    SortByStart(&out);
     return out;
   }
 
@@ -407,7 +389,7 @@ class ClickHouseStoreReader final : public StoreReader {
     std::vector<RankedOrder> out;
     if (limit <= 0) return out;
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-    const std::optional<int64_t> stage_id = StageId(*dict, stage);
+    const std::optional<int64_t> stage_id = StageIdOf(*dict, stage);
     if (!stage_id.has_value()) return out;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat("SELECT toInt64(order_id) AS id, s_latency, s_flags FROM orders "
@@ -483,7 +465,7 @@ class ClickHouseStoreReader final : public StoreReader {
       int64_t run_id, const TimeWindow& window) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     TICKTRACE_ASSIGN_OR_RETURN(const DetailCoverage coverage, DetailCompleteness(run_id, window));
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StoredStageStats> whole, StageStats(run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
     std::vector<WindowStageStatsRow> out;
     absl::Status merge_status;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
@@ -517,14 +499,10 @@ class ClickHouseStoreReader final : public StoreReader {
                                                      const TimeWindow& window,
                                                      int64_t bucket_ns) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-    if (bucket_ns <= 0 || bucket_ns % dict->interval_ns != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the bucket (", bucket_ns, " ns) must be a positive multiple of the run's ",
-                       "interval (", dict->interval_ns, " ns)"));
-    }
+    TICKTRACE_RETURN_IF_ERROR(CheckBucket(bucket_ns, dict->interval_ns));
     std::optional<int64_t> only;
     if (stage.has_value()) {
-      only = StageId(*dict, *stage);
+      only = StageIdOf(*dict, *stage);
       if (!only.has_value()) return std::vector<IntervalRow>();
     }
     // Buckets start at multiples of bucket_ns (intervals start at multiples
@@ -532,22 +510,18 @@ class ClickHouseStoreReader final : public StoreReader {
     const std::string bucket =
         absl::StrCat("(start_utc_ns - ((start_utc_ns % ", bucket_ns, ") + ", bucket_ns, ") % ",
                      bucket_ns, ")");
-    struct Orders {
-      int64_t orders = 0, kept = 0;
-      bool deleted = false;
-    };
-    std::map<int64_t, Orders> orders;
+    std::map<int64_t, BucketOrders> orders;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat("SELECT ", bucket, " AS b, toInt64(sum(orders)), toInt64(sum(orders_kept)), "
                      "max(detail_deleted) FROM interval_detail WHERE run_id = ", run_id,
                      WindowClause("start_utc_ns", window), " GROUP BY b"),
         "reading interval_detail", [&](RowBinaryCursor& c) {
-          Orders& o = orders[c.Int64()];
+          BucketOrders& o = orders[c.Int64()];
           o.orders = c.Int64();
           o.kept = c.Int64();
           o.deleted = c.UInt8() != 0;
         }));
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StoredStageStats> whole, StageStats(run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
     // Whole minutes below the run's rolled-through bound come from the
     // per-minute rollup (schema 2, clickhouse_rollup.h: the same sums
     // and merged histograms, 60 times fewer rows), the rest of the window
@@ -662,26 +636,13 @@ class ClickHouseStoreReader final : public StoreReader {
       if (!sum.figures.has_value() || sum.histogram != nullptr) {
         FillFromHistogram(sum.histogram != nullptr ? *sum.histogram : empty, &row);
       }
-      if (const auto it = orders.find(row.start_utc_ns); it != orders.end()) {
-        row.orders = it->second.orders;
-        row.orders_kept = it->second.kept;
-        row.detail_deleted = it->second.deleted;
-      }
+      SetBucketOrders(orders, &row);
       by_stage[key.first].push_back(std::move(row));
     }
-    // Stages in pipeline order (stage_stats.position, `total` last).
-    std::vector<std::pair<StoredStageStats, int64_t>> stages;
-    for (const auto& [id, rows] : by_stage) {
-      StoredStageStats r;
-      r.stage = dict->Stage(id);
-      r.position = PositionIn(whole, r.stage);
-      stages.emplace_back(std::move(r), id);
-    }
-    std::stable_sort(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
-      return PipelineOrder()(a.first, b.first);
-    });
+    std::vector<std::pair<std::string, int64_t>> stages;
+    for (const auto& [id, rows] : by_stage) stages.emplace_back(dict->Stage(id), id);
     std::vector<IntervalRow> out;
-    for (const auto& [info, id] : stages) {
+    for (const auto& [name, id] : InPipelineOrder(std::move(stages), whole)) {
       for (IntervalRow& r : by_stage[id]) out.push_back(std::move(r));
     }
     return out;
@@ -782,8 +743,8 @@ class ClickHouseStoreReader final : public StoreReader {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::vector<RunInfo>> ReadRuns(const std::string& where, const std::string& what) {
-    std::vector<RunInfo> runs;
+  absl::StatusOr<std::vector<RunRow>> ReadRuns(const std::string& where, const std::string& what) {
+    std::vector<RunRow> runs;
     TICKTRACE_RETURN_IF_ERROR(ForEachRow(
         absl::StrCat("SELECT ", kRunColumns, " FROM runs FINAL ", where,
                      " ORDER BY run_id, claim LIMIT 1 BY run_id"),
@@ -811,7 +772,7 @@ class ClickHouseStoreReader final : public StoreReader {
         absl::StrCat("SELECT ", kRunColumns, " FROM runs FINAL WHERE run_id = ", run_id,
                      " ORDER BY claim LIMIT 1"),
         "reading a run", [&](RowBinaryCursor& c) {
-          const RunInfo run = ReadRun(c, &d.detail_policy);
+          const RunRow run = ReadRun(c, &d.detail_policy);
           d.tsc_hz = run.tsc_hz;
           d.interval_ns = std::max<int64_t>(1, run.interval_ns);
           found = true;
@@ -836,22 +797,6 @@ class ClickHouseStoreReader final : public StoreReader {
     RunDictionary& slot = dictionaries_[run_id];
     slot = std::move(d);
     return &slot;
-  }
-
-  static std::optional<int64_t> StageId(const RunDictionary& dict, const std::string& stage) {
-    for (size_t id = 0; id < dict.stages.size(); ++id) {
-      if (dict.stages[id] == stage) return static_cast<int64_t>(id);
-    }
-    return std::nullopt;
-  }
-
-  absl::StatusOr<store::PackedDetail> Unpack(std::string_view blob, int64_t order_id) {
-    absl::StatusOr<store::PackedDetail> d = store::UnpackDetail(blob);
-    if (!d.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(uri_, ": order ", order_id, ": ", d.status().message()));
-    }
-    return d;
   }
 
   // Every sample (of `stage_id` when set) of the run's orders that match
@@ -879,18 +824,14 @@ class ClickHouseStoreReader final : public StoreReader {
                                                 ": sample arrays of different lengths"));
       }
       TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail,
-                                 Unpack(o.detail, o.key.order_id));
+                                 UnpackOrderDetail(uri_, o.detail, o.key.order_id));
       rows.clear();
       for (size_t seq = 0; seq < n; ++seq) {
         if (stage_id && o.stage_ids[seq] != *stage_id) continue;
         rows.push_back(MakeSampleRow(*dict, o.key, detail, static_cast<int64_t>(seq),
                                      o.stage_ids[seq], o.latency_ns[seq], o.flags[seq]));
       }
-      if (ordered) {
-        std::stable_sort(rows.begin(), rows.end(), [](const SampleRow& a, const SampleRow& b) {
-          return a.start_utc_ns < b.start_utc_ns;
-        });
-      }
+      if (ordered) SortByStart(&rows);
       for (const SampleRow& r : rows) visit(r);
     }
     return absl::OkStatus();
@@ -917,7 +858,7 @@ class ClickHouseStoreReader final : public StoreReader {
       key.first_tsc = c.Int64();
       const std::string_view blob = c.Bytes();
       if (c.failed()) return Truncated("reading an order's stamps");
-      TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail, Unpack(blob, order_id));
+      TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail, UnpackOrderDetail(uri_, blob, order_id));
       bool known = true;
       for (const store::PackedStamp& p : detail.stamps) {
         known = known && p.name_id < dict->names.size();

@@ -44,6 +44,7 @@
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_writer.h"
 #include "store/common/packed_rows.h"
+#include "store/common/reader_common.h"
 #include "store/sqlite/sqlite_statement.h"
 #include "common/status_macros.h"
 #include "store/common/window_rows.h"
@@ -55,8 +56,6 @@ namespace sqlite_reader {
 
 constexpr char kSqliteMagic[] = "SQLite format 3";
 constexpr size_t kSqliteHeaderSize = 100;
-constexpr int64_t kMinTime = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMaxTime = std::numeric_limits<int64_t>::max();
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -215,12 +214,6 @@ absl::Status CopyStore(sqlite3* db, const std::string& from, const std::string& 
   return absl::OkStatus();
 }
 
-int64_t FloorTo(int64_t t, int64_t step) {
-  const int64_t r = ((t % step) + step) % step;
-  return t - r;
-}
-
-// Adds what a histogram holds to the row's percentile fields.
 // The columns of `intervals` a reader merges, flag counts in kFlagNames order.
 std::string IntervalColumns() {
   std::vector<std::string> flags;
@@ -519,7 +512,7 @@ class SqliteStoreReader final : public StoreReader {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
     std::optional<int64_t> stage_id;
     if (filter.stage.has_value()) {
-      stage_id = StageId(*dict, *filter.stage);
+      stage_id = StageIdOf(*dict, *filter.stage);
       if (!stage_id.has_value()) return absl::OkStatus();  // no sample of that stage
     }
     TICKTRACE_ASSIGN_OR_RETURN(
@@ -528,16 +521,7 @@ class SqliteStoreReader final : public StoreReader {
                                       ordered ? " ORDER BY order_id, instance, order_key" : ""),
                          "reading samples"));
     s.Bind(1, run_id);
-    const std::set<int64_t> processes(filter.process_ids.begin(), filter.process_ids.end());
-    const auto passes = [&](const SampleRow& r) {
-      if (!processes.empty() && !(r.process_begin && processes.count(*r.process_begin)) &&
-          !(r.process_end && processes.count(*r.process_end))) {
-        return false;
-      }
-      if (filter.since_utc_ns && r.start_utc_ns < *filter.since_utc_ns) return false;
-      if (filter.until_utc_ns && r.start_utc_ns > *filter.until_utc_ns) return false;
-      return true;
-    };
+    const SampleMatcher passes(filter);
     std::vector<SampleRow> rows;
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
@@ -545,11 +529,7 @@ class SqliteStoreReader final : public StoreReader {
       rows.clear();
       TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
       // The ordered form gives an order's samples by start.
-      if (ordered) {
-        std::stable_sort(rows.begin(), rows.end(), [](const SampleRow& a, const SampleRow& b) {
-          return a.start_utc_ns < b.start_utc_ns;
-        });
-      }
+      if (ordered) SortByStart(&rows);
       for (const SampleRow& r : rows) {
         if (passes(r)) visit(r);
       }
@@ -572,9 +552,7 @@ class SqliteStoreReader final : public StoreReader {
       if (!row) break;
       TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, std::nullopt, &out));
     }
-    std::stable_sort(out.begin(), out.end(), [](const SampleRow& a, const SampleRow& b) {
-      return a.start_utc_ns < b.start_utc_ns;
-    });
+    SortByStart(&out);
     return out;
   }
 
@@ -590,7 +568,7 @@ class SqliteStoreReader final : public StoreReader {
     std::vector<RankedOrder> out;
     if (limit <= 0) return out;
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-    const std::optional<int64_t> stage_id = StageId(*dict, stage);
+    const std::optional<int64_t> stage_id = StageIdOf(*dict, stage);
     if (!stage_id.has_value()) return out;
     // Intervals that may hold an order of the window.
     const int64_t from = window.since_utc_ns.has_value()
@@ -818,17 +796,9 @@ class SqliteStoreReader final : public StoreReader {
                                                      const TimeWindow& window,
                                                      int64_t bucket_ns) override {
     TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-    if (bucket_ns <= 0 || bucket_ns % dict->interval_ns != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the bucket (", bucket_ns, " ns) must be a positive multiple of the run's ",
-                       "interval (", dict->interval_ns, " ns)"));
-    }
+    TICKTRACE_RETURN_IF_ERROR(CheckBucket(bucket_ns, dict->interval_ns));
     // The orders of each bucket, from interval_detail.
-    struct Orders {
-      int64_t orders = 0, kept = 0;
-      bool deleted = false;
-    };
-    std::map<int64_t, Orders> orders;
+    std::map<int64_t, BucketOrders> orders;
     {
       TICKTRACE_ASSIGN_OR_RETURN(
           Statement s, Prepare("SELECT start_utc_ns, orders, orders_kept, detail_deleted FROM "
@@ -840,27 +810,20 @@ class SqliteStoreReader final : public StoreReader {
       for (;;) {
         TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
         if (!row) break;
-        Orders& o = orders[FloorTo(s.Int(0), bucket_ns)];
+        BucketOrders& o = orders[FloorTo(s.Int(0), bucket_ns)];
         o.orders += s.Int(1);
         o.kept += s.Int(2);
         o.deleted = o.deleted || s.Int(3) != 0;
       }
     }
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
-    // Stages in pipeline order.
-    std::vector<std::pair<StageStatsRow, int64_t>> stages;
+    std::vector<std::pair<std::string, int64_t>> stages;
     for (size_t id = 0; id < dict->stages.size(); ++id) {
       if (dict->stages[id].empty() || (stage.has_value() && dict->stages[id] != *stage)) continue;
-      StageStatsRow r;
-      r.stage = dict->stages[id];
-      r.position = PositionIn(whole, r.stage);
-      stages.emplace_back(std::move(r), static_cast<int64_t>(id));
+      stages.emplace_back(dict->stages[id], static_cast<int64_t>(id));
     }
-    std::stable_sort(stages.begin(), stages.end(), [](const auto& a, const auto& b) {
-      return PipelineOrder()(a.first, b.first);
-    });
     std::vector<IntervalRow> out;
-    for (const auto& [info, id] : stages) {
+    for (const auto& [name, id] : InPipelineOrder(std::move(stages), whole)) {
       struct Bucket {
         IntervalRow row;
         store::Histogram histogram;
@@ -877,14 +840,10 @@ class SqliteStoreReader final : public StoreReader {
           }));
       for (auto& [start, b] : buckets) {
         if (b.row.samples_all == 0) continue;
-        b.row.stage = info.stage;
+        b.row.stage = name;
         b.row.start_utc_ns = start;
         FillFromHistogram(b.histogram, &b.row);
-        if (const auto it = orders.find(start); it != orders.end()) {
-          b.row.orders = it->second.orders;
-          b.row.orders_kept = it->second.kept;
-          b.row.detail_deleted = it->second.deleted;
-        }
+        SetBucketOrders(orders, &b.row);
         out.push_back(std::move(b.row));
       }
     }
@@ -984,24 +943,8 @@ class SqliteStoreReader final : public StoreReader {
     return &slot;
   }
 
-  static std::optional<int64_t> StageId(const RunDictionary& dict, const std::string& stage) {
-    for (size_t id = 0; id < dict.stages.size(); ++id) {
-      if (dict.stages[id] == stage) return static_cast<int64_t>(id);
-    }
-    return std::nullopt;
-  }
-
   static OrderKeyFields OrderFields(const Statement& s) {
     return OrderKeyFields{s.Int(0), s.Int(1), s.Int(2), s.Int(3)};
-  }
-
-  absl::StatusOr<store::PackedDetail> Unpack(std::string_view blob, int64_t order_id) {
-    absl::StatusOr<store::PackedDetail> d = store::UnpackDetail(blob);
-    if (!d.ok()) {
-      return absl::DataLossError(
-          absl::StrCat(path_, ": order ", order_id, ": ", d.status().message()));
-    }
-    return d;
   }
 
   // The order-key ranges of the intervals that start in `window` (widened to
@@ -1074,7 +1017,7 @@ class SqliteStoreReader final : public StoreReader {
     bool wanted = false;
     for (const store::SampleCell& c : cells) wanted = wanted || !stage_id || c.stage_id == *stage_id;
     if (!wanted) return absl::OkStatus();
-    TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail, Unpack(s.Blob(4), s.Int(0)));
+    TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail, UnpackOrderDetail(path_, s.Blob(4), s.Int(0)));
     const OrderKeyFields order = OrderFields(s);
     for (size_t seq = 0; seq < cells.size(); ++seq) {
       const store::SampleCell& c = cells[seq];
@@ -1130,7 +1073,7 @@ class SqliteStoreReader final : public StoreReader {
     for (;;) {
       TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
       if (!row) break;
-      TICKTRACE_ASSIGN_OR_RETURN(store::PackedDetail detail, Unpack(s.Blob(4), order_id));
+      TICKTRACE_ASSIGN_OR_RETURN(store::PackedDetail detail, UnpackOrderDetail(path_, s.Blob(4), order_id));
       bool known = true;
       for (const store::PackedStamp& p : detail.stamps) known = known && p.name_id < dict->names.size();
       if (!known) {
