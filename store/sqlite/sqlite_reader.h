@@ -1,12 +1,48 @@
-// The SQLite backend of StoreReader (store_reader.h). Private to the viewer
-// library: StoreReader::Open (store_reader.cc) is its only caller.
-#ifndef TICKTRACE_VIEW_SRC_SQLITE_STORE_READER_H_
-#define TICKTRACE_VIEW_SRC_SQLITE_STORE_READER_H_
+// The SQLite backend of StoreReader (ticktrace/store/reader.h): schema 2
+// (docs/store.md, DDL in store/sqlite/sqlite_schema_sql.inc), read-only.
+// Private to the store library: store/open.cc (OpenReader) is its only
+// caller, through OpenSqliteStoreReader.
+//
+// Where each answer comes from (the .cc that answers it):
+//   runs, processes, threads, counters, cores, stage_stats  their tables
+//                                  (sqlite_reader.cc, with opening and the
+//                                  run dictionaries)
+//   window statistics, intervals   `intervals` rows merged (Histogram), one
+//                                  index range per stage: no detail is read
+//                                  (sqlite_reader_intervals.cc)
+//   samples, stamps, orders        one `orders` row per order instance: its
+//                                  samples (orders.samples, sqlite_expand.h)
+//                                  and, for their context and the stamps, its
+//                                  packed detail; the slowest orders by the
+//                                  intervals' maxima (see FindSlowest)
+//                                  (sqlite_reader_orders.cc)
+//
+// Orders are stored by order_key (roughly the order they finished in); the
+// only index on them is (run_id, order_id, instance). Queries that walk a key
+// range write `+o.run_id` so that SQLite keeps to the rowid range instead of
+// scanning the run through that index.
+#ifndef TICKTRACE_STORE_SQLITE_SQLITE_READER_H_
+#define TICKTRACE_STORE_SQLITE_SQLITE_READER_H_
 
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "store/common/packed_rows.h"
+#include "store/sqlite/sqlite_expand.h"
+#include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/sqlite_statement.h"
 #include "ticktrace/store/reader.h"
 
 namespace ticktrace::store::internal {
@@ -16,6 +52,135 @@ namespace ticktrace::store::internal {
 absl::StatusOr<std::unique_ptr<StoreReader>> OpenSqliteStoreReader(const std::string& path,
                                                                    OpenMode mode);
 
+// Named (not anonymous) so that a unity build that puts these files beside
+// the ClickHouse reader sees no two helpers of one name.
+namespace sqlite_reader {
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using Db = std::unique_ptr<sqlite3, DbCloser>;
+
+// One interval's order-key range (interval_detail).
+struct KeyRange {
+  int64_t start_utc_ns = 0;
+  int64_t first_key = 0;
+  int64_t last_key = 0;
+};
+
+// An interval FindSlowest may scan: its order-key range and the largest
+// latency a sample of the stage in it can have.
+struct SlowCandidate {
+  double bound;
+  KeyRange range;
+};
+
+// A private directory for a migrated copy of a read-only schema-1 store
+// (sqlite_reader.cc).
+class TempDir;
+
+// Every method may be called from one thread at a time (one connection).
+class SqliteStoreReader final : public StoreReader {
+ public:
+  // `temp`: the directory of a migrated copy that `db` reads, or null.
+  SqliteStoreReader(std::string path, Db db, std::unique_ptr<TempDir> temp);
+  ~SqliteStoreReader() override;
+
+  const std::string& path() const override { return path_; }
+  int schema_version() const override { return store::kSqliteSchemaVersion; }
+
+  bool HasColumn(const char* table, const char* column) override;
+  absl::StatusOr<std::vector<RunRow>> ListRuns() override;
+  absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) override;
+  absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) override;
+  absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) override;
+  absl::StatusOr<std::vector<std::string>> StageNames(int64_t run_id) override;
+  absl::StatusOr<std::vector<ProcessRow>> Processes(int64_t run_id) override;
+  absl::StatusOr<std::vector<ThreadRow>> Threads(int64_t run_id) override;
+  absl::StatusOr<std::vector<CoreRow>> Cores(int64_t run_id) override;
+  absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> SampleSpanUtcNs(
+      int64_t run_id) override;
+  absl::Status ForEachSample(int64_t run_id, const SampleFilter& filter, bool ordered,
+                             const std::function<void(const SampleRow&)>& visit) override;
+  absl::StatusOr<std::vector<SampleRow>> SamplesOfOrder(int64_t run_id, int64_t order_id) override;
+
+  // No latency index: each interval row holds its stage's max, so the
+  // intervals are visited by max, slowest first, and only their orders are
+  // scanned (by the interval's order-key range, filtered on first_utc_ns);
+  // the walk stops when the next interval's max is below the current K-th
+  // latency. An interval whose max does not bound every sample (samples out
+  // of the percentiles: samples_all > count) is visited first.
+  absl::StatusOr<std::vector<RankedOrder>> FindSlowest(int64_t run_id, const std::string& stage,
+                                                       int64_t limit,
+                                                       const TimeWindow& window) override;
+  absl::StatusOr<std::optional<OrderRow>> FindOrder(int64_t run_id, int64_t order_id) override;
+  absl::StatusOr<std::vector<OrderRow>> OrderInstances(int64_t run_id, int64_t order_id) override;
+  absl::StatusOr<std::vector<int64_t>> RunsWithOrder(int64_t order_id) override;
+  absl::StatusOr<std::vector<int64_t>> ChildOrders(int64_t run_id, int64_t order_id) override;
+  absl::StatusOr<std::vector<OrderRow>> OrdersByTime(int64_t run_id,
+                                                     std::optional<int64_t> limit) override;
+  absl::StatusOr<std::vector<StampRow>> Stamps(int64_t run_id, int64_t order_id) override;
+  absl::StatusOr<std::vector<StampRow>> StampsOfInstance(int64_t run_id, int64_t order_id,
+                                                         int64_t instance) override;
+  absl::StatusOr<std::vector<WindowStageStatsRow>> StageWindowStats(
+      int64_t run_id, const TimeWindow& window) override;
+  absl::StatusOr<std::vector<IntervalRow>> Intervals(int64_t run_id,
+                                                     const std::optional<std::string>& stage,
+                                                     const TimeWindow& window,
+                                                     int64_t bucket_ns) override;
+  absl::Status ForEachIntervalHistogram(
+      int64_t run_id, const TimeWindow& window,
+      const std::function<absl::Status(const std::string&, int64_t, std::string_view)>& visit)
+      override;
+  absl::StatusOr<DetailCoverage> DetailCompleteness(int64_t run_id,
+                                                    const TimeWindow& window) override;
+
+ private:
+  absl::StatusOr<Statement> Prepare(std::string_view sql, absl::string_view what);
+
+  // The run's dictionaries, read once (again with `refresh`, or when the run
+  // is new to this reader: a live store grows them).
+  absl::StatusOr<const RunDictionary*> Dictionary(int64_t run_id, bool refresh);
+  static OrderKeyFields OrderFields(const Statement& s);
+
+  // The intervals of the stage that may hold an order of `window`, by bound,
+  // largest first (ties: earlier first).
+  absl::StatusOr<std::vector<SlowCandidate>> SlowestCandidates(int64_t run_id, int64_t stage_id,
+                                                               const TimeWindow& window,
+                                                               int64_t interval_ns);
+  // The order-key ranges of the intervals that start in `window` (widened to
+  // the interval holding `since`) and hold detail, by start.
+  absl::StatusOr<std::vector<KeyRange>> KeyRanges(int64_t run_id, const TimeWindow& window);
+
+  // Every sample (of `stage_id` when set) of the orders of `ranges` whose
+  // first stamp is in `window`.
+  absl::Status ScanSamples(int64_t run_id, const std::vector<KeyRange>& ranges,
+                           std::optional<int64_t> stage_id, const TimeWindow& window,
+                           const std::function<void(const SampleRow&)>& visit);
+
+  // orders.samples of `order_id`, parsed.
+  absl::StatusOr<std::vector<store::SampleCell>> Cells(std::string_view text, int64_t order_id);
+
+  // Appends the samples (of `stage_id` when set) of the order at `s`'s
+  // current row (kOrderSampleColumns) to `out`, in samples order.
+  absl::Status OrderSamples(const Statement& s, const RunDictionary& dict,
+                            std::optional<int64_t> stage_id, std::vector<SampleRow>* out);
+
+  // Calls `visit(start, samples_all, flags, encoded histogram)` for each
+  // interval of the stage that starts in `window`, by start; an error it
+  // returns (a bad histogram) stops the walk.
+  absl::Status ForEachInterval(int64_t run_id, int64_t stage_id, const TimeWindow& window,
+                               const std::function<absl::Status(int64_t, int64_t, const FlagCounts&,
+                                                                std::string_view)>& visit);
+  absl::StatusOr<std::vector<StampRow>> ReadStamps(int64_t run_id, int64_t order_id,
+                                                   std::optional<int64_t> instance);
+  std::string path_;
+  std::unique_ptr<TempDir> temp_;  // a migrated copy's directory; outlives db_
+  Db db_;
+  std::map<int64_t, RunDictionary> dictionaries_;
+};
+
+}  // namespace sqlite_reader
 }  // namespace ticktrace::store::internal
 
-#endif  // TICKTRACE_VIEW_SRC_SQLITE_STORE_READER_H_
+#endif  // TICKTRACE_STORE_SQLITE_SQLITE_READER_H_
