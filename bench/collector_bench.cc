@@ -157,7 +157,11 @@ struct ReplayResult {
 ReplayResult Replay(const std::string& archive, const std::string& db) {
   tc::CollectorOptions o;
   o.replay_path = archive;
-  o.db_path = db;
+  if (db.empty()) {
+    o.store_uri.reset();  // "": no store
+  } else {
+    o.store_uri = ticktrace::store::StoreUri::LocalFile(db);
+  }
   o.pipeline = {"md_rx", "decide", "order_sent"};
   o.quiet = true;
   o.handle_signals = false;

@@ -466,7 +466,8 @@ void RemoveSessionSegments(const std::string& session) {
 // clickhouse:// store's is a local file in the collector's directory).
 std::string JournalOf(const std::string& db, const std::string& session) {
   if (db.rfind("clickhouse://", 0) != 0) return db + ".ttjournal";
-  return g_collector_cwd + "/" + ticktrace::store::LocalStatePath(db, session) + ".ttjournal";
+  const ticktrace::store::StoreUri uri = *ticktrace::store::ParseStoreUri(db);
+  return g_collector_cwd + "/" + ticktrace::store::LocalStatePath(uri, session) + ".ttjournal";
 }
 
 void RemoveStoreFiles(const std::string& db) {

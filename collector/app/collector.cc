@@ -25,7 +25,6 @@
 #include <optional>
 #include <thread>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -46,7 +45,6 @@
 #include "collector/app/run_plan.h"
 #include "collector/app/session_lock.h"
 #include "ticktrace/store/open.h"
-#include "store/sqlite/sqlite_writer.h"
 #include "collector/sinks/store_sink.h"
 #include "collector/stream/stream.h"
 #include "collector/time/time_base.h"
@@ -285,14 +283,11 @@ class Session {
   Session(const CollectorOptions& o, std::ostream& out) : o_(o), out_(out) {}
 
   absl::Status OpenStore() {
-    if (o_.db_path.empty()) return absl::OkStatus();
+    if (!o_.store_uri.has_value()) return absl::OkStatus();
     store::OpenWriterOptions options;
     options.group_readable = o_.group_readable;
     options.on_migration = [this](const std::string& line) { out_ << line << "\n" << std::flush; };
-    // db_path is a SQLite file, or a clickhouse:// URI (main.cc).
-    absl::StatusOr<std::unique_ptr<store::Writer>> s = store::OpenWriter(
-        absl::StartsWith(o_.db_path, "clickhouse://") ? o_.db_path : "sqlite:" + o_.db_path,
-        options);
+    absl::StatusOr<std::unique_ptr<store::Writer>> s = store::OpenWriter(*o_.store_uri, options);
     if (!s.ok()) return s.status();
     store_ = *std::move(s);
     return absl::OkStatus();
@@ -318,17 +313,14 @@ class Session {
       run_id_ = run_id;
       StoreSinkOptions wo = o_.store;
       wo.block_when_full = block_when_full;
-      if (absl::StartsWith(o_.db_path, "clickhouse://")) {
-        // ClickHouse costs about 50 ms of server CPU per INSERT (one part per
-        // table): 100k-order transactions sustain about twice the samples per
-        // CPU-second of 20k ones (store_write_bench, docs/clickhouse.md).
-        wo.max_orders_per_transaction = std::max<size_t>(wo.max_orders_per_transaction, 100000);
-      }
+      // The backend may want bigger transactions (ClickHouse: clickhouse_writer.h).
+      wo.max_orders_per_transaction =
+          std::max(wo.max_orders_per_transaction, store_->preferred_batch_orders());
       wo.include_flagged = info.include_flagged;
       // A tail interval settles once its orders cannot change any more.
       if (o_.use_journal && o_.checkpoint_interval.count() > 0 && o_.raw_path.empty() &&
           o_.replay_path.empty()) {
-        wo.checkpoint_path = CheckpointPath(store::LocalStatePath(o_.db_path, o_.session));
+        wo.checkpoint_path = CheckpointPath(store::LocalStatePath(*o_.store_uri, o_.session));
         wo.group_readable = o_.group_readable;
       }
       wo.tail_settle_ns =
@@ -906,7 +898,9 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
            (o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
   };
   // A store that does not answer must not hold the exit (the journal keeps it).
-  stage.on_stopping = [&session] { store::RequestWriterStop(session.store()); };
+  stage.on_stopping = [&session] {
+    if (session.store() != nullptr) session.store()->RequestStop();
+  };
   const DrainResult drained = RunDrainLoop(stage);
   queue.Close();
   analysis.join();

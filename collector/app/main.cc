@@ -249,13 +249,12 @@ int main(int argc, char** argv) {
     const char* env = std::getenv("TICKTRACE_SESSION");
     o.session = env != nullptr && *env != '\0' ? env : "default";
   }
-  o.db_path = f.db;
+  o.store_uri.reset();  // --db "": no store
+  if (!f.db.empty()) o.store_uri = ticktrace::store::StoreUri::LocalFile(f.db);
   if (!f.store.empty()) {
     absl::StatusOr<ticktrace::store::StoreUri> uri = ticktrace::store::ParseStoreUri(f.store);
     if (!uri.ok()) UsageError(uri.status().message());
-    // A ClickHouse store travels as its URI (collector.cc's OpenStore).
-    o.db_path =
-        uri->kind == ticktrace::store::StoreUri::Kind::kSqlite ? uri->path : uri->ToString();
+    o.store_uri = *std::move(uri);
   }
   {
     absl::StatusOr<ticktrace::store::DetailPolicy> detail =

@@ -100,10 +100,12 @@ absl::Status ValidateOptions(const CollectorOptions& o) {
   if (!o.raw_path.empty() && !o.replay_path.empty()) {
     return absl::InvalidArgumentError("--raw and --replay cannot be used together");
   }
-  if (!o.raw_path.empty() && o.raw_path == o.db_path) {
+  const std::optional<std::string> store_file =
+      o.store_uri.has_value() ? o.store_uri->local_file() : std::nullopt;
+  if (!o.raw_path.empty() && o.raw_path == store_file) {
     return absl::InvalidArgumentError("--raw and --db name the same file");
   }
-  if (!o.replay_path.empty() && o.replay_path == o.db_path) {
+  if (!o.replay_path.empty() && o.replay_path == store_file) {
     return absl::InvalidArgumentError("--replay and --db name the same file");
   }
   if (o.cpu >= 0 || o.cpu < -1) {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "collector/sinks/store_sink.h"
+#include "ticktrace/store/uri.h"
 
 namespace ticktrace::metrics {
 class MetricsServer;  // collector/metrics/metrics_server.h
@@ -24,9 +25,10 @@ namespace ticktrace::collect {
 struct CollectorOptions {
   // --- from flags ---
   std::string session = "default";
-  // The SQLite store (--store sqlite:PATH, or --db PATH); "" : no store (and
-  // no journal). Detail policy, interval and retention: `store` below.
-  std::string db_path = "ticktrace.db";
+  // The store (--store URI, or --db PATH for a SQLite file), parsed once by
+  // main(); unset: no store (and no journal). Detail policy, interval and
+  // retention: `store` below.
+  std::optional<store::StoreUri> store_uri = store::StoreUri::LocalFile("ticktrace.db");
   std::vector<std::string> pipeline;     // empty: learn
   int64_t order_timeout_ms = 1000;
   double duration_s = 0;                 // 0: until SIGINT/SIGTERM (or *stop)

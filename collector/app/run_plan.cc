@@ -7,13 +7,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "collector/stream/archive.h"
 #include "collector/stream/journal.h"
 #include "collector/stream/private_file.h"
 #include "ticktrace/store/open.h"
-#include "store/sqlite/sqlite_writer.h"
 #include "collector/time/time_base.h"
 
 namespace ticktrace::collect {
@@ -65,8 +63,8 @@ absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& pat
 }
 
 absl::StatusOr<RunPlan> PlanLiveRun(const CollectorOptions& o, std::ostream& out) {
-  if (!o.db_path.empty() && !absl::StartsWith(o.db_path, "clickhouse://")) {
-    absl::Status s = store::SqliteWriter::CheckExisting(o.db_path);
+  if (o.store_uri.has_value()) {
+    absl::Status s = store::CheckExistingStore(*o.store_uri);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
   // A planted symlink is named as such (private_file.h), not as "exists".
@@ -89,8 +87,8 @@ absl::StatusOr<RunPlan> PlanLiveRun(const CollectorOptions& o, std::ostream& out
     }
   }
   RunPlan plan;
-  plan.local_state = store::LocalStatePath(o.db_path, o.session);
-  if (o.db_path.empty() || !o.use_journal) return plan;
+  if (o.store_uri.has_value()) plan.local_state = store::LocalStatePath(*o.store_uri, o.session);
+  if (!o.store_uri.has_value() || !o.use_journal) return plan;
   plan.journal_path = JournalPath(plan.local_state);
   const std::string& journal_path = plan.journal_path;
   if (absl::Status s = CheckNotSymlink(journal_path); !s.ok()) return s;

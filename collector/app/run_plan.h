@@ -21,7 +21,7 @@ namespace ticktrace::collect {
 
 struct RunPlan {
   // The journal and checkpoint sit beside a SQLite store; for ClickHouse in
-  // the current directory, named after the store and session (open_writer.h).
+  // the current directory, named after the store and session (store::LocalStatePath, open.h).
   std::string local_state;
   std::string journal_path;  // empty: no journal (no store, or --no-journal)
   // Set: the journal holds an unfinished run of this session, to resume.

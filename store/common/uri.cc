@@ -1,5 +1,7 @@
 #include "ticktrace/store/uri.h"
 
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -7,8 +9,28 @@
 
 namespace ticktrace::store {
 
+StoreUri StoreUri::LocalFile(std::string path) {
+  StoreUri uri;
+  uri.path = std::move(path);
+  return uri;
+}
+
+std::optional<std::string> StoreUri::local_file() const {
+  switch (kind) {
+    case Kind::kSqlite:
+      return path;
+    case Kind::kClickHouse:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::string StoreUri::ToString() const {
-  if (kind == Kind::kSqlite) return absl::StrCat("sqlite:", path);
+  if (kind == Kind::kSqlite) {
+    // "sqlite://" is taken off when parsed: a path that starts with "//"
+    // keeps it by being written "sqlite:////...".
+    return absl::StrCat(absl::StartsWith(path, "//") ? "sqlite://" : "sqlite:", path);
+  }
   return absl::StrCat("clickhouse://", host, ":", port, "/", database);
 }
 

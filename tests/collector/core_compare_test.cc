@@ -36,7 +36,7 @@ TEST(CoreCompare, SameCpuWithAndWithoutNodeIsOneCoreOtherCpusCross) {
 
   TempDir dir;
   CollectorOptions o;
-  o.db_path = "";
+  o.store_uri.reset();
   o.pipeline = {"a", "b"};
   const testing::Replayed r = ReplayArchive(b, dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;

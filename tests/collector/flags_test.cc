@@ -67,7 +67,7 @@ class FlagsTest : public ::testing::Test {
     const std::string raw = dir_.File("in.raw");
     b.Write(raw);
     o.replay_path = raw;
-    o.db_path = db();
+    o.store_uri = store::StoreUri::LocalFile(db());
     o.out = &log_;
     o.handle_signals = false;
     RunSummary s;
@@ -174,7 +174,7 @@ TEST_F(FlagsTest, BackwardsSpansAreNegativeAndKeptOutOfThePercentiles) {
 
   CollectorOptions all = Pipeline({"a", "b"});
   all.include_flagged = true;
-  all.db_path = "";
+  all.store_uri.reset();
   all.replay_path = dir_.File("in.raw");
   all.out = &log_;
   all.handle_signals = false;

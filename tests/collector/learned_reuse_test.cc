@@ -43,7 +43,7 @@ TEST(LearnedPipelineReuse, EachUseOfAnIdIsItsOwnOrder) {
 
   TempDir dir;
   CollectorOptions o;
-  o.db_path = "";  // statistics only: the store's id key is another finding
+  o.store_uri.reset();  // statistics only: the store's id key is another finding
   o.learn_orders = 3;
   o.order_timeout_ms = 1;
   const testing::Replayed r = ReplayArchive(b, dir, o);

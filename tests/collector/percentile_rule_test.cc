@@ -32,7 +32,7 @@ RunSummary ReplayOrders(const TempDir& dir, int orders_ab, std::string* log_out)
   }
   b.Clock(uint64_t(orders_ab + 1) * 10'000);
   CollectorOptions o;
-  o.db_path = dir.File("store.db");
+  o.store_uri = store::StoreUri::LocalFile(dir.File("store.db"));
   o.pipeline = {"a", "b"};
   testing::Replayed r = ReplayArchive(b, dir, o);
   EXPECT_TRUE(r.status.ok()) << r.status;

@@ -32,12 +32,16 @@ double Bound(double exact) { return std::fabs(exact) / 256 * (1 + 1e-12); }
 
 class ReplayTest : public ::testing::Test {
  protected:
-  // Replays `b` with `o` (replay_path/db_path filled in); EXPECTs success.
+  // Replays `b` with `o` (replay_path/store_uri filled in); EXPECTs success.
   RunSummary Replay(const ArchiveBuilder& b, CollectorOptions o = {}, bool store = true) {
     const std::string raw = dir_.File("in.raw");
     b.Write(raw);
     o.replay_path = raw;
-    o.db_path = store ? db() : "";
+    if (store) {
+      o.store_uri = store::StoreUri::LocalFile(db());
+    } else {
+      o.store_uri.reset();
+    }
     o.out = &log_;
     o.handle_signals = false;
     RunSummary s;
@@ -307,7 +311,7 @@ TEST_F(ReplayTest, SkipsACorruptChunkAndGoesOn) {
   CollectorOptions o;
   o.pipeline = {"a", "b"};
   o.replay_path = raw;
-  o.db_path = db();
+  o.store_uri = store::StoreUri::LocalFile(db());
   o.out = &log_;
   o.handle_signals = false;
   RunSummary s;
@@ -417,7 +421,7 @@ TEST_F(ReplayTest, RefusesAFileThatIsNotAnArchive) {
   }
   CollectorOptions o;
   o.replay_path = bad;
-  o.db_path = db();
+  o.store_uri = store::StoreUri::LocalFile(db());
   o.out = &log_;
   o.handle_signals = false;
   absl::Status s = RunCollector(o);

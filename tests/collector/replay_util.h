@@ -20,7 +20,7 @@ struct Replayed {
 };
 
 // Writes `b` to `dir`/in.raw and replays it with `o` (its replay_path, out and
-// handle_signals are set here; db_path is kept: "" for no store).
+// handle_signals are set here; store_uri is kept: unset for no store).
 inline Replayed ReplayArchive(const ArchiveBuilder& b, const TempDir& dir, CollectorOptions o) {
   const std::string raw = dir.File("in.raw");
   b.Write(raw);

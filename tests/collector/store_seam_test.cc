@@ -62,10 +62,10 @@ TEST(StoreSeam, EveryCounterTheCollectorWritesHasAName) {
   TempDir dir;
   CollectorOptions o;
   o.pipeline = {"a", "b"};
-  o.db_path = dir.File("store.db");
+  o.store_uri = store::StoreUri::LocalFile(dir.File("store.db"));
   testing::Replayed r = ReplayArchive(Orders(10, 1000, [](uint64_t) { return 100; }), dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;
-  StoreQuery q(o.db_path);
+  StoreQuery q(o.store_uri->path);
   for (const auto& row : q.Rows("SELECT name FROM counters")) {
     if (absl::StartsWith(row[0], "missing_stage:")) continue;
     EXPECT_TRUE(store::CounterByName(row[0]).has_value())
@@ -80,11 +80,11 @@ TEST(StoreSeam, WindowStatisticsEqualTheDetail) {
   TempDir dir;
   CollectorOptions o;
   o.pipeline = {"a", "b"};
-  o.db_path = dir.File("store.db");
+  o.store_uri = store::StoreUri::LocalFile(dir.File("store.db"));
   auto hop = [](uint64_t id) { return static_cast<int64_t>(100 + (id * 37) % 1000 + id); };
   testing::Replayed r = ReplayArchive(Orders(3000, kSecondTicks / 1000, hop), dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;
-  StoreQuery q(o.db_path);
+  StoreQuery q(o.store_uri->path);
   const auto windows = q.Rows(
       "SELECT i.start_utc_ns, i.histogram FROM intervals i JOIN stages s USING (run_id, "
       "stage_id) WHERE s.name = 'a->b' ORDER BY i.start_utc_ns");
@@ -94,7 +94,7 @@ TEST(StoreSeam, WindowStatisticsEqualTheDetail) {
     const int64_t start = std::stoll(w[0]);
     // StoreQuery returns text: read the blob again as bytes.
     sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open_v2(o.db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_open_v2(o.store_uri->path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     sqlite3_stmt* s = nullptr;
     ASSERT_EQ(sqlite3_prepare_v2(db,
                                  "SELECT i.histogram FROM intervals i JOIN stages s USING "
@@ -133,12 +133,12 @@ TEST(StoreSeam, DetailTailKeepsTheSlowestAndTheFlagged) {
   TempDir dir;
   CollectorOptions o;
   o.pipeline = {"a", "b"};
-  o.db_path = dir.File("store.db");
+  o.store_uri = store::StoreUri::LocalFile(dir.File("store.db"));
   o.store.detail = store::DetailPolicy::kTail;
   auto hop = [](uint64_t id) -> int64_t { return id == 500 || id == 600 ? -50 : 100 + id; };
   testing::Replayed r = ReplayArchive(Orders(1000, 100000, hop), dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;
-  StoreQuery q(o.db_path);
+  StoreQuery q(o.store_uri->path);
   for (int id = 991; id <= 1000; ++id) {
     EXPECT_EQ(q.Int(absl::StrCat("SELECT count(*) FROM orders WHERE order_id = ", id)), 1) << id;
   }
@@ -162,14 +162,14 @@ TEST(StoreSeam, RetentionDeletesOldDetailAndKeepsTheIntervals) {
   TempDir dir;
   CollectorOptions o;
   o.pipeline = {"a", "b"};
-  o.db_path = dir.File("store.db");
+  o.store_uri = store::StoreUri::LocalFile(dir.File("store.db"));
   o.store.retain_detail_ns = 2'000'000'000;
   o.store.retention_every_ns = 1;
   o.store.max_orders_per_transaction = 100;
   testing::Replayed r =
       ReplayArchive(Orders(600, kSecondTicks / 100, [](uint64_t) { return 100; }), dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;
-  StoreQuery q(o.db_path);
+  StoreQuery q(o.store_uri->path);
   EXPECT_EQ(q.Int("SELECT sum(samples_all) FROM intervals i JOIN stages s USING (run_id, "
                   "stage_id) WHERE s.name = 'a->b'"),
             600);
@@ -198,7 +198,7 @@ TEST(StoreSeam, AppendingToASchema1StoreMigratesItWithABackup) {
             0);
   CollectorOptions o;
   o.pipeline = {"a", "b"};
-  o.db_path = path;
+  o.store_uri = store::StoreUri::LocalFile(path);
   testing::Replayed r = ReplayArchive(Orders(10, 1000, [](uint64_t) { return 100; }), dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_NE(r.log.find("migrated in place to schema 2"), std::string::npos) << r.log;

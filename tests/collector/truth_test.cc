@@ -50,7 +50,7 @@ std::string AnchorUpdate(uint64_t tsc, int64_t utc_ns) {
 
 CollectorOptions Declared(const std::string& db, std::vector<std::string> pipeline) {
   CollectorOptions o;
-  o.db_path = db;
+  o.store_uri = store::StoreUri::LocalFile(db);
   o.pipeline = std::move(pipeline);
   return o;
 }

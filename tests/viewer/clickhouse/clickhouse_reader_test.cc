@@ -89,7 +89,7 @@ class ClickHouseReaderTest : public ::testing::Test {
     for (const std::string& store : {dir_->File("store.db"), server_->Uri("tt_reader")}) {
       collect::CollectorOptions o;
       o.pipeline = {"a", "b", "c"};
-      o.db_path = store;
+      o.store_uri = *store::ParseStoreUri(store);
       collect::testing::Replayed r = collect::testing::ReplayArchive(Story(), *dir_, o);
       ASSERT_TRUE(r.status.ok()) << store << ": " << r.status << "\n" << r.log;
     }

@@ -192,7 +192,7 @@ class ReplayTest : public ::testing::Test {
     dir_ = new testing::TempDir();
     WriteArchive(dir_->File("story.ttraw"));
     collect::CollectorOptions o;
-    o.db_path = dir_->File("replayed.db");
+    o.store_uri = store::StoreUri::LocalFile(dir_->File("replayed.db"));
     o.replay_path = dir_->File("story.ttraw");
     o.pipeline = {"md", "strategy", "gateway"};
     o.quiet = true;

@@ -1,16 +1,20 @@
-// Opens the store a `--store` URI names (docs/store.md, "Choosing a store"):
-// sqlite:PATH (or a plain path) -> SqliteWriter, clickhouse://HOST:PORT/DB
-// -> ClickHouseWriter. The collector's only way to a store::Writer; the
-// caller never names a backend.
+// The store seam's one door: a parsed `--store` (uri.h) in, a backend out.
+// open.cc is the only file that picks a backend by the URI's kind
+// (docs/store.md, "Adding a backend"); callers never name one, and ask the
+// Writer or the StoreUri for anything backend-specific.
 
-#ifndef TICKTRACE_STORE_OPEN_WRITER_H_
-#define TICKTRACE_STORE_OPEN_WRITER_H_
+#ifndef TICKTRACE_STORE_OPEN_H_
+#define TICKTRACE_STORE_OPEN_H_
 
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ticktrace/store/reader.h"
+#include "ticktrace/store/reader_options.h"
+#include "ticktrace/store/uri.h"
 #include "ticktrace/store/writer.h"
 
 namespace ticktrace::store {
@@ -28,25 +32,30 @@ struct OpenWriterOptions {
   int64_t open_timeout_ms = 15000;
 };
 
-// `uri` as --store takes it. InvalidArgument for a bad URI; otherwise what
-// the backend's open says (one line naming the store).
-absl::StatusOr<std::unique_ptr<Writer>> OpenWriter(const std::string& uri,
+// Opens (creating when absent) the store `uri` names, for the collector.
+// Errors are what the backend's open says (one line naming the store).
+absl::StatusOr<std::unique_ptr<Writer>> OpenWriter(const StoreUri& uri,
                                                    const OpenWriterOptions& options = {});
 
-// Where the collector keeps a store's local files (journal `<it>.ttjournal`,
-// checkpoint `<it>.ttcheckpoint`): a SQLite store's own path; for a
-// ClickHouse store (no local file) "ticktrace-SESSION@HOST_PORT_DB" in the
-// current directory, like the default sqlite store `ticktrace.db`: one per
-// session and store, so several collectors on one host (other sessions, or
-// other addresses of the server) never share a journal. `store` is the
-// collector's db_path: a file, or a clickhouse:// URI.
-std::string LocalStatePath(const std::string& store, const std::string& session);
+// Opens the store `uri` names for reading (StoreReader::Open says what it
+// does and how it fails).
+absl::StatusOr<std::unique_ptr<StoreReader>> OpenReader(const StoreUri& uri,
+                                                        OpenMode mode = OpenMode::kSnapshot);
 
-// Asks a writer that may be waiting for its server to give up promptly
-// (ClickHouse: Write() returns Unavailable; the batch stays in the journal).
-// No-op for SQLite. Any thread.
-void RequestWriterStop(Writer* writer);
+// Checks, without creating or changing anything, that the collector could
+// write the store `uri` names: OK, or NotFound when there is nothing yet
+// (it will be created); else why not (one line). A store on a server is
+// checked when it is opened, so this is OK for it.
+absl::Status CheckExistingStore(const StoreUri& uri);
+
+// Where the collector keeps a store's local files (journal `<it>.ttjournal`,
+// checkpoint `<it>.ttcheckpoint`): a local file store's own path; for a
+// store on a server "ticktrace-SESSION@HOST_PORT_DB" in the current
+// directory, like the default sqlite store `ticktrace.db`: one per session
+// and store, so several collectors on one host (other sessions, or other
+// addresses of the server) never share a journal.
+std::string LocalStatePath(const StoreUri& uri, const std::string& session);
 
 }  // namespace ticktrace::store
 
-#endif  // TICKTRACE_STORE_OPEN_WRITER_H_
+#endif  // TICKTRACE_STORE_OPEN_H_

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,9 @@
 
 namespace ticktrace::store {
 
+// A parsed `--store`: travels as this value, never as text. Only store/
+// looks at `kind` (open.cc picks the backend by it); everyone else asks the
+// accessors, so no file outside store/ tests a scheme.
 struct StoreUri {
   enum class Kind { kSqlite, kClickHouse };
   Kind kind = Kind::kSqlite;
@@ -22,7 +26,15 @@ struct StoreUri {
   int port = 8123;
   std::string database = "ticktrace";
 
-  // The URI again, for messages ("sqlite:/x/y.db").
+  // The SQLite store in the file `path` (the `--db PATH` form).
+  static StoreUri LocalFile(std::string path);
+
+  // The file that is the store, for a store kept in one local file
+  // (SQLite); nullopt for a store on a server (ClickHouse).
+  std::optional<std::string> local_file() const;
+
+  // The URI again, for messages and for passing it on as `--store`
+  // ("sqlite:/x/y.db"); ParseStoreUri(ToString()) gives this value back.
   std::string ToString() const;
 };
 

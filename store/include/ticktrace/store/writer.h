@@ -9,6 +9,7 @@
 #define TICKTRACE_STORE_WRITER_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -148,6 +149,16 @@ struct IntervalOrders {
   uint64_t orders_kept = 0;  // counted by the backend as it stores detail
 };
 
+
+  // ---- what the collector asks instead of testing the URI -----------------
+  // The fewest orders a write transaction should hold (StoreSinkOptions::
+  // max_orders_per_transaction is raised to it); 0: no preference.
+  virtual size_t preferred_batch_orders() const { return 0; }
+  // Makes a call that waits for a server that does not answer give up
+  // promptly (Unavailable; the batch stays in the journal), so a store that
+  // is gone does not hold the collector's exit. Default: no-op (nothing
+  // waits). Any thread.
+  virtual void RequestStop() {}
 class Writer {
  public:
   virtual ~Writer() = default;
