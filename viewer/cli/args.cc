@@ -152,22 +152,24 @@ FlagSpec StoreFlag() {
 
 FlagSpec DbFlag() { return {"db", "PATH", "the SQLite store at PATH (short for --store sqlite:PATH)"}; }
 
-absl::StatusOr<std::string> StoreUriFromArgs(const ParsedArgs& args) {
-  const std::optional<std::string> uri = args.Value("store");
-  const std::optional<std::string> db = args.Value("db");
+absl::StatusOr<store::StoreUri> StoreUriFromArgs(const ParsedArgs& args,
+                                                 absl::string_view store_flag,
+                                                 absl::string_view db_flag) {
+  const std::optional<std::string> uri = args.Value(store_flag);
+  const std::optional<std::string> db = args.Value(db_flag);
   if (uri.has_value() && db.has_value()) {
-    return absl::InvalidArgumentError("--db and --store both name a store; give one");
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", db_flag, " and --", store_flag, " both name a store; give one"));
   }
   if (!uri.has_value() && !db.has_value()) {
-    return absl::InvalidArgumentError("needs --db PATH or --store URI");
+    return absl::InvalidArgumentError(
+        absl::StrCat("needs --", db_flag, " PATH or --", store_flag, " URI"));
   }
   if (db.has_value()) {
-    if (db->empty()) return absl::InvalidArgumentError("--db: empty path");
-    return absl::StrCat("sqlite:", *db);
+    if (db->empty()) return absl::InvalidArgumentError(absl::StrCat("--", db_flag, ": empty path"));
+    return store::StoreUri::LocalFile(*db);
   }
-  const absl::StatusOr<store::StoreUri> parsed = store::ParseStoreUri(*uri);
-  if (!parsed.ok()) return parsed.status();
-  return *uri;
+  return store::ParseStoreUri(*uri);
 }
 
 std::optional<int64_t> ParseOrderId(absl::string_view text) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ticktrace/store/uri.h"
 
 namespace ticktrace::view {
 
@@ -75,10 +76,13 @@ std::string CommandHelp(absl::string_view program, const CommandSpec& spec);
 FlagSpec StoreFlag();
 FlagSpec DbFlag();
 
-// The store `args` names, as store::StoreReader::Open takes it: --store as given,
-// or --db PATH as "sqlite:PATH". InvalidArgument when neither or both are
-// given, or when the URI does not parse (store::ParseStoreUri).
-absl::StatusOr<std::string> StoreUriFromArgs(const ParsedArgs& args);
+// The store `args` names, parsed (store::ParseStoreUri), as store::OpenReader
+// takes it: --store URI, or --db PATH (a SQLite file). InvalidArgument when
+// neither or both are given, or when the URI does not parse. The flags are
+// --`store_flag` and --`db_flag` (diff's baseline: against-store, against-db).
+absl::StatusOr<store::StoreUri> StoreUriFromArgs(const ParsedArgs& args,
+                                                 absl::string_view store_flag = "store",
+                                                 absl::string_view db_flag = "db");
 
 // Parses a decimal integer that may be a 64-bit order ID: a signed value,
 // or an unsigned one above INT64_MAX, kept as its two's-complement bits

@@ -20,6 +20,7 @@
 #include "viewer/html/report.h"
 #include "viewer/views/runs_report.h"
 #include "viewer/hosts/stitched_views.h"
+#include "ticktrace/store/open.h"
 #include "ticktrace/store/reader.h"
 #include "viewer/views/summary.h"
 #include "viewer/cli/time_arg.h"
@@ -83,8 +84,8 @@ struct Command {
 
 // Opens the store that --db or --store names (a snapshot: see store::OpenMode).
 absl::StatusOr<std::unique_ptr<store::StoreReader>> OpenStore(const ParsedArgs& args) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::string uri, StoreUriFromArgs(args));
-  return store::StoreReader::Open(uri);
+  TICKTRACE_ASSIGN_OR_RETURN(const store::StoreUri uri, StoreUriFromArgs(args));
+  return store::OpenReader(uri);
 }
 
 // The filters shared by summary, percentiles and top.
@@ -303,7 +304,7 @@ absl::Status TopCommand(const ParsedArgs& args, std::ostream& out, bool stdout_i
   options.interval_ms = interval.value_or(1000);
   options.json = args.Has("json");
   options.clear_screen = stdout_is_tty && !options.json;
-  TICKTRACE_ASSIGN_OR_RETURN(std::string uri, StoreUriFromArgs(args));
+  TICKTRACE_ASSIGN_OR_RETURN(const store::StoreUri uri, StoreUriFromArgs(args));
   return RunTop(uri, options, out);
 }
 
@@ -369,14 +370,9 @@ absl::Status DiffCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<store::StoreReader> store, OpenStore(args));
   std::unique_ptr<store::StoreReader> against_store;
   if (other_store) {
-    std::string uri;
-    if (auto db = args.Value("against-db")) {
-      if (db->empty()) return absl::InvalidArgumentError("--against-db: empty path");
-      uri = absl::StrCat("sqlite:", *db);
-    } else {
-      uri = *args.Value("against-store");
-    }
-    TICKTRACE_ASSIGN_OR_RETURN(against_store, store::StoreReader::Open(uri));
+    TICKTRACE_ASSIGN_OR_RETURN(const store::StoreUri uri,
+                               StoreUriFromArgs(args, "against-store", "against-db"));
+    TICKTRACE_ASSIGN_OR_RETURN(against_store, store::OpenReader(uri));
   }
   TICKTRACE_ASSIGN_OR_RETURN(DiffSide after_side, ReadDiffSide(*store, after, every_ns));
   TICKTRACE_ASSIGN_OR_RETURN(

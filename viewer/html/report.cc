@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ticktrace/store/uri.h"
 #include "common/status_macros.h"
 #include "viewer/export/export_common.h"
 #include "viewer/html/report_model.h"
+#include "ticktrace/store/open.h"
 #include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
@@ -22,10 +22,10 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
   // Refuse before reading anything: an existing report is someone's work.
   struct stat out_st;
   struct stat db_st;
-  TICKTRACE_ASSIGN_OR_RETURN(const store::StoreUri uri, store::ParseStoreUri(request.store_uri));
-  if (request.out_path != "-" && uri.kind == store::StoreUri::Kind::kSqlite &&
+  const std::optional<std::string> store_file = request.store_uri.local_file();
+  if (request.out_path != "-" && store_file.has_value() &&
       ::stat(request.out_path.c_str(), &out_st) == 0 &&
-      ::stat(uri.path.c_str(), &db_st) == 0 && out_st.st_dev == db_st.st_dev &&
+      ::stat(store_file->c_str(), &db_st) == 0 && out_st.st_dev == db_st.st_dev &&
       out_st.st_ino == db_st.st_ino) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--out ", request.out_path, " is the store itself; the viewer never writes it"));
@@ -35,7 +35,7 @@ absl::Status WriteHtmlReport(const ReportRequest& request, std::ostream& log) {
         absl::StrCat("--out ", request.out_path, " exists; add --force to replace it"));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<store::StoreReader> store,
-                             store::StoreReader::Open(request.store_uri));
+                             store::OpenReader(request.store_uri));
   std::optional<int64_t> run_id = request.run_id;
   std::optional<CrossHostScope> scope;
   if (request.cross_host.has_value()) {

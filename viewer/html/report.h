@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "ticktrace/store/uri.h"
 #include "viewer/hosts/stitched_views.h"
 #include "viewer/cli/time_arg.h"
 
@@ -24,7 +25,7 @@ inline constexpr int64_t kDefaultReportSlowest = 5;
 
 // What `ticktrace-view report` was asked for.
 struct ReportRequest {
-  std::string store_uri;                    // the store (store::StoreReader::Open; never written)
+  store::StoreUri store_uri;                // the store (store::OpenReader; never written)
   std::string out_path;                     // the HTML file; "-" writes to stdout
   std::optional<int64_t> run_id;            // unset: the latest run
   int64_t slowest = kDefaultReportSlowest;  // waterfalls drawn; >= 1

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "viewer/format/format_units.h"
+#include "ticktrace/store/open.h"
 #include "ticktrace/store/reader.h"
 #include "viewer/views/summary.h"
 #include "common/status_macros.h"
@@ -116,7 +117,7 @@ absl::StatusOr<internal::TopFrame> ReadTopFrame(store::StoreReader& store, Summa
 
 }  // namespace
 
-absl::Status RunTop(const std::string& store_uri, const TopOptions& options, std::ostream& out) {
+absl::Status RunTop(const store::StoreUri& store_uri, const TopOptions& options, std::ostream& out) {
   ScopedStopHandlers handlers;
   std::optional<RateSample> previous;
   for (int64_t i = 0; !g_stop_requested; ++i) {
@@ -124,7 +125,7 @@ absl::Status RunTop(const std::string& store_uri, const TopOptions& options, std
     // Opened afresh for every frame: a snapshot sees the latest commit, a
     // collector that starts (or a run that begins) later is picked up, and
     // a store nobody writes gets no -wal/-shm files (store::OpenMode::kSnapshot).
-    absl::StatusOr<std::unique_ptr<store::StoreReader>> opened = store::StoreReader::Open(store_uri);
+    absl::StatusOr<std::unique_ptr<store::StoreReader>> opened = store::OpenReader(store_uri);
     if (absl::IsNotFound(opened.status()) || absl::IsUnavailable(opened.status()) ||
         absl::IsFailedPrecondition(opened.status())) {
       // No store yet (the collector creates it), or busy: wait for it.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "ticktrace/store/uri.h"
 #include "viewer/cli/query.h"
 
 namespace ticktrace::view {
@@ -23,11 +24,11 @@ struct TopOptions {
   bool json = false;
 };
 
-// Runs the loop on the store `store_uri` names (store::StoreReader::Open), writing to `out`. Installs
+// Runs the loop on the store `store_uri` names (store::OpenReader), writing to `out`. Installs
 // handlers for SIGINT and SIGTERM while it runs (restoring the previous ones
 // after) and returns OK when one of them stops it. Call from the main
 // thread only.
-absl::Status RunTop(const std::string& store_uri, const TopOptions& options, std::ostream& out);
+absl::Status RunTop(const store::StoreUri& store_uri, const TopOptions& options, std::ostream& out);
 
 }  // namespace ticktrace::view
 

@@ -1,7 +1,7 @@
 // The viewer's side of the store seam (docs/design.md#the-store): everything the
 // viewer reads from a store, behind one interface, implemented once per backend.
 //
-//   StoreReader::Open("sqlite:PATH" | "PATH" | "clickhouse://...")  (store/open_reader.cc)
+//   OpenReader(StoreUri) (open.h), or StoreReader::Open("sqlite:PATH" | "PATH" | "clickhouse://...")
 //       -> SqliteStoreReader (store/sqlite/sqlite_reader.cc), schema 2
 //       -> ClickHouseStoreReader (store/clickhouse/clickhouse_reader.cc),
 //          ClickHouse schema 2 over HTTP (docs/clickhouse.md)
@@ -104,7 +104,7 @@ class StoreReader {
  public:
   // Opens the store named by `uri_or_path` (store::ParseStoreUri: a plain
   // path or sqlite:PATH is SQLite; clickhouse://HOST:PORT/DB is ClickHouse)
-  // for reading. Errors are one line naming the store: NotFound (no file, no
+  // for reading: the text parsed, then OpenReader (open.h; store/open.cc). Errors are one line naming the store: NotFound (no file, no
   // store in the database), FailedPrecondition (not a ticktrace store, a
   // newer schema), PermissionDenied, InvalidArgument (a bad URI), Unavailable
   // (a ClickHouse server that does not answer).
