@@ -50,6 +50,7 @@
 #include "store/clickhouse/http_client.h"
 #include "store/clickhouse/row_binary.h"
 #include "store/common/packed_rows.h"
+#include "store/common/reader_common.h"
 #include "ticktrace/store/reader.h"
 #include "ticktrace/store/uri.h"
 
@@ -75,6 +76,9 @@ std::string WindowClause(const char* column, const TimeWindow& w);
 std::string SummedFlagColumns();
 // Flag counts as the summed columns answer them.
 FlagCounts ReadFlags(RowBinaryCursor& c);
+
+// The buckets of one Intervals() answer (clickhouse_reader_intervals.cc).
+class IntervalBuckets;
 
 // Every method may be called from one thread at a time (one HTTP client).
 class ClickHouseStoreReader final : public StoreReader {
@@ -138,6 +142,20 @@ class ClickHouseStoreReader final : public StoreReader {
                                                     const TimeWindow& window) override;
 
  private:
+  // Intervals()' pieces: the buckets' order counts (by bucket start), the
+  // [from, until) the per-minute rollup answers (unset: none), and the sums
+  // of intervals (and rollup rows in `rolled`) into `buckets`.
+  absl::StatusOr<std::map<int64_t, BucketOrders>> BucketOrdersOf(int64_t run_id,
+                                                                 const std::string& bucket_sql,
+                                                                 const TimeWindow& window);
+  absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> RolledRange(int64_t run_id,
+                                                                         const TimeWindow& window,
+                                                                         int64_t bucket_ns,
+                                                                         int64_t interval_ns);
+  absl::Status ReadBuckets(int64_t run_id, const std::string& bucket_sql,
+                           std::optional<int64_t> only, const TimeWindow& window,
+                           const std::optional<std::pair<int64_t, int64_t>>& rolled,
+                           int64_t bucket_ns, IntervalBuckets* buckets);
   absl::Status Truncated(const std::string& what) const;
 
   // Runs `sql` in RowBinary; the answer's bytes.

@@ -29,6 +29,87 @@
 namespace ticktrace::store::internal {
 namespace clickhouse_reader {
 
+// A bucket's sums, and its histograms merged. `figures`: a one-minute
+// bucket that is one rollup row, read as the row has them (the
+// percentiles of its histogram, computed when it was written: the same
+// figures, without 140 kB of histogram per bucket).
+struct BucketSums {
+  int64_t samples_all = 0;
+  FlagCounts flags{};
+  std::unique_ptr<store::Histogram> histogram;  // made at the first merge
+  std::optional<IntervalRow> figures;
+};
+
+// The buckets of one Intervals() answer, by (stage_id, bucket), as the rows
+// of `intervals` and of the rollup add to them.
+class IntervalBuckets {
+ public:
+  IntervalBuckets(const std::string& uri, int64_t bucket_ns) : uri_(uri), bucket_ns_(bucket_ns) {}
+
+  // Reads (stage_id, bucket, samples_all, flags..., histograms); the
+  // rollup's rows first give (rows, count, min, max, sum, p50..p999).
+  void Add(RowBinaryCursor& c, bool rollup) {
+    const int64_t id = c.Int64();
+    const int64_t b = c.Int64();
+    BucketSums& sum = sums_[{id, b}];
+    sum.samples_all += c.Int64();
+    const FlagCounts flags = ReadFlags(c);
+    for (size_t f = 0; f < flags.size(); ++f) sum.flags[f] += flags[f];
+    if (rollup) {
+      const int64_t rows = c.Int64();
+      IntervalRow r;
+      r.count = c.Int64();
+      r.min_ns = c.NullableFloat64();
+      r.max_ns = c.NullableFloat64();
+      const double sum_ns = c.Float64();
+      r.p50_ns = c.NullableFloat64();
+      r.p90_ns = c.NullableFloat64();
+      r.p99_ns = c.NullableFloat64();
+      r.p999_ns = c.NullableFloat64();
+      if (r.count > 0) r.mean_ns = sum_ns / static_cast<double>(r.count);
+      if (rows == 1 && bucket_ns_ == store::kRollupNs) sum.figures = std::move(r);
+    }
+    for (std::string_view h : c.BytesArray()) {
+      if (sum.histogram == nullptr) sum.histogram = std::make_unique<store::Histogram>();
+      if (absl::Status s = sum.histogram->MergeEncoded(h); !s.ok() && merge_status_.ok()) {
+        merge_status_ = absl::DataLossError(
+            absl::StrCat(uri_, ": interval ", b, " of stage ", id, ": ", s.message()));
+      }
+    }
+  }
+
+  // The first histogram that did not merge, if any.
+  const absl::Status& merge_status() const { return merge_status_; }
+
+  // The buckets with samples as rows, by stage id, each stage's by bucket.
+  std::map<int64_t, std::vector<IntervalRow>> Rows(const RunDictionary& dict,
+                                                   const std::map<int64_t, BucketOrders>& orders) {
+    std::map<int64_t, std::vector<IntervalRow>> by_stage;
+    const store::Histogram empty;
+    for (auto& [key, sum] : sums_) {
+      if (sum.samples_all == 0) continue;
+      IntervalRow row;
+      if (sum.figures.has_value() && sum.histogram == nullptr) row = *std::move(sum.figures);
+      row.start_utc_ns = key.second;
+      row.samples_all = sum.samples_all;
+      row.flag_counts = sum.flags;
+      row.stage = dict.Stage(key.first);
+      if (!sum.figures.has_value() || sum.histogram != nullptr) {
+        FillFromHistogram(sum.histogram != nullptr ? *sum.histogram : empty, &row);
+      }
+      SetBucketOrders(orders, &row);
+      by_stage[key.first].push_back(std::move(row));
+    }
+    return by_stage;
+  }
+
+ private:
+  const std::string& uri_;
+  int64_t bucket_ns_;
+  std::map<std::pair<int64_t, int64_t>, BucketSums> sums_;
+  absl::Status merge_status_;
+};
+
 absl::StatusOr<std::vector<WindowStageStatsRow>> ClickHouseStoreReader::StageWindowStats(
     int64_t run_id, const TimeWindow& window) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
@@ -62,6 +143,85 @@ absl::StatusOr<std::vector<WindowStageStatsRow>> ClickHouseStoreReader::StageWin
   return out;
 }
 
+absl::StatusOr<std::map<int64_t, BucketOrders>> ClickHouseStoreReader::BucketOrdersOf(
+    int64_t run_id, const std::string& bucket_sql, const TimeWindow& window) {
+  std::map<int64_t, BucketOrders> orders;
+  TICKTRACE_RETURN_IF_ERROR(
+      ForEachRow(absl::StrCat("SELECT ", bucket_sql,
+                              " AS b, toInt64(sum(orders)), toInt64(sum(orders_kept)), "
+                              "max(detail_deleted) FROM interval_detail WHERE run_id = ",
+                              run_id, WindowClause("start_utc_ns", window), " GROUP BY b"),
+                 "reading interval_detail", [&](RowBinaryCursor& c) {
+                   BucketOrders& o = orders[c.Int64()];
+                   o.orders = c.Int64();
+                   o.kept = c.Int64();
+                   o.deleted = c.UInt8() != 0;
+                 }));
+  return orders;
+}
+
+absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> ClickHouseStoreReader::RolledRange(
+    int64_t run_id, const TimeWindow& window, int64_t bucket_ns, int64_t interval_ns) {
+  std::optional<std::pair<int64_t, int64_t>> rolled;  // [from, until)
+  if (version_ < 2 || bucket_ns % store::kRollupNs != 0 || store::kRollupNs % interval_ns != 0) {
+    return rolled;
+  }
+  absl::StatusOr<std::optional<int64_t>> through =
+      store::ReadRolledThrough(*client_, database_, run_id);
+  if (!through.ok()) {
+    return absl::Status(through.status().code(),
+                        absl::StrCat(uri_, ": reading the rollup: ", through.status().message()));
+  }
+  if (through->has_value()) {
+    const int64_t from = window.since_utc_ns
+                             ? store::RollupMinuteOf(*window.since_utc_ns + (store::kRollupNs - 1))
+                             : kMinTime;
+    int64_t until = **through;
+    if (window.until_utc_ns) until = std::min(until, store::RollupMinuteOf(*window.until_utc_ns));
+    if (from < until) rolled.emplace(from, until);
+  }
+  return rolled;
+}
+
+absl::Status ClickHouseStoreReader::ReadBuckets(
+    int64_t run_id, const std::string& bucket_sql, std::optional<int64_t> only,
+    const TimeWindow& window, const std::optional<std::pair<int64_t, int64_t>>& rolled,
+    int64_t bucket_ns, IntervalBuckets* buckets) {
+  const std::string stage_clause = only ? absl::StrCat(" AND stage_id = ", *only) : "";
+  // The rolled-up range as a condition (no lower bound: none written).
+  const std::string rolled_range =
+      rolled ? absl::StrCat(rolled->first == kMinTime
+                                ? std::string("1")
+                                : absl::StrCat("start_utc_ns >= ", rolled->first),
+                            " AND start_utc_ns < ", rolled->second)
+             : "";
+  const std::string columns =
+      absl::StrCat("SELECT toInt64(stage_id), ", bucket_sql, " AS b, toInt64(sum(samples_all)), ",
+                   SummedFlagColumns(), ", ");
+  TICKTRACE_RETURN_IF_ERROR(ForEachRow(
+      absl::StrCat(columns, "groupArray(histogram) FROM intervals WHERE run_id = ", run_id,
+                   stage_clause, WindowClause("start_utc_ns", window),
+                   rolled ? absl::StrCat(" AND NOT (", rolled_range, ")") : "",
+                   " GROUP BY stage_id, b"),
+      "reading intervals", [&](RowBinaryCursor& c) { buckets->Add(c, false); }));
+  if (rolled) {
+    // Histograms only where the figures of one row will not do.
+    const bool one_minute = bucket_ns == store::kRollupNs;
+    TICKTRACE_RETURN_IF_ERROR(ForEachRow(
+        absl::StrCat(columns,
+                     "toInt64(count()) AS n, toInt64(sum(count)), min(min_ns), max(max_ns), "
+                     "sum(sum_ns), any(p50_ns), any(p90_ns), any(p99_ns), any(p999_ns), ",
+                     one_minute ? "if(n = 1, emptyArrayString(), groupArray(histogram))"
+                                : "groupArray(histogram)",
+                     " FROM intervals_minute WHERE run_id = ", run_id, stage_clause,
+                     " AND stage_id != ", store::kRollupSentinelStage, " AND ", rolled_range,
+                     " AND batch IN (SELECT batch FROM batches WHERE run_id = ", run_id,
+                     ") GROUP BY stage_id, b"),
+        "reading the per-minute rollup", [&](RowBinaryCursor& c) { buckets->Add(c, true); }));
+  }
+  return buckets->merge_status();
+}
+
 absl::StatusOr<std::vector<IntervalRow>> ClickHouseStoreReader::Intervals(
     int64_t run_id, const std::optional<std::string>& stage, const TimeWindow& window,
     int64_t bucket_ns) {
@@ -76,135 +236,17 @@ absl::StatusOr<std::vector<IntervalRow>> ClickHouseStoreReader::Intervals(
   // of interval_ns, so a bucket holds whole intervals).
   const std::string bucket = absl::StrCat("(start_utc_ns - ((start_utc_ns % ", bucket_ns, ") + ",
                                           bucket_ns, ") % ", bucket_ns, ")");
-  std::map<int64_t, BucketOrders> orders;
-  TICKTRACE_RETURN_IF_ERROR(
-      ForEachRow(absl::StrCat("SELECT ", bucket,
-                              " AS b, toInt64(sum(orders)), toInt64(sum(orders_kept)), "
-                              "max(detail_deleted) FROM interval_detail WHERE run_id = ",
-                              run_id, WindowClause("start_utc_ns", window), " GROUP BY b"),
-                 "reading interval_detail", [&](RowBinaryCursor& c) {
-                   BucketOrders& o = orders[c.Int64()];
-                   o.orders = c.Int64();
-                   o.kept = c.Int64();
-                   o.deleted = c.UInt8() != 0;
-                 }));
+  TICKTRACE_ASSIGN_OR_RETURN(const auto orders, BucketOrdersOf(run_id, bucket, window));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
   // Whole minutes below the run's rolled-through bound come from the
   // per-minute rollup (schema 2, clickhouse_rollup.h: the same sums
   // and merged histograms, 60 times fewer rows), the rest of the window
   // from intervals; a bucket may take rows from both.
-  std::optional<std::pair<int64_t, int64_t>> rolled;  // [from, until)
-  if (version_ >= 2 && bucket_ns % store::kRollupNs == 0 &&
-      store::kRollupNs % dict->interval_ns == 0) {
-    absl::StatusOr<std::optional<int64_t>> through =
-        store::ReadRolledThrough(*client_, database_, run_id);
-    if (!through.ok()) {
-      return absl::Status(through.status().code(),
-                          absl::StrCat(uri_, ": reading the rollup: ", through.status().message()));
-    }
-    if (through->has_value()) {
-      const int64_t from =
-          window.since_utc_ns ? store::RollupMinuteOf(*window.since_utc_ns + (store::kRollupNs - 1))
-                              : kMinTime;
-      int64_t until = **through;
-      if (window.until_utc_ns) {
-        until = std::min(until, store::RollupMinuteOf(*window.until_utc_ns));
-      }
-      if (from < until) rolled.emplace(from, until);
-    }
-  }
-  // A bucket's sums, and its histograms merged. `figures`: a one-minute
-  // bucket that is one rollup row, read as the row has them (the
-  // percentiles of its histogram, computed when it was written: the same
-  // figures, without 140 kB of histogram per bucket).
-  struct BucketSums {
-    int64_t samples_all = 0;
-    FlagCounts flags{};
-    std::unique_ptr<store::Histogram> histogram;  // made at the first merge
-    std::optional<IntervalRow> figures;
-  };
-  std::map<std::pair<int64_t, int64_t>, BucketSums> sums;  // by (stage_id, bucket)
-  absl::Status merge_status;
-  // Reads (stage_id, bucket, samples_all, flags..., histograms); the
-  // rollup's rows first give (rows, count, min, max, sum, p50..p999).
-  auto add_rows = [&](RowBinaryCursor& c, bool rollup) {
-    const int64_t id = c.Int64();
-    const int64_t b = c.Int64();
-    BucketSums& sum = sums[{id, b}];
-    sum.samples_all += c.Int64();
-    const FlagCounts flags = ReadFlags(c);
-    for (size_t f = 0; f < flags.size(); ++f) sum.flags[f] += flags[f];
-    if (rollup) {
-      const int64_t rows = c.Int64();
-      IntervalRow r;
-      r.count = c.Int64();
-      r.min_ns = c.NullableFloat64();
-      r.max_ns = c.NullableFloat64();
-      const double sum_ns = c.Float64();
-      r.p50_ns = c.NullableFloat64();
-      r.p90_ns = c.NullableFloat64();
-      r.p99_ns = c.NullableFloat64();
-      r.p999_ns = c.NullableFloat64();
-      if (r.count > 0) r.mean_ns = sum_ns / static_cast<double>(r.count);
-      if (rows == 1 && bucket_ns == store::kRollupNs) sum.figures = std::move(r);
-    }
-    for (std::string_view h : c.BytesArray()) {
-      if (sum.histogram == nullptr) sum.histogram = std::make_unique<store::Histogram>();
-      if (absl::Status s = sum.histogram->MergeEncoded(h); !s.ok() && merge_status.ok()) {
-        merge_status = absl::DataLossError(
-            absl::StrCat(uri_, ": interval ", b, " of stage ", id, ": ", s.message()));
-      }
-    }
-  };
-  const std::string stage_clause = only ? absl::StrCat(" AND stage_id = ", *only) : "";
-  // The rolled-up range as a condition (no lower bound: none written).
-  const std::string rolled_range =
-      rolled ? absl::StrCat(rolled->first == kMinTime
-                                ? std::string("1")
-                                : absl::StrCat("start_utc_ns >= ", rolled->first),
-                            " AND start_utc_ns < ", rolled->second)
-             : "";
-  const std::string columns =
-      absl::StrCat("SELECT toInt64(stage_id), ", bucket, " AS b, toInt64(sum(samples_all)), ",
-                   SummedFlagColumns(), ", ");
-  TICKTRACE_RETURN_IF_ERROR(ForEachRow(
-      absl::StrCat(columns, "groupArray(histogram) FROM intervals WHERE run_id = ", run_id,
-                   stage_clause, WindowClause("start_utc_ns", window),
-                   rolled ? absl::StrCat(" AND NOT (", rolled_range, ")") : "",
-                   " GROUP BY stage_id, b"),
-      "reading intervals", [&](RowBinaryCursor& c) { add_rows(c, false); }));
-  if (rolled) {
-    // Histograms only where the figures of one row will not do.
-    const bool one_minute = bucket_ns == store::kRollupNs;
-    TICKTRACE_RETURN_IF_ERROR(ForEachRow(
-        absl::StrCat(columns,
-                     "toInt64(count()) AS n, toInt64(sum(count)), min(min_ns), max(max_ns), "
-                     "sum(sum_ns), any(p50_ns), any(p90_ns), any(p99_ns), any(p999_ns), ",
-                     one_minute ? "if(n = 1, emptyArrayString(), groupArray(histogram))"
-                                : "groupArray(histogram)",
-                     " FROM intervals_minute WHERE run_id = ", run_id, stage_clause,
-                     " AND stage_id != ", store::kRollupSentinelStage, " AND ", rolled_range,
-                     " AND batch IN (SELECT batch FROM batches WHERE run_id = ", run_id,
-                     ") GROUP BY stage_id, b"),
-        "reading the per-minute rollup", [&](RowBinaryCursor& c) { add_rows(c, true); }));
-  }
-  TICKTRACE_RETURN_IF_ERROR(merge_status);
-  std::map<int64_t, std::vector<IntervalRow>> by_stage;
-  const store::Histogram empty;
-  for (auto& [key, sum] : sums) {
-    if (sum.samples_all == 0) continue;
-    IntervalRow row;
-    if (sum.figures.has_value() && sum.histogram == nullptr) row = *std::move(sum.figures);
-    row.start_utc_ns = key.second;
-    row.samples_all = sum.samples_all;
-    row.flag_counts = sum.flags;
-    row.stage = dict->Stage(key.first);
-    if (!sum.figures.has_value() || sum.histogram != nullptr) {
-      FillFromHistogram(sum.histogram != nullptr ? *sum.histogram : empty, &row);
-    }
-    SetBucketOrders(orders, &row);
-    by_stage[key.first].push_back(std::move(row));
-  }
+  TICKTRACE_ASSIGN_OR_RETURN(const auto rolled,
+                             RolledRange(run_id, window, bucket_ns, dict->interval_ns));
+  IntervalBuckets buckets(uri_, bucket_ns);
+  TICKTRACE_RETURN_IF_ERROR(ReadBuckets(run_id, bucket, only, window, rolled, bucket_ns, &buckets));
+  std::map<int64_t, std::vector<IntervalRow>> by_stage = buckets.Rows(*dict, orders);
   std::vector<std::pair<std::string, int64_t>> stages;
   for (const auto& [id, rows] : by_stage) stages.emplace_back(dict->Stage(id), id);
   std::vector<IntervalRow> out;
