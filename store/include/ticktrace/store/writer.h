@@ -149,16 +149,6 @@ struct IntervalOrders {
   uint64_t orders_kept = 0;  // counted by the backend as it stores detail
 };
 
-
-  // ---- what the collector asks instead of testing the URI -----------------
-  // The fewest orders a write transaction should hold (StoreSinkOptions::
-  // max_orders_per_transaction is raised to it); 0: no preference.
-  virtual size_t preferred_batch_orders() const { return 0; }
-  // Makes a call that waits for a server that does not answer give up
-  // promptly (Unavailable; the batch stays in the journal), so a store that
-  // is gone does not hold the collector's exit. Default: no-op (nothing
-  // waits). Any thread.
-  virtual void RequestStop() {}
 class Writer {
  public:
   virtual ~Writer() = default;
@@ -203,6 +193,15 @@ class Writer {
 
   // Where the store is, for messages.
   virtual const std::string& location() const = 0;
+  // ---- what the collector asks instead of testing the URI -----------------
+  // The fewest orders a write transaction should hold (StoreSinkOptions::
+  // max_orders_per_transaction is raised to it); 0: no preference.
+  virtual size_t preferred_batch_orders() const { return 0; }
+  // Makes a call that waits for a server that does not answer give up
+  // promptly (Unavailable; the batch stays in the journal), so a store that
+  // is gone does not hold the collector's exit. Default: no-op (nothing
+  // waits). Any thread.
+  virtual void RequestStop() {}
 };
 
 }  // namespace ticktrace::store
