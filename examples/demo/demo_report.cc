@@ -106,9 +106,21 @@ std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expect
   return out;
 }
 
-std::string FormatNextSteps(const std::string& view_command, const std::string& db_path,
+std::array<std::string, 2> StoreArgs(const store::StoreUri& store) {
+  if (std::optional<std::string> file = store.local_file(); file.has_value()) {
+    return {"--db", *std::move(file)};
+  }
+  return {"--store", store.ToString()};
+}
+
+std::string StoreArgsText(const store::StoreUri& store) {
+  const std::array<std::string, 2> args = StoreArgs(store);
+  return absl::StrCat(args[0], " ", args[1]);
+}
+
+std::string FormatNextSteps(const std::string& view_command, const store::StoreUri& store,
                             int64_t run_id, bool include_flagged, uint64_t slowest_order_id) {
-  const std::string db_run = absl::StrCat(StoreFlag(db_path), " ", db_path, " --run ", run_id);
+  const std::string db_run = absl::StrCat(StoreArgsText(store), " --run ", run_id);
   std::string out;
   absl::StrAppend(&out, "  ", view_command, " summary ", db_run,
                   include_flagged ? " --include-flagged" : "", "\n");
@@ -120,8 +132,9 @@ std::string FormatNextSteps(const std::string& view_command, const std::string& 
   absl::StrAppend(&out, "  ", view_command, " export ", db_run,
                   " --format chrome --limit 1000 --out ticktrace-demo.json   # open in "
                   "https://ui.perfetto.dev\n");
-  if (StoreFlag(db_path) == "--store") return out;  // no sqlite3 for a ClickHouse store
-  absl::StrAppend(&out, "  sqlite3 ", db_path,
+  const std::optional<std::string> file = store.local_file();
+  if (!file.has_value()) return out;  // no sqlite3 for a store on a server
+  absl::StrAppend(&out, "  sqlite3 ", *file,
                   " \"SELECT stage, count, round(p50_ns), round(p99_ns) FROM stage_stats WHERE "
                   "run_id = ",
                   run_id, " ORDER BY position\"\n");

@@ -11,6 +11,7 @@
 
 #include "demo_store.h"
 #include "messages.h"
+#include "ticktrace/store/uri.h"
 
 namespace ticktrace::examples {
 
@@ -36,14 +37,14 @@ std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expect
 // The commands to try next, on this store and run. `include_flagged`: the
 // run's percentiles include flagged samples, so the viewer's summary should too.
 // `slowest_order_id`: an order for the one-order timeline (0: none).
-// The programs' flag for the store `db_path`: "--store" for a URI
-// (clickhouse://...), else "--db".
-inline std::string StoreFlag(const std::string& db_path) {
-  return db_path.rfind("clickhouse://", 0) == 0 ? "--store" : "--db";
-}
-
-std::string FormatNextSteps(const std::string& view_command, const std::string& db_path,
+std::string FormatNextSteps(const std::string& view_command, const store::StoreUri& store,
                             int64_t run_id, bool include_flagged, uint64_t slowest_order_id);
+
+// The programs' flag and its value for `store`: {"--db", PATH} for a store in
+// a local file, else {"--store", URI}.
+std::array<std::string, 2> StoreArgs(const store::StoreUri& store);
+// The same as one string, for a command line shown to the user ("--db x.db").
+std::string StoreArgsText(const store::StoreUri& store);
 
 }  // namespace ticktrace::examples
 

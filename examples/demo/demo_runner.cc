@@ -97,9 +97,10 @@ std::string LastLine(const std::string& log) { return TailLines(log, 1, ""); }
 
 class DemoRun {
  public:
-  DemoRun(const DemoOptions& options, std::string bin_dir, std::string session,
-          std::string log_dir)
+  DemoRun(const DemoOptions& options, store::StoreUri store, std::string bin_dir,
+          std::string session, std::string log_dir)
       : options_(options),
+        store_(std::move(store)),
         bin_dir_(std::move(bin_dir)),
         session_(std::move(session)),
         log_dir_(std::move(log_dir)) {}
@@ -132,6 +133,7 @@ class DemoRun {
   void ReportChildFailure(const Child& child);
 
   const DemoOptions& options_;
+  const store::StoreUri store_;  // options_.db_path, parsed
   const std::string bin_dir_;
   const std::string session_;
   const std::string log_dir_;
@@ -144,7 +146,8 @@ absl::Status DemoRun::StartCollector() {
   ChildSpec spec;
   spec.name = "collector";
   spec.path = Bin("ticktrace-collector");
-  spec.args = {"--session", session_, StoreFlag(options_.db_path), options_.db_path,
+  const std::array<std::string, 2> store_args = StoreArgs(store_);
+  spec.args = {"--session", session_, store_args[0], store_args[1],
                "--pipeline", kPipeline,
                "--order-timeout-ms", absl::StrCat(options_.order_timeout_ms)};
   if (options_.include_flagged) spec.args.push_back("--include-flagged");
@@ -181,7 +184,7 @@ DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run, std::
     }
     // The report is written in one piece; give a split write a moment.
     if (output_seen && Clock::now() - *output_seen > milliseconds(100)) {
-      absl::StatusOr<std::optional<RunInfo>> found = FindRun(options_.db_path, session_);
+      absl::StatusOr<std::optional<RunInfo>> found = FindRun(store_, session_);
       if (!found.ok()) {
         Complain(std::string(found.status().message()));
         return Outcome::kFailed;
@@ -194,7 +197,7 @@ DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run, std::
     }
     if (Clock::now() > deadline) {
       Complain(absl::StrCat("ticktrace-collector started no run for session ", session_, " in ",
-                            options_.db_path, " within 60 s; its output so far:"));
+                            StoreArgs(store_)[1], " within 60 s; its output so far:"));
       ReportChildFailure(*collector_);
       return Outcome::kFailed;
     }
@@ -357,8 +360,7 @@ void DemoRun::RemoveLeftovers(bool report) {
     if (const uint64_t undrained = UndrainedRecords(name); undrained > 0) {
       Complain(absl::StrCat("kept /dev/shm/", name, ": it holds ", undrained,
                             " undrained records; ticktrace-collector --session ", session_,
-                            " ", StoreFlag(options_.db_path), " ", options_.db_path,
-                            " drains them"));
+                            " ", StoreArgsText(store_), " drains them"));
       continue;
     }
     if (shm_unlink(name.c_str()) == 0 && report) {
@@ -434,13 +436,12 @@ int DemoRun::Run() {
   if (outcome == Outcome::kInterrupted) {
     Complain(absl::StrCat("interrupted; the store holds a partial run ", run->run_id, ": ",
                           Shorten(Bin("ticktrace-view")), " summary ",
-                          StoreFlag(options_.db_path), " ", options_.db_path,
-                          " --run ", run->run_id));
+                          StoreArgsText(store_), " --run ", run->run_id));
     return kDemoInterrupted;
   }
   if (outcome == Outcome::kFailed || !collector_ok) return kDemoFailed;
 
-  absl::StatusOr<RunSummary> summary = ReadRunSummary(options_.db_path, run->run_id);
+  absl::StatusOr<RunSummary> summary = ReadRunSummary(store_, run->run_id);
   if (!summary.ok()) {
     Complain(std::string(summary.status().message()));
     return kDemoFailed;
@@ -450,9 +451,9 @@ int DemoRun::Run() {
                    FormatCounts(*summary, expected)));
   const std::string view = Bin("ticktrace-view");
   Say(absl::StrCat("\n== try next ==\n",
-                   FormatNextSteps(Shorten(view), options_.db_path, run->run_id,
+                   FormatNextSteps(Shorten(view), store_, run->run_id,
                                    options_.include_flagged,
-                                   SlowestOrder(options_.db_path, run->run_id).value_or(0))));
+                                   SlowestOrder(store_, run->run_id).value_or(0))));
   if (!Executable(view)) {
     Say(absl::StrCat("  (", view, " is not built yet: cmake --build <build> --target ticktrace-view)\n"));
   }
@@ -554,11 +555,17 @@ std::vector<std::string> SweepStaleDemoSessions() {
 }
 
 int RunDemo(const DemoOptions& options) {
+  // --db PATH and --store URI both land in db_path (demo_options.cc).
+  absl::StatusOr<store::StoreUri> store = store::ParseStoreUri(options.db_path);
+  if (!store.ok()) {
+    Complain(std::string(store.status().message()));
+    return kDemoBadInput;
+  }
   std::string why;
-  // A ClickHouse store is a server's database, not a file here.
-  const StoreFileKind store_kind = StoreFlag(options.db_path) == "--store"
-                                       ? StoreFileKind::kAbsent
-                                       : ClassifyStoreFile(options.db_path, &why);
+  // A store on a server is a database there, not a file here.
+  const std::optional<std::string> store_file = store->local_file();
+  const StoreFileKind store_kind =
+      store_file.has_value() ? ClassifyStoreFile(*store_file, &why) : StoreFileKind::kAbsent;
   switch (store_kind) {
     case StoreFileKind::kAbsent:
     case StoreFileKind::kTicktraceStore:
@@ -602,7 +609,7 @@ int RunDemo(const DemoOptions& options) {
     Complain(absl::StrCat("cannot create a directory for the programs' logs in /tmp"));
     return kDemoFailed;
   }
-  DemoRun run(options, bin_dir, session, log_dir_template);
+  DemoRun run(options, *std::move(store), bin_dir, session, log_dir_template);
   return run.Run();
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "ticktrace/store/open.h"
 #include "ticktrace/store/reader.h"
 
 // The demo reads the store through the viewer's StoreReader (the store seam,
@@ -39,8 +40,8 @@ RunInfo FromView(const store::RunInfo& v) {
 }
 
 // A live collector may be writing: read what is committed.
-absl::StatusOr<std::unique_ptr<store::StoreReader>> OpenStore(const std::string& path) {
-  return store::StoreReader::Open(path, store::OpenMode::kLive);
+absl::StatusOr<std::unique_ptr<store::StoreReader>> OpenStore(const store::StoreUri& uri) {
+  return store::OpenReader(uri, store::OpenMode::kLive);
 }
 
 }  // namespace
@@ -82,15 +83,16 @@ StoreFileKind ClassifyStoreFile(const std::string& path, std::string* why) {
   return StoreFileKind::kTicktraceStore;
 }
 
-absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
+absl::StatusOr<std::optional<RunInfo>> FindRun(const store::StoreUri& uri,
                                                const std::string& session) {
   struct stat st;
-  // A file store that is not there yet (a clickhouse:// URI is no file).
-  if (path.rfind("clickhouse://", 0) != 0 && stat(path.c_str(), &st) != 0) {
+  // A file store that is not there yet (a store on a server is no file).
+  if (const std::optional<std::string> file = uri.local_file();
+      file.has_value() && stat(file->c_str(), &st) != 0) {
     return std::optional<RunInfo>();
   }
   // While the collector creates the store, opening it may fail: not yet.
-  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(path);
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(uri);
   if (!store.ok()) return std::optional<RunInfo>();
   absl::StatusOr<std::vector<store::RunInfo>> runs = (*store)->ListRuns();
   if (!runs.ok()) return std::optional<RunInfo>();
@@ -100,8 +102,8 @@ absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
   return std::optional<RunInfo>();
 }
 
-absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_id) {
-  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(path);
+absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& uri, int64_t run_id) {
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(uri);
   if (!store.ok()) return store.status();
   RunSummary summary;
   absl::StatusOr<store::RunInfo> run = (*store)->GetRun(run_id);
@@ -139,8 +141,8 @@ absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_i
   return summary;
 }
 
-absl::StatusOr<uint64_t> SlowestOrder(const std::string& path, int64_t run_id) {
-  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(path);
+absl::StatusOr<uint64_t> SlowestOrder(const store::StoreUri& uri, int64_t run_id) {
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(uri);
   if (!store.ok()) return store.status();
   absl::StatusOr<std::vector<store::RankedOrder>> slowest =
       (*store)->FindSlowest(run_id, "total", 1);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ticktrace/store/uri.h"
 
 namespace ticktrace::examples {
 
@@ -57,17 +58,17 @@ struct RunSummary {
   std::map<std::string, int64_t> counters;  // name -> value
 };
 
-// The latest run of `session` in the store at `path`, or nullopt when there is
-// none yet (also when the file or its tables do not exist yet: the collector
-// may still be creating them).
-absl::StatusOr<std::optional<RunInfo>> FindRun(const std::string& path,
+// The latest run of `session` in `store`, or nullopt when there is none yet
+// (also when the file or its tables do not exist yet: the collector may
+// still be creating them).
+absl::StatusOr<std::optional<RunInfo>> FindRun(const store::StoreUri& store,
                                                const std::string& session);
 
 // Everything the demo prints about run `run_id`.
-absl::StatusOr<RunSummary> ReadRunSummary(const std::string& path, int64_t run_id);
+absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& store, int64_t run_id);
 
 // The id of run `run_id`'s order with the largest total, or 0 when none.
-absl::StatusOr<uint64_t> SlowestOrder(const std::string& path, int64_t run_id);
+absl::StatusOr<uint64_t> SlowestOrder(const store::StoreUri& store, int64_t run_id);
 
 }  // namespace ticktrace::examples
 

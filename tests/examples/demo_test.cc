@@ -34,9 +34,9 @@ TEST_F(DemoTest, StoreHoldsWhatThePipelineProducedWithTheConfiguredWork) {
   EXPECT_NE(result.output.find("--slowest 5"), std::string::npos) << result.output;
   ExpectNothingLeftBehind();
 
-  absl::StatusOr<std::optional<RunInfo>> run = FindRun(db_, session_);
+  absl::StatusOr<std::optional<RunInfo>> run = FindRun(store::StoreUri::LocalFile(db_), session_);
   ASSERT_TRUE(run.ok() && run->has_value()) << run.status();
-  absl::StatusOr<RunSummary> summary = ReadRunSummary(db_, (*run)->run_id);
+  absl::StatusOr<RunSummary> summary = ReadRunSummary(store::StoreUri::LocalFile(db_), (*run)->run_id);
   ASSERT_TRUE(summary.ok()) << summary.status();
   const ExpectedCounts expected = CountsForTicks(kTicks);
 
