@@ -19,8 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "store/clickhouse/clickhouse_rollup.h"
-#include "store/clickhouse/row_binary.h"
 #include "store/clickhouse/clickhouse_schema.h"
+#include "store/clickhouse/row_binary.h"
 
 namespace ticktrace::store {
 namespace {
@@ -53,13 +53,27 @@ std::string UnescapeTsv(absl::string_view s) {
     }
     const char c = s[++i];
     switch (c) {
-      case 't': out.push_back('\t'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case '0': out.push_back('\0'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      default: out.push_back(c); break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case '0':
+        out.push_back('\0');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      default:
+        out.push_back(c);
+        break;
     }
   }
   return out;
@@ -149,9 +163,9 @@ absl::StatusOr<std::unique_ptr<ClickHouseWriter>> ClickHouseWriter::Open(
       w.options_.open_timeout_ms);
   if (!s.ok()) {
     if (absl::IsUnavailable(s)) {
-      return absl::UnavailableError(absl::StrCat(
-          w.location_, ": no ClickHouse server answered within ",
-          w.options_.open_timeout_ms / 1000, " s (", s.message(), ")"));
+      return absl::UnavailableError(
+          absl::StrCat(w.location_, ": no ClickHouse server answered within ",
+                       w.options_.open_timeout_ms / 1000, " s (", s.message(), ")"));
     }
     return s;
   }
@@ -179,9 +193,9 @@ absl::Status ClickHouseWriter::Retrying(absl::FunctionRef<absl::Status()> attemp
     if (!absl::IsUnavailable(s)) {
       if (failing_.load(std::memory_order_relaxed)) {
         failing_.store(false, std::memory_order_relaxed);
-        options_.on_notice(absl::StrCat(
-            location_, ": the server answers again after ",
-            (MonotonicNs() - failing_since_ns_) / 1'000'000'000, " s; catching up"));
+        options_.on_notice(absl::StrCat(location_, ": the server answers again after ",
+                                        (MonotonicNs() - failing_since_ns_) / 1'000'000'000,
+                                        " s; catching up"));
       }
       return s;
     }
@@ -231,10 +245,10 @@ absl::Status ClickHouseWriter::InsertOnce(int64_t run_id, const std::string& tab
   return Retrying([&]() -> absl::Status {
     if (uncertain) {
       // The last try's answer was lost: was it applied?
-      absl::StatusOr<std::string> n = client_.Query(
-          absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id, " AND ",
-                       batch_column, " = ", batch),
-          options_.database);
+      absl::StatusOr<std::string> n =
+          client_.Query(absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id,
+                                     " AND ", batch_column, " = ", batch),
+                        options_.database);
       if (!n.ok()) return n.status();
       const uint64_t found = ParseCount(*n);
       if (found == rows.rows()) return absl::OkStatus();
@@ -304,9 +318,8 @@ absl::StatusOr<int64_t> ClickHouseWriter::BeginRun(const RunMeta& run) {
     // Another collector may have taken the same id meanwhile: whoever sees a
     // claim besides its own withdraws (of two racing inserts, the later one's
     // check sees the earlier; both may withdraw, never both stay).
-    absl::StatusOr<std::string> claims = QueryRetrying(
-        absl::StrCat("SELECT count() FROM runs WHERE run_id = ", run_->run_id,
-                     " AND claim != ", run_->claim));
+    absl::StatusOr<std::string> claims = QueryRetrying(absl::StrCat(
+        "SELECT count() FROM runs WHERE run_id = ", run_->run_id, " AND claim != ", run_->claim));
     if (!claims.ok()) return claims.status();
     if (ParseCount(*claims) == 0) {
       interval_ns_ = std::max<int64_t>(1, run.interval_ns);
@@ -342,8 +355,8 @@ absl::Status ClickHouseWriter::LoadRun(int64_t run_id) {
   if (t.empty()) return absl::OkStatus();
   const std::vector<std::string>& f = t[0];
   if (f.size() != 21) {
-    return absl::DataLossError(absl::StrCat(location_, ": runs row of run ", run_id,
-                                            " has ", f.size(), " fields, not 21"));
+    return absl::DataLossError(absl::StrCat(location_, ": runs row of run ", run_id, " has ",
+                                            f.size(), " fields, not 21"));
   }
   auto r = std::make_unique<RunRow>();
   r->run_id = run_id;
@@ -382,10 +395,10 @@ absl::StatusOr<RunState> ClickHouseWriter::LookupRun(int64_t run_id) {
   state.session = run_->meta.session;
   // Committed batches' counters only (a batch without its commit record is
   // deleted by the resume, and its counters must not be believed).
-  absl::StatusOr<std::string> rows = QueryRetrying(absl::StrCat(
-      "SELECT name, argMax(value, version) FROM counters WHERE run_id = ", run_id,
-      " AND version IN (SELECT batch FROM batches WHERE run_id = ", run_id,
-      ") GROUP BY name FORMAT TabSeparated"));
+  absl::StatusOr<std::string> rows = QueryRetrying(
+      absl::StrCat("SELECT name, argMax(value, version) FROM counters WHERE run_id = ", run_id,
+                   " AND version IN (SELECT batch FROM batches WHERE run_id = ", run_id,
+                   ") GROUP BY name FORMAT TabSeparated"));
   if (!rows.ok()) return rows.status();
   for (const std::vector<std::string>& f : ParseTsv(*rows)) {
     if (f.size() == 2) state.counters[f[0]] = TsvInt(f[1]).value_or(0);
@@ -401,15 +414,15 @@ absl::Status ClickHouseWriter::DeleteUncommitted(int64_t run_id) {
        {std::pair("intervals", "batch"), std::pair("interval_detail", "batch"),
         std::pair("orders", "batch"), std::pair("counters", "version"),
         std::pair("intervals_minute", "batch")}) {
-    absl::StatusOr<std::string> n = QueryRetrying(
-        absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id, " AND ", column,
-                     " NOT IN ", committed));
+    absl::StatusOr<std::string> n =
+        QueryRetrying(absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id,
+                                   " AND ", column, " NOT IN ", committed));
     if (!n.ok()) return n.status();
     if (ParseCount(*n) == 0) continue;
     any = true;
-    absl::StatusOr<std::string> r = QueryRetrying(
-        absl::StrCat("ALTER TABLE ", table, " DELETE WHERE run_id = ", run_id, " AND ", column,
-                     " NOT IN ", committed));
+    absl::StatusOr<std::string> r =
+        QueryRetrying(absl::StrCat("ALTER TABLE ", table, " DELETE WHERE run_id = ", run_id,
+                                   " AND ", column, " NOT IN ", committed));
     if (!r.ok()) return r.status();
   }
   if (!any) return absl::OkStatus();
@@ -417,9 +430,9 @@ absl::Status ClickHouseWriter::DeleteUncommitted(int64_t run_id) {
   // run's few uncommitted rows), so that nothing reads them after a resume.
   const int64_t deadline_ns = MonotonicNs() + 60'000'000'000;
   while (MonotonicNs() < deadline_ns) {
-    absl::StatusOr<std::string> n = QueryRetrying(absl::StrCat(
-        "SELECT count() FROM system.mutations WHERE database = ",
-        ClickHouseQuote(options_.database), " AND is_done = 0"));
+    absl::StatusOr<std::string> n =
+        QueryRetrying(absl::StrCat("SELECT count() FROM system.mutations WHERE database = ",
+                                   ClickHouseQuote(options_.database), " AND is_done = 0"));
     if (!n.ok()) return n.status();
     if (ParseCount(*n) == 0) return absl::OkStatus();
     if (stop_.load(std::memory_order_relaxed)) break;
@@ -454,9 +467,9 @@ absl::StatusOr<int64_t> ClickHouseWriter::ResumeRun(int64_t run_id) {
   marker.I64(RealtimeNs());
   marker.EndRow();
   if (absl::Status s = InsertOnce(run_id, "batches", "batch", batch, marker); !s.ok()) return s;
-  absl::StatusOr<std::string> horizon = QueryRetrying(absl::StrCat(
-      "SELECT count(), max(first_utc_ns) FROM orders WHERE run_id = ", run_id,
-      " FORMAT TabSeparated"));
+  absl::StatusOr<std::string> horizon = QueryRetrying(
+      absl::StrCat("SELECT count(), max(first_utc_ns) FROM orders WHERE run_id = ", run_id,
+                   " FORMAT TabSeparated"));
   if (!horizon.ok()) return horizon.status();
   resume_horizon_ns_.reset();
   if (std::vector<std::vector<std::string>> t = ParseTsv(*horizon);
@@ -512,8 +525,8 @@ absl::Status ClickHouseWriter::LoadRollupState(int64_t run_id) {
     return s;
   }
   absl::StatusOr<std::string> newest = QueryRetrying(absl::StrCat(
-      "SELECT count(), min(start_utc_ns), max(start_utc_ns) FROM intervals WHERE run_id = ",
-      run_id, " FORMAT TabSeparated"));
+      "SELECT count(), min(start_utc_ns), max(start_utc_ns) FROM intervals WHERE run_id = ", run_id,
+      " FORMAT TabSeparated"));
   if (!newest.ok()) return newest.status();
   oldest_interval_ns_.reset();
   newest_interval_ns_.reset();
@@ -534,8 +547,7 @@ absl::Status ClickHouseWriter::RollClosedMinutes(int64_t run_id, bool all) {
   }
   // One minute of grace before a minute is rolled: late deltas of a rolled
   // minute are rollup delta rows (Write), correct but more rows.
-  const int64_t until =
-      RollupMinuteOf(*newest_interval_ns_) + (all ? kRollupNs : -kRollupNs);
+  const int64_t until = RollupMinuteOf(*newest_interval_ns_) + (all ? kRollupNs : -kRollupNs);
   if (rolled_through_ns_.has_value() && until <= *rolled_through_ns_) return absl::OkStatus();
   // The first roll waits for a minute that holds intervals.
   if (!rolled_through_ns_.has_value() &&
@@ -577,7 +589,8 @@ uint32_t ClickHouseWriter::NameId(const std::string& name, RowBinaryWriter& new_
   return id;
 }
 
-uint32_t ClickHouseWriter::StageId(const std::string& name, StageKind kind, RowBinaryWriter& new_stages) {
+uint32_t ClickHouseWriter::StageId(const std::string& name, StageKind kind,
+                                   RowBinaryWriter& new_stages) {
   if (auto it = stages_.find(name); it != stages_.end()) return it->second;
   const auto id = static_cast<uint32_t>(stages_.size());
   stages_.emplace(name, id);
@@ -589,10 +602,22 @@ uint32_t ClickHouseWriter::StageId(const std::string& name, StageKind kind, RowB
   return id;
 }
 
-absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalDelta>& intervals,
-                                     const std::vector<IntervalOrders>& interval_orders,
-                                     const std::vector<OrderDetail>& orders,
-                                     const Snapshot* snapshot, uint64_t* already_stored) {
+// The rows of one Write(), table by table, built before any is sent.
+struct ClickHouseWriter::BatchRows {
+  RowBinaryWriter new_names, new_stages;
+  RowBinaryWriter orders, intervals, late_rollup, detail;
+  RowBinaryWriter processes, threads, tags, counters, stage_stats, cores, anchors;
+  bool run_row_changed = false;  // insert a new version of the runs row
+};
+
+// Orders of a resumed run that may be stored already: their committed
+// (id, instance) -> first TSC, and each id's highest instance.
+struct ClickHouseWriter::StoredOrders {
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> first_tsc;
+  std::map<uint64_t, uint32_t> top_instance;
+};
+
+absl::Status ClickHouseWriter::PrepareRun(int64_t run_id) {
   if (run_ == nullptr || run_->run_id != run_id) {
     if (absl::Status s = LoadRun(run_id); !s.ok()) return s;
     if (run_ == nullptr) {
@@ -609,43 +634,47 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   if (rollup_run_ != run_id) {
     if (absl::Status s = LoadRollupState(run_id); !s.ok()) return s;
   }
-  // Minutes closed by the batches before this one: rolled up first, so
-  // that this batch's deltas of a rolled minute go in as rollup deltas.
-  if (absl::Status s = RollClosedMinutes(run_id, false); !s.ok()) return s;
-  const uint64_t batch = (generation_ << 32) | ++sequence_;
-  RowBinaryWriter new_names, new_stages;
+  return absl::OkStatus();
+}
 
-  // Orders that may be stored already (re-emitted after a restart): their
-  // committed (id, instance) -> first TSC in the range they can be in.
-  std::map<std::pair<uint64_t, uint32_t>, uint64_t> stored;
-  std::map<uint64_t, uint32_t> top_instance;
-  if (resume_horizon_ns_.has_value()) {
-    int64_t lo = std::numeric_limits<int64_t>::max();
-    for (const OrderDetail& o : orders) {
-      if (o.first_utc_ns <= *resume_horizon_ns_) lo = std::min(lo, o.first_utc_ns);
-    }
-    if (lo != std::numeric_limits<int64_t>::max()) {
-      absl::StatusOr<std::string> rows = QueryRetrying(absl::StrCat(
-          "SELECT order_id, instance, first_tsc FROM orders WHERE run_id = ", run_id,
-          " AND first_utc_ns >= ", lo, " AND first_utc_ns <= ", *resume_horizon_ns_,
-          " FORMAT TabSeparated"));
-      if (!rows.ok()) return rows.status();
-      for (const std::vector<std::string>& f : ParseTsv(*rows)) {
-        uint64_t id = 0, tsc = 0;
-        uint32_t instance = 0;
-        if (f.size() != 3 || !absl::SimpleAtoi(f[0], &id) || !absl::SimpleAtoi(f[1], &instance) ||
-            !absl::SimpleAtoi(f[2], &tsc)) {
-          continue;
-        }
-        stored[{id, instance}] = tsc;
-        top_instance[id] = std::max(top_instance[id], instance);
-      }
-    }
+absl::StatusOr<ClickHouseWriter::StoredOrders> ClickHouseWriter::ReadStoredOrders(
+    int64_t run_id, const std::vector<OrderDetail>& orders) {
+  StoredOrders stored;
+  if (!resume_horizon_ns_.has_value()) return stored;
+  int64_t lo = std::numeric_limits<int64_t>::max();
+  for (const OrderDetail& o : orders) {
+    if (o.first_utc_ns <= *resume_horizon_ns_) lo = std::min(lo, o.first_utc_ns);
   }
+  if (lo == std::numeric_limits<int64_t>::max()) return stored;
+  absl::StatusOr<std::string> rows = QueryRetrying(
+      absl::StrCat("SELECT order_id, instance, first_tsc FROM orders WHERE run_id = ", run_id,
+                   " AND first_utc_ns >= ", lo, " AND first_utc_ns <= ", *resume_horizon_ns_,
+                   " FORMAT TabSeparated"));
+  if (!rows.ok()) return rows.status();
+  for (const std::vector<std::string>& f : ParseTsv(*rows)) {
+    uint64_t id = 0, tsc = 0;
+    uint32_t instance = 0;
+    if (f.size() != 3 || !absl::SimpleAtoi(f[0], &id) || !absl::SimpleAtoi(f[1], &instance) ||
+        !absl::SimpleAtoi(f[2], &tsc)) {
+      continue;
+    }
+    stored.first_tsc[{id, instance}] = tsc;
+    stored.top_instance[id] = std::max(stored.top_instance[id], instance);
+  }
+  return stored;
+}
 
-  // orders
-  RowBinaryWriter order_rows;
-  std::map<int64_t, uint64_t> kept;  // by interval start
+absl::Status ClickHouseWriter::AppendOrders(int64_t run_id, uint64_t batch,
+                                            const std::vector<OrderDetail>& orders,
+                                            StoredOrders& stored_orders, uint64_t* already_stored,
+                                            std::map<int64_t, uint64_t>* kept_by_interval,
+                                            BatchRows* rows) {
+  auto& stored = stored_orders.first_tsc;
+  auto& top_instance = stored_orders.top_instance;
+  auto& kept = *kept_by_interval;
+  RowBinaryWriter& order_rows = rows->orders;
+  RowBinaryWriter& new_names = rows->new_names;
+  RowBinaryWriter& new_stages = rows->new_stages;
   std::string blob;
   for (const OrderDetail& o : orders) {
     uint32_t instance = o.instance;
@@ -659,7 +688,8 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     }
     blob.clear();
     if (absl::Status s = PackOrderDetail(
-            o, [&](const std::string& tag) -> absl::StatusOr<uint32_t> {
+            o,
+            [&](const std::string& tag) -> absl::StatusOr<uint32_t> {
               return NameId(tag, new_names);
             },
             &blob);
@@ -691,9 +721,16 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     b.EndRow();
     ++kept[IntervalStart(o.first_utc_ns, interval_ns_)];
   }
+  return absl::OkStatus();
+}
 
+void ClickHouseWriter::AppendIntervals(int64_t run_id, uint64_t batch,
+                                       const std::vector<IntervalDelta>& intervals,
+                                       const std::vector<IntervalOrders>& interval_orders,
+                                       const std::map<int64_t, uint64_t>& kept, BatchRows* rows) {
+  RowBinaryWriter& new_stages = rows->new_stages;
   // intervals: one delta row each (readers sum them).
-  RowBinaryWriter interval_rows;
+  RowBinaryWriter& interval_rows = rows->intervals;
   for (const IntervalDelta& d : intervals) {
     RowBinaryWriter& b = interval_rows;
     b.I64(run_id);
@@ -714,7 +751,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
 
   // A delta of a minute rolled up already: also a delta row of the rollup,
   // in this batch (committed with it).
-  RowBinaryWriter late_rollup_rows;
+  RowBinaryWriter& late_rollup_rows = rows->late_rollup;
   for (const IntervalDelta& d : intervals) {
     if (!rolled_through_ns_.has_value() || d.start_utc_ns >= *rolled_through_ns_) continue;
     AppendRollupRow(run_id, StageId(d.stage, d.kind, new_stages), RollupMinuteOf(d.start_utc_ns),
@@ -727,7 +764,7 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     if (io.orders > 0) per_interval[io.start_utc_ns].first += io.orders;
   }
   for (const auto& [start, n] : kept) per_interval[start].second += n;
-  RowBinaryWriter detail_rows;
+  RowBinaryWriter& detail_rows = rows->detail;
   for (const auto& [start, n] : per_interval) {
     detail_rows.I64(run_id);
     detail_rows.I64(start);
@@ -737,131 +774,167 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
     detail_rows.U8(0);
     detail_rows.EndRow();
   }
+}
 
-  // The snapshot (versioned rows: the newest version is the value).
-  RowBinaryWriter processes, threads, tags, counters, stage_stats, cores, anchors;
-  bool run_row_changed = false;
-  if (snapshot != nullptr) {
-    for (const ProcessRow& p : snapshot->processes) {
-      processes.I64(run_id);
-      processes.U32(p.process_id);
-      processes.U64(batch);
-      processes.U32(p.pid);
-      processes.U64(p.start_ticks);
-      processes.Str(p.name);
-      processes.Str(p.segment);
-      processes.Nullable(std::optional<int64_t>(p.first_seen_utc_ns));
-      processes.Nullable(p.exited_utc_ns);
-      processes.U64(p.tags_rejected);
-      processes.U64(p.threads_without_slot);
-      processes.U64(p.slotless_dropped);
-      processes.EndRow();
-    }
-    for (const ThreadRow& t : snapshot->threads) {
-      threads.I64(run_id);
-      threads.U32(t.process_id);
-      threads.U32(t.slot);
-      threads.U64(t.generation);
-      threads.U64(batch);
-      threads.U32(t.tid);
-      threads.Str(t.name);
-      threads.U64(t.drained);
-      threads.U64(t.dropped);
-      threads.EndRow();
-    }
-    for (const TagRow& t : snapshot->tags) {
-      tags.I64(run_id);
-      tags.U32(t.process_id);
-      tags.U32(t.tag_id);
-      tags.U64(batch);
-      tags.Str(t.name);
-      tags.EndRow();
-    }
-    for (const auto& [name, value] : snapshot->counters) {
-      // `restarts` is counted by ResumeRun in the store itself.
-      if (name == CounterName(Counter::kRestarts)) continue;
-      counters.I64(run_id);
-      counters.Str(name);
-      counters.U64(batch);
-      counters.I64(value);
-      counters.EndRow();
-    }
-    for (const StageStatsRow& r : snapshot->stages) {
-      RowBinaryWriter& b = stage_stats;
-      b.I64(run_id);
-      b.Str(r.stage);
-      b.U64(batch);
-      b.I32(static_cast<int32_t>(r.position));
-      b.U64(static_cast<uint64_t>(r.count));
-      for (const auto* v :
-           {&r.min_ns, &r.max_ns, &r.mean_ns, &r.p50_ns, &r.p90_ns, &r.p99_ns, &r.p999_ns}) {
-        b.Nullable(Finite(*v));
-      }
-      for (int64_t f : r.flag_counts) b.U64(static_cast<uint64_t>(f));
-      b.U8(r.include_flagged ? 1 : 0);
-      b.U64(static_cast<uint64_t>(r.samples_all.value_or(0)));
-      b.Nullable(Finite(r.uncertainty_ns));
-      b.EndRow();
-    }
-    for (const CoreRow& c : snapshot->cores) {
-      cores.I64(run_id);
-      cores.I32(c.cpu);
-      cores.I64(c.measured_utc_ns);
-      cores.F64(c.offset_ns);
-      cores.F64(c.bound_ns);
-      cores.U8(c.consistent ? 1 : 0);
-      cores.EndRow();
-    }
-    uint64_t newest = newest_anchor_tsc_;
-    for (const AnchorRow& a : snapshot->anchors) {
-      if (a.tsc <= newest_anchor_tsc_) continue;  // stored
-      anchors.I64(run_id);
-      anchors.U64(a.tsc);
-      anchors.I64(a.utc_ns);
-      anchors.EndRow();
-      newest = std::max(newest, a.tsc);
-    }
-    newest_anchor_tsc_ = newest;
-    if (snapshot->utc_drift_ppm.has_value() && snapshot->utc_drift_ppm != run_->utc_drift_ppm) {
-      run_->utc_drift_ppm = snapshot->utc_drift_ppm;
-      run_row_changed = true;
-    }
-    if (snapshot->pipeline.has_value() &&
-        (snapshot->pipeline->first != run_->meta.pipeline ||
-         snapshot->pipeline->second != run_->meta.pipeline_learned)) {
-      run_->meta.pipeline = snapshot->pipeline->first;
-      run_->meta.pipeline_learned = snapshot->pipeline->second;
-      run_row_changed = true;
-    }
+void ClickHouseWriter::AppendSnapshotTables(int64_t run_id, uint64_t batch,
+                                            const Snapshot& snapshot, BatchRows* rows) {
+  RowBinaryWriter& processes = rows->processes;
+  RowBinaryWriter& threads = rows->threads;
+  RowBinaryWriter& tags = rows->tags;
+  RowBinaryWriter& counters = rows->counters;
+  for (const ProcessRow& p : snapshot.processes) {
+    processes.I64(run_id);
+    processes.U32(p.process_id);
+    processes.U64(batch);
+    processes.U32(p.pid);
+    processes.U64(p.start_ticks);
+    processes.Str(p.name);
+    processes.Str(p.segment);
+    processes.Nullable(std::optional<int64_t>(p.first_seen_utc_ns));
+    processes.Nullable(p.exited_utc_ns);
+    processes.U64(p.tags_rejected);
+    processes.U64(p.threads_without_slot);
+    processes.U64(p.slotless_dropped);
+    processes.EndRow();
   }
+  for (const ThreadRow& t : snapshot.threads) {
+    threads.I64(run_id);
+    threads.U32(t.process_id);
+    threads.U32(t.slot);
+    threads.U64(t.generation);
+    threads.U64(batch);
+    threads.U32(t.tid);
+    threads.Str(t.name);
+    threads.U64(t.drained);
+    threads.U64(t.dropped);
+    threads.EndRow();
+  }
+  for (const TagRow& t : snapshot.tags) {
+    tags.I64(run_id);
+    tags.U32(t.process_id);
+    tags.U32(t.tag_id);
+    tags.U64(batch);
+    tags.Str(t.name);
+    tags.EndRow();
+  }
+  for (const auto& [name, value] : snapshot.counters) {
+    // `restarts` is counted by ResumeRun in the store itself.
+    if (name == CounterName(Counter::kRestarts)) continue;
+    counters.I64(run_id);
+    counters.Str(name);
+    counters.U64(batch);
+    counters.I64(value);
+    counters.EndRow();
+  }
+}
 
+void ClickHouseWriter::AppendSnapshotStatistics(int64_t run_id, uint64_t batch,
+                                                const Snapshot& snapshot, BatchRows* rows) {
+  RowBinaryWriter& stage_stats = rows->stage_stats;
+  RowBinaryWriter& cores = rows->cores;
+  RowBinaryWriter& anchors = rows->anchors;
+  bool& run_row_changed = rows->run_row_changed;
+  for (const StageStatsRow& r : snapshot.stages) {
+    RowBinaryWriter& b = stage_stats;
+    b.I64(run_id);
+    b.Str(r.stage);
+    b.U64(batch);
+    b.I32(static_cast<int32_t>(r.position));
+    b.U64(static_cast<uint64_t>(r.count));
+    for (const auto* v :
+         {&r.min_ns, &r.max_ns, &r.mean_ns, &r.p50_ns, &r.p90_ns, &r.p99_ns, &r.p999_ns}) {
+      b.Nullable(Finite(*v));
+    }
+    for (int64_t f : r.flag_counts) b.U64(static_cast<uint64_t>(f));
+    b.U8(r.include_flagged ? 1 : 0);
+    b.U64(static_cast<uint64_t>(r.samples_all.value_or(0)));
+    b.Nullable(Finite(r.uncertainty_ns));
+    b.EndRow();
+  }
+  for (const CoreRow& c : snapshot.cores) {
+    cores.I64(run_id);
+    cores.I32(c.cpu);
+    cores.I64(c.measured_utc_ns);
+    cores.F64(c.offset_ns);
+    cores.F64(c.bound_ns);
+    cores.U8(c.consistent ? 1 : 0);
+    cores.EndRow();
+  }
+  uint64_t newest = newest_anchor_tsc_;
+  for (const AnchorRow& a : snapshot.anchors) {
+    if (a.tsc <= newest_anchor_tsc_) continue;  // stored
+    anchors.I64(run_id);
+    anchors.U64(a.tsc);
+    anchors.I64(a.utc_ns);
+    anchors.EndRow();
+    newest = std::max(newest, a.tsc);
+  }
+  newest_anchor_tsc_ = newest;
+  if (snapshot.utc_drift_ppm.has_value() && snapshot.utc_drift_ppm != run_->utc_drift_ppm) {
+    run_->utc_drift_ppm = snapshot.utc_drift_ppm;
+    run_row_changed = true;
+  }
+  if (snapshot.pipeline.has_value() && (snapshot.pipeline->first != run_->meta.pipeline ||
+                                        snapshot.pipeline->second != run_->meta.pipeline_learned)) {
+    run_->meta.pipeline = snapshot.pipeline->first;
+    run_->meta.pipeline_learned = snapshot.pipeline->second;
+    run_row_changed = true;
+  }
+}
+
+absl::Status ClickHouseWriter::InsertBatch(int64_t run_id, uint64_t batch, BatchRows& rows) {
   // Dictionaries first (rows refer to them), the counters last but one, the
   // commit record last.
-  absl::Status s = InsertIdempotent("names", new_names);
-  if (s.ok()) s = InsertIdempotent("stages", new_stages);
-  if (s.ok()) s = InsertOnce(run_id, "intervals", "batch", batch, interval_rows);
-  if (s.ok()) s = InsertOnce(run_id, "intervals_minute", "batch", batch, late_rollup_rows);
-  if (s.ok()) s = InsertOnce(run_id, "interval_detail", "batch", batch, detail_rows);
-  if (s.ok()) s = InsertOnce(run_id, "orders", "batch", batch, order_rows);
-  if (s.ok()) s = InsertIdempotent("processes", processes);
-  if (s.ok()) s = InsertIdempotent("threads", threads);
-  if (s.ok()) s = InsertIdempotent("tags", tags);
-  if (s.ok()) s = InsertIdempotent("stage_stats", stage_stats);
-  if (s.ok()) s = InsertIdempotent("cores", cores);
-  if (s.ok()) s = InsertIdempotent("anchors", anchors);
-  if (s.ok() && run_row_changed) s = InsertRunRow(batch);
-  if (s.ok()) s = InsertIdempotent("counters", counters);
-  if (s.ok()) {
-    RowBinaryWriter marker;
-    marker.I64(run_id);
-    marker.U64(batch);
-    marker.U64(order_rows.rows() + interval_rows.rows() + detail_rows.rows() +
-               late_rollup_rows.rows());
-    marker.I64(RealtimeNs());
-    marker.EndRow();
-    s = InsertOnce(run_id, "batches", "batch", batch, marker);
+  absl::Status s = InsertIdempotent("names", rows.new_names);
+  if (s.ok()) s = InsertIdempotent("stages", rows.new_stages);
+  if (s.ok()) s = InsertOnce(run_id, "intervals", "batch", batch, rows.intervals);
+  if (s.ok()) s = InsertOnce(run_id, "intervals_minute", "batch", batch, rows.late_rollup);
+  if (s.ok()) s = InsertOnce(run_id, "interval_detail", "batch", batch, rows.detail);
+  if (s.ok()) s = InsertOnce(run_id, "orders", "batch", batch, rows.orders);
+  if (s.ok()) s = InsertIdempotent("processes", rows.processes);
+  if (s.ok()) s = InsertIdempotent("threads", rows.threads);
+  if (s.ok()) s = InsertIdempotent("tags", rows.tags);
+  if (s.ok()) s = InsertIdempotent("stage_stats", rows.stage_stats);
+  if (s.ok()) s = InsertIdempotent("cores", rows.cores);
+  if (s.ok()) s = InsertIdempotent("anchors", rows.anchors);
+  if (s.ok() && rows.run_row_changed) s = InsertRunRow(batch);
+  if (s.ok()) s = InsertIdempotent("counters", rows.counters);
+  if (!s.ok()) return s;
+  RowBinaryWriter marker;
+  marker.I64(run_id);
+  marker.U64(batch);
+  marker.U64(rows.orders.rows() + rows.intervals.rows() + rows.detail.rows() +
+             rows.late_rollup.rows());
+  marker.I64(RealtimeNs());
+  marker.EndRow();
+  return InsertOnce(run_id, "batches", "batch", batch, marker);
+}
+
+absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalDelta>& intervals,
+                                     const std::vector<IntervalOrders>& interval_orders,
+                                     const std::vector<OrderDetail>& orders,
+                                     const Snapshot* snapshot, uint64_t* already_stored) {
+  if (absl::Status s = PrepareRun(run_id); !s.ok()) return s;
+  // Minutes closed by the batches before this one: rolled up first, so
+  // that this batch's deltas of a rolled minute go in as rollup deltas.
+  if (absl::Status s = RollClosedMinutes(run_id, false); !s.ok()) return s;
+  const uint64_t batch = (generation_ << 32) | ++sequence_;
+  BatchRows rows;
+  // Orders that may be stored already (re-emitted after a restart).
+  absl::StatusOr<StoredOrders> stored = ReadStoredOrders(run_id, orders);
+  if (!stored.ok()) return stored.status();
+  std::map<int64_t, uint64_t> kept;  // orders with detail, by interval start
+  if (absl::Status s = AppendOrders(run_id, batch, orders, *stored, already_stored, &kept, &rows);
+      !s.ok()) {
+    return s;
   }
-  if (!s.ok()) {
+  AppendIntervals(run_id, batch, intervals, interval_orders, kept, &rows);
+  // The snapshot (versioned rows: the newest version is the value).
+  if (snapshot != nullptr) {
+    AppendSnapshotTables(run_id, batch, *snapshot, &rows);
+    AppendSnapshotStatistics(run_id, batch, *snapshot, &rows);
+  }
+  if (absl::Status s = InsertBatch(run_id, batch, rows); !s.ok()) {
     // Ids handed out in this batch may not be stored: ask the store again.
     dictionaries_run_ = -1;
     return s;
@@ -873,6 +946,63 @@ absl::Status ClickHouseWriter::Write(int64_t run_id, const std::vector<IntervalD
   return absl::OkStatus();
 }
 
+absl::Status ClickHouseWriter::DeleteDetail(int64_t run_id, std::optional<int64_t> from,
+                                            int64_t before, uint64_t* deleted) {
+  before = IntervalStart(before, interval_ns_);
+  const std::string range =
+      absl::StrCat("run_id = ", run_id, from ? absl::StrCat(" AND first_utc_ns >= ", *from) : "",
+                   " AND first_utc_ns < ", before);
+  absl::StatusOr<std::string> n =
+      QueryRetrying(absl::StrCat("SELECT count() FROM orders WHERE ", range));
+  if (!n.ok()) return n.status();
+  const uint64_t count = ParseCount(*n);
+  const uint64_t batch = (generation_ << 32) | ++sequence_;
+  absl::StatusOr<std::string> mark = QueryRetrying(absl::StrCat(
+      "INSERT INTO interval_detail SELECT run_id, start_utc_ns, toUInt64(", batch,
+      "), toUInt64(0), toUInt64(0), toUInt8(1) FROM interval_detail WHERE run_id = ", run_id,
+      from ? absl::StrCat(" AND start_utc_ns >= ", *from) : "", " AND start_utc_ns < ", before,
+      " GROUP BY run_id, start_utc_ns HAVING max(detail_deleted) = 0"));
+  if (!mark.ok()) return mark.status();
+  RowBinaryWriter marker;
+  marker.I64(run_id);
+  marker.U64(batch);
+  marker.U64(0);
+  marker.I64(RealtimeNs());
+  marker.EndRow();
+  if (absl::Status s = InsertOnce(run_id, "batches", "batch", batch, marker); !s.ok()) return s;
+  if (count > 0) {
+    absl::StatusOr<std::string> d =
+        QueryRetrying(absl::StrCat("ALTER TABLE orders DELETE WHERE ", range));
+    if (!d.ok()) return d.status();
+  }
+  *deleted += count;
+  return absl::OkStatus();
+}
+
+absl::Status ClickHouseWriter::DeleteForSize(int64_t run_id, uint64_t max_bytes,
+                                             uint64_t* deleted) {
+  absl::StatusOr<std::string> bytes = QueryRetrying(
+      absl::StrCat("SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = ",
+                   ClickHouseQuote(options_.database)));
+  if (!bytes.ok()) return bytes.status();
+  if (ParseCount(*bytes) > max_bytes) {
+    // The oldest hour of detail left (one step per call: the deletion
+    // runs in the background and the size shrinks after it).
+    absl::StatusOr<std::string> oldest = QueryRetrying(
+        absl::StrCat("SELECT count(), min(first_utc_ns) FROM orders WHERE run_id = ", run_id,
+                     " FORMAT TabSeparated"));
+    if (!oldest.ok()) return oldest.status();
+    std::vector<std::vector<std::string>> t = ParseTsv(*oldest);
+    if (!t.empty() && t[0].size() == 2 && t[0][0] != "0") {
+      const int64_t until = TsvInt(t[0][1]).value_or(0) + 3'600'000'000'000;
+      if (absl::Status s = DeleteDetail(run_id, std::nullopt, until, deleted); !s.ok()) return s;
+      detail_deleted_before_ns_ = std::max(detail_deleted_before_ns_.value_or(INT64_MIN),
+                                           IntervalStart(until, interval_ns_));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
     int64_t run_id, std::optional<int64_t> detail_before_utc_ns, uint64_t max_bytes,
     std::optional<int64_t> intervals_before_utc_ns) {
@@ -880,68 +1010,18 @@ absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
   if (batches_run_ != run_id) {
     if (absl::Status s = EstablishGeneration(run_id); !s.ok()) return s;
   }
-  // Deletes the detail of intervals starting in [from, before) and marks
-  // them detail_deleted (a delta row with detail_deleted = 1).
-  auto delete_detail = [&](std::optional<int64_t> from, int64_t before) -> absl::Status {
-    before = IntervalStart(before, interval_ns_);
-    const std::string range =
-        absl::StrCat("run_id = ", run_id, from ? absl::StrCat(" AND first_utc_ns >= ", *from) : "",
-                     " AND first_utc_ns < ", before);
-    absl::StatusOr<std::string> n =
-        QueryRetrying(absl::StrCat("SELECT count() FROM orders WHERE ", range));
-    if (!n.ok()) return n.status();
-    const uint64_t count = ParseCount(*n);
-    const uint64_t batch = (generation_ << 32) | ++sequence_;
-    absl::StatusOr<std::string> mark = QueryRetrying(absl::StrCat(
-        "INSERT INTO interval_detail SELECT run_id, start_utc_ns, toUInt64(", batch,
-        "), toUInt64(0), toUInt64(0), toUInt8(1) FROM interval_detail WHERE run_id = ", run_id,
-        from ? absl::StrCat(" AND start_utc_ns >= ", *from) : "", " AND start_utc_ns < ", before,
-        " GROUP BY run_id, start_utc_ns HAVING max(detail_deleted) = 0"));
-    if (!mark.ok()) return mark.status();
-    RowBinaryWriter marker;
-    marker.I64(run_id);
-    marker.U64(batch);
-    marker.U64(0);
-    marker.I64(RealtimeNs());
-    marker.EndRow();
-    if (absl::Status s = InsertOnce(run_id, "batches", "batch", batch, marker); !s.ok()) return s;
-    if (count > 0) {
-      absl::StatusOr<std::string> d =
-          QueryRetrying(absl::StrCat("ALTER TABLE orders DELETE WHERE ", range));
-      if (!d.ok()) return d.status();
-    }
-    deleted += count;
-    return absl::OkStatus();
-  };
   if (detail_before_utc_ns.has_value() &&
       (!detail_deleted_before_ns_.has_value() ||
        *detail_before_utc_ns - *detail_deleted_before_ns_ >= options_.retention_step_ns)) {
-    if (absl::Status s = delete_detail(detail_deleted_before_ns_, *detail_before_utc_ns);
+    if (absl::Status s =
+            DeleteDetail(run_id, detail_deleted_before_ns_, *detail_before_utc_ns, &deleted);
         !s.ok()) {
       return s;
     }
     detail_deleted_before_ns_ = IntervalStart(*detail_before_utc_ns, interval_ns_);
   }
   if (max_bytes > 0) {
-    absl::StatusOr<std::string> bytes = QueryRetrying(absl::StrCat(
-        "SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = ",
-        ClickHouseQuote(options_.database)));
-    if (!bytes.ok()) return bytes.status();
-    if (ParseCount(*bytes) > max_bytes) {
-      // The oldest hour of detail left (one step per call: the deletion
-      // runs in the background and the size shrinks after it).
-      absl::StatusOr<std::string> oldest = QueryRetrying(absl::StrCat(
-          "SELECT count(), min(first_utc_ns) FROM orders WHERE run_id = ", run_id,
-          " FORMAT TabSeparated"));
-      if (!oldest.ok()) return oldest.status();
-      std::vector<std::vector<std::string>> t = ParseTsv(*oldest);
-      if (!t.empty() && t[0].size() == 2 && t[0][0] != "0") {
-        const int64_t until = TsvInt(t[0][1]).value_or(0) + 3'600'000'000'000;
-        if (absl::Status s = delete_detail(std::nullopt, until); !s.ok()) return s;
-        detail_deleted_before_ns_ = std::max(detail_deleted_before_ns_.value_or(INT64_MIN),
-                                             IntervalStart(until, interval_ns_));
-      }
-    }
+    if (absl::Status s = DeleteForSize(run_id, max_bytes, &deleted); !s.ok()) return s;
   }
   if (intervals_before_utc_ns.has_value() &&
       (!intervals_deleted_before_ns_.has_value() ||
@@ -953,16 +1033,16 @@ absl::StatusOr<uint64_t> ClickHouseWriter::ApplyRetention(
     for (const auto& [table, column] :
          {std::pair("orders", "first_utc_ns"), std::pair("intervals", "start_utc_ns"),
           std::pair("interval_detail", "start_utc_ns")}) {
-      absl::StatusOr<std::string> r = QueryRetrying(absl::StrCat(
-          "ALTER TABLE ", table, " DELETE WHERE run_id = ", run_id, " AND ", column, " < ",
-          before));
+      absl::StatusOr<std::string> r =
+          QueryRetrying(absl::StrCat("ALTER TABLE ", table, " DELETE WHERE run_id = ", run_id,
+                                     " AND ", column, " < ", before));
       if (!r.ok()) return r.status();
     }
     // The rollup keeps the minute that holds `before` whole (a reader of
     // that minute sees the deleted part of it too, at most one minute).
-    absl::StatusOr<std::string> r = QueryRetrying(
-        absl::StrCat("ALTER TABLE intervals_minute DELETE WHERE run_id = ", run_id,
-                     " AND start_utc_ns < ", RollupMinuteOf(before)));
+    absl::StatusOr<std::string> r =
+        QueryRetrying(absl::StrCat("ALTER TABLE intervals_minute DELETE WHERE run_id = ", run_id,
+                                   " AND start_utc_ns < ", RollupMinuteOf(before)));
     if (!r.ok()) return r.status();
     deleted += ParseCount(*n);
     intervals_deleted_before_ns_ = before;

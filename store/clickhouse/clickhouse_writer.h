@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,6 +138,36 @@ class ClickHouseWriter : public Writer {
   uint32_t NameId(const std::string& name, RowBinaryWriter& new_names);
   uint32_t StageId(const std::string& name, StageKind kind, RowBinaryWriter& new_stages);
 
+  // Write()'s pieces: the run's state loaded (its row, dictionaries, batch
+  // generation, rollup bound); the orders a resumed run may hold already;
+  // the batch's rows appended table by table; and the inserts, the commit
+  // record (batches) last.
+  struct BatchRows;
+  struct StoredOrders;
+  absl::Status PrepareRun(int64_t run_id);
+  absl::StatusOr<StoredOrders> ReadStoredOrders(int64_t run_id,
+                                                const std::vector<OrderDetail>& orders);
+  absl::Status AppendOrders(int64_t run_id, uint64_t batch, const std::vector<OrderDetail>& orders,
+                            StoredOrders& stored_orders, uint64_t* already_stored,
+                            std::map<int64_t, uint64_t>* kept_by_interval, BatchRows* rows);
+  void AppendIntervals(int64_t run_id, uint64_t batch, const std::vector<IntervalDelta>& intervals,
+                       const std::vector<IntervalOrders>& interval_orders,
+                       const std::map<int64_t, uint64_t>& kept, BatchRows* rows);
+  // Processes, threads, tags, counters.
+  void AppendSnapshotTables(int64_t run_id, uint64_t batch, const Snapshot& snapshot,
+                            BatchRows* rows);
+  // Stage statistics, cores, anchors, and the run row's drift and pipeline.
+  void AppendSnapshotStatistics(int64_t run_id, uint64_t batch, const Snapshot& snapshot,
+                                BatchRows* rows);
+  absl::Status InsertBatch(int64_t run_id, uint64_t batch, BatchRows& rows);
+  // ApplyRetention()'s pieces. Deletes the detail of intervals starting in
+  // [from, before) and marks them detail_deleted (a delta row with
+  // detail_deleted = 1), adding the orders deleted to `deleted`.
+  absl::Status DeleteDetail(int64_t run_id, std::optional<int64_t> from, int64_t before,
+                            uint64_t* deleted);
+  // When the database is over `max_bytes`: the oldest hour of detail left.
+  absl::Status DeleteForSize(int64_t run_id, uint64_t max_bytes, uint64_t* deleted);
+
   ClickHouseOptions options_;
   HttpClient client_;
   std::string location_;
@@ -151,12 +182,12 @@ class ClickHouseWriter : public Writer {
   struct RunRow;
   std::unique_ptr<RunRow> run_;
   int64_t interval_ns_ = 1'000'000'000;
-  uint64_t generation_ = 0;  // restarts of the run when this process took it
-  uint64_t sequence_ = 0;    // batches written by this process
+  uint64_t generation_ = 0;   // restarts of the run when this process took it
+  uint64_t sequence_ = 0;     // batches written by this process
   int64_t batches_run_ = -1;  // the run generation_ was established for
   int64_t dictionaries_run_ = -1;
-  int64_t rollup_run_ = -1;  // the run the two below are for
-  std::optional<int64_t> rolled_through_ns_;  // unset: nothing rolled up yet
+  int64_t rollup_run_ = -1;                    // the run the two below are for
+  std::optional<int64_t> rolled_through_ns_;   // unset: nothing rolled up yet
   std::optional<int64_t> oldest_interval_ns_;  // the oldest interval stored
   std::optional<int64_t> newest_interval_ns_;  // the newest interval stored
   absl::flat_hash_map<std::string, uint32_t> names_;
