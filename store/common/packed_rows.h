@@ -1,8 +1,8 @@
 // Rows of ticktrace/store/rows.h from schema-2 order detail: an `orders` row's
 // packed detail (detail.h) and its narrow `samples` rows, with the run's
 // dictionaries, become SampleRow and StampRow. Used by the SQLite reader
-// (sqlite_store_reader.cc); a second backend that stores the same packed
-// detail reuses it. Private to the viewer library.
+// (store/sqlite/sqlite_reader.cc); a second backend that stores the same packed
+// detail reuses it. Private to the store library.
 #ifndef TICKTRACE_VIEW_SRC_PACKED_ROWS_H_
 #define TICKTRACE_VIEW_SRC_PACKED_ROWS_H_
 

@@ -1,5 +1,5 @@
 // What every store reader does alike once it has merged a stage's interval
-// histograms (store/sqlite/sqlite_reader.cc, clickhouse_store_reader.cc):
+// histograms (store/sqlite/sqlite_reader.cc, store/clickhouse/clickhouse_reader.cc):
 // a row's count, extremes and percentiles from the histogram (the one
 // percentile rule, store::MinSamplesForPercentile), its named flag counts,
 // the whole run's facts a window keeps (position, uncertainty), and the

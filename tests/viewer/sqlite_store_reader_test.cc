@@ -1,4 +1,4 @@
-// The schema-2 store::StoreReader (store_reader.h) against real SQLite files written
+// The schema-2 store::StoreReader (ticktrace/store/reader.h) against real SQLite files written
 // by the store library's SqliteWriter. Expected values come from the inputs:
 // hand-chosen orders, or generated orders aggregated here by the rules of
 // docs/store.md (an order's samples go to the interval of its first stamp;

@@ -1,4 +1,4 @@
-// Plain types the viewer's store seam (store_reader.h) shares with its
+// Plain types the viewer's store seam (reader.h) shares with its
 // callers: how a store is opened, which samples a query wants, and a ranked
 // order. No store access here: StoreReader is the viewer's only reader.
 #ifndef TICKTRACE_VIEW_STORE_H_
