@@ -162,11 +162,7 @@ absl::StatusOr<std::vector<StageStatsRow>> ClickHouseStoreReader::StageStats(int
 
 absl::StatusOr<std::vector<std::string>> ClickHouseStoreReader::StageNames(int64_t run_id) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-  std::vector<std::string> names;
-  for (const std::string& s : dict->stages) {
-    if (!s.empty()) names.push_back(s);
-  }
-  return names;
+  return StageNamesOf(*dict);
 }
 
 absl::StatusOr<std::vector<ProcessRow>> ClickHouseStoreReader::Processes(int64_t run_id) {

@@ -19,6 +19,14 @@ std::optional<int64_t> StageIdOf(const RunDictionary& dict, const std::string& s
   return std::nullopt;
 }
 
+std::vector<std::string> StageNamesOf(const RunDictionary& dict) {
+  std::vector<std::string> names;
+  for (const std::string& s : dict.stages) {
+    if (!s.empty()) names.push_back(s);
+  }
+  return names;
+}
+
 SampleMatcher::SampleMatcher(const SampleFilter& filter)
     : filter_(filter), processes_(filter.process_ids.begin(), filter.process_ids.end()) {}
 

@@ -36,6 +36,9 @@ int64_t FloorTo(int64_t t, int64_t step);
 // The id of `stage` in the run's stages table, nullopt when it has none.
 std::optional<int64_t> StageIdOf(const RunDictionary& dict, const std::string& stage);
 
+// The run's stage names, by stage id, without the gaps of unknown ids.
+std::vector<std::string> StageNamesOf(const RunDictionary& dict);
+
 // Whether a sample passes a SampleFilter's processes and time bounds (its
 // stage is the query's business).
 class SampleMatcher {

@@ -242,11 +242,7 @@ absl::StatusOr<std::vector<RunRow>> SqliteStoreReader::ListRuns() {
       Statement s,
       Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ORDER BY run_id"), "listing runs"));
   std::vector<RunRow> runs;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    runs.push_back(ReadRun(s));
-  }
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { runs.push_back(ReadRun(s)); }));
   return runs;
 }
 
@@ -276,11 +272,7 @@ absl::StatusOr<std::map<std::string, int64_t>> SqliteStoreReader::Counters(int64
       Prepare("SELECT name, value FROM counters WHERE run_id = ?", "reading counters"));
   s.Bind(1, run_id);
   std::map<std::string, int64_t> counters;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    counters[s.Text(0)] = s.Int(1);
-  }
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { counters[s.Text(0)] = s.Int(1); }));
   return counters;
 }
 
@@ -294,9 +286,7 @@ absl::StatusOr<std::vector<StageStatsRow>> SqliteStoreReader::StageStats(int64_t
               "reading stage_stats"));
   s.Bind(1, run_id);
   std::vector<StageStatsRow> rows;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
     StageStatsRow r;
     r.stage = s.Text(0);
     r.position = s.Int(1);
@@ -318,17 +308,13 @@ absl::StatusOr<std::vector<StageStatsRow>> SqliteStoreReader::StageStats(int64_t
     r.flag_count(kFlagLate) = s.OptionalInt(17).value_or(0);
     r.uncertainty_ns = s.OptionalDouble(18);
     rows.push_back(std::move(r));
-  }
+  }));
   return rows;
 }
 
 absl::StatusOr<std::vector<std::string>> SqliteStoreReader::StageNames(int64_t run_id) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-  std::vector<std::string> names;
-  for (const std::string& s : dict->stages) {
-    if (!s.empty()) names.push_back(s);
-  }
-  return names;
+  return StageNamesOf(*dict);
 }
 
 absl::StatusOr<std::vector<ProcessRow>> SqliteStoreReader::Processes(int64_t run_id) {
@@ -339,9 +325,7 @@ absl::StatusOr<std::vector<ProcessRow>> SqliteStoreReader::Processes(int64_t run
               "reading processes"));
   s.Bind(1, run_id);
   std::vector<ProcessRow> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
     ProcessRow p;
     p.process_id = s.Int(0);
     p.pid = s.Int(1);
@@ -350,7 +334,7 @@ absl::StatusOr<std::vector<ProcessRow>> SqliteStoreReader::Processes(int64_t run
     p.first_seen_utc_ns = s.OptionalInt(4).value_or(0);
     p.exited_utc_ns = s.OptionalInt(5);
     out.push_back(std::move(p));
-  }
+  }));
   return out;
 }
 
@@ -361,9 +345,7 @@ absl::StatusOr<std::vector<ThreadRow>> SqliteStoreReader::Threads(int64_t run_id
                            "reading threads"));
   s.Bind(1, run_id);
   std::vector<ThreadRow> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
     ThreadRow t;
     t.process_id = s.Int(0);
     t.slot = s.Int(1);
@@ -373,7 +355,7 @@ absl::StatusOr<std::vector<ThreadRow>> SqliteStoreReader::Threads(int64_t run_id
     t.drained = s.Int(5);
     t.dropped = s.Int(6);
     out.push_back(std::move(t));
-  }
+  }));
   return out;
 }
 
@@ -386,9 +368,7 @@ absl::StatusOr<std::vector<CoreRow>> SqliteStoreReader::Cores(int64_t run_id) {
               "reading cores"));
   s.Bind(1, run_id);
   std::vector<CoreRow> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
     CoreRow c;
     c.cpu = s.Int(0);
     c.offset_ns = s.Double(1);
@@ -396,7 +376,7 @@ absl::StatusOr<std::vector<CoreRow>> SqliteStoreReader::Cores(int64_t run_id) {
     c.consistent = s.Int(3) != 0;
     c.measured_utc_ns = s.Int(4);
     out.push_back(c);
-  }
+  }));
   return out;
 }
 
@@ -426,14 +406,12 @@ absl::StatusOr<const RunDictionary*> SqliteStoreReader::Dictionary(int64_t run_i
         std::pair("SELECT stage_id, name FROM stages WHERE run_id = ?", &d.stages)}) {
     TICKTRACE_ASSIGN_OR_RETURN(Statement s, Prepare(sql, "reading names"));
     s.Bind(1, run_id);
-    for (;;) {
-      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-      if (!row) break;
+    TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
       const int64_t id = s.Int(0);
-      if (id < 0 || id > (1 << 24)) continue;  // not one of ours
+      if (id < 0 || id > (1 << 24)) return;  // not one of ours
       if (names->size() <= static_cast<size_t>(id)) names->resize(static_cast<size_t>(id) + 1);
       (*names)[static_cast<size_t>(id)] = s.Text(1);
-    }
+    }));
   }
   RunDictionary& slot = dictionaries_[run_id];
   slot = std::move(d);

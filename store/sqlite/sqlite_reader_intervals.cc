@@ -36,6 +36,13 @@
 namespace ticktrace::store::internal {
 namespace sqlite_reader {
 
+// Binds the window's ends (unset: unbounded) to parameters `first` and
+// `first` + 1 of a `start_utc_ns >= ? AND start_utc_ns < ?` condition.
+void BindWindow(Statement& s, int first, const TimeWindow& window) {
+  s.Bind(first, window.since_utc_ns.value_or(kMinTime));
+  s.Bind(first + 1, window.until_utc_ns.value_or(kMaxTime));
+}
+
 // The columns of `intervals` a reader merges, flag counts in kFlagNames order.
 std::string IntervalColumns() {
   std::vector<std::string> flags;
@@ -86,16 +93,13 @@ absl::StatusOr<std::vector<IntervalRow>> SqliteStoreReader::Intervals(
                              "interval_detail WHERE run_id = ? AND start_utc_ns >= ? AND "
                              "start_utc_ns < ?",
                              "reading interval_detail"));
-    s.Bind(1, run_id).Bind(2, window.since_utc_ns.value_or(kMinTime));
-    s.Bind(3, window.until_utc_ns.value_or(kMaxTime));
-    for (;;) {
-      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-      if (!row) break;
+    BindWindow(s.Bind(1, run_id), 2, window);
+    TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
       BucketOrders& o = orders[FloorTo(s.Int(0), bucket_ns)];
       o.orders += s.Int(1);
       o.kept += s.Int(2);
       o.deleted = o.deleted || s.Int(3) != 0;
-    }
+    }));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<StageStatsRow> whole, StageStats(run_id));
   std::vector<std::pair<std::string, int64_t>> stages;
@@ -141,11 +145,8 @@ absl::Status SqliteStoreReader::ForEachIntervalHistogram(
                            "run_id = ? AND start_utc_ns >= ? AND start_utc_ns < ? AND count > 0 "
                            "ORDER BY start_utc_ns, stage_id",
                            "reading intervals"));
-  s.Bind(1, run_id).Bind(2, window.since_utc_ns.value_or(kMinTime));
-  s.Bind(3, window.until_utc_ns.value_or(kMaxTime));
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  BindWindow(s.Bind(1, run_id), 2, window);
+  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
     const int64_t id = s.Int(0);
     if (id < 0 || static_cast<size_t>(id) >= dict->stages.size() || dict->stages[id].empty()) {
       return absl::DataLossError(absl::StrCat(path_, ": interval ", s.Int(1), " names stage ", id,
@@ -155,7 +156,9 @@ absl::Status SqliteStoreReader::ForEachIntervalHistogram(
       return absl::Status(st.code(), absl::StrCat(path_, ": interval ", s.Int(1), " of stage ",
                                                   dict->stages[id], ": ", st.message()));
     }
-  }
+    return absl::OkStatus();
+  });
+  TICKTRACE_RETURN_IF_ERROR(walked);
   return absl::OkStatus();
 }
 
@@ -168,8 +171,7 @@ absl::StatusOr<DetailCoverage> SqliteStoreReader::DetailCompleteness(int64_t run
               "FROM interval_detail WHERE run_id = ? AND start_utc_ns >= ? AND "
               "start_utc_ns < ? AND orders > 0",
               "reading interval_detail"));
-  s.Bind(1, run_id).Bind(2, window.since_utc_ns.value_or(kMinTime));
-  s.Bind(3, window.until_utc_ns.value_or(kMaxTime));
+  BindWindow(s.Bind(1, run_id), 2, window);
   DetailCoverage c;
   c.policy = dict->detail_policy;
   TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
@@ -192,12 +194,9 @@ absl::Status SqliteStoreReader::ForEachInterval(
                                         "start_utc_ns >= ? AND start_utc_ns < ? "
                                         "ORDER BY start_utc_ns"),
                            "reading intervals"));
-  s.Bind(1, run_id).Bind(2, stage_id).Bind(3, window.since_utc_ns.value_or(kMinTime));
-  s.Bind(4, window.until_utc_ns.value_or(kMaxTime));
+  BindWindow(s.Bind(1, run_id).Bind(2, stage_id), 3, window);
   FlagCounts flags{};
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
     for (size_t f = 0; f < flags.size(); ++f) {
       flags[f] = s.Int(kIntervalFlagColumn + static_cast<int>(f));
     }
@@ -205,7 +204,9 @@ absl::Status SqliteStoreReader::ForEachInterval(
       return absl::DataLossError(
           absl::StrCat(path_, ": interval ", s.Int(0), " of stage ", stage_id, ": ", st.message()));
     }
-  }
+    return absl::OkStatus();
+  });
+  TICKTRACE_RETURN_IF_ERROR(walked);
   return absl::OkStatus();
 }
 

@@ -156,9 +156,7 @@ absl::Status SqliteStoreReader::ForEachSample(int64_t run_id, const SampleFilter
   s.Bind(1, run_id);
   const SampleMatcher passes(filter);
   std::vector<SampleRow> rows;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
     rows.clear();
     TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
     // The ordered form gives an order's samples by start.
@@ -166,7 +164,9 @@ absl::Status SqliteStoreReader::ForEachSample(int64_t run_id, const SampleFilter
     for (const SampleRow& r : rows) {
       if (passes(r)) visit(r);
     }
-  }
+    return absl::OkStatus();
+  });
+  TICKTRACE_RETURN_IF_ERROR(walked);
   return absl::OkStatus();
 }
 
@@ -180,11 +180,11 @@ absl::StatusOr<std::vector<SampleRow>> SqliteStoreReader::SamplesOfOrder(int64_t
                                      "reading an order's samples"));
   s.Bind(1, run_id).Bind(2, order_id);
   std::vector<SampleRow> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
     TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, std::nullopt, &out));
-  }
+    return absl::OkStatus();
+  });
+  TICKTRACE_RETURN_IF_ERROR(walked);
   SortByStart(&out);
   return out;
 }
@@ -246,14 +246,15 @@ absl::StatusOr<std::vector<RankedOrder>> SqliteStoreReader::FindSlowest(int64_t 
     scan.Reset();
     scan.Bind(1, c.range.first_key).Bind(2, c.range.last_key).Bind(3, run_id).Bind(4, lo);
     scan.Bind(5, hi);
-    TICKTRACE_RETURN_IF_ERROR(scan.ForEachRow([&]() -> absl::Status {
+    const absl::Status walked = scan.ForEachRow([&]() -> absl::Status {
       TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleCell> cells,
                                  Cells(scan.Blob(1), scan.Int(0)));
       for (const store::SampleCell& cell : cells) {
         if (cell.stage_id == *stage_id) top.Offer({cell.latency_ns, scan.Int(0), cell.flags});
       }
       return absl::OkStatus();
-    }));
+    });
+    TICKTRACE_RETURN_IF_ERROR(walked);
   }
   return top.Slowest();
 }
@@ -274,11 +275,7 @@ absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrderInstances(int64_t 
                                      "reading an order"));
   s.Bind(1, run_id).Bind(2, order_id);
   std::vector<OrderRow> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    out.push_back(ReadOrder(s));
-  }
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(ReadOrder(s)); }));
   return out;
 }
 
@@ -290,11 +287,7 @@ absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::RunsWithOrder(int64_t or
                            "finding an order's runs"));
   s.Bind(1, order_id);
   std::vector<int64_t> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    out.push_back(s.Int(0));
-  }
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(s.Int(0)); }));
   return out;
 }
 
@@ -309,11 +302,9 @@ absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::ChildOrders(int64_t run_
   s.Bind(1, run_id).Bind(2, order_id);
   std::vector<int64_t> out;
   std::set<int64_t> seen;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
     if (seen.insert(s.Int(0)).second) out.push_back(s.Int(0));
-  }
+  }));
   return out;
 }
 
@@ -331,11 +322,7 @@ absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrdersByTime(
                                                     "ORDER BY first_utc_ns, order_id, instance"),
                                        "listing orders"));
     s.Bind(1, run_id);
-    for (;;) {
-      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-      if (!row) break;
-      out.push_back(ReadOrder(s));
-    }
+    TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(ReadOrder(s)); }));
     return out;
   }
   // The first `limit`: interval by interval (each one's orders sorted),
@@ -354,11 +341,7 @@ absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrdersByTime(
     s.Bind(1, r.first_key).Bind(2, r.last_key).Bind(3, run_id).Bind(4, r.start_utc_ns);
     s.Bind(5, r.start_utc_ns + dict->interval_ns);
     const size_t begin = out.size();
-    for (;;) {
-      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-      if (!row) break;
-      out.push_back(ReadOrder(s));
-    }
+    TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(ReadOrder(s)); }));
     std::sort(out.begin() + static_cast<std::ptrdiff_t>(begin), out.end(), by_time);
   }
   if (static_cast<int64_t>(out.size()) > *limit) out.resize(static_cast<size_t>(*limit));
@@ -393,11 +376,7 @@ absl::StatusOr<std::vector<KeyRange>> SqliteStoreReader::KeyRanges(int64_t run_i
                                             : kMinTime);
   s.Bind(3, window.until_utc_ns.value_or(kMaxTime));
   std::vector<KeyRange> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
-    out.push_back({s.Int(0), s.Int(1), s.Int(2)});
-  }
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back({s.Int(0), s.Int(1), s.Int(2)}); }));
   return out;
 }
 
@@ -418,13 +397,13 @@ absl::Status SqliteStoreReader::ScanSamples(int64_t run_id, const std::vector<Ke
     s.Bind(1, r.first_key).Bind(2, r.last_key).Bind(3, run_id);
     s.Bind(4, std::max(r.start_utc_ns, window.since_utc_ns.value_or(kMinTime)));
     s.Bind(5, std::min(r.start_utc_ns + dict->interval_ns, window.until_utc_ns.value_or(kMaxTime)));
-    for (;;) {
-      TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-      if (!row) break;
+    const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
       rows.clear();
       TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
       for (const SampleRow& sample : rows) visit(sample);
-    }
+      return absl::OkStatus();
+    });
+    TICKTRACE_RETURN_IF_ERROR(walked);
   }
   return absl::OkStatus();
 }
@@ -470,9 +449,7 @@ absl::StatusOr<std::vector<StampRow>> SqliteStoreReader::ReadStamps(
   s.Bind(1, run_id).Bind(2, order_id);
   if (instance.has_value()) s.Bind(3, *instance);
   std::vector<StampRow> out;
-  for (;;) {
-    TICKTRACE_ASSIGN_OR_RETURN(const bool row, s.Step());
-    if (!row) break;
+  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
     TICKTRACE_ASSIGN_OR_RETURN(store::PackedDetail detail,
                                UnpackOrderDetail(path_, s.Blob(4), order_id));
     bool known = true;
@@ -484,7 +461,9 @@ absl::StatusOr<std::vector<StampRow>> SqliteStoreReader::ReadStamps(
     std::vector<StampRow> rows = MakeStampRows(*dict, OrderFields(s), detail);
     out.insert(out.end(), std::make_move_iterator(rows.begin()),
                std::make_move_iterator(rows.end()));
-  }
+    return absl::OkStatus();
+  });
+  TICKTRACE_RETURN_IF_ERROR(walked);
   return out;
 }
 
