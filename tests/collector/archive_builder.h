@@ -56,18 +56,46 @@ inline abi::Record Link(uint64_t child, uint64_t parent, uint64_t tsc) {
   return r;
 }
 
+// The run of a crafted archive: `session` on host "test" at `tsc_hz`, TSC 0
+// at 2023-11-14T22:13:20Z.
+inline RunInfo TestRunInfo(const std::string& session, double tsc_hz) {
+  RunInfo info;
+  info.session = session;
+  info.host = "test";
+  info.tsc_hz = tsc_hz;
+  info.calibration_source = "test";
+  info.anchor_tsc = 0;
+  info.anchor_utc_ns = 1700000000000000000;
+  return info;
+}
+
+// Appends the chunks that announce process `p` and its tags (ids 0, 1, ...
+// in the order of `tags`) to `out`.
+inline void AnnounceProcess(const ProcessChunk& p, const std::vector<std::string>& tags,
+                            std::string* out) {
+  ChunkEncoder::Process(p, out);
+  TagsChunk t;
+  t.process_id = p.process_id;
+  for (size_t i = 0; i < tags.size(); ++i) t.tags.emplace_back(uint16_t(i), tags[i]);
+  ChunkEncoder::Tags(t, out);
+}
+
+// As above for a process known by its ids alone: `process_id`, `pid` and its
+// segment in `session`.
+inline void AnnounceProcess(const std::string& session, uint32_t process_id, uint32_t pid,
+                            const std::vector<std::string>& tags, std::string* out) {
+  ProcessChunk p;
+  p.process_id = process_id;
+  p.pid = pid;
+  p.segment = "ticktrace." + session + "." + std::to_string(pid);
+  AnnounceProcess(p, tags, out);
+}
+
 class ArchiveBuilder {
  public:
   // 1 GHz by default: one tick is one ns, which keeps expectations readable.
   explicit ArchiveBuilder(double tsc_hz = 1e9) {
-    RunInfo info;
-    info.session = "test";
-    info.host = "test";
-    info.tsc_hz = tsc_hz;
-    info.calibration_source = "test";
-    info.anchor_tsc = 0;
-    info.anchor_utc_ns = 1700000000000000000;
-    ChunkEncoder::RunInfo(info.ToJson(), &bytes_);
+    ChunkEncoder::RunInfo(TestRunInfo("test", tsc_hz).ToJson(), &bytes_);
   }
 
   ArchiveBuilder& Process(uint32_t process_id, std::vector<std::string> tags) {
@@ -77,11 +105,7 @@ class ArchiveBuilder {
     p.start_ticks = 42;
     p.segment = "ticktrace.test." + std::to_string(p.pid);
     p.name = "proc" + std::to_string(process_id);
-    ChunkEncoder::Process(p, &bytes_);
-    TagsChunk t;
-    t.process_id = process_id;
-    for (size_t i = 0; i < tags.size(); ++i) t.tags.emplace_back(uint16_t(i), tags[i]);
-    ChunkEncoder::Tags(t, &bytes_);
+    AnnounceProcess(p, tags, &bytes_);
     ThreadChunk th;
     th.process_id = process_id;
     th.slot = 0;

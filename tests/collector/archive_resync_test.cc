@@ -156,25 +156,20 @@ TEST_F(ArchiveResyncTest, GarbageBetweenChunksIsSkippedWithTheLossUnknown) {
 TEST_F(ArchiveResyncTest, TornTailAndZeroTailAreCutNotCounted) {
   AddRecords(0, 0, 4);
   const size_t last = AddRecords(0, 4, 4);
-  bytes_.resize(bytes_.size() - 10);  // the last chunk cut short
-  {
+  // Either tail is cut off where the last chunk begins; the first chunk stands.
+  auto expect_cut = [&] {
     CountingVisitor v;
     ArchiveReader r = Read(&v);
     EXPECT_EQ(v.records, 4u);
     EXPECT_TRUE(r.torn_tail());
     EXPECT_EQ(r.corrupt_chunks(), 0u);
     EXPECT_EQ(r.valid_bytes(), last);
-  }
+  };
+  bytes_.resize(bytes_.size() - 10);  // the last chunk cut short
+  expect_cut();
   bytes_.resize(last);
   bytes_.append(4096, '\0');  // allocated, never written
-  {
-    CountingVisitor v;
-    ArchiveReader r = Read(&v);
-    EXPECT_EQ(v.records, 4u);
-    EXPECT_TRUE(r.torn_tail());
-    EXPECT_EQ(r.corrupt_chunks(), 0u);
-    EXPECT_EQ(r.valid_bytes(), last);
-  }
+  expect_cut();
 }
 
 TEST_F(ArchiveResyncTest, CorruptLastChunkIsCountedAndKept) {

@@ -45,16 +45,7 @@ class RecordingSink : public OrderSink {
 
 constexpr double kTscHz = 1e9;  // one tick per ns
 
-RunInfo Info() {
-  RunInfo info;
-  info.session = "checkpoint_test";
-  info.host = "test";
-  info.tsc_hz = kTscHz;
-  info.calibration_source = "test";
-  info.anchor_tsc = 0;
-  info.anchor_utc_ns = 1700000000000000000;
-  return info;
-}
+RunInfo Info() { return testing::TestRunInfo("checkpoint_test", kTscHz); }
 
 AnalyzerSettings Settings() {
   AnalyzerSettings s;

@@ -9,13 +9,8 @@
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"
 
-namespace ticktrace::collect {
+namespace ticktrace::collect::testing {
 namespace {
-
-using testing::ArchiveBuilder;
-using testing::ReplayArchive;
-using testing::Stamp;
-using testing::TempDir;
 
 TEST(CoreCompare, SameCpuWithAndWithoutNodeIsOneCoreOtherCpusCross) {
   ArchiveBuilder b;
@@ -48,4 +43,4 @@ TEST(CoreCompare, SameCpuWithAndWithoutNodeIsOneCoreOtherCpusCross) {
 }
 
 }  // namespace
-}  // namespace ticktrace::collect
+}  // namespace ticktrace::collect::testing

@@ -41,15 +41,8 @@ std::vector<uint64_t> EmittedWithin20Ms(const std::vector<abi::Record>& records)
   Analyzer a(settings, info.time_base(), &sink);
   std::string chunks;
   ChunkEncoder::RunInfo(info.ToJson(), &chunks);
-  ProcessChunk p;
-  p.process_id = 1;
-  p.pid = 4242;
-  p.segment = "ticktrace.fanout_finish_test.4242";
-  ChunkEncoder::Process(p, &chunks);
-  TagsChunk t;
-  t.process_id = 1;
-  t.tags = {{0, "tick"}, {1, "decide"}, {2, "order_out"}};
-  ChunkEncoder::Tags(t, &chunks);
+  testing::AnnounceProcess("fanout_finish_test", 1, 4242, {"tick", "decide", "order_out"},
+                           &chunks);
   ChunkEncoder::Records(1, 0, 1, 0, records, &chunks);
   EXPECT_TRUE(DispatchAll(chunks, &a).ok());
   for (uint64_t tsc = 100'000; tsc <= 20'000'000; tsc += 100'000) a.OnClock(tsc);

@@ -14,6 +14,7 @@
 #include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
+#include "tests/collector/replay_util.h"
 #include "tests/collector/store_query.h"
 
 namespace ticktrace::collect {
@@ -60,30 +61,7 @@ std::string Frame(ChunkType type, const std::string& payload) {
 // The payload of the one chunk in `encoded` (its header removed).
 std::string PayloadOf(const std::string& encoded) { return encoded.substr(kChunkHeaderBytes); }
 
-class FlagsTest : public ::testing::Test {
- protected:
-  // Replays `b` into a new store with `o`; EXPECTs success.
-  RunSummary Replay(const ArchiveBuilder& b, CollectorOptions o = {}) {
-    const std::string raw = dir_.File("in.raw");
-    b.Write(raw);
-    o.replay_path = raw;
-    o.store_uri = store::StoreUri::LocalFile(db());
-    o.out = &log_;
-    o.handle_signals = false;
-    RunSummary s;
-    absl::Status st = RunCollector(o, &s);
-    EXPECT_TRUE(st.ok()) << st;
-    return s;
-  }
-  std::string db() const { return dir_.File("store.db"); }
-  // A counter as stored in the `counters` table.
-  int64_t StoredCounter(const std::string& name) {
-    return StoreQuery(db()).Int("SELECT value FROM counters WHERE name = '" + name + "'");
-  }
-
-  TempDir dir_;
-  std::ostringstream log_;
-};
+using FlagsTest = testing::ReplayStoreTest;
 
 CollectorOptions Pipeline(std::vector<std::string> stages) {
   CollectorOptions o;
@@ -174,12 +152,8 @@ TEST_F(FlagsTest, BackwardsSpansAreNegativeAndKeptOutOfThePercentiles) {
 
   CollectorOptions all = Pipeline({"a", "b"});
   all.include_flagged = true;
-  all.store_uri.reset();
-  all.replay_path = dir_.File("in.raw");
-  all.out = &log_;
-  all.handle_signals = false;
   RunSummary s2;
-  ASSERT_TRUE(RunCollector(all, &s2).ok());
+  ASSERT_TRUE(ReplayStatus(b, all, &s2, /*store=*/false).ok());
   EXPECT_EQ(s2.stage("parse")->count, 3u);
   EXPECT_DOUBLE_EQ(s2.stage("parse")->min_ns, -70);  // kept negative: -70, -30 and 400 ns
 }

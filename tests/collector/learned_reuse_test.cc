@@ -11,13 +11,8 @@
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"
 
-namespace ticktrace::collect {
+namespace ticktrace::collect::testing {
 namespace {
-
-using testing::ArchiveBuilder;
-using testing::ReplayArchive;
-using testing::Stamp;
-using testing::TempDir;
 
 TEST(LearnedPipelineReuse, EachUseOfAnIdIsItsOwnOrder) {
   // One process, tags md_rx (0) and order_sent (1). Each order finishes by
@@ -62,4 +57,4 @@ TEST(LearnedPipelineReuse, EachUseOfAnIdIsItsOwnOrder) {
 }
 
 }  // namespace
-}  // namespace ticktrace::collect
+}  // namespace ticktrace::collect::testing

@@ -36,15 +36,7 @@ TEST(OpenLimitTest, OrdersBeyondTheLimitAreCountedNotKept) {
   Analyzer a(settings, info.time_base(), nullptr);
   std::string chunks;
   ChunkEncoder::RunInfo(info.ToJson(), &chunks);
-  ProcessChunk p;
-  p.process_id = 1;
-  p.pid = 4300;
-  p.segment = "ticktrace.open_limit_test.4300";
-  ChunkEncoder::Process(p, &chunks);
-  TagsChunk t;
-  t.process_id = 1;
-  t.tags = {{0, "a"}, {1, "b"}};
-  ChunkEncoder::Tags(t, &chunks);
+  testing::AnnounceProcess("open_limit_test", 1, 4300, {"a", "b"}, &chunks);
   // 150 orders open at once (stage a only), then each gets stage b.
   std::vector<abi::Record> records;
   for (uint64_t id = 1; id <= 150; ++id) records.push_back(Stamp(0, id, 1000 + id));

@@ -12,14 +12,8 @@
 #include "tests/collector/replay_util.h"
 #include "tests/collector/store_query.h"
 
-namespace ticktrace::collect {
+namespace ticktrace::collect::testing {
 namespace {
-
-using testing::ArchiveBuilder;
-using testing::ReplayArchive;
-using testing::Stamp;
-using testing::StoreQuery;
-using testing::TempDir;
 
 // Replays `orders_ab` orders a -> b, order id i taking 100 + i ns; returns
 // the summary and leaves the store in `dir`.
@@ -40,12 +34,22 @@ RunSummary ReplayOrders(const TempDir& dir, int orders_ab, std::string* log_out)
   return r.summary;
 }
 
-TEST(PercentileRule, NinetyNineSamplesHaveNoP99) {
-  TempDir dir;
-  std::string log;
-  const RunSummary s = ReplayOrders(dir, 99, &log);
-  const StageSummary* ab = s.stage("a->b");
-  ASSERT_NE(ab, nullptr) << log;
+class PercentileRule : public ::testing::Test {
+ protected:
+  // Replays `orders_ab` orders (ReplayOrders); returns the a->b stage or null.
+  const StageSummary* ReplayAB(int orders_ab) {
+    summary_ = ReplayOrders(dir_, orders_ab, &log_);
+    return summary_.stage("a->b");
+  }
+
+  TempDir dir_;
+  std::string log_;
+  RunSummary summary_;
+};
+
+TEST_F(PercentileRule, NinetyNineSamplesHaveNoP99) {
+  const StageSummary* ab = ReplayAB(99);
+  ASSERT_NE(ab, nullptr) << log_;
   EXPECT_EQ(ab->count, 99u);
   EXPECT_FALSE(std::isnan(ab->p50_ns));
   EXPECT_FALSE(std::isnan(ab->p90_ns));  // 99 >= 10
@@ -53,34 +57,28 @@ TEST(PercentileRule, NinetyNineSamplesHaveNoP99) {
   EXPECT_TRUE(std::isnan(ab->p999_ns));  // 99 < 1000
   // Nearest rank of p90 over latencies 101..199: rank 90 -> 190 (within 1/256).
   EXPECT_NEAR(ab->p90_ns, 190, 190.0 / 256);
-  StoreQuery q(dir.File("store.db"));
+  StoreQuery q(dir_.File("store.db"));
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM stage_stats WHERE stage = 'a->b' AND p99_ns IS NULL "
                   "AND p999_ns IS NULL AND p90_ns IS NOT NULL AND p50_ns IS NOT NULL"),
             1);
 }
 
-TEST(PercentileRule, AHundredSamplesHaveAP99ButNoP999) {
-  TempDir dir;
-  std::string log;
-  const RunSummary s = ReplayOrders(dir, 100, &log);
-  const StageSummary* ab = s.stage("a->b");
-  ASSERT_NE(ab, nullptr) << log;
+TEST_F(PercentileRule, AHundredSamplesHaveAP99ButNoP999) {
+  const StageSummary* ab = ReplayAB(100);
+  ASSERT_NE(ab, nullptr) << log_;
   EXPECT_EQ(ab->count, 100u);
   // Nearest rank 99 of 101..200 -> 199.
   EXPECT_NEAR(ab->p99_ns, 199, 199.0 / 256);
   EXPECT_TRUE(std::isnan(ab->p999_ns));
 }
 
-TEST(PercentileRule, OneSampleHasAMedianOnly) {
-  TempDir dir;
-  std::string log;
-  const RunSummary s = ReplayOrders(dir, 1, &log);
-  const StageSummary* ab = s.stage("a->b");
-  ASSERT_NE(ab, nullptr) << log;
+TEST_F(PercentileRule, OneSampleHasAMedianOnly) {
+  const StageSummary* ab = ReplayAB(1);
+  ASSERT_NE(ab, nullptr) << log_;
   EXPECT_DOUBLE_EQ(ab->p50_ns, 101);
   EXPECT_TRUE(std::isnan(ab->p90_ns));
   EXPECT_TRUE(std::isnan(ab->p99_ns));
 }
 
 }  // namespace
-}  // namespace ticktrace::collect
+}  // namespace ticktrace::collect::testing

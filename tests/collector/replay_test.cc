@@ -11,6 +11,7 @@
 #include "collector/app/collector.h"
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
+#include "tests/collector/replay_util.h"
 #include "tests/collector/store_query.h"
 
 namespace ticktrace::collect {
@@ -30,30 +31,7 @@ constexpr uint32_t kCpu0 = 0, kCpu1 = 1;
 // wide above 2^e, midpoint at most 2^e/256 away). The tolerance for `exact`.
 double Bound(double exact) { return std::fabs(exact) / 256 * (1 + 1e-12); }
 
-class ReplayTest : public ::testing::Test {
- protected:
-  // Replays `b` with `o` (replay_path/store_uri filled in); EXPECTs success.
-  RunSummary Replay(const ArchiveBuilder& b, CollectorOptions o = {}, bool store = true) {
-    const std::string raw = dir_.File("in.raw");
-    b.Write(raw);
-    o.replay_path = raw;
-    if (store) {
-      o.store_uri = store::StoreUri::LocalFile(db());
-    } else {
-      o.store_uri.reset();
-    }
-    o.out = &log_;
-    o.handle_signals = false;
-    RunSummary s;
-    absl::Status st = RunCollector(o, &s);
-    EXPECT_TRUE(st.ok()) << st;
-    return s;
-  }
-  std::string db() const { return dir_.File("store.db"); }
-
-  TempDir dir_;
-  std::ostringstream log_;
-};
+using ReplayTest = testing::ReplayStoreTest;
 
 // Three processes, records arriving out of order (the last stage's process is
 // drained before the middle one), all stitched by order id.
@@ -306,16 +284,10 @@ TEST_F(ReplayTest, SkipsACorruptChunkAndGoesOn) {
   ChunkEncoder::Records(1, 0, 1, 5, std::vector<abi::Record>{Stamp(0, 4, 600)}, &last);
   last[last.size() - 1] ^= 0x01;
   b.Raw(last);
-  const std::string raw = dir_.File("in.raw");
-  b.Write(raw);
   CollectorOptions o;
   o.pipeline = {"a", "b"};
-  o.replay_path = raw;
-  o.store_uri = store::StoreUri::LocalFile(db());
-  o.out = &log_;
-  o.handle_signals = false;
   RunSummary s;
-  const absl::Status st = RunCollector(o, &s);
+  const absl::Status st = ReplayStatus(b, o, &s);
   EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << st;
   EXPECT_NE(st.message().find("2 corrupt chunks were skipped"), std::string::npos) << st;
   EXPECT_EQ(s.counter("drained"), 4);

@@ -21,16 +21,11 @@
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"
+#include "tests/support/rank_quantile.h"
 #include "tests/collector/store_query.h"
 
-namespace ticktrace::collect {
+namespace ticktrace::collect::testing {
 namespace {
-
-using testing::ArchiveBuilder;
-using testing::ReplayArchive;
-using testing::Stamp;
-using testing::StoreQuery;
-using testing::TempDir;
 
 constexpr uint32_t kCpu0 = 0;
 constexpr uint64_t kSecondTicks = 1'000'000'000;  // the archives' TSC runs at 1 GHz
@@ -49,13 +44,6 @@ ArchiveBuilder Orders(uint64_t n, uint64_t gap, Hop hop) {
   }
   b.Records(1, records);
   return b;
-}
-
-// The q-quantile of `v` by the histogram's rank rule: the ceil(q n)-th value.
-double Exact(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * v.size())));
-  return v[rank - 1];
 }
 
 TEST(StoreSeam, EveryCounterTheCollectorWritesHasAName) {
@@ -117,7 +105,7 @@ TEST(StoreSeam, WindowStatisticsEqualTheDetail) {
     }
     ASSERT_EQ(h->count(), detail.size()) << start;
     for (double qq : {0.5, 0.99}) {
-      const double exact = Exact(detail, qq);
+      const double exact = ::ticktrace::testing::RankQuantile(detail, qq);
       EXPECT_NEAR(h->Quantile(qq), exact, exact / 256 + 1) << start << " q " << qq;
     }
     checked += static_cast<int64_t>(detail.size());
@@ -211,4 +199,4 @@ TEST(StoreSeam, AppendingToASchema1StoreMigratesItWithABackup) {
 }
 
 }  // namespace
-}  // namespace ticktrace::collect
+}  // namespace ticktrace::collect::testing

@@ -18,14 +18,8 @@
 #include "tests/collector/replay_util.h"
 #include "tests/collector/store_query.h"
 
-namespace ticktrace::collect {
+namespace ticktrace::collect::testing {
 namespace {
-
-using testing::ArchiveBuilder;
-using testing::ReplayArchive;
-using testing::Stamp;
-using testing::StoreQuery;
-using testing::TempDir;
 
 constexpr uint64_t kLingerTicks = 100'000'000;  // 100 ms at 1 GHz
 constexpr uint32_t kCpu0 = 0, kCpu1 = 1;         // aux values: cpu number, node 0
@@ -286,4 +280,4 @@ TEST_F(LiveReuseTest, ProducerRestartReusingIdsStoresBothUses) {
 }
 
 }  // namespace
-}  // namespace ticktrace::collect
+}  // namespace ticktrace::collect::testing

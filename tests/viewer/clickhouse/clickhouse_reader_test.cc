@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/replay_util.h"
+#include "tests/support/rank_quantile.h"
 #include "tests/support/clickhouse_server.h"
 #include "ticktrace/store/reader.h"
 
@@ -58,13 +59,6 @@ ArchiveBuilder Story() {
   records.push_back(Stamp(0, kOrders + 1, ATsc(kOrders) + 500'000, 0));
   b.Records(1, records);
   return b;
-}
-
-// The q-quantile by the histogram's rank rule: the ceil(q n)-th value.
-double Exact(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(q * v.size())));
-  return v[rank - 1];
 }
 
 // The latencies of `stage` of the orders whose a is in [from, to) (1-based ids).
@@ -186,7 +180,7 @@ TEST_F(ClickHouseReaderTest, WindowStatisticsAgreeWithTheArchiveAndWithSqlite) {
       EXPECT_EQ(c.count, int64_t(exact.size())) << c.stage;
       for (auto [q, got] : {std::pair{0.5, c.p50_ns}, {0.9, c.p90_ns}, {0.99, c.p99_ns}}) {
         ASSERT_TRUE(got.has_value()) << c.stage << " q " << q;
-        const double e = Exact(exact, q);
+        const double e = ::ticktrace::testing::RankQuantile(exact, q);
         EXPECT_NEAR(*got, e, e * kRelativeError + 1) << c.stage << " q " << q;
       }
       EXPECT_DOUBLE_EQ(*c.min_ns, *std::min_element(exact.begin(), exact.end()));
