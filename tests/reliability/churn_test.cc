@@ -15,10 +15,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class ChurnTest : public RelTest {
- protected:
-  ChurnTest() : RelTest("churn") {}
-};
+using ChurnTest = RelTestOf<"churn">;
 
 TEST_F(ChurnTest, ThreadChurnSlotExhaustionAndFullTagTableAreCounted) {
   constexpr int kRings = 4;

@@ -15,10 +15,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class CollectorRestartTest : public RelTest {
- protected:
-  CollectorRestartTest() : RelTest("crestart") {}
-};
+using CollectorRestartTest = RelTestOf<"crestart">;
 
 TEST_F(CollectorRestartTest, KilledAndRestartedLosesAndDuplicatesNothing) {
   const int kKills = 6 * Scale();

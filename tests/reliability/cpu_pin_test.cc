@@ -14,10 +14,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class CpuPinTest : public RelTest {
- protected:
-  CpuPinTest() : RelTest("cpupin") {}
-};
+using CpuPinTest = RelTestOf<"cpupin">;
 
 // "Cpus_allowed_list:\t3" of /proc/<pid>/task/<tid>/status, per thread.
 std::vector<std::string> ThreadsAllowedCpus(pid_t pid) {

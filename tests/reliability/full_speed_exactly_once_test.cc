@@ -25,10 +25,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class FullSpeedTest : public RelTest {
- protected:
-  FullSpeedTest() : RelTest("fullspeed") {}
-};
+using FullSpeedTest = RelTestOf<"fullspeed">;
 
 struct Producer {
   pid_t pid = 0;

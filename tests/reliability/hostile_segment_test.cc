@@ -17,10 +17,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class HostileSegmentTest : public RelTest {
- protected:
-  HostileSegmentTest() : RelTest("hostile") {}
-};
+using HostileSegmentTest = RelTestOf<"hostile">;
 
 // Overwrites random ranges of the file at `path` with random bytes for
 // `duration`; returns how many bytes it wrote.

@@ -61,10 +61,7 @@ std::vector<RecordsChunkAt> RecordsChunks(const std::string& bytes) {
   return out;
 }
 
-class JournalCorruptionTest : public RelTest {
- protected:
-  JournalCorruptionTest() : RelTest("jcorrupt") {}
-};
+using JournalCorruptionTest = RelTestOf<"jcorrupt">;
 
 TEST_F(JournalCorruptionTest, OnlyTheCorruptChunksAreLostCountedAndTheExitIsNonZero) {
   // Per thread, paced over about 5 s: many passes, even on a loaded machine.

@@ -10,10 +10,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class LiveCountersTest : public RelTest {
- protected:
-  LiveCountersTest() : RelTest("livecounters") {}
-};
+using LiveCountersTest = RelTestOf<"livecounters">;
 
 TEST_F(LiveCountersTest, TheStoreShowsCurrentFiguresWhileTheRunGoesOn) {
   // Two threads of 30000 two-stamp orders, 8 orders every 2 ms: about 7.5 s

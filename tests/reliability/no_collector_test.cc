@@ -13,10 +13,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class NoCollectorTest : public RelTest {
- protected:
-  NoCollectorTest() : RelTest("nocoll") {}
-};
+using NoCollectorTest = RelTestOf<"nocoll">;
 
 TEST_F(NoCollectorTest, AttemptedEqualsDrainedPlusDroppedPerRing) {
   constexpr int kProcesses = 2;

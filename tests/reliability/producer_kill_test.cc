@@ -24,10 +24,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class ProducerKillTest : public RelTest {
- protected:
-  ProducerKillTest() : RelTest("pkill") {}
-};
+using ProducerKillTest = RelTestOf<"pkill">;
 
 struct RingFigure {
   uint32_t tid = 0;

@@ -15,7 +15,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -250,6 +252,21 @@ class RelTest : public ::testing::Test {
   SessionSegments segments_;
   TempDir dir_;
   Children children_;
+};
+
+// A string literal as a template argument (RelTestOf<"churn">).
+template <size_t N>
+struct SessionWord {
+  constexpr SessionWord(const char (&text)[N]) { std::copy_n(text, N, chars); }  // NOLINT: implicit
+  char chars[N];
+};
+
+// The fixture of a test that needs nothing beyond RelTest: `using ChurnTest =
+// RelTestOf<"churn">;` names its sessions t_rel_churn_<pid>.
+template <SessionWord kWhat>
+class RelTestOf : public RelTest {
+ protected:
+  RelTestOf() : RelTest(kWhat.chars) {}
 };
 
 // "key value" pairs of a producer's output, the last value of each key

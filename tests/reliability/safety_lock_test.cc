@@ -19,10 +19,7 @@
 namespace ticktrace::reliability {
 namespace {
 
-class SafetyLockTest : public RelTest {
- protected:
-  SafetyLockTest() : RelTest("lock") {}
-};
+using SafetyLockTest = RelTestOf<"lock">;
 
 // Forks a child that, as `who`, binds the abstract socket `name` and sleeps
 // holding it. Returns its pid (the fixture kills it) once the name is held.
