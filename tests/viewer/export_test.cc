@@ -29,17 +29,7 @@
 namespace ticktrace::view {
 namespace {
 
-class ExportTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    testing::WriteKnownStore(dir_.File("known.db"));
-    auto store = store::StoreReader::Open(dir_.File("known.db"));
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-  }
-  testing::TempDir dir_;
-  std::unique_ptr<store::StoreReader> store_;
-};
+using ExportTest = testing::KnownStoreTest;
 
 // Stamps of run 2 per order, from the fixture's own story: orders 1..100
 // have md, strategy, risk (span), gateway; 101 has md; 102 strategy, gateway.

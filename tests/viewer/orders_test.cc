@@ -15,17 +15,7 @@ namespace {
 
 using testing::KnownStore;
 
-class OrdersTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    testing::WriteKnownStore(dir_.File("known.db"));
-    auto store = store::StoreReader::Open(dir_.File("known.db"));
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-  }
-  testing::TempDir dir_;
-  std::unique_ptr<store::StoreReader> store_;
-};
+using OrdersTest = testing::KnownStoreTest;
 
 TEST_F(OrdersTest, SlowestByTotal) {
   auto report = FindSlowestOrders(*store_, std::nullopt, std::nullopt, 3);

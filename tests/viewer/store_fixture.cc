@@ -475,4 +475,27 @@ std::vector<store::SampleRow> KnownSamples() {
   return rows;
 }
 
+std::unique_ptr<store::StoreReader> OpenStore(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> store = store::StoreReader::Open(path);
+  if (!store.ok()) {
+    ADD_FAILURE() << path << ": " << store.status();
+    return nullptr;
+  }
+  return std::move(*store);
+}
+
+const StageSummary* FindStage(const Summary& summary, const std::string& stage) {
+  for (const StageSummary& row : summary.stages) {
+    if (row.stage == stage) return &row;
+  }
+  ADD_FAILURE() << "no stage " << stage;
+  return nullptr;
+}
+
+void KnownStoreTest::SetUp() {
+  WriteKnownStore(dir_.File("known.db"));
+  store_ = OpenStore(dir_.File("known.db"));
+  ASSERT_NE(store_, nullptr);
+}
+
 }  // namespace ticktrace::view::testing

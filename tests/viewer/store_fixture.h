@@ -11,13 +11,17 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
+#include "ticktrace/store/reader.h"
 #include "ticktrace/store/writer.h"
 #include "ticktrace/store/rows.h"
+#include "viewer/views/summary.h"
 
 namespace ticktrace::view::testing {
 
@@ -126,6 +130,23 @@ void WriteKnownStore(const std::string& path, const KnownStoreOptions& options =
 
 // The samples WriteKnownStore puts in run 2, for tests that count them.
 std::vector<store::SampleRow> KnownSamples();
+
+// The store at `path` open for reading; a failed open is a test failure
+// (with the status) and null.
+std::unique_ptr<store::StoreReader> OpenStore(const std::string& path);
+
+// The row of `stage` in `summary`; none is a test failure and null.
+const StageSummary* FindStage(const Summary& summary, const std::string& stage);
+
+// A test of the known store: written to dir_/known.db and open in store_
+// before each test.
+class KnownStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+
+  TempDir dir_;
+  std::unique_ptr<store::StoreReader> store_;
+};
 
 }  // namespace ticktrace::view::testing
 

@@ -15,6 +15,7 @@
 namespace ticktrace::view {
 namespace {
 
+using testing::FindStage;
 using testing::KnownStore;
 
 // The interval histograms' percentiles are within 1/256 of a sample
@@ -35,17 +36,8 @@ class SummaryTest : public ::testing::Test {
   void SetUp() override {
     path_ = dir_.File("known.db");
     testing::WriteKnownStore(path_);
-    auto store = store::StoreReader::Open(path_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-  }
-
-  const StageSummary* Find(const Summary& s, const std::string& stage) {
-    for (const StageSummary& row : s.stages) {
-      if (row.stage == stage) return &row;
-    }
-    ADD_FAILURE() << "no stage " << stage;
-    return nullptr;
+    store_ = testing::OpenStore(path_);
+    ASSERT_NE(store_, nullptr);
   }
 
   testing::TempDir dir_;
@@ -88,14 +80,14 @@ TEST_F(SummaryTest, IntervalsNotStageStatsGiveTheNumbers) {
     // Every stage has fewer than 1000 samples: no p99.9.
     EXPECT_EQ(s.stats.p999_ns, std::nullopt) << s.stage;
   }
-  EXPECT_NEAR(*Find(*summary, "total")->stats.p50_ns, 1561.0, 1561.0 * kHistogramRelativeError);
+  EXPECT_NEAR(*FindStage(*summary, "total")->stats.p50_ns, 1561.0, 1561.0 * kHistogramRelativeError);
   // --exact computes from the samples instead: the nearest rank itself.
   QueryOptions q;
   q.exact = true;
   auto exact = BuildSummary(**store, q);
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_FALSE(exact->from_intervals);
-  EXPECT_EQ(Find(*exact, "total")->stats.p50_ns, 1561.0);
+  EXPECT_EQ(FindStage(*exact, "total")->stats.p50_ns, 1561.0);
 }
 
 TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
@@ -108,7 +100,7 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
 
   // md->strategy: 10*i ns for i = 1..100; order 13 is negative+cross-core,
   // so out of the percentiles: 99 values.
-  const StageSummary* md = Find(*summary, "md->strategy");
+  const StageSummary* md = FindStage(*summary, "md->strategy");
   ASSERT_NE(md, nullptr);
   EXPECT_EQ(md->stats.count, 99);
   EXPECT_EQ(md->stats.min_ns, 10.0);
@@ -123,7 +115,7 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(md->migrated, 0);
 
   // total: 1000 + 11*i, order 13 is 1008, linked order 102 is 301.2 µs.
-  const StageSummary* total = Find(*summary, "total");
+  const StageSummary* total = FindStage(*summary, "total");
   ASSERT_NE(total, nullptr);
   EXPECT_EQ(total->stats.count, 101);
   EXPECT_EQ(total->stats.min_ns, 1008.0);
@@ -132,12 +124,12 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(total->stats.p999_ns, std::nullopt);  // 101 values: a p99.9 needs 1000
   EXPECT_EQ(total->stats.max_ns, 301200.0);
 
-  const StageSummary* risk = Find(*summary, "risk");
+  const StageSummary* risk = FindStage(*summary, "risk");
   ASSERT_NE(risk, nullptr);
   EXPECT_EQ(risk->stats.count, 99);
   EXPECT_EQ(risk->migrated, 1);
 
-  const StageSummary* gw = Find(*summary, "strategy->gateway");
+  const StageSummary* gw = FindStage(*summary, "strategy->gateway");
   ASSERT_NE(gw, nullptr);
   EXPECT_EQ(gw->stats.count, 100 + kCrossCoreOnlyKept);  // 101 samples, order 7 cross-core
   EXPECT_EQ(gw->cross_core, 1);
@@ -180,8 +172,8 @@ TEST_F(SummaryTest, IncludeFlaggedCountsFlaggedSamples) {
   auto summary = BuildSummary(*store_, q);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_FALSE(summary->from_intervals);
-  EXPECT_EQ(Find(*summary, "md->strategy")->stats.count, 100);
-  EXPECT_EQ(Find(*summary, "md->strategy")->stats.min_ns, -5.0);
+  EXPECT_EQ(FindStage(*summary, "md->strategy")->stats.count, 100);
+  EXPECT_EQ(FindStage(*summary, "md->strategy")->stats.min_ns, -5.0);
 }
 
 TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
@@ -196,7 +188,7 @@ TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
   ASSERT_TRUE(unfiltered.ok()) << unfiltered.status();
   EXPECT_TRUE(unfiltered->from_intervals);
   EXPECT_TRUE(unfiltered->include_flagged);
-  EXPECT_EQ(Find(*unfiltered, "md->strategy")->stats.count, 100);  // order 13 included
+  EXPECT_EQ(FindStage(*unfiltered, "md->strategy")->stats.count, 100);  // order 13 included
 
   QueryOptions q;
   q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
@@ -204,12 +196,12 @@ TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
   auto filtered = BuildSummary(**store, q);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
   EXPECT_FALSE(filtered->from_intervals);
-  EXPECT_EQ(Find(*filtered, "md->strategy")->stats.count, 100);  // order 13 included
+  EXPECT_EQ(FindStage(*filtered, "md->strategy")->stats.count, 100);  // order 13 included
 
   q.include_flagged = false;  // --exclude-flagged
   auto excluded = BuildSummary(**store, q);
   ASSERT_TRUE(excluded.ok()) << excluded.status();
-  EXPECT_EQ(Find(*excluded, "md->strategy")->stats.count, 99);
+  EXPECT_EQ(FindStage(*excluded, "md->strategy")->stats.count, 99);
   EXPECT_FALSE(excluded->include_flagged);
 }
 
@@ -282,9 +274,9 @@ TEST_F(SummaryTest, ProcessFilterByNameOrPid) {
   auto by_pid = BuildSummary(*store_, q);
   ASSERT_TRUE(by_pid.ok()) << by_pid.status();
   for (const auto* s : {&*by_name, &*by_pid}) {
-    EXPECT_EQ(Find(*s, "md->strategy")->stats.count, 0);  // md -> strategy: no gateway end
-    EXPECT_EQ(Find(*s, "strategy->gateway")->stats.count, 100 + kCrossCoreOnlyKept);
-    EXPECT_EQ(Find(*s, "total")->stats.count, 101);
+    EXPECT_EQ(FindStage(*s, "md->strategy")->stats.count, 0);  // md -> strategy: no gateway end
+    EXPECT_EQ(FindStage(*s, "strategy->gateway")->stats.count, 100 + kCrossCoreOnlyKept);
+    EXPECT_EQ(FindStage(*s, "total")->stats.count, 101);
   }
 }
 
@@ -293,15 +285,15 @@ TEST_F(SummaryTest, TimeWindowAbsoluteAndRelative) {
   q.since = TimeArg{TimeArg::Anchor::kAbsolute, KnownStore::FirstUtcNs(51)};
   auto absolute = BuildSummary(*store_, q);
   ASSERT_TRUE(absolute.ok()) << absolute.status();
-  EXPECT_EQ(Find(*absolute, "md->strategy")->stats.count, 50);  // orders 51..100
-  EXPECT_EQ(Find(*absolute, "md->strategy")->stats.p50_ns, 750.0);
+  EXPECT_EQ(FindStage(*absolute, "md->strategy")->stats.count, 50);  // orders 51..100
+  EXPECT_EQ(FindStage(*absolute, "md->strategy")->stats.p50_ns, 750.0);
 
   // Relative times count from the samples: the last starts at order 100's
   // risk span, 100 ms + 1010 ns after the base; "-50ms" keeps orders 51..100.
   q.since = TimeArg{TimeArg::Anchor::kRunEnd, -50'000'000};
   auto relative = BuildSummary(*store_, q);
   ASSERT_TRUE(relative.ok()) << relative.status();
-  EXPECT_EQ(Find(*relative, "md->strategy")->stats.count, 50);
+  EXPECT_EQ(FindStage(*relative, "md->strategy")->stats.count, 50);
 
   // The first sample starts at order 1 (base + 1 ms): "+10ms".."+19ms",
   // inclusive, is orders 11..20.
@@ -309,9 +301,9 @@ TEST_F(SummaryTest, TimeWindowAbsoluteAndRelative) {
   q.until = TimeArg{TimeArg::Anchor::kRunStart, 19'000'000};
   auto window = BuildSummary(*store_, q);
   ASSERT_TRUE(window.ok()) << window.status();
-  EXPECT_EQ(Find(*window, "total")->stats.count, 10);
+  EXPECT_EQ(FindStage(*window, "total")->stats.count, 10);
   // min: order 13, whose md->strategy is -5 ns.
-  EXPECT_EQ(Find(*window, "total")->stats.min_ns,
+  EXPECT_EQ(FindStage(*window, "total")->stats.min_ns,
             KnownStore::MdToStrategyNs(13) + KnownStore::StrategyToGatewayNs(13));
 }
 

@@ -43,6 +43,8 @@
 namespace ticktrace::view {
 namespace {
 
+using testing::FindStage;
+
 constexpr int kOrders = 200;
 // The collector histogram's relative error bound (docs/collector.md).
 constexpr double kHistogramRelativeError = 1.0 / 256;
@@ -209,16 +211,8 @@ class ReplayTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(replay_status_->ok()) << *replay_status_;
     db_ = dir_->File("replayed.db");
-    auto store = store::StoreReader::Open(db_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    store_ = std::move(*store);
-  }
-  const StageSummary* Find(const Summary& s, const std::string& stage) {
-    for (const StageSummary& row : s.stages) {
-      if (row.stage == stage) return &row;
-    }
-    ADD_FAILURE() << "no stage " << stage;
-    return nullptr;
+    store_ = testing::OpenStore(db_);
+    ASSERT_NE(store_, nullptr);
   }
 
   static testing::TempDir* dir_;
@@ -245,7 +239,7 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsIntervals) {
   EXPECT_LT(pos("md->strategy"), pos("strategy->gateway"));
   EXPECT_LT(pos("risk"), pos("total"));
 
-  const StageSummary* md = Find(*summary, "md->strategy");
+  const StageSummary* md = FindStage(*summary, "md->strategy");
   ASSERT_NE(md, nullptr);
   const std::vector<double> md_values = ExpectedMdToStrategy();
   EXPECT_EQ(md->stats.count, static_cast<int64_t>(md_values.size()));
@@ -269,17 +263,17 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsIntervals) {
     EXPECT_NEAR(*reported, exact, exact * kHistogramRelativeError * (1 + 1e-12)) << "p" << p;
   }
 
-  const StageSummary* risk = Find(*summary, "risk");
+  const StageSummary* risk = FindStage(*summary, "risk");
   ASSERT_NE(risk, nullptr);
   EXPECT_EQ(risk->stats.count, kOrders - 1);
   EXPECT_EQ(risk->migrated, 1);
 
-  const StageSummary* gw = Find(*summary, "strategy->gateway");
+  const StageSummary* gw = FindStage(*summary, "strategy->gateway");
   ASSERT_NE(gw, nullptr);
   EXPECT_EQ(gw->stats.count, kOrders + 1);
   EXPECT_DOUBLE_EQ(*gw->stats.max_ns, 1500.0);
 
-  const StageSummary* total = Find(*summary, "total");
+  const StageSummary* total = FindStage(*summary, "total");
   ASSERT_NE(total, nullptr);
   EXPECT_EQ(total->stats.count, kOrders + 1);
   EXPECT_DOUBLE_EQ(*total->stats.max_ns, 1900.0);
@@ -297,14 +291,14 @@ TEST_F(ReplayTest, ExactPercentilesFromSamplesWhenFiltered) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_FALSE(summary->from_intervals);
   const std::vector<double> md = ExpectedMdToStrategy();
-  const StageSummary* row = Find(*summary, "md->strategy");
+  const StageSummary* row = FindStage(*summary, "md->strategy");
   ASSERT_NE(row, nullptr);
   EXPECT_EQ(row->stats.count, static_cast<int64_t>(md.size()));
   EXPECT_DOUBLE_EQ(*row->stats.p50_ns, Rank(md, 0.5));
   EXPECT_DOUBLE_EQ(*row->stats.p90_ns, Rank(md, 0.9));
   EXPECT_EQ(row->stats.p999_ns, std::nullopt);  // fewer than 1000 samples
   const std::vector<double> total = ExpectedTotal();
-  const StageSummary* t = Find(*summary, "total");
+  const StageSummary* t = FindStage(*summary, "total");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->stats.count, static_cast<int64_t>(total.size()));
   EXPECT_DOUBLE_EQ(*t->stats.p50_ns, Rank(total, 0.5));
@@ -315,15 +309,15 @@ TEST_F(ReplayTest, ExactPercentilesFromSamplesWhenFiltered) {
   q.until = TimeArg{TimeArg::Anchor::kAbsolute, kBaseUtcNs + int64_t(MdTsc(200))};
   auto window = BuildSummary(*store_, q);
   ASSERT_TRUE(window.ok()) << window.status();
-  EXPECT_EQ(Find(*window, "md->strategy")->stats.count, 100);
-  EXPECT_DOUBLE_EQ(*Find(*window, "md->strategy")->stats.min_ns, 201.0);
+  EXPECT_EQ(FindStage(*window, "md->strategy")->stats.count, 100);
+  EXPECT_DOUBLE_EQ(*FindStage(*window, "md->strategy")->stats.min_ns, 201.0);
 
   q = QueryOptions();
   q.process = "exch";
   auto exch = BuildSummary(*store_, q);
   ASSERT_TRUE(exch.ok()) << exch.status();
-  EXPECT_EQ(Find(*exch, "md->strategy")->stats.count, 0);
-  EXPECT_EQ(Find(*exch, "strategy->gateway")->stats.count, kOrders + 1);
+  EXPECT_EQ(FindStage(*exch, "md->strategy")->stats.count, 0);
+  EXPECT_EQ(FindStage(*exch, "strategy->gateway")->stats.count, kOrders + 1);
 }
 
 TEST_F(ReplayTest, SlowestOrders) {
