@@ -49,11 +49,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_setup.h"
 #include "bench_util.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/segment_reader.h"
@@ -86,14 +88,7 @@ int RunProducer(const ProducerArgs& a) {
   uint32_t ring = 1024;
   while (ring < total && ring < ticktrace::abi::kMaxRingCapacity) ring <<= 1;
 
-  ticktrace::Options options;
-  options.session = a.session;
-  options.ring_records = ring;
-  options.rings = 2;
-  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
-    std::fprintf(stderr, "producer: Init: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
+  if (!ticktrace::bench::InitTracing("producer: Init", a.session, ring, 2)) return 1;
   static const ticktrace::Tag tags[4] = {ticktrace::Tag{"md_rx"}, ticktrace::Tag{"decide"},
                                          ticktrace::Tag{"order_sent"}, ticktrace::Tag{"ack"}};
   ticktrace::stamp(tags[0], 0);
@@ -438,20 +433,12 @@ int main(int argc, char** argv) {
   }
   self[len] = '\0';
   bool own_tmpdir = false;
-  if (tmpdir.empty()) {
-    char templ[] = "/tmp/ticktrace-interference-XXXXXX";
-    if (mkdtemp(templ) == nullptr) {
-      std::perror("mkdtemp");
-      return 1;
-    }
-    tmpdir = templ;
-    own_tmpdir = true;
-  }
-  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
-  if (!cal.ok()) {
-    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
+  if (!ticktrace::bench::MakeTmpdirUnlessGiven("/tmp/ticktrace-interference-XXXXXX", &tmpdir,
+                                               &own_tmpdir)) {
     return 1;
   }
+  const std::optional<ticktrace::Calibration> cal = ticktrace::bench::CalibrateOrSay();
+  if (!cal) return 1;
 
   std::vector<int> counts;
   {

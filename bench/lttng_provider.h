@@ -20,19 +20,20 @@
 #include <lttng/tracepoint.h>
 #include <stdint.h>
 
-LTTNG_UST_TRACEPOINT_EVENT(
-    ticktrace_bench, stamp,
+// Both events carry one payload, so they are two instances of one class.
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(
+    ticktrace_bench, stamp_fields,
     LTTNG_UST_TP_ARGS(uint16_t, tag_id, uint64_t, order_id),
     LTTNG_UST_TP_FIELDS(
         lttng_ust_field_integer(uint16_t, tag_id, tag_id)
         lttng_ust_field_integer(uint64_t, order_id, order_id)))
 
-LTTNG_UST_TRACEPOINT_EVENT(
-    ticktrace_bench, stamp_disabled,
-    LTTNG_UST_TP_ARGS(uint16_t, tag_id, uint64_t, order_id),
-    LTTNG_UST_TP_FIELDS(
-        lttng_ust_field_integer(uint16_t, tag_id, tag_id)
-        lttng_ust_field_integer(uint64_t, order_id, order_id)))
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(ticktrace_bench, stamp_fields, ticktrace_bench, stamp,
+                                    LTTNG_UST_TP_ARGS(uint16_t, tag_id, uint64_t, order_id))
+
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(ticktrace_bench, stamp_fields, ticktrace_bench,
+                                    stamp_disabled,
+                                    LTTNG_UST_TP_ARGS(uint16_t, tag_id, uint64_t, order_id))
 
 #endif  // TICKTRACE_BENCH_LTTNG_PROVIDER_H_
 

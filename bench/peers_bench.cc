@@ -55,10 +55,12 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_setup.h"
 #include "bench_util.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/trace.h"
@@ -154,29 +156,13 @@ int main(int argc, char** argv) {
   }
   if (rounds < 1) rounds = 1;
   bool own_tmpdir = false;
-  if (tmpdir.empty()) {
-    char templ[] = "/tmp/ticktrace-peers-XXXXXX";
-    if (mkdtemp(templ) == nullptr) {
-      std::perror("mkdtemp");
-      return 1;
-    }
-    tmpdir = templ;
-    own_tmpdir = true;
-  }
+  if (!tb::MakeTmpdirUnlessGiven("/tmp/ticktrace-peers-XXXXXX", &tmpdir, &own_tmpdir)) return 1;
 
-  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
-  if (!cal.ok()) {
-    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
-    return 1;
-  }
+  const std::optional<ticktrace::Calibration> cal = tb::CalibrateOrSay();
+  if (!cal) return 1;
   const double ns_per_tick = cal->ns_per_tick;
 
-  ticktrace::Options options;
-  options.session = "peers" + std::to_string(getpid());
-  options.ring_records = kRingRecords;
-  options.rings = 2;
-  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
-    std::fprintf(stderr, "ticktrace::Init: %s\n", std::string(st.message()).c_str());
+  if (!tb::InitTracing("ticktrace::Init", "peers" + std::to_string(getpid()), kRingRecords, 2)) {
     return 1;
   }
   static const ticktrace::Tag tag{"bench"};

@@ -253,6 +253,15 @@ trace_ratios="$(grep -E '^stamp / floor|^ring:' "$trace_txt" 2>/dev/null || true
   fi
 } >"$tmp/trace_targets.txt"
 
+# The visibility and memory targets as "not measured" (why: $1), each unless
+# visibility_bench's output has it measured.
+unmeasured_visibility_targets() {
+  grep -q '^TARGET|collector|order visible' "$tmp/visibility_bench.txt" 2>/dev/null ||
+    echo "TARGET|collector|order visible in the store after its last stamp, p99|not measured|<= 1 s|**missed**|$1"
+  grep -q '^TARGET|collector|peak RSS' "$tmp/visibility_bench.txt" 2>/dev/null ||
+    echo "TARGET|collector|peak RSS, 1 M orders in flight|not measured|<= 64 MiB + 200 B x orders|**missed**|$1"
+}
+
 collector_targets="$tmp/collector_bench.txt"
 if [ "$collector_bench_status" = built ] && ! grep -q '^TARGET|' "$collector_targets" 2>/dev/null; then
   # collector_bench prints prose; take the two replay figures from it.
@@ -284,10 +293,7 @@ if [ "$collector_bench_status" = built ] && ! grep -q '^TARGET|' "$collector_tar
       while IFS='|' read -r what a b ratio; do
         echo "TARGET|interference|stamp() with / without the collector draining (collector_bench, $what)|$ratio|<= 1.2|$(awk -v v="$ratio" 'BEGIN {print (v <= 1.2) ? "met" : "**missed**"}')|$a -> $b ns, medians of rounds"
       done
-    grep -q '^TARGET|collector|order visible' "$tmp/visibility_bench.txt" 2>/dev/null ||
-      echo "TARGET|collector|order visible in the store after its last stamp, p99|not measured|<= 1 s|**missed**|neither collector_bench nor visibility_bench measured it"
-    grep -q '^TARGET|collector|peak RSS' "$tmp/visibility_bench.txt" 2>/dev/null ||
-      echo "TARGET|collector|peak RSS, 1 M orders in flight|not measured|<= 64 MiB + 200 B x orders|**missed**|neither collector_bench nor visibility_bench measured it"
+    unmeasured_visibility_targets "neither collector_bench nor visibility_bench measured it"
   } >"$tmp/collector_parsed_targets.txt"
   collector_targets="$tmp/collector_parsed_targets.txt"
 elif [ "$collector_bench_status" != built ]; then
@@ -295,10 +301,7 @@ elif [ "$collector_bench_status" != built ]; then
   {
     echo "TARGET|collector|replay throughput, store off|not measured|>= 10 M records/s|**missed**|$why"
     echo "TARGET|collector|stage samples into SQLite|not measured|>= 1.5 M samples/s|**missed**|$why"
-    grep -q '^TARGET|collector|order visible' "$tmp/visibility_bench.txt" 2>/dev/null ||
-      echo "TARGET|collector|order visible in the store after its last stamp, p99|not measured|<= 1 s|**missed**|$why"
-    grep -q '^TARGET|collector|peak RSS' "$tmp/visibility_bench.txt" 2>/dev/null ||
-      echo "TARGET|collector|peak RSS, 1 M orders in flight|not measured|<= 64 MiB + 200 B x orders|**missed**|$why"
+    unmeasured_visibility_targets "$why"
   } >"$tmp/collector_default_targets.txt"
   collector_targets="$tmp/collector_default_targets.txt"
 fi

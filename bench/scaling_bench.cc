@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_setup.h"
 #include "bench_util.h"
 #include "ticktrace/segment_reader.h"
 #include "ticktrace/trace.h"
@@ -94,12 +95,8 @@ void Writer(const ticktrace::Tag& tag, int64_t start_ns, int64_t end_ns, WriterR
 // One process of a config: T writers; writes one line per writer to `fd`:
 // "w <stamps> <dropped> <ok> <ns> <ns> ...".
 int RunProcess(int threads, int64_t start_ns, int64_t end_ns, int fd) {
-  ticktrace::Options options;
-  options.session = "scaling" + std::to_string(getppid());
-  options.ring_records = kRingRecords;
-  options.rings = static_cast<uint32_t>(threads) + 1;
-  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
-    std::fprintf(stderr, "Init: %s\n", std::string(st.message()).c_str());
+  if (!ticktrace::bench::InitTracing("Init", "scaling" + std::to_string(getppid()), kRingRecords,
+                                     static_cast<uint32_t>(threads) + 1)) {
     return 1;
   }
   static const ticktrace::Tag tag{"scale"};

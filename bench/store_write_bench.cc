@@ -314,30 +314,29 @@ std::optional<Result> RunClickHouse(const std::vector<FinishedOrder>& orders,
     *why = std::string(ch.status().message());
     return std::nullopt;
   }
-  store::ClickHouseOptions o;
-  o.http.port = (*ch)->http_port();
-  o.database = "bench";
-  absl::StatusOr<std::unique_ptr<store::ClickHouseWriter>> writer =
-      store::ClickHouseWriter::Open(o);
-  if (!writer.ok()) {
-    *why = std::string(writer.status().message());
-    return std::nullopt;
-  }
+  // A writer into `database` on the server; null (and `why`) when it does not open.
+  auto open_writer = [&](const char* database) -> std::unique_ptr<store::ClickHouseWriter> {
+    store::ClickHouseOptions o;
+    o.http.port = (*ch)->http_port();
+    o.database = database;
+    absl::StatusOr<std::unique_ptr<store::ClickHouseWriter>> w = store::ClickHouseWriter::Open(o);
+    if (!w.ok()) {
+      *why = std::string(w.status().message());
+      return nullptr;
+    }
+    return *std::move(w);
+  };
+  const std::unique_ptr<store::ClickHouseWriter> writer = open_writer("bench");
+  if (writer == nullptr) return std::nullopt;
   const double server_cpu0 = ProcessCpuSeconds((*ch)->dir());
-  Result r = RunSink(writer->get(), store::DetailPolicy::kAll, orders);
+  Result r = RunSink(writer.get(), store::DetailPolicy::kAll, orders);
   r.server_cpu_s = ProcessCpuSeconds((*ch)->dir()) - server_cpu0;
   // The writer alone: the same batches, recorded from the sink, into a
   // database of their own on the same server.
-  store::ClickHouseOptions alone_options = o;
-  alone_options.database = "bench_alone";
-  absl::StatusOr<std::unique_ptr<store::ClickHouseWriter>> alone_writer =
-      store::ClickHouseWriter::Open(alone_options);
-  if (!alone_writer.ok()) {
-    *why = std::string(alone_writer.status().message());
-    return std::nullopt;
-  }
+  const std::unique_ptr<store::ClickHouseWriter> alone_writer = open_writer("bench_alone");
+  if (alone_writer == nullptr) return std::nullopt;
   const double alone_cpu0 = ProcessCpuSeconds((*ch)->dir());
-  *alone = ReplayBatches(alone_writer->get(), batches);
+  *alone = ReplayBatches(alone_writer.get(), batches);
   alone->server_cpu_s = ProcessCpuSeconds((*ch)->dir()) - alone_cpu0;
   for (const char* t : {"orders", "intervals", "interval_detail", "batches", "counters"}) {
     (*ch)->Query(std::string("OPTIMIZE TABLE bench.") + t + " FINAL").IgnoreError();

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_setup.h"
 #include "benchmark/benchmark.h"
 #include "ticktrace/abi.h"
 #include "ticktrace/segment_reader.h"
@@ -327,12 +328,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
 
-  ticktrace::Options options;
-  options.session = "bench" + std::to_string(getpid());
-  options.ring_records = kRingRecords;
-  options.rings = 2;
-  if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
-    std::fprintf(stderr, "ticktrace::Init: %s\n", std::string(st.message()).c_str());
+  if (!ticktrace::bench::InitTracing("ticktrace::Init", "bench" + std::to_string(getpid()),
+                                     kRingRecords, 2)) {
     return 1;
   }
   const std::string segment = ticktrace::CurrentSegmentName();
