@@ -56,15 +56,8 @@ std::string Join(const std::vector<std::string>& parts, std::string_view separat
 // (and *out untouched) for anything else.
 bool ParseDouble(std::string_view text, double* out);
 
-// A decimal unsigned integer that fits in T, nothing else around it.
+// A decimal unsigned 64-bit integer, nothing else around it.
 bool ParseUnsigned(std::string_view text, uint64_t* out);
-template <typename T>
-bool ParseUnsigned(std::string_view text, T* out) {
-  uint64_t v = 0;
-  if (!ParseUnsigned(text, &v) || v > static_cast<uint64_t>(static_cast<T>(~T{0}))) return false;
-  *out = static_cast<T>(v);
-  return true;
-}
 
 }  // namespace ticktrace::internal
 
