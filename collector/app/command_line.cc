@@ -1,189 +1,292 @@
 #include "collector/app/command_line.h"
 
-#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "common/duration.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "ticktrace/store/uri.h"
+#include "ticktrace/store/writer.h"
 
 namespace ticktrace::collect {
 namespace {
 
-constexpr size_t kUsageWidth = 80;       // usage lines fit a default terminal
-constexpr size_t kUsageHelpColumn = 30;  // where a flag's description starts
+constexpr int64_t kSecondNs = 1'000'000'000;
+constexpr int64_t kDayNs = 86'400 * kSecondNs;
 
-std::string CanonicalFlagName(absl::string_view name) {
-  std::string out(name);
-  for (char& c : out) {
-    if (c == '_') c = '-';
-  }
-  return out;
+// A flag of the table under `section` of the help text.
+FlagSpec In(const char* section, const char* name, const char* value_name, std::string help) {
+  return FlagSpec{name, value_name, std::move(help), false, false, "", section};
 }
 
-// Appends `text` word-wrapped into lines of at most kUsageWidth: the first goes on
-// after `used` characters already on the line, the others indented by `indent`.
-void AppendWrapped(absl::string_view text, size_t used, size_t indent, std::string* out) {
-  size_t col = used;
-  bool line_empty = true;
-  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-    if (!line_empty && col + 1 + word.size() > kUsageWidth) {
-      absl::StrAppend(out, "\n", std::string(indent, ' '));
-      col = indent;
-      line_empty = true;
-    }
-    if (!line_empty) {
-      out->push_back(' ');
-      ++col;
-    }
-    absl::StrAppend(out, word);
-    col += word.size();
-    line_empty = false;
-  }
-  out->push_back('\n');
+void AddCollectFlags(BoundFlags& b, CollectorFlags& f) {
+  constexpr char kSection[] = "what to collect";
+  b.AddString(In(kSection, "session", "NAME",
+                 "session to collect (default: $TICKTRACE_SESSION, else 'default')"),
+              &f.session);
+  b.AddString(In(kSection, "replay", "ARCHIVE",
+                 "run from this raw archive instead of shared memory, then exit"),
+              &f.replay);
+  b.AddString(In(kSection, "allow-uid", "USERS",
+                 "also drain segments owned by these users (UIDs or names, comma-separated); by "
+                 "default only this collector's own uid's segments are drained"),
+              &f.allow_uid);
+  b.AddString(In(kSection, "duration-s", "SECONDS",
+                 "stop after this many seconds; 0: until SIGINT/SIGTERM"),
+              &f.duration_s);
+  b.AddString(In(kSection, "cpu", "N",
+                 "pin every collector thread to core N (e.g. a housekeeping core; one of the "
+                 "cores it may run on); the CPU used is reported at exit either way"),
+              &f.cpu);
 }
 
-bool ParseBoolText(std::string v, bool* out) {
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* yes : {"true", "1", "yes", "t", "y"}) {
-    if (v == yes) return *out = true, true;
+void AddOrderFlags(BoundFlags& b, CollectorFlags& f) {
+  constexpr char kSection[] = "orders and stages";
+  b.AddString(In(kSection, "pipeline", "TAGS",
+                 "ordered stage tags, e.g. md_rx,decide,order_sent; empty: learn the order from "
+                 "the first orders"),
+              &f.pipeline);
+  b.AddString(In(kSection, "order-timeout-ms", "MS",
+                 "an order with no new record for this long is finished"),
+              &f.order_timeout_ms);
+  b.AddString(In(kSection, "max-open-orders", "N",
+                 "orders open at once at most (about 230 bytes each); records of further new "
+                 "orders are counted (records_over_open_limit), not kept; 0: no limit"),
+              &f.max_open_orders);
+  b.AddBool(In(kSection, "include-flagged", "",
+               "percentiles include flagged samples (migrated, negative, out-of-order, "
+               "saturated); their counts are reported either way"),
+            &f.include_flagged);
+}
+
+void AddStoreFlags(BoundFlags& b, CollectorFlags& f) {
+  constexpr char kSection[] = "store";
+  b.AddString(In(kSection, "store", "URI",
+                 "sqlite:PATH or clickhouse://HOST:PORT/DATABASE (default: sqlite:ticktrace.db)"),
+              &f.store);
+  b.AddString(In(kSection, "db", "PATH",
+                 "short for --store sqlite:PATH; an existing ticktrace store gets a new run "
+                 "appended, any other existing file is refused; empty: no store"),
+              &f.db);
+  b.AddString(In(kSection, "detail", "all|tail|none",
+                 "order detail kept: every order, the tail (per stage and interval the slowest, "
+                 "every flagged or incomplete order, 1 in 100 of the rest) or none"),
+              &f.detail);
+  b.AddString(In(kSection, "interval-s", "SECONDS",
+                 "length of an interval of the statistics over time"),
+              &f.interval_s);
+  b.AddString(In(kSection, "retain-detail", "AGE|SIZE",
+                 "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
+                 "(500MB, 2GB); the intervals stay; empty: keep all"),
+              &f.retain_detail);
+  b.AddString(In(kSection, "retain", "AGE",
+                 "delete intervals older than this (30d, 12h); empty: keep all"),
+              &f.retain);
+  b.AddString(In(kSection, "checkpoint-interval", "DURATION",
+                 "save the analysis this often (seconds, or 500ms, 90s, 10m) so that a restart "
+                 "replays only the journal after it, and free the journal before it; 0: never "
+                 "(the journal then grows for the whole run)"),
+              &f.checkpoint_interval);
+  b.AddString(In(kSection, "raw", "PATH", "also write every drained record to this new raw archive"),
+              &f.raw);
+  b.AddBool(In(kSection, "group-readable", "",
+               "create the store, journal and raw archive 0640 (group may read) instead of 0600"),
+            &f.group_readable);
+}
+
+void AddClockFlags(BoundFlags& b, CollectorFlags& f) {
+  constexpr char kSection[] = "clock";
+  b.AddString(In(kSection, "tsc-hz", "HZ", "TSC frequency in Hz: skip the calibration"),
+              &f.tsc_hz);
+  b.AddString(In(kSection, "host-name", "NAME",
+                 "this host's name in the store (default: the hostname); several hosts' "
+                 "collectors may write to one ClickHouse store (docs/clickhouse.md)"),
+              &f.host_name);
+  b.AddString(In(kSection, "clock-error-ns", "NS",
+                 "this host's clock-sync error bound, used when neither chrony nor ptp4l says "
+                 "it; cross-host stages carry it as their uncertainty"),
+              &f.clock_error_ns);
+  b.AddString(In(kSection, "test-clock-offset-ns", "NS",
+                 "FOR TESTS ONLY: shift this collector's TSC->UTC mapping by NS (simulates a "
+                 "host whose clock is off)"),
+              &f.test_clock_offset_ns);
+  b.AddBool(In(kSection, "correct-skew", "",
+               "subtract the cores' measured TSC offsets from cross-core differences (see "
+               "docs/calibration.md)"),
+            &f.correct_skew);
+  b.AddString(In(kSection, "skew-interval", "DURATION",
+                 "re-measure the cores' TSC offsets this often in a live run: seconds, or 90s, "
+                 "10m, 1h; 0: at start only"),
+              &f.skew_interval);
+  b.AddString(In(kSection, "skew-cores", "allowed|producers",
+                 "cores whose offsets are measured: the collector's allowed cores, or those the "
+                 "traced processes may run on"),
+              &f.skew_cores);
+}
+
+void AddMonitoringFlags(BoundFlags& b, CollectorFlags& f) {
+  b.AddString(In("monitoring", "metrics-listen", "HOST:PORT",
+                 "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464): "
+                 "per-stage latency histograms, flag counts, counters, lag and CPU; see "
+                 "docs/operations.md"),
+              &f.metrics_listen);
+}
+
+// "500MB", "2GB", "1GiB" -> bytes; 0 when `text` is not a size.
+uint64_t ParseSize(const std::string& text) {
+  static const std::pair<const char*, uint64_t> kUnits[] = {
+      {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+      {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull}};
+  for (const auto& [suffix, unit] : kUnits) {
+    if (absl::EndsWith(text, suffix)) {
+      uint64_t v = 0;
+      if (!absl::SimpleAtoi(text.substr(0, text.size() - std::strlen(suffix)), &v) || v == 0 ||
+          v > (1ull << 50) / unit * 1024) {
+        return 0;
+      }
+      return v * unit;
+    }
   }
-  for (const char* no : {"false", "0", "no", "f", "n"}) {
-    if (v == no) return *out = false, true;
+  return 0;
+}
+
+// A retention age ("90s", "30m", "8h", "7d"; a bare number: seconds) in ns,
+// up to ten years; nullopt when empty.
+absl::StatusOr<std::optional<int64_t>> ParseAge(const char* flag, const std::string& text) {
+  if (text.empty()) return std::optional<int64_t>();
+  TICKTRACE_ASSIGN_OR_RETURN(const int64_t ns,
+                             ParseDurationNs(flag, text, {.bare_number_is_seconds = true}));
+  if (ns > 3650 * kDayNs) return BadFlagValue(flag, "an age of at most 3650d", text);
+  return std::optional<int64_t>(ns);
+}
+
+// A period of at most a week ("600", "500ms", "90s", "10m", "1h"; 0 allowed) in ns.
+absl::StatusOr<int64_t> ParsePeriod(const char* flag, const std::string& text) {
+  TICKTRACE_ASSIGN_OR_RETURN(
+      const int64_t ns,
+      ParseDurationNs(flag, text, {.allow_zero = true, .bare_number_is_seconds = true}));
+  if (ns > 7 * kDayNs) return BadFlagValue(flag, "a period of at most 7d", text);
+  return ns;
+}
+
+// --store/--db, --detail, --interval-s, --retain-detail, --retain, --checkpoint-interval.
+absl::Status StoreOptionsFromFlags(const CollectorFlags& f, CollectorOptions& o) {
+  o.store_uri.reset();  // --db "": no store
+  if (!f.db.empty()) o.store_uri = store::StoreUri::LocalFile(f.db);
+  if (!f.store.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(store::StoreUri uri, store::ParseStoreUri(f.store));
+    o.store_uri = std::move(uri);
   }
-  return false;
+  TICKTRACE_ASSIGN_OR_RETURN(o.store.detail, store::ParseDetailPolicy(f.detail));
+  TICKTRACE_ASSIGN_OR_RETURN(const double interval_s, ParseDoubleFlag("--interval-s", f.interval_s));
+  if (!(interval_s >= 0.001 && interval_s <= 3600)) {
+    return absl::InvalidArgumentError("--interval-s: must be between 0.001 and 3600 seconds");
+  }
+  o.store.interval_ns = static_cast<int64_t>(interval_s * 1e9);
+  if (const uint64_t bytes = ParseSize(f.retain_detail); bytes > 0) {
+    o.store.retain_detail_bytes = bytes;
+  } else {
+    TICKTRACE_ASSIGN_OR_RETURN(o.store.retain_detail_ns,
+                               ParseAge("--retain-detail", f.retain_detail));
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(o.store.retain_ns, ParseAge("--retain", f.retain));
+  TICKTRACE_ASSIGN_OR_RETURN(const int64_t checkpoint_ns,
+                             ParsePeriod("--checkpoint-interval", f.checkpoint_interval));
+  o.checkpoint_interval = std::chrono::milliseconds(checkpoint_ns / 1'000'000);
+  return absl::OkStatus();
+}
+
+// --tsc-hz, --host-name, --clock-error-ns, --test-clock-offset-ns, the skew flags.
+absl::Status ClockOptionsFromFlags(const CollectorFlags& f, CollectorOptions& o) {
+  if (!f.tsc_hz.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(o.tsc_hz, ParseDoubleFlag("--tsc-hz", f.tsc_hz));
+    if (o.tsc_hz == 0) return absl::InvalidArgumentError("--tsc-hz 0: must be between 1e6 and 1e11");
+  }
+  for (const char c : f.host_name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError("--host-name: control characters are not allowed");
+    }
+  }
+  o.host_name = f.host_name;
+  if (!f.clock_error_ns.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(o.clock_error_ns,
+                               ParseDoubleFlag("--clock-error-ns", f.clock_error_ns));
+    if (!(*o.clock_error_ns >= 0)) {
+      return absl::InvalidArgumentError("--clock-error-ns: must be 0 or more");
+    }
+  }
+  if (!f.test_clock_offset_ns.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(o.test_clock_offset_ns,
+                               ParseIntFlag("--test-clock-offset-ns", f.test_clock_offset_ns));
+  }
+  o.correct_skew = f.correct_skew;
+  TICKTRACE_ASSIGN_OR_RETURN(const int64_t skew_ns, ParsePeriod("--skew-interval", f.skew_interval));
+  o.skew_interval_s = (skew_ns + kSecondNs - 1) / kSecondNs;  // 500ms: every second
+  o.skew_cores = f.skew_cores;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-CommandLine::CommandLine(std::string program, std::string synopsis, std::string description)
-    : program_(std::move(program)),
-      synopsis_(std::move(synopsis)),
-      description_(std::move(description)) {}
-
-void CommandLine::Section(std::string title) { groups_.push_back(Group{std::move(title), {}}); }
-
-void CommandLine::AddValue(std::string name, std::string value_name, std::string* out,
-                           std::string help) {
-  if (groups_.empty()) Section("Options");
-  groups_.back().flags.push_back(
-      Flag{std::move(name), std::move(value_name), std::move(help), out, nullptr, *out});
+CollectorFlags ParseFlagsOrExit(int argc, const char* const* argv) {
+  CommandSpec spec;
+  spec.usage = {"[OPTIONS]", "--replay ARCHIVE [OPTIONS]"};
+  spec.synopsis =
+      "Collects ticktrace records from shared memory, stitches orders across processes, and "
+      "stores per-stage latencies (statistics per interval, and order detail). With --replay "
+      "it analyses a raw archive instead, then exits.";
+  spec.description =
+      "Exit status: 0 ok, 1 runtime error, 2 usage error. Docs: docs/collector.md, "
+      "docs/operations.md.";
+  spec.last_value_wins = true;  // wrappers append to a base command line
+  CollectorFlags f;
+  BoundFlags flags(std::move(spec));
+  AddCollectFlags(flags, f);
+  AddOrderFlags(flags, f);
+  AddStoreFlags(flags, f);
+  AddClockFlags(flags, f);
+  AddMonitoringFlags(flags, f);
+  flags.ParseOrExit(kCollectorProgram, argc, argv);
+  return f;
 }
 
-void CommandLine::AddBool(std::string name, bool* out, std::string help) {
-  if (groups_.empty()) Section("Options");
-  groups_.back().flags.push_back(
-      Flag{std::move(name), "", std::move(help), nullptr, out, *out ? "true" : ""});
-}
-
-CommandLine::Flag* CommandLine::Find(absl::string_view name) {
-  const std::string canonical = CanonicalFlagName(name);
-  for (Group& g : groups_) {
-    for (Flag& f : g.flags) {
-      if (f.name == canonical) return &f;
-    }
+absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& f) {
+  CollectorOptions o;
+  o.session = f.session;
+  if (o.session.empty()) {
+    const char* env = std::getenv("TICKTRACE_SESSION");
+    o.session = env != nullptr && *env != '\0' ? env : "default";
   }
-  return nullptr;
-}
-
-absl::StatusOr<CommandLine::Outcome> CommandLine::Parse(int argc, const char* const* argv) {
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--") {
-      if (i + 1 < argc) {
-        return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", argv[i + 1], "'"));
-      }
-      break;
+  TICKTRACE_RETURN_IF_ERROR(StoreOptionsFromFlags(f, o));
+  TICKTRACE_ASSIGN_OR_RETURN(o.pipeline, ParsePipeline(f.pipeline));
+  TICKTRACE_ASSIGN_OR_RETURN(o.order_timeout_ms,
+                             ParseIntFlag("--order-timeout-ms", f.order_timeout_ms));
+  TICKTRACE_ASSIGN_OR_RETURN(o.duration_s, ParseDoubleFlag("--duration-s", f.duration_s));
+  o.raw_path = f.raw;
+  o.replay_path = f.replay;
+  TICKTRACE_RETURN_IF_ERROR(ClockOptionsFromFlags(f, o));
+  o.include_flagged = f.include_flagged;
+  TICKTRACE_ASSIGN_OR_RETURN(o.allow_uids, ParseUidList(f.allow_uid));
+  o.group_readable = f.group_readable;
+  TICKTRACE_ASSIGN_OR_RETURN(o.max_open_orders,
+                             ParseUintFlag("--max-open-orders", f.max_open_orders));
+  if (!f.cpu.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(const int64_t cpu, ParseIntFlag("--cpu", f.cpu));
+    if (cpu < 0 || cpu > 1 << 20) {
+      return absl::InvalidArgumentError(absl::StrCat("--cpu ", f.cpu, ": not a core number"));
     }
-    if (arg.size() < 2 || arg[0] != '-') {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    const absl::string_view body = arg.substr(arg[1] == '-' ? 2 : 1);
-    const size_t eq = body.find('=');
-    const absl::string_view name = body.substr(0, eq);
-    const bool has_value = eq != absl::string_view::npos;
-    const absl::string_view inline_value = has_value ? body.substr(eq + 1) : absl::string_view();
-    const std::string canonical = CanonicalFlagName(name);
-    if (canonical == "help" || canonical == "h") return Outcome::kHelp;
-    if (canonical == "version") return Outcome::kVersion;
-
-    Flag* flag = Find(name);
-    bool negated = false;
-    if (flag == nullptr && canonical.rfind("no", 0) == 0) {
-      // --no-include-flagged, or Abseil's --noinclude_flagged.
-      absl::string_view rest = name.substr(2);
-      if (!rest.empty() && (rest[0] == '-' || rest[0] == '_')) rest.remove_prefix(1);
-      Flag* f = rest.empty() ? nullptr : Find(rest);
-      if (f != nullptr && f->boolean != nullptr) {
-        flag = f;
-        negated = true;
-      }
-    }
-    if (flag == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag ", arg.substr(0, arg.find('='))));
-    }
-    if (flag->boolean != nullptr) {
-      bool v = true;
-      if (has_value && !ParseBoolText(std::string(inline_value), &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", flag->name, " '", inline_value, "': not true or false"));
-      }
-      *flag->boolean = negated ? !v : v;
-      continue;
-    }
-    if (has_value) {
-      *flag->value = std::string(inline_value);
-    } else if (i + 1 < argc) {
-      *flag->value = argv[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag->name, " needs a value"));
-    }
+    o.cpu = static_cast<int>(cpu);
   }
-  return Outcome::kRun;
-}
-
-std::string CommandLine::Usage() const {
-  std::string out = "Usage:\n";
-  for (absl::string_view line : absl::StrSplit(synopsis_, '\n', absl::SkipEmpty())) {
-    absl::StrAppend(&out, "  ", line, "\n");
-  }
-  out.push_back('\n');
-  AppendWrapped(description_, 0, 0, &out);
-  for (const Group& g : groups_) {
-    absl::StrAppend(&out, "\n", g.title, ":\n");
-    for (const Flag& f : g.flags) {
-      std::string left = absl::StrCat("  --", f.name);
-      if (!f.value_name.empty()) absl::StrAppend(&left, " ", f.value_name);
-      std::string help = f.help;
-      if (!f.default_text.empty()) absl::StrAppend(&help, " (default: ", f.default_text, ")");
-      if (left.size() + 2 > kUsageHelpColumn) {
-        absl::StrAppend(&out, left, "\n", std::string(kUsageHelpColumn, ' '));
-      } else {
-        absl::StrAppend(&out, left, std::string(kUsageHelpColumn - left.size(), ' '));
-      }
-      AppendWrapped(help, kUsageHelpColumn, kUsageHelpColumn, &out);
-    }
-  }
-  absl::StrAppend(&out, "\nOther:\n");
-  absl::StrAppend(&out, "  --help", std::string(kUsageHelpColumn - 8, ' '),
-                  "print this text and exit\n");
-  absl::StrAppend(&out, "  --version", std::string(kUsageHelpColumn - 11, ' '),
-                  "print the version and the git commit, then exit\n");
-  if (!epilogue_.empty()) {
-    out.push_back('\n');
-    AppendWrapped(epilogue_, 0, 0, &out);
-  }
-  return out;
-}
-
-std::vector<std::string> CommandLine::FlagNames() const {
-  std::vector<std::string> out;
-  for (const Group& g : groups_) {
-    for (const Flag& f : g.flags) out.push_back("--" + f.name);
-  }
-  out.push_back("--help");
-  out.push_back("--version");
-  return out;
+  TICKTRACE_RETURN_IF_ERROR(ValidateOptions(o));
+  return o;
 }
 
 }  // namespace ticktrace::collect

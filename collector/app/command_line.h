@@ -1,74 +1,63 @@
-// The collector's command-line parser (collector/app/main.cc registers its flags
-// here): our own usage text, no Abseil wording. Flags are spelled with dashes
-// (--order-timeout-ms); the underscore spelling (--order_timeout_ms) and a
-// single leading dash are accepted silently, as earlier releases took them.
+// ticktrace-collector's command line: its flag table on the one flag parser
+// (common/flags.h: grammar, help layout, error wording) and the conversion
+// of what was typed into CollectorOptions. Durations take the one syntax of
+// every program (common/duration.h: 500ms, 90s, 10m, 8h, 7d).
 //
-//   --name VALUE, --name=VALUE      a value flag (the next argument is always
-//                                   its value, so --order-timeout-ms -5 is a
-//                                   bad value, not a missing one)
-//   --name, --name=true|false       a boolean; --no-name (or --noname) is false
-//   --help, -h / --version          Parse() says so and stops
-//   --                              ends the flags (nothing may follow)
-//
-// Every problem is an InvalidArgumentError with one line naming the flag,
-// for "<program>: <message> (see --help)" and exit 2.
+// To add a flag: a field in CollectorFlags, one line in the section's
+// Add*Flags in command_line.cc (dashes in its name), and its conversion in
+// OptionsFromFlags.
 
 #ifndef TICKTRACE_COLLECTOR_COMMAND_LINE_H_
 #define TICKTRACE_COLLECTOR_COMMAND_LINE_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include "collector/app/options.h"
 
 namespace ticktrace::collect {
 
-class CommandLine {
- public:
-  // `synopsis`: the "Usage:" lines (without the heading); `description`: a
-  // paragraph on what the program does.
-  CommandLine(std::string program, std::string synopsis, std::string description);
+inline constexpr char kCollectorProgram[] = "ticktrace-collector";
 
-  // Starts a group of flags in the usage text.
-  void Section(std::string title);
-  // A flag with a value, written into `*out` (whose current value is the
-  // default shown in the usage text unless empty). `value_name` e.g. "MS".
-  // The pointers must outlive Parse().
-  void AddValue(std::string name, std::string value_name, std::string* out, std::string help);
-  void AddBool(std::string name, bool* out, std::string help);
-  // A closing paragraph (exit codes, where the docs are).
-  void Epilogue(std::string text) { epilogue_ = std::move(text); }
-
-  enum class Outcome { kRun, kHelp, kVersion };
-  // Parses argv[1..argc).
-  absl::StatusOr<Outcome> Parse(int argc, const char* const* argv);
-
-  // The usage text --help prints, lines within 80 columns.
-  std::string Usage() const;
-  // Every flag's canonical spelling ("--session", ...), --help and --version
-  // included: what shell completion offers.
-  std::vector<std::string> FlagNames() const;
-
- private:
-  struct Flag {
-    std::string name;        // with dashes, without the leading "--"
-    std::string value_name;  // empty: a boolean
-    std::string help;
-    std::string* value = nullptr;
-    bool* boolean = nullptr;
-    std::string default_text;
-  };
-  struct Group {
-    std::string title;
-    std::vector<Flag> flags;
-  };
-  // The flag `name` (dashes or underscores) names, or null.
-  Flag* Find(absl::string_view name);
-
-  std::string program_, synopsis_, description_, epilogue_;
-  std::vector<Group> groups_;
+// The flags as typed; values are strings so that every bad value gets the
+// one wording and exit 2. Defaults are the ones --help shows.
+struct CollectorFlags {
+  std::string session;
+  std::string db = "ticktrace.db";
+  std::string store;
+  std::string pipeline;
+  std::string order_timeout_ms = "1000";
+  std::string duration_s = "0";
+  std::string raw;
+  std::string replay;
+  std::string tsc_hz;
+  std::string host_name;
+  std::string clock_error_ns;
+  std::string test_clock_offset_ns;
+  bool include_flagged = false;
+  bool correct_skew = false;
+  std::string skew_interval = "600";
+  std::string skew_cores = "allowed";
+  std::string allow_uid;
+  bool group_readable = false;
+  std::string cpu;
+  std::string checkpoint_interval = "5";
+  std::string max_open_orders = "2000000";
+  std::string detail = "all";
+  std::string interval_s = "1";
+  std::string retain_detail;
+  std::string retain;
+  std::string metrics_listen;
 };
+
+// Parses argv into flags: on --help or --version prints and exits 0; on a
+// usage error prints "ticktrace-collector: <message> (see --help)" and exits 2.
+CollectorFlags ParseFlagsOrExit(int argc, const char* const* argv);
+
+// The options `flags` ask for, checked (ValidateOptions included), with the
+// session from $TICKTRACE_SESSION when --session is not given.
+// InvalidArgument, one line naming the flag, for a bad value.
+absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& flags);
 
 }  // namespace ticktrace::collect
 

@@ -3,65 +3,88 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "flag_parser.h"
+#include "common/flags.h"
+#include "stage_flags.h"
 #include "messages.h"
 
 namespace ticktrace::examples {
 
-absl::StatusOr<ParsedDemoFlags> ParseDemoFlags(int argc, const char* const* argv) {
-  ParsedDemoFlags parsed;
-  DemoOptions& o = parsed.options;
-  FlagParser parser(
-      "ticktrace-demo",
-      "Runs the example pipeline (feed -> strategy -> gateway, three processes) under\n"
-      "ticktrace-collector on a fresh session, then prints where the time went.");
-  parser.AddUint64("ticks", &o.ticks, "market-data ticks the feed sends");
-  parser.AddDouble("rate", &o.rate_per_s, "ticks per second; 0: as fast as possible");
-  parser.AddCustom(
-      "work-ns", "FEED,STRATEGY,GATEWAY",
-      [&o](absl::string_view v) {
-        std::vector<uint64_t> w;
-        if (absl::Status s = ParseUint64List(v, 3, &w); !s.ok()) return s;
-        for (int i = 0; i < 3; ++i) o.work_ns[i] = w[i];
-        return absl::OkStatus();
-      },
-      "busy-wait work per message in each stage, in ns (default: 500,2000,1000)");
-  parser.AddString("db", &o.db_path,
-                   "store; an existing ticktrace store gets a new run, any other file is refused");
-  parser.AddString("store", &o.db_path,
-                   "the store as a URI: sqlite:PATH (as --db) or clickhouse://HOST:PORT/DB "
-                   "(a ClickHouse server: docs/clickhouse.md says how to start one)");
-  parser.AddBool("pin", &o.pin, "pin feed, strategy and gateway to cores (see --cpus)");
-  parser.AddCustom(
-      "cpus", "FEED,STRATEGY,GATEWAY",
-      [&o](absl::string_view v) {
-        std::vector<uint64_t> c;
-        if (absl::Status s = ParseUint64List(v, 3, &c); !s.ok()) return s;
-        for (int i = 0; i < 3; ++i) {
-          if (c[i] > 4095) return absl::InvalidArgumentError(absl::StrCat("no cpu ", c[i]));
-          o.cpus[i] = static_cast<int>(c[i]);
-        }
-        o.pin = true;
-        return absl::OkStatus();
-      },
-      "pin to these cores (implies --pin; default with --pin: 0,1,0 on two cores, 0,1,2 on more)");
-  parser.AddString("bin-dir", &o.bin_dir,
-                   "where ticktrace-collector and the example programs are ($TICKTRACE_BIN_DIR; "
-                   "default: beside ticktrace-demo)");
-  parser.AddString("session", &o.session, "trace session (default: a fresh demo-<time>-<pid>)");
-  parser.AddDouble("tsc-hz", &o.tsc_hz, "give the collector this TSC frequency; 0: it calibrates");
-  parser.AddUint64("order-timeout-ms", &o.order_timeout_ms, "the collector's --order-timeout-ms");
-  parser.AddBool("include-flagged", &o.include_flagged,
-                 "percentiles include migrated and negative samples too (collector's --include-flagged)");
-  parser.AddUint64("timeout-s", &o.timeout_s,
-                   "give up when the pipeline runs longer; 0: twice the expected time + 60 s");
-  parser.AddBool("verbose", &o.verbose, "print every program's full output");
-  if (absl::Status s = parser.Parse(argc, argv); !s.ok()) return s;
-  parsed.help = parser.help_requested();
-  parsed.version = parser.version_requested();
-  parsed.usage = parser.Usage();
-  if (parsed.help || parsed.version) return parsed;
+namespace {
 
+constexpr char kProgram[] = "ticktrace-demo";
+
+// --work-ns and --cpus: three comma-separated values, one per stage.
+void AddPerStageFlags(BoundFlags& flags, DemoOptions& o) {
+  flags.AddCustom({"work-ns", "FEED,STRATEGY,GATEWAY",
+                   "busy-wait work per message in each stage, in ns", false, false,
+                   "500,2000,1000"},
+                  [&o](absl::string_view flag, absl::string_view text) {
+                    std::vector<uint64_t> w;
+                    if (absl::Status s = ParseUint64List(flag, text, 3, &w); !s.ok()) return s;
+                    for (int i = 0; i < 3; ++i) o.work_ns[i] = w[i];
+                    return absl::OkStatus();
+                  });
+  flags.AddBool({"pin", "", "pin feed, strategy and gateway to cores (see --cpus)"}, &o.pin);
+  flags.AddCustom({"cpus", "FEED,STRATEGY,GATEWAY",
+                   "pin to these cores (implies --pin; default with --pin: 0,1,0 on two cores, "
+                   "0,1,2 on more)"},
+                  [&o](absl::string_view flag, absl::string_view text) {
+                    std::vector<uint64_t> c;
+                    if (absl::Status s = ParseUint64List(flag, text, 3, &c); !s.ok()) return s;
+                    for (int i = 0; i < 3; ++i) {
+                      if (c[i] > 4095) return BadFlagValue(flag, "cores 0 to 4095", text);
+                      o.cpus[i] = static_cast<int>(c[i]);
+                    }
+                    o.pin = true;
+                    return absl::OkStatus();
+                  });
+}
+
+}  // namespace
+
+DemoOptions ParseDemoFlagsOrExit(int argc, const char* const* argv) {
+  DemoOptions o;
+  CommandSpec spec;
+  spec.usage = {"[flags]"};
+  spec.synopsis =
+      "Runs the example pipeline (feed -> strategy -> gateway, three processes) under\n"
+      "ticktrace-collector on a fresh session, then prints where the time went.";
+  spec.last_value_wins = true;
+  BoundFlags flags(std::move(spec));
+  flags.AddUint64({"ticks", "N", "market-data ticks the feed sends"}, &o.ticks);
+  flags.AddDouble({"rate", "PER_S", "ticks per second; 0: as fast as possible"}, &o.rate_per_s);
+  AddPerStageFlags(flags, o);
+  flags.AddString({"db", "PATH",
+                   "store; an existing ticktrace store gets a new run, any other file is refused"},
+                  &o.db_path);
+  flags.AddString({"store", "URI",
+                   "the store as a URI: sqlite:PATH (as --db) or clickhouse://HOST:PORT/DB "
+                   "(a ClickHouse server: docs/clickhouse.md says how to start one)"},
+                  &o.db_path);
+  flags.AddString({"bin-dir", "DIR",
+                   "where ticktrace-collector and the example programs are ($TICKTRACE_BIN_DIR; "
+                   "default: beside ticktrace-demo)"},
+                  &o.bin_dir);
+  flags.AddString({"session", "NAME", "trace session (default: a fresh demo-<time>-<pid>)"},
+                  &o.session);
+  flags.AddDouble({"tsc-hz", "HZ", "give the collector this TSC frequency; 0: it calibrates"},
+                  &o.tsc_hz);
+  flags.AddUint64({"order-timeout-ms", "MS", "the collector's --order-timeout-ms"},
+                  &o.order_timeout_ms);
+  flags.AddBool({"include-flagged", "",
+                 "percentiles include migrated and negative samples too (collector's "
+                 "--include-flagged)"},
+                &o.include_flagged);
+  flags.AddUint64({"timeout-s", "SECONDS",
+                   "give up when the pipeline runs longer; 0: twice the expected time + 60 s"},
+                  &o.timeout_s);
+  flags.AddBool({"verbose", "", "print every program's full output"}, &o.verbose);
+  flags.ParseOrExit(kProgram, argc, argv);
+  if (absl::Status s = ValidateDemoOptions(o); !s.ok()) ExitWithUsageError(kProgram, s.message());
+  return o;
+}
+
+absl::Status ValidateDemoOptions(const DemoOptions& o) {
   if (o.ticks == 0 || o.ticks > kMaxTickId) {
     return absl::InvalidArgumentError(
         absl::StrCat("--ticks: must be between 1 and ", kMaxTickId, ", got ", o.ticks));
@@ -90,7 +113,7 @@ absl::StatusOr<ParsedDemoFlags> ParseDemoFlags(int argc, const char* const* argv
       }
     }
   }
-  return parsed;
+  return absl::OkStatus();
 }
 
 std::array<int, 3> PinLayout(const std::vector<int>& allowed) {

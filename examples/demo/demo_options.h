@@ -6,8 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "absl/status/statusor.h"
+#include "absl/status/status.h"
 
 namespace ticktrace::examples {
 
@@ -38,16 +39,13 @@ struct DemoOptions {
   bool verbose = false;             // print every child's full output
 };
 
-// What ParseDemoFlags found: options to run with, or a request for --help.
-struct ParsedDemoFlags {
-  DemoOptions options;
-  bool help = false;
-  bool version = false;  // --version
-  std::string usage;
-};
+// Parses argv into the demo's options: on --help or --version prints and
+// exits 0; on a bad flag or value prints one line (common/flags.h) and
+// exits 2.
+DemoOptions ParseDemoFlagsOrExit(int argc, const char* const* argv);
 
-// Parses argv. InvalidArgumentError (one line, naming the flag) on a bad flag.
-absl::StatusOr<ParsedDemoFlags> ParseDemoFlags(int argc, const char* const* argv);
+// Checks values the flags' types do not: InvalidArgument naming the flag.
+absl::Status ValidateDemoOptions(const DemoOptions& o);
 
 // The cores for feed, strategy and gateway with --pin on a machine whose
 // allowed cores are `allowed` (ascending). Two cores: feed and gateway share

@@ -3,30 +3,31 @@
 #include <cstdio>
 #include <string>
 
-#include "flag_parser.h"
 #include "stage_flags.h"
 #include "stage_runtime.h"
 #include "stages.h"
 
+constexpr char kProgram[] = "ticktrace-example-feed";
+
 int main(int argc, char** argv) {
   using namespace ticktrace::examples;
+  using ticktrace::BoundFlags;
   FeedOptions options;
   options.stage.session = DefaultSession();
   options.stage.work_ns = 500;
-  FlagParser parser("ticktrace-example-feed",
-                    "Generates market-data ticks, stamps md_rx and md_decoded, and queues them "
-                    "to ticktrace-example-strategy.");
-  AddStageFlags(&parser, &options.stage);
-  parser.AddUint64("ticks", &options.ticks, "ticks to send (ids 1..N)");
-  parser.AddDouble("rate", &options.rate_per_s, "ticks per second; 0: as fast as possible");
-  parser.AddUint64("start-delay-ms", &options.start_delay_ms,
+  BoundFlags flags(StageCommand(
+      "Generates market-data ticks, stamps md_rx and md_decoded, and queues them to "
+      "ticktrace-example-strategy."));
+  AddStageFlags(&flags, &options.stage);
+  flags.AddUint64({"ticks", "N", "ticks to send (ids 1..N)"}, &options.ticks);
+  flags.AddDouble({"rate", "PER_S", "ticks per second; 0: as fast as possible"},
+                  &options.rate_per_s);
+  flags.AddUint64({"start-delay-ms", "MS",
                    "wait this long after attaching before the first tick (lets a running "
-                   "collector discover every process first)");
-  parser.ParseOrExit(argc, argv);
-  if (options.rate_per_s < 0) {
-    std::fprintf(stderr, "ticktrace-example-feed: --rate: must be >= 0 (see --help)\n");
-    return kExitBadFlags;
-  }
+                   "collector discover every process first)"},
+                  &options.start_delay_ms);
+  flags.ParseOrExit(kProgram, argc, argv);
+  if (options.rate_per_s < 0) ticktrace::ExitWithUsageError(kProgram, "--rate: must be >= 0");
   InstallStopHandlers();
   const absl::StatusOr<FeedResult> result = RunFeed(options);
   if (!result.ok()) {

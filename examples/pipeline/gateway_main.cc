@@ -3,21 +3,21 @@
 #include <cstdio>
 #include <string>
 
-#include "flag_parser.h"
 #include "stage_flags.h"
 #include "stage_runtime.h"
 #include "stages.h"
 
 int main(int argc, char** argv) {
   using namespace ticktrace::examples;
+  using ticktrace::BoundFlags;
   StageOptions options;
   options.session = DefaultSession();
   options.work_ns = 1000;
-  FlagParser parser("ticktrace-example-gateway",
-                    "Receives orders from ticktrace-example-strategy, stamps gw_in, works, "
-                    "stamps gw_sent.");
-  AddStageFlags(&parser, &options);
-  parser.ParseOrExit(argc, argv);
+  BoundFlags flags(StageCommand(
+      "Receives orders from ticktrace-example-strategy, stamps gw_in, works, stamps "
+      "gw_sent."));
+  AddStageFlags(&flags, &options);
+  flags.ParseOrExit("ticktrace-example-gateway", argc, argv);
   InstallStopHandlers();
   const absl::StatusOr<GatewayResult> result = RunGateway(options);
   if (!result.ok()) {

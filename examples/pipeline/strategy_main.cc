@@ -3,21 +3,21 @@
 #include <cstdio>
 #include <string>
 
-#include "flag_parser.h"
 #include "stage_flags.h"
 #include "stage_runtime.h"
 #include "stages.h"
 
 int main(int argc, char** argv) {
   using namespace ticktrace::examples;
+  using ticktrace::BoundFlags;
   StageOptions options;
   options.session = DefaultSession();
   options.work_ns = 2000;
-  FlagParser parser("ticktrace-example-strategy",
-                    "Reads ticks from ticktrace-example-feed, decides (a Span), and queues 0-2 "
-                    "orders per tick to ticktrace-example-gateway.");
-  AddStageFlags(&parser, &options);
-  parser.ParseOrExit(argc, argv);
+  BoundFlags flags(StageCommand(
+      "Reads ticks from ticktrace-example-feed, decides (a Span), and queues 0-2 "
+      "orders per tick to ticktrace-example-gateway."));
+  AddStageFlags(&flags, &options);
+  flags.ParseOrExit("ticktrace-example-strategy", argc, argv);
   InstallStopHandlers();
   const absl::StatusOr<StrategyResult> result = RunStrategy(options);
   if (!result.ok()) {

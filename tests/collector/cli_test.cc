@@ -71,13 +71,13 @@ TEST_F(CliTest, HelpListsTheFlagsWithDashes) {
                            "--correct-skew", "--help", "--version"}) {
     EXPECT_NE(out_.find(flag), std::string::npos) << flag;
   }
-  EXPECT_EQ(out_.rfind("Usage:", 0), 0u) << out_;
+  EXPECT_EQ(out_.rfind("usage: ticktrace-collector ", 0), 0u) << out_;
   for (const char* leak : {"Flags from", "helpfull", "absl", "Abseil", "_ms", "_s ", "tsc_hz",
                            "include_flagged"}) {
     EXPECT_EQ(out_.find(leak), std::string::npos) << leak << "\n" << out_;
   }
   EXPECT_EQ(Run({"-h"}), 0);
-  EXPECT_EQ(out_.rfind("Usage:", 0), 0u) << out_;
+  EXPECT_EQ(out_.rfind("usage: ticktrace-collector ", 0), 0u) << out_;
 }
 
 // "ticktrace-collector <version> (<commit>)", exit 0: the version is the

@@ -1,10 +1,10 @@
-// The pipeline's id scheme and fan-out rule, and the flag parser.
+// The pipeline's id scheme and fan-out rule, and the examples' flags.
 
 #include "messages.h"
 
 #include <set>
 
-#include "flag_parser.h"
+#include "stage_flags.h"
 #include "gtest/gtest.h"
 
 namespace ticktrace::examples {
@@ -47,16 +47,19 @@ TEST(MessagesTest, OrderIdsNeverCollideWithTickIdsOrEachOther) {
   EXPECT_EQ(TickOfOrder(OrderId(kMaxTickId, 1)), kMaxTickId);
 }
 
-TEST(FlagParserTest, ParsesFormsAndRejectsBadInputInOneLine) {
+// The examples' flags on the one parser (common/flags.h), with their list values.
+TEST(StageFlagsTest, ParsesFormsAndRejectsBadInputInOneLine) {
   uint64_t n = 1;
   bool b = false;
   std::string s = "x";
   std::vector<uint64_t> list;
-  FlagParser p("prog", "test");
-  p.AddUint64("n", &n, "");
-  p.AddBool("b", &b, "");
-  p.AddString("s", &s, "");
-  p.AddCustom("l", "A,B", [&](absl::string_view v) { return ParseUint64List(v, 2, &list); }, "");
+  BoundFlags p(StageCommand("test"));
+  p.AddUint64({"n", "N", ""}, &n);
+  p.AddBool({"b", "", ""}, &b);
+  p.AddString({"s", "TEXT", ""}, &s);
+  p.AddCustom({"l", "A,B", ""}, [&](absl::string_view flag, absl::string_view v) {
+    return ParseUint64List(flag, v, 2, &list);
+  });
   const char* ok[] = {"prog", "--n=5", "--b", "--s", "hello", "--l", "3,4"};
   ASSERT_TRUE(p.Parse(7, ok).ok());
   EXPECT_EQ(n, 5u);
@@ -66,7 +69,7 @@ TEST(FlagParserTest, ParsesFormsAndRejectsBadInputInOneLine) {
 
   for (const char* bad : {"--nope", "--n=-1", "--n=abc", "--l=1", "--l=1,x", "stray"}) {
     const char* argv[] = {"prog", bad};
-    const absl::Status st = p.Parse(2, argv);
+    const absl::Status st = p.Parse(2, argv).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(st.message().find('\n'), absl::string_view::npos) << bad;
   }
