@@ -22,122 +22,126 @@ namespace {
 constexpr int64_t kSecondNs = 1'000'000'000;
 constexpr int64_t kDayNs = 86'400 * kSecondNs;
 
-// A flag of the table under `section` of the help text.
-FlagSpec In(const char* section, const char* name, const char* value_name, std::string help) {
-  return FlagSpec{name, value_name, std::move(help), false, false, "", section};
-}
+// One row of the flag table: a value flag writes `text`, a boolean `on`.
+struct FlagRow {
+  const char* section;  // the heading in --help
+  const char* name;
+  const char* value_name;  // "" for a boolean
+  const char* help;
+  std::string CollectorFlags::*text;
+  bool CollectorFlags::*on;
+};
 
-void AddCollectFlags(BoundFlags& b, CollectorFlags& f) {
-  constexpr char kSection[] = "what to collect";
-  b.AddString(In(kSection, "session", "NAME",
-                 "session to collect (default: $TICKTRACE_SESSION, else 'default')"),
-              &f.session);
-  b.AddString(In(kSection, "replay", "ARCHIVE",
-                 "run from this raw archive instead of shared memory, then exit"),
-              &f.replay);
-  b.AddString(In(kSection, "allow-uid", "USERS",
-                 "also drain segments owned by these users (UIDs or names, comma-separated); by "
-                 "default only this collector's own uid's segments are drained"),
-              &f.allow_uid);
-  b.AddString(In(kSection, "duration-s", "SECONDS",
-                 "stop after this many seconds; 0: until SIGINT/SIGTERM"),
-              &f.duration_s);
-  b.AddString(In(kSection, "cpu", "N",
-                 "pin every collector thread to core N (e.g. a housekeeping core; one of the "
-                 "cores it may run on); the CPU used is reported at exit either way"),
-              &f.cpu);
-}
+// Every flag, by section in the order --help lists them.
+constexpr FlagRow kFlagTable[] = {
+    {"what to collect", "session", "NAME",
+     "session to collect (default: $TICKTRACE_SESSION, else 'default')",
+     &CollectorFlags::session, nullptr},
+    {"what to collect", "replay", "ARCHIVE",
+     "run from this raw archive instead of shared memory, then exit",
+     &CollectorFlags::replay, nullptr},
+    {"what to collect", "allow-uid", "USERS",
+     "also drain segments owned by these users (UIDs or names, comma-separated); by "
+     "default only this collector's own uid's segments are drained",
+     &CollectorFlags::allow_uid, nullptr},
+    {"what to collect", "duration-s", "SECONDS",
+     "stop after this many seconds; 0: until SIGINT/SIGTERM",
+     &CollectorFlags::duration_s, nullptr},
+    {"what to collect", "cpu", "N",
+     "pin every collector thread to core N (e.g. a housekeeping core; one of the "
+     "cores it may run on); the CPU used is reported at exit either way",
+     &CollectorFlags::cpu, nullptr},
+    {"orders and stages", "pipeline", "TAGS",
+     "ordered stage tags, e.g. md_rx,decide,order_sent; empty: learn the order from "
+     "the first orders",
+     &CollectorFlags::pipeline, nullptr},
+    {"orders and stages", "order-timeout-ms", "MS",
+     "an order with no new record for this long is finished",
+     &CollectorFlags::order_timeout_ms, nullptr},
+    {"orders and stages", "max-open-orders", "N",
+     "orders open at once at most (about 230 bytes each); records of further new "
+     "orders are counted (records_over_open_limit), not kept; 0: no limit",
+     &CollectorFlags::max_open_orders, nullptr},
+    {"orders and stages", "include-flagged", "",
+     "percentiles include flagged samples (migrated, negative, out-of-order, "
+     "saturated); their counts are reported either way",
+     nullptr, &CollectorFlags::include_flagged},
+    {"store", "store", "URI",
+     "sqlite:PATH or clickhouse://HOST:PORT/DATABASE (default: sqlite:ticktrace.db)",
+     &CollectorFlags::store, nullptr},
+    {"store", "db", "PATH",
+     "short for --store sqlite:PATH; an existing ticktrace store gets a new run "
+     "appended, any other existing file is refused; empty: no store",
+     &CollectorFlags::db, nullptr},
+    {"store", "detail", "all|tail|none",
+     "order detail kept: every order, the tail (per stage and interval the slowest, "
+     "every flagged or incomplete order, 1 in 100 of the rest) or none",
+     &CollectorFlags::detail, nullptr},
+    {"store", "interval-s", "SECONDS",
+     "length of an interval of the statistics over time",
+     &CollectorFlags::interval_s, nullptr},
+    {"store", "retain-detail", "AGE|SIZE",
+     "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
+     "(500MB, 2GB); the intervals stay; empty: keep all",
+     &CollectorFlags::retain_detail, nullptr},
+    {"store", "retain", "AGE",
+     "delete intervals older than this (30d, 12h); empty: keep all",
+     &CollectorFlags::retain, nullptr},
+    {"store", "checkpoint-interval", "DURATION",
+     "save the analysis this often (seconds, or 500ms, 90s, 10m) so that a restart "
+     "replays only the journal after it, and free the journal before it; 0: never "
+     "(the journal then grows for the whole run)",
+     &CollectorFlags::checkpoint_interval, nullptr},
+    {"store", "raw", "PATH",
+     "also write every drained record to this new raw archive",
+     &CollectorFlags::raw, nullptr},
+    {"store", "group-readable", "",
+     "create the store, journal and raw archive 0640 (group may read) instead of 0600",
+     nullptr, &CollectorFlags::group_readable},
+    {"clock", "tsc-hz", "HZ",
+     "TSC frequency in Hz: skip the calibration",
+     &CollectorFlags::tsc_hz, nullptr},
+    {"clock", "host-name", "NAME",
+     "this host's name in the store (default: the hostname); several hosts' "
+     "collectors may write to one ClickHouse store (docs/clickhouse.md)",
+     &CollectorFlags::host_name, nullptr},
+    {"clock", "clock-error-ns", "NS",
+     "this host's clock-sync error bound, used when neither chrony nor ptp4l says "
+     "it; cross-host stages carry it as their uncertainty",
+     &CollectorFlags::clock_error_ns, nullptr},
+    {"clock", "test-clock-offset-ns", "NS",
+     "FOR TESTS ONLY: shift this collector's TSC->UTC mapping by NS (simulates a "
+     "host whose clock is off)",
+     &CollectorFlags::test_clock_offset_ns, nullptr},
+    {"clock", "correct-skew", "",
+     "subtract the cores' measured TSC offsets from cross-core differences (see "
+     "docs/calibration.md)",
+     nullptr, &CollectorFlags::correct_skew},
+    {"clock", "skew-interval", "DURATION",
+     "re-measure the cores' TSC offsets this often in a live run: seconds, or 90s, "
+     "10m, 1h; 0: at start only",
+     &CollectorFlags::skew_interval, nullptr},
+    {"clock", "skew-cores", "allowed|producers",
+     "cores whose offsets are measured: the collector's allowed cores, or those the "
+     "traced processes may run on",
+     &CollectorFlags::skew_cores, nullptr},
+    {"monitoring", "metrics-listen", "HOST:PORT",
+     "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464): "
+     "per-stage latency histograms, flag counts, counters, lag and CPU; see "
+     "docs/operations.md",
+     &CollectorFlags::metrics_listen, nullptr},
+};
 
-void AddOrderFlags(BoundFlags& b, CollectorFlags& f) {
-  constexpr char kSection[] = "orders and stages";
-  b.AddString(In(kSection, "pipeline", "TAGS",
-                 "ordered stage tags, e.g. md_rx,decide,order_sent; empty: learn the order from "
-                 "the first orders"),
-              &f.pipeline);
-  b.AddString(In(kSection, "order-timeout-ms", "MS",
-                 "an order with no new record for this long is finished"),
-              &f.order_timeout_ms);
-  b.AddString(In(kSection, "max-open-orders", "N",
-                 "orders open at once at most (about 230 bytes each); records of further new "
-                 "orders are counted (records_over_open_limit), not kept; 0: no limit"),
-              &f.max_open_orders);
-  b.AddBool(In(kSection, "include-flagged", "",
-               "percentiles include flagged samples (migrated, negative, out-of-order, "
-               "saturated); their counts are reported either way"),
-            &f.include_flagged);
-}
-
-void AddStoreFlags(BoundFlags& b, CollectorFlags& f) {
-  constexpr char kSection[] = "store";
-  b.AddString(In(kSection, "store", "URI",
-                 "sqlite:PATH or clickhouse://HOST:PORT/DATABASE (default: sqlite:ticktrace.db)"),
-              &f.store);
-  b.AddString(In(kSection, "db", "PATH",
-                 "short for --store sqlite:PATH; an existing ticktrace store gets a new run "
-                 "appended, any other existing file is refused; empty: no store"),
-              &f.db);
-  b.AddString(In(kSection, "detail", "all|tail|none",
-                 "order detail kept: every order, the tail (per stage and interval the slowest, "
-                 "every flagged or incomplete order, 1 in 100 of the rest) or none"),
-              &f.detail);
-  b.AddString(In(kSection, "interval-s", "SECONDS",
-                 "length of an interval of the statistics over time"),
-              &f.interval_s);
-  b.AddString(In(kSection, "retain-detail", "AGE|SIZE",
-                 "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
-                 "(500MB, 2GB); the intervals stay; empty: keep all"),
-              &f.retain_detail);
-  b.AddString(In(kSection, "retain", "AGE",
-                 "delete intervals older than this (30d, 12h); empty: keep all"),
-              &f.retain);
-  b.AddString(In(kSection, "checkpoint-interval", "DURATION",
-                 "save the analysis this often (seconds, or 500ms, 90s, 10m) so that a restart "
-                 "replays only the journal after it, and free the journal before it; 0: never "
-                 "(the journal then grows for the whole run)"),
-              &f.checkpoint_interval);
-  b.AddString(In(kSection, "raw", "PATH", "also write every drained record to this new raw archive"),
-              &f.raw);
-  b.AddBool(In(kSection, "group-readable", "",
-               "create the store, journal and raw archive 0640 (group may read) instead of 0600"),
-            &f.group_readable);
-}
-
-void AddClockFlags(BoundFlags& b, CollectorFlags& f) {
-  constexpr char kSection[] = "clock";
-  b.AddString(In(kSection, "tsc-hz", "HZ", "TSC frequency in Hz: skip the calibration"),
-              &f.tsc_hz);
-  b.AddString(In(kSection, "host-name", "NAME",
-                 "this host's name in the store (default: the hostname); several hosts' "
-                 "collectors may write to one ClickHouse store (docs/clickhouse.md)"),
-              &f.host_name);
-  b.AddString(In(kSection, "clock-error-ns", "NS",
-                 "this host's clock-sync error bound, used when neither chrony nor ptp4l says "
-                 "it; cross-host stages carry it as their uncertainty"),
-              &f.clock_error_ns);
-  b.AddString(In(kSection, "test-clock-offset-ns", "NS",
-                 "FOR TESTS ONLY: shift this collector's TSC->UTC mapping by NS (simulates a "
-                 "host whose clock is off)"),
-              &f.test_clock_offset_ns);
-  b.AddBool(In(kSection, "correct-skew", "",
-               "subtract the cores' measured TSC offsets from cross-core differences (see "
-               "docs/calibration.md)"),
-            &f.correct_skew);
-  b.AddString(In(kSection, "skew-interval", "DURATION",
-                 "re-measure the cores' TSC offsets this often in a live run: seconds, or 90s, "
-                 "10m, 1h; 0: at start only"),
-              &f.skew_interval);
-  b.AddString(In(kSection, "skew-cores", "allowed|producers",
-                 "cores whose offsets are measured: the collector's allowed cores, or those the "
-                 "traced processes may run on"),
-              &f.skew_cores);
-}
-
-void AddMonitoringFlags(BoundFlags& b, CollectorFlags& f) {
-  b.AddString(In("monitoring", "metrics-listen", "HOST:PORT",
-                 "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464): "
-                 "per-stage latency histograms, flag counts, counters, lag and CPU; see "
-                 "docs/operations.md"),
-              &f.metrics_listen);
+// Registers kFlagTable on `flags`, writing into `f`.
+void AddFlags(BoundFlags& flags, CollectorFlags& f) {
+  for (const FlagRow& row : kFlagTable) {
+    FlagSpec spec{row.name, row.value_name, row.help, false, false, "", row.section};
+    if (row.text != nullptr) {
+      flags.AddString(std::move(spec), &(f.*row.text));
+    } else {
+      flags.AddBool(std::move(spec), &(f.*row.on));
+    }
+  }
 }
 
 // "500MB", "2GB", "1GiB" -> bytes; 0 when `text` is not a size.
@@ -249,11 +253,7 @@ CollectorFlags ParseFlagsOrExit(int argc, const char* const* argv) {
   spec.last_value_wins = true;  // wrappers append to a base command line
   CollectorFlags f;
   BoundFlags flags(std::move(spec));
-  AddCollectFlags(flags, f);
-  AddOrderFlags(flags, f);
-  AddStoreFlags(flags, f);
-  AddClockFlags(flags, f);
-  AddMonitoringFlags(flags, f);
+  AddFlags(flags, f);
   flags.ParseOrExit(kCollectorProgram, argc, argv);
   return f;
 }

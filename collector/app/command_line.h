@@ -3,8 +3,8 @@
 // of what was typed into CollectorOptions. Durations take the one syntax of
 // every program (common/duration.h: 500ms, 90s, 10m, 8h, 7d).
 //
-// To add a flag: a field in CollectorFlags, one line in the section's
-// Add*Flags in command_line.cc (dashes in its name), and its conversion in
+// To add a flag: a field in CollectorFlags, one row in kFlagTable in
+// command_line.cc (dashes in its name), and its conversion in
 // OptionsFromFlags.
 
 #ifndef TICKTRACE_COLLECTOR_COMMAND_LINE_H_
