@@ -76,13 +76,10 @@ std::ostream& Drainer::log() const { return options_.log != nullptr ? *options_.
 bool Drainer::Refuse(const absl::Status& status, const SegmentOpenError& why) {
   switch (why.refusal) {
     case SegmentRefusal::kForeign:
-      ++counters_.segments_foreign;
-      counters_.records_in_refused_segments += why.unconsumed_records;
-      log() << "ticktrace-collector: " << status.message() << "; not drained ("
-            << why.unconsumed_records << " records waiting in it)\n";
-      return true;
     case SegmentRefusal::kOversized:
-      ++counters_.segments_oversized;
+      // A readable segment refused whole: its waiting records are counted.
+      ++(why.refusal == SegmentRefusal::kForeign ? counters_.segments_foreign
+                                                 : counters_.segments_oversized);
       counters_.records_in_refused_segments += why.unconsumed_records;
       log() << "ticktrace-collector: " << status.message() << "; not drained ("
             << why.unconsumed_records << " records waiting in it)\n";

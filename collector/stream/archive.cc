@@ -25,6 +25,17 @@ absl::Status ArchiveErrno(absl::string_view what, const std::string& path) {
                       absl::StrCat(path, ": ", what, ": ", std::strerror(errno)));
 }
 
+// The writer's and the reader's file: closed when open (-1 is none).
+void CloseFd(int fd) {
+  if (fd >= 0) ::close(fd);
+}
+
+// A move-assignment's file: ours closed, `from`'s taken (and left -1).
+void TakeFd(int* to, int* from) {
+  CloseFd(*to);
+  *to = std::exchange(*from, -1);
+}
+
 }  // namespace
 
 std::string EncodeArchiveHeader(const ArchiveHeader& header) {
@@ -128,18 +139,15 @@ ArchiveWriter::ArchiveWriter(ArchiveWriter&& other) noexcept
 
 ArchiveWriter& ArchiveWriter::operator=(ArchiveWriter&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    path_ = std::move(other.path_);
+    TakeFd(&fd_, &other.fd_);
     size_ = other.size_;
     durable_ = other.durable_;
+    path_ = std::move(other.path_);
   }
   return *this;
 }
 
-ArchiveWriter::~ArchiveWriter() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ArchiveWriter::~ArchiveWriter() { CloseFd(fd_); }
 
 absl::Status ArchiveWriter::Append(std::string_view chunk_bytes) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": archive closed"));
@@ -246,8 +254,7 @@ ArchiveReader::ArchiveReader(ArchiveReader&& o) noexcept { *this = std::move(o);
 
 ArchiveReader& ArchiveReader::operator=(ArchiveReader&& o) noexcept {
   if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
+    TakeFd(&fd_, &o.fd_);
     path_ = std::move(o.path_);
     header_ = o.header_;
     valid_bytes_ = o.valid_bytes_;
@@ -267,9 +274,7 @@ ArchiveReader& ArchiveReader::operator=(ArchiveReader&& o) noexcept {
   return *this;
 }
 
-ArchiveReader::~ArchiveReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ArchiveReader::~ArchiveReader() { CloseFd(fd_); }
 
 namespace {
 

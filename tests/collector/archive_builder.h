@@ -21,15 +21,21 @@
 
 namespace ticktrace::collect::testing {
 
-inline abi::Record Stamp(uint16_t tag, uint64_t order, uint64_t tsc,
-                         uint32_t aux = abi::kAuxUnknown) {
+// A record of `kind` with no payload.
+inline abi::Record MakeRecord(abi::RecordKind kind, uint16_t tag, uint64_t order, uint64_t tsc,
+                              uint32_t aux = abi::kAuxUnknown) {
   abi::Record r{};
   r.tsc = tsc;
   r.order_id = order;
   r.aux = aux;
   r.tag_id = tag;
-  r.kind = abi::kStamp;
+  r.kind = kind;
   return r;
+}
+
+inline abi::Record Stamp(uint16_t tag, uint64_t order, uint64_t tsc,
+                         uint32_t aux = abi::kAuxUnknown) {
+  return MakeRecord(abi::kStamp, tag, order, tsc, aux);
 }
 
 inline abi::Record SpanRecord(uint16_t tag, uint64_t order, uint64_t begin_tsc,

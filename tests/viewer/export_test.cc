@@ -144,12 +144,8 @@ TEST(ChromeExportBigIdsTest, EveryDistinctIdSurvivesAsADistinctString) {
       {-1, "18446744073709551615", "0xffffffffffffffff"},                 // 2^64 - 1
   };
   {
-    testing::FixtureRun run;
-    run.meta.session = "big";
-    run.meta.host = "h";
+    testing::FixtureRun run = testing::GivenClockRun("big");
     run.meta.started_utc_ns = testing::KnownStore::BaseUtcNs();
-    run.meta.tsc_hz = 1e9;
-    run.meta.calibration_source = "given";
     run.meta.pipeline = "a,b";
     store::ProcessRow p;
     p.process_id = 1;
@@ -278,12 +274,8 @@ namespace {
 TEST(ExportInstancesTest, EachInstanceExportsItsOwnRowsOnce) {
   testing::TempDir dir;
   const std::string path = dir.File("instances.db");
-  testing::FixtureRun run;
-  run.meta.session = "reuse";
-  run.meta.host = "h";
+  testing::FixtureRun run = testing::GivenClockRun("reuse");
   run.meta.started_utc_ns = testing::KnownStore::BaseUtcNs();
-  run.meta.tsc_hz = 1e9;
-  run.meta.calibration_source = "given";
   run.meta.pipeline = "a,b";
   for (uint32_t instance = 0; instance < 2; ++instance) {
     store::OrderDetail o;

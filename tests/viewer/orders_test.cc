@@ -169,11 +169,7 @@ TEST(HighOrderIdTest, ShownUnsigned) {
   testing::TempDir dir;
   const std::string path = dir.File("high.db");
   {
-    testing::FixtureRun run;
-    run.meta.session = "s";
-    run.meta.host = "h";
-    run.meta.tsc_hz = 1e9;
-    run.meta.calibration_source = "given";
+    testing::FixtureRun run = testing::GivenClockRun("s");
     store::OrderDetail o;
     o.order_id = static_cast<uint64_t>(-2);  // 2^64 - 2
     o.parent_order_id = uint64_t{1} << 63;   // 2^63

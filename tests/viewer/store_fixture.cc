@@ -475,6 +475,15 @@ std::vector<store::SampleRow> KnownSamples() {
   return rows;
 }
 
+FixtureRun GivenClockRun(const std::string& session) {
+  FixtureRun run;
+  run.meta.session = session;
+  run.meta.host = "h";
+  run.meta.tsc_hz = 1e9;
+  run.meta.calibration_source = "given";
+  return run;
+}
+
 std::unique_ptr<store::StoreReader> OpenStore(const std::string& path) {
   absl::StatusOr<std::unique_ptr<store::StoreReader>> store = store::StoreReader::Open(path);
   if (!store.ok()) {

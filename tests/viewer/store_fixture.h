@@ -131,6 +131,10 @@ void WriteKnownStore(const std::string& path, const KnownStoreOptions& options =
 // The samples WriteKnownStore puts in run 2, for tests that count them.
 std::vector<store::SampleRow> KnownSamples();
 
+// A run of `session` on host "h" with a given 1 GHz clock (calibration
+// source "given"); everything else as a FixtureRun starts.
+FixtureRun GivenClockRun(const std::string& session);
+
 // The store at `path` open for reading; a failed open is a test failure
 // (with the status) and null.
 std::unique_ptr<store::StoreReader> OpenStore(const std::string& path);

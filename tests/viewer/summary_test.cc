@@ -31,19 +31,7 @@ constexpr double kHistogramRelativeError = 1.0 / 256;
 // the viewer's kExcludedFlags, so that a change of the code fails this test.
 constexpr int64_t kCrossCoreOnlyKept = 1;
 
-class SummaryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = dir_.File("known.db");
-    testing::WriteKnownStore(path_);
-    store_ = testing::OpenStore(path_);
-    ASSERT_NE(store_, nullptr);
-  }
-
-  testing::TempDir dir_;
-  std::string path_;
-  std::unique_ptr<store::StoreReader> store_;
-};
+using SummaryTest = testing::KnownStoreTest;
 
 TEST_F(SummaryTest, UnfilteredMergesIntervalsOfLatestRunInPipelineOrder) {
   auto summary = BuildSummary(*store_, QueryOptions());

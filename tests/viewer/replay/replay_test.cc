@@ -31,6 +31,7 @@
 #include "collector/stream/stream.h"
 #include "gtest/gtest.h"
 #include "store_fixture.h"
+#include "tests/collector/archive_builder.h"
 #include "ticktrace/abi.h"
 #include "viewer/export/chrome_export.h"
 #include "viewer/export/csv_export.h"
@@ -43,6 +44,7 @@
 namespace ticktrace::view {
 namespace {
 
+using collect::testing::MakeRecord;
 using testing::FindStage;
 
 constexpr int kOrders = 200;
@@ -56,16 +58,6 @@ double StrategyToGateway(int i) { return 1000.0 + 2 * i; }
 double Risk(int i) { return 50.0 + i; }
 uint32_t Aux(uint32_t cpu) { return cpu; }  // node 0
 
-abi::Record Rec(abi::RecordKind kind, uint16_t tag, uint64_t order, uint64_t tsc,
-                uint32_t aux = abi::kAuxUnknown) {
-  abi::Record r{};
-  r.tsc = tsc;
-  r.order_id = order;
-  r.aux = aux;
-  r.tag_id = tag;
-  r.kind = kind;
-  return r;
-}
 
 // Writes the story as a raw archive through the collector's own encoder.
 void WriteArchive(const std::string& path) {
@@ -116,22 +108,23 @@ void WriteArchive(const std::string& path) {
     const uint64_t strat = static_cast<uint64_t>(static_cast<int64_t>(md) + int64_t(MdToStrategy(i)));
     const uint64_t gw = strat + static_cast<uint64_t>(StrategyToGateway(i));
     const bool cored = i == 7 || i == 13;
-    feed.push_back(Rec(abi::kStamp, 0, i, md, cored ? Aux(1) : abi::kAuxUnknown));
-    algo.push_back(Rec(abi::kStamp, 0, i, strat, cored ? Aux(2) : abi::kAuxUnknown));
-    abi::Record span = Rec(abi::kSpan, 1, i, strat + 5, i == 21 ? Aux(2) : abi::kAuxUnknown);
+    feed.push_back(MakeRecord(abi::kStamp, 0, i, md, cored ? Aux(1) : abi::kAuxUnknown));
+    algo.push_back(MakeRecord(abi::kStamp, 0, i, strat, cored ? Aux(2) : abi::kAuxUnknown));
+    abi::Record span =
+        MakeRecord(abi::kSpan, 1, i, strat + 5, i == 21 ? Aux(2) : abi::kAuxUnknown);
     span.payload.span.end_aux = i == 21 ? Aux(3) : abi::kAuxUnknown;
     span.payload.span.duration_ticks = static_cast<uint32_t>(Risk(i));
     algo.push_back(span);
-    exch.push_back(Rec(abi::kStamp, 0, i, gw));
+    exch.push_back(MakeRecord(abi::kStamp, 0, i, gw));
   }
   const uint64_t parent_md = MdTsc(kOrders) + 100'000;
-  feed.push_back(Rec(abi::kStamp, 0, 5000, parent_md));
-  abi::Record link = Rec(abi::kLink, abi::kTagInvalid, 5001, parent_md + 390);
+  feed.push_back(MakeRecord(abi::kStamp, 0, 5000, parent_md));
+  abi::Record link = MakeRecord(abi::kLink, abi::kTagInvalid, 5001, parent_md + 390);
   link.payload.parent_order_id = 5000;
   algo.push_back(link);
-  algo.push_back(Rec(abi::kStamp, 0, 5001, parent_md + 400));
-  exch.push_back(Rec(abi::kStamp, 0, 5001, parent_md + 1900));
-  feed.push_back(Rec(abi::kStamp, 0, 9999, parent_md + 50'000));
+  algo.push_back(MakeRecord(abi::kStamp, 0, 5001, parent_md + 400));
+  exch.push_back(MakeRecord(abi::kStamp, 0, 5001, parent_md + 1900));
+  feed.push_back(MakeRecord(abi::kStamp, 0, 9999, parent_md + 50'000));
 
   collect::ChunkEncoder::Records(1, 0, 1, 0, feed, &bytes);
   collect::ChunkEncoder::Records(2, 0, 1, 0, algo, &bytes);
