@@ -42,7 +42,6 @@ namespace {
 
 using ticktrace::testing::ClickHouseServer;
 namespace store = ticktrace::store;
-namespace view = ticktrace::view;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kT0 = 1'796'025'600'000'000'000;  // 2026-11-30T08:00:00Z

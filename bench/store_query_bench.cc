@@ -42,7 +42,6 @@
 namespace {
 
 namespace store = ticktrace::store;
-namespace view = ticktrace::view;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kT0 = 1'800'000'000LL * kSecond;  // an interval boundary
@@ -172,7 +171,7 @@ int MakeStore(const Options& o) {
   }
   store::Snapshot snap;
   for (int i = 0; i < kStageCount; ++i) {
-    store::StoredStageStats r;
+    store::StageStatsRow r;
     r.stage = kStages[i];
     r.position = i;
     snap.stages.push_back(r);

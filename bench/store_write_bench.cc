@@ -39,15 +39,15 @@
 namespace {
 
 using ticktrace::collect::FinishedOrder;
-using ticktrace::collect::SampleRow;
-using ticktrace::collect::StampRow;
 namespace store = ticktrace::store;
+using store::SampleDetail;
+using store::StampDetail;
 
 constexpr int64_t kT0 = 1'800'000'000'000'000'000;
 constexpr double kNsPerTick = 0.5;
 
-StampRow Stamp(const char* tag, uint32_t process, uint32_t tid, int cpu, uint64_t tsc) {
-  StampRow s;
+StampDetail Stamp(const char* tag, uint32_t process, uint32_t tid, int cpu, uint64_t tsc) {
+  StampDetail s;
   s.tag = tag;
   s.process_id = process;
   s.tid = tid;
@@ -57,8 +57,8 @@ StampRow Stamp(const char* tag, uint32_t process, uint32_t tid, int cpu, uint64_
   return s;
 }
 
-SampleRow Sample(const char* stage, const StampRow& a, double latency_ns, uint8_t flags) {
-  SampleRow r;
+SampleDetail Sample(const char* stage, const StampDetail& a, double latency_ns, uint8_t flags) {
+  SampleDetail r;
   r.stage = stage;
   r.start_utc_ns = a.utc_ns;
   r.latency_ns = latency_ns;
@@ -78,35 +78,35 @@ void MakePair(uint64_t k, std::mt19937_64& rng, std::vector<FinishedOrder>* out)
   auto next = [&] { return t += static_cast<uint64_t>(hop(rng)); };
   FinishedOrder tick;
   tick.order.order_id = 2 * k + 1;
-  const StampRow rx = Stamp("md_rx", 1, 101, 0, t);
-  const StampRow dec = Stamp("md_decoded", 1, 101, 0, next());
-  const StampRow in = Stamp("strat_in", 2, 202, 1, next());
-  StampRow decide = Stamp("decide", 2, 202, 1, next());
+  const StampDetail rx = Stamp("md_rx", 1, 101, 0, t);
+  const StampDetail dec = Stamp("md_decoded", 1, 101, 0, next());
+  const StampDetail in = Stamp("strat_in", 2, 202, 1, next());
+  StampDetail decide = Stamp("decide", 2, 202, 1, next());
   decide.is_span = true;
   decide.cpu_end = 1;
   decide.duration_ns = 2000;
   tick.order.first_utc_ns = rx.utc_ns;
   tick.order.complete = true;
-  tick.samples = {Sample("md_rx->md_decoded", rx, (dec.tsc - rx.tsc) * kNsPerTick, 0),
+  tick.order.samples = {Sample("md_rx->md_decoded", rx, (dec.tsc - rx.tsc) * kNsPerTick, 0),
                   Sample("md_decoded->strat_in", dec, (in.tsc - dec.tsc) * kNsPerTick, 4),
                   Sample("decide", decide, 2000, 0)};
-  tick.stamps = {rx, dec, in, decide};
+  tick.order.stamps = {rx, dec, in, decide};
+  tick.order.SetFirstTscFromStamps();
   FinishedOrder child;
   child.order.order_id = 2 * k + 2;
-  child.order.has_parent = true;
   child.order.parent_order_id = 2 * k + 1;
-  const StampRow out_ = Stamp("strat_out", 2, 202, 1, next());
-  const StampRow gw_in = Stamp("gw_in", 3, 303, 0, next());
-  const StampRow sent = Stamp("gw_sent", 3, 303, 0, next());
+  const StampDetail out_ = Stamp("strat_out", 2, 202, 1, next());
+  const StampDetail gw_in = Stamp("gw_in", 3, 303, 0, next());
+  const StampDetail sent = Stamp("gw_sent", 3, 303, 0, next());
   child.order.first_utc_ns = rx.utc_ns;
   child.order.complete = true;
-  child.order.has_total = true;
   child.order.total_ns = (sent.tsc - rx.tsc) * kNsPerTick;
-  child.samples = {Sample("strat_in->strat_out", in, (out_.tsc - in.tsc) * kNsPerTick, 0),
+  child.order.samples = {Sample("strat_in->strat_out", in, (out_.tsc - in.tsc) * kNsPerTick, 0),
                    Sample("strat_out->gw_in", out_, (gw_in.tsc - out_.tsc) * kNsPerTick, 4),
                    Sample("gw_in->gw_sent", gw_in, (sent.tsc - gw_in.tsc) * kNsPerTick, 0),
-                   Sample("total", rx, child.order.total_ns, 4)};
-  child.stamps = {out_, gw_in, sent};
+                   Sample("total", rx, *child.order.total_ns, 4)};
+  child.order.stamps = {out_, gw_in, sent};
+  child.order.SetFirstTscFromStamps();
   out->push_back(std::move(tick));
   out->push_back(std::move(child));
 }

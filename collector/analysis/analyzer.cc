@@ -96,7 +96,7 @@ void Analyzer::OnTags(const TagsChunk& c) {
   }
 }
 
-ThreadRow& Analyzer::ThreadOf(Process& p, uint32_t slot, uint64_t generation) {
+store::ThreadRow& Analyzer::ThreadOf(Process& p, uint32_t slot, uint64_t generation) {
   auto [it, inserted] = p.threads.try_emplace({slot, generation});
   if (inserted) {
     it->second.process_id = p.row.process_id;
@@ -117,7 +117,7 @@ void Analyzer::OnThread(const ThreadChunk& c) {
   s.generation_known = true;
   s.tid = c.tid;
   s.thread_name = c.name;
-  ThreadRow& t = ThreadOf(*p, c.slot, c.generation);
+  store::ThreadRow& t = ThreadOf(*p, c.slot, c.generation);
   t.tid = c.tid;
   t.name = c.name;
 }
@@ -145,7 +145,7 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
 
   const size_t n = c.count - skip;
   counters_.drained += n;
-  ThreadRow& thread = ThreadOf(*p, c.slot, c.generation);
+  store::ThreadRow& thread = ThreadOf(*p, c.slot, c.generation);
   thread.drained += n;
   const uint32_t tid = thread.tid;
   const uint32_t process_id = c.process_id;
@@ -221,8 +221,7 @@ void Analyzer::OnProcessExited(const ProcessExitedChunk& c) {
     ++counters_.malformed_chunks;
     return;
   }
-  if (!p->row.exited) {
-    p->row.exited = true;
+  if (!p->row.exited_utc_ns.has_value()) {
     p->row.exited_utc_ns = c.utc_ns;
   }
 }
@@ -241,7 +240,7 @@ std::optional<uint32_t> Analyzer::FindProcess(std::string_view segment,
 
 bool Analyzer::Exited(uint32_t process_id) const {
   const Process* p = FindById(process_id);
-  return p != nullptr && p->row.exited;
+  return p != nullptr && p->row.exited_utc_ns.has_value();
 }
 
 uint32_t Analyzer::KnownTagCount(uint32_t process_id) const {
@@ -293,34 +292,34 @@ uint64_t Analyzer::dropped_total() const {
   return n;
 }
 
-std::vector<ProcessRow> Analyzer::Processes() const {
-  std::vector<ProcessRow> out;
+std::vector<store::ProcessRow> Analyzer::Processes() const {
+  std::vector<store::ProcessRow> out;
   for (const auto& [id, p] : processes_) out.push_back(p->row);
   std::sort(out.begin(), out.end(),
-            [](const ProcessRow& a, const ProcessRow& b) { return a.process_id < b.process_id; });
+            [](const store::ProcessRow& a, const store::ProcessRow& b) { return a.process_id < b.process_id; });
   return out;
 }
 
-std::vector<ThreadRow> Analyzer::Threads() const {
-  std::vector<ThreadRow> out;
+std::vector<store::ThreadRow> Analyzer::Threads() const {
+  std::vector<store::ThreadRow> out;
   for (const auto& [id, p] : processes_) {
     for (const auto& [key, t] : p->threads) out.push_back(t);
   }
-  std::sort(out.begin(), out.end(), [](const ThreadRow& a, const ThreadRow& b) {
+  std::sort(out.begin(), out.end(), [](const store::ThreadRow& a, const store::ThreadRow& b) {
     return std::tie(a.process_id, a.slot, a.generation) <
            std::tie(b.process_id, b.slot, b.generation);
   });
   return out;
 }
 
-std::vector<TagRow> Analyzer::Tags() const {
-  std::vector<TagRow> out;
+std::vector<store::TagRow> Analyzer::Tags() const {
+  std::vector<store::TagRow> out;
   for (const auto& [id, p] : processes_) {
     for (size_t t = 0; t < p->tag_name.size(); ++t) {
-      if (p->tag_name[t] >= 0) out.push_back(TagRow{id, static_cast<uint16_t>(t), p->tag_text[t]});
+      if (p->tag_name[t] >= 0) out.push_back(store::TagRow{id, static_cast<uint16_t>(t), p->tag_text[t]});
     }
   }
-  std::sort(out.begin(), out.end(), [](const TagRow& a, const TagRow& b) {
+  std::sort(out.begin(), out.end(), [](const store::TagRow& a, const store::TagRow& b) {
     return std::tie(a.process_id, a.tag_id) < std::tie(b.process_id, b.tag_id);
   });
   return out;
@@ -333,7 +332,7 @@ std::vector<std::pair<std::string, int64_t>> Analyzer::CounterValues() const {
     tags_rejected += p->row.tags_rejected;
     threads_without_slot += p->row.threads_without_slot;
     slotless_dropped += p->row.slotless_dropped;
-    exited += p->row.exited ? 1 : 0;
+    exited += p->row.exited_utc_ns.has_value() ? 1 : 0;
   }
   auto v = [](uint64_t x) { return static_cast<int64_t>(x); };
   std::vector<std::pair<std::string, int64_t>> out = {

@@ -1,8 +1,9 @@
 // The analysis side of the collector: consumes the chunk stream (live, from a
 // journal, or from a raw archive), validates every record, attributes it to
 // its process, thread and tag, drops what was already handled (per-ring
-// high-water marks), and feeds the Stitcher. It also keeps what the store's
-// processes/threads/tags/counters tables need.
+// high-water marks), and feeds the Stitcher. It also keeps the store's rows
+// of the processes, threads and tags tables (ticktrace/store/rows.h) and
+// what its counters table needs.
 //
 // Not thread-safe: one analysis thread owns an Analyzer (the collector's main
 // loop; the store writer thread only receives copies).
@@ -25,42 +26,13 @@
 #include "collector/stitch/stitcher.h"
 #include "collector/stream/stream.h"
 #include "collector/time/time_base.h"
+#include "ticktrace/store/rows.h"
 
 namespace ticktrace::collect {
 
 struct AnalyzerSettings {
   StitchSettings stitch;
   bool include_flagged = false;
-};
-
-struct ProcessRow {
-  uint32_t process_id = 0;
-  uint32_t pid = 0;
-  uint64_t start_ticks = 0;
-  std::string name;
-  std::string segment;
-  int64_t first_seen_utc_ns = 0;
-  bool exited = false;
-  int64_t exited_utc_ns = 0;
-  uint64_t tags_rejected = 0;
-  uint64_t threads_without_slot = 0;
-  uint64_t slotless_dropped = 0;
-};
-
-struct ThreadRow {
-  uint32_t process_id = 0;
-  uint32_t slot = 0;
-  uint64_t generation = 0;
-  uint32_t tid = 0;
-  std::string name;
-  uint64_t drained = 0;
-  uint64_t dropped = 0;
-};
-
-struct TagRow {
-  uint32_t process_id = 0;
-  uint16_t tag_id = 0;
-  std::string name;
 };
 
 // Counters the analysis keeps (the collector adds the drainer's and the store's).
@@ -118,9 +90,9 @@ class Analyzer : public ChunkVisitor {
   const StageStats& stats() const { return stats_; }
   const std::string& run_info_json() const { return run_info_json_; }
   uint64_t dropped_total() const;
-  std::vector<ProcessRow> Processes() const;
-  std::vector<ThreadRow> Threads() const;
-  std::vector<TagRow> Tags() const;
+  std::vector<store::ProcessRow> Processes() const;
+  std::vector<store::ThreadRow> Threads() const;
+  std::vector<store::TagRow> Tags() const;
   // The cores' offsets measured during the run (run info updates), oldest
   // first; the run's first measurement is in its RunInfo.
   const std::vector<RunInfoUpdate>& core_measurements() const { return core_measurements_; }
@@ -155,16 +127,16 @@ class Analyzer : public ChunkVisitor {
     uint64_t dropped_total = 0;
   };
   struct Process {
-    ProcessRow row;
+    store::ProcessRow row;
     std::vector<int64_t> tag_name;  // tag id -> name id in tag_names_, -1 unknown
     std::vector<std::string> tag_text;  // tag id -> name as published
     absl::flat_hash_map<uint32_t, SlotState> slots;
-    std::map<std::pair<uint32_t, uint64_t>, ThreadRow> threads;  // (slot, generation)
+    std::map<std::pair<uint32_t, uint64_t>, store::ThreadRow> threads;  // (slot, generation)
   };
 
   Process* FindById(uint32_t process_id);
   const Process* FindById(uint32_t process_id) const;
-  ThreadRow& ThreadOf(Process& p, uint32_t slot, uint64_t generation);
+  store::ThreadRow& ThreadOf(Process& p, uint32_t slot, uint64_t generation);
 
   AnalyzerSettings settings_;
   TimeBase time_;

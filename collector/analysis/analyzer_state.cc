@@ -9,29 +9,30 @@
 namespace ticktrace::collect {
 namespace {
 
-void PutRow(StateWriter& w, const ProcessRow& p) {
+void PutRow(StateWriter& w, const store::ProcessRow& p) {
   w.Put<uint32_t>(p.process_id);
   w.Put<uint32_t>(p.pid);
   w.Put<uint64_t>(p.start_ticks);
   w.PutString(p.name);
   w.PutString(p.segment);
   w.Put<int64_t>(p.first_seen_utc_ns);
-  w.Put<uint8_t>(p.exited);
-  w.Put<int64_t>(p.exited_utc_ns);
+  w.Put<uint8_t>(p.exited_utc_ns.has_value());
+  w.Put<int64_t>(p.exited_utc_ns.value_or(0));
   w.Put<uint64_t>(p.tags_rejected);
   w.Put<uint64_t>(p.threads_without_slot);
   w.Put<uint64_t>(p.slotless_dropped);
 }
 
-void GetRow(StateReader& r, ProcessRow* p) {
+void GetRow(StateReader& r, store::ProcessRow* p) {
   p->process_id = r.Get<uint32_t>();
   p->pid = r.Get<uint32_t>();
   p->start_ticks = r.Get<uint64_t>();
   p->name = r.GetString();
   p->segment = r.GetString();
   p->first_seen_utc_ns = r.Get<int64_t>();
-  p->exited = r.Get<uint8_t>() != 0;
-  p->exited_utc_ns = r.Get<int64_t>();
+  const bool exited = r.Get<uint8_t>() != 0;
+  const int64_t exited_utc_ns = r.Get<int64_t>();
+  if (exited) p->exited_utc_ns = exited_utc_ns;
   p->tags_rejected = r.Get<uint64_t>();
   p->threads_without_slot = r.Get<uint64_t>();
   p->slotless_dropped = r.Get<uint64_t>();
@@ -151,7 +152,7 @@ bool Analyzer::LoadState(StateReader& r) {
     }
     const uint64_t threads = r.GetCount(4 + 8 + 4 + 8 + 8 + 8);
     for (uint64_t k = 0; k < threads && r.ok(); ++k) {
-      ThreadRow t;
+      store::ThreadRow t;
       t.process_id = p->row.process_id;
       t.slot = r.Get<uint32_t>();
       t.generation = r.Get<uint64_t>();

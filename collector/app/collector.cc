@@ -142,8 +142,8 @@ store::StageStatsRow ToStageStatsRow(const StageSummary& m, bool include_flagged
   store::StageStatsRow r;
   r.stage = m.stage;
   r.position = m.position;
-  r.count = m.count;
-  r.samples_all = m.samples_all;
+  r.count = static_cast<int64_t>(m.count);
+  r.samples_all = static_cast<int64_t>(m.samples_all);
   r.include_flagged = include_flagged;
   if (m.count > 0) {
     r.min_ns = m.min_ns;
@@ -157,15 +157,14 @@ store::StageStatsRow ToStageStatsRow(const StageSummary& m, bool include_flagged
     r.p99_ns = pct(m.p99_ns);
     r.p999_ns = pct(m.p999_ns);
   }
-  for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
-    const uint32_t bit = store::kFlagNames[i].bit;
-    r.flag_counts[i] = bit == store::kFlagMigrated     ? m.migrated
-                       : bit == store::kFlagNegative   ? m.negative
-                       : bit == store::kFlagCrossCore  ? m.cross_core
-                       : bit == store::kFlagSkew       ? m.skew
-                       : bit == store::kFlagOutOfOrder ? m.out_of_order
-                       : bit == store::kFlagLate       ? m.late
-                                                       : 0;
+  // saturated and cross_host stay 0: the whole-run summary does not count them.
+  for (const auto& [bit, count] : {std::pair{store::kFlagMigrated, m.migrated},
+                                   {store::kFlagNegative, m.negative},
+                                   {store::kFlagCrossCore, m.cross_core},
+                                   {store::kFlagSkew, m.skew},
+                                   {store::kFlagOutOfOrder, m.out_of_order},
+                                   {store::kFlagLate, m.late}}) {
+    r.flag_count(bit) = static_cast<int64_t>(count);
   }
   if (m.uncertainty_ns > 0) r.uncertainty_ns = m.uncertainty_ns;
   return r;
@@ -406,32 +405,9 @@ class Session {
     if (writer_ == nullptr) return;
     writer_->Submit();
     store::Snapshot s;
-    for (const ProcessRow& p : analyzer_->Processes()) {
-      s.processes.push_back(store::ProcessRow{
-          .process_id = p.process_id,
-          .pid = p.pid,
-          .start_ticks = p.start_ticks,
-          .name = p.name,
-          .segment = p.segment,
-          .first_seen_utc_ns = p.first_seen_utc_ns,
-          .exited_utc_ns = p.exited ? std::optional<int64_t>(p.exited_utc_ns) : std::nullopt,
-          .tags_rejected = p.tags_rejected,
-          .threads_without_slot = p.threads_without_slot,
-          .slotless_dropped = p.slotless_dropped,
-      });
-    }
-    for (const ThreadRow& t : analyzer_->Threads()) {
-      s.threads.push_back(store::ThreadRow{.process_id = t.process_id,
-                                           .slot = t.slot,
-                                           .generation = t.generation,
-                                           .tid = t.tid,
-                                           .name = t.name,
-                                           .drained = t.drained,
-                                           .dropped = t.dropped});
-    }
-    for (const TagRow& t : analyzer_->Tags()) {
-      s.tags.push_back(store::TagRow{.process_id = t.process_id, .tag_id = t.tag_id, .name = t.name});
-    }
+    s.processes = analyzer_->Processes();
+    s.threads = analyzer_->Threads();
+    s.tags = analyzer_->Tags();
     s.counters = Counters(d, j);
     for (const StageSummary& m : analyzer_->stats().Summaries()) {
       s.stages.push_back(ToStageStatsRow(m, info_.include_flagged));

@@ -14,13 +14,13 @@ DrainerSeed DrainerSeed::From(const Analyzer& analyzer) {
   DrainerSeed seed;
   seed.next_process_id = analyzer.NextProcessId();
   seed.counters = DrainerCounters::FromNamed(analyzer.stream_counters());
-  for (const ProcessRow& row : analyzer.Processes()) {
+  for (const store::ProcessRow& row : analyzer.Processes()) {
     Process p;
     p.segment = row.segment;
     p.start_ticks = row.start_ticks;
     p.process_id = row.process_id;
     p.tag_count = analyzer.KnownTagCount(row.process_id);
-    p.exited = row.exited;
+    p.exited = row.exited_utc_ns.has_value();
     p.counters = analyzer.KnownProcessCounters(row.process_id);
     for (uint32_t slot = 0; slot < abi::kMaxSlots; ++slot) {
       Slot s;

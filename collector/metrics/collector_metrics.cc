@@ -15,8 +15,10 @@ MetricsSnapshot MakeMetricsSnapshot(const store::Snapshot& store_snapshot,
     if (const store::Histogram* h = stats.FindHistogram(row.stage); h != nullptr) {
       s.histogram = *h;
     }
-    s.samples_all = row.samples_all;
-    s.flag_counts = row.flag_counts;
+    s.samples_all = static_cast<uint64_t>(row.samples_all.value_or(0));
+    for (size_t i = 0; i < s.flag_counts.size(); ++i) {
+      s.flag_counts[i] = static_cast<uint64_t>(row.flag_counts[i]);
+    }
     m.stages.push_back(std::move(s));
   }
   m.counters = store_snapshot.counters;

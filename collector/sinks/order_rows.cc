@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "collector/sinks/stage_stats.h"
+#include "ticktrace/store/flags.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -19,57 +20,57 @@ FinishedOrder ToFinishedOrder(const StitchedOrder& o, const StitchView& view) {
   const TimeBase& time = *view.time;
   FinishedOrder f;
   f.seq = o.seq;
-  f.order.order_id = o.order_id;
-  f.order.instance = o.instance;
-  f.order.late = o.late;
-  f.order.has_parent = o.has_parent;
-  f.order.parent_order_id = o.parent_order_id;
-  f.order.first_utc_ns = time.UtcNs(o.chain_start_tsc);
-  f.order.has_total = o.has_total;
+  store::OrderDetail& d = f.order;
+  d.order_id = o.order_id;
+  d.instance = o.instance;
+  if (o.has_parent) d.parent_order_id = o.parent_order_id;
+  d.first_utc_ns = time.UtcNs(o.chain_start_tsc);
   if (o.has_total) {
-    f.order.total_ns = o.total_sample >= 0
-                           ? o.samples[static_cast<size_t>(o.total_sample)].LatencyNs(time)
-                           : time.DiffNs(o.total_end_tsc, o.total_begin_tsc);
+    d.total_ns = o.total_sample >= 0
+                     ? o.samples[static_cast<size_t>(o.total_sample)].LatencyNs(time)
+                     : time.DiffNs(o.total_end_tsc, o.total_begin_tsc);
   }
-  f.order.complete = o.complete;
+  d.complete = o.complete;
   std::vector<absl::string_view> names;
   names.reserve(o.missing.size());
   for (uint32_t pos : o.missing) names.push_back((*view.pipeline)[pos]);
-  f.order.missing = absl::StrJoin(names, ",");
+  d.missing = absl::StrJoin(names, ",");
 
-  f.samples.reserve(o.samples.size());
+  d.samples.reserve(o.samples.size());
   for (const StitchedSample& s : o.samples) {
-    SampleRow& r = f.samples.emplace_back();
-    r.order_id = o.order_id;
-    r.instance = o.instance;
-    r.stage = view.stages->StageName(s.stage_id);
-    r.start_utc_ns = time.UtcNs(s.begin_tsc);
-    r.latency_ns = s.LatencyNs(time);
-    r.process_begin = static_cast<int32_t>(s.begin_process);
-    r.process_end = static_cast<int32_t>(s.end_process);
-    r.cpu_begin = RowCpu(s.begin_aux);
-    r.cpu_end = RowCpu(s.end_aux);
-    r.flags = s.flags;
+    d.samples.push_back(store::SampleDetail{
+        .stage = view.stages->StageName(s.stage_id),
+        .start_utc_ns = time.UtcNs(s.begin_tsc),
+        .latency_ns = s.LatencyNs(time),
+        .process_begin = static_cast<int32_t>(s.begin_process),
+        .process_end = static_cast<int32_t>(s.end_process),
+        .cpu_begin = RowCpu(s.begin_aux),
+        .cpu_end = RowCpu(s.end_aux),
+        .flags = s.flags,
+    });
   }
-  f.stamps.reserve(o.stamps.size());
+  // A late instance (records that came after their order) is told by its
+  // stamps' flags (docs/store.md, "Flags").
+  const uint32_t late = o.late ? store::kFlagLate : 0;
+  d.stamps.reserve(o.stamps.size());
   for (const StitchedStamp& e : o.stamps) {
     const bool is_span = e.is_span();
-    StampRow& st = f.stamps.emplace_back();
-    st.order_id = o.order_id;
-    st.instance = o.instance;
-    st.tag = view.tag_names->Name(e.name_id);
-    st.is_span = is_span;
-    st.process_id = e.process_id;
-    st.tid = e.tid;
-    st.cpu = RowCpu(e.aux);
-    st.cpu_end = is_span ? RowCpu(e.end_aux) : -1;
-    st.tsc = e.tsc;
-    st.utc_ns = time.UtcNs(e.tsc);
-    st.duration_ns = is_span && e.span_sample >= 0
-                         ? o.samples[static_cast<size_t>(e.span_sample)].LatencyNs(time)
-                         : 0;
-    st.flags = e.flags;
+    d.stamps.push_back(store::StampDetail{
+        .tag = view.tag_names->Name(e.name_id),
+        .is_span = is_span,
+        .process_id = e.process_id,
+        .tid = e.tid,
+        .cpu = RowCpu(e.aux),
+        .cpu_end = is_span ? RowCpu(e.end_aux) : -1,
+        .tsc = e.tsc,
+        .utc_ns = time.UtcNs(e.tsc),
+        .duration_ns = is_span && e.span_sample >= 0
+                           ? o.samples[static_cast<size_t>(e.span_sample)].LatencyNs(time)
+                           : 0,
+        .flags = e.flags | late,
+    });
   }
+  d.SetFirstTscFromStamps();
   return f;
 }
 

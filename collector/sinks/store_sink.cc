@@ -50,54 +50,6 @@ struct StoreSink::TailInterval {
   std::vector<std::unique_ptr<Pending>> pending;
 };
 
-store::OrderDetail ToOrderDetail(FinishedOrder&& f) {
-  store::OrderDetail d;
-  d.order_id = f.order.order_id;
-  d.instance = f.order.instance;
-  if (f.order.has_parent) d.parent_order_id = f.order.parent_order_id;
-  d.first_utc_ns = f.order.first_utc_ns;
-  if (f.order.has_total) d.total_ns = f.order.total_ns;
-  d.complete = f.order.complete;
-  d.missing = std::move(f.order.missing);
-  d.stamps.reserve(f.stamps.size());
-  bool first = true;
-  for (StampRow& s : f.stamps) {
-    if (first || s.tsc < d.first_tsc) {
-      d.first_tsc = s.tsc;
-      d.first_tsc_utc_ns = s.utc_ns;
-      first = false;
-    }
-    uint32_t flags = s.flags;
-    if (f.order.late) flags |= store::kFlagLate;
-    d.stamps.push_back(store::StampDetail{
-        .tag = std::move(s.tag),
-        .is_span = s.is_span,
-        .process_id = s.process_id,
-        .tid = s.tid,
-        .cpu = s.cpu,
-        .cpu_end = s.cpu_end,
-        .tsc = s.tsc,
-        .utc_ns = s.utc_ns,
-        .duration_ns = s.duration_ns,
-        .flags = flags,
-    });
-  }
-  d.samples.reserve(f.samples.size());
-  for (SampleRow& s : f.samples) {
-    d.samples.push_back(store::SampleDetail{
-        .stage = std::move(s.stage),
-        .start_utc_ns = s.start_utc_ns,
-        .latency_ns = s.latency_ns,
-        .process_begin = s.process_begin,
-        .process_end = s.process_end,
-        .cpu_begin = s.cpu_begin,
-        .cpu_end = s.cpu_end,
-        .flags = s.flags,
-    });
-  }
-  return d;
-}
-
 StoreSink::StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOptions& options)
     : backend_(backend), run_id_(run_id), options_(options) {
   options_.interval_ns = std::max<int64_t>(1, options_.interval_ns);
@@ -116,7 +68,7 @@ int64_t StoreSink::IntervalOf(int64_t utc_ns) const {
 
 void StoreSink::Aggregate(const FinishedOrder& f, int64_t interval) {
   const uint32_t excluded = options_.include_flagged ? 0 : store::kFlagsExcludedByDefault;
-  for (const SampleRow& s : f.samples) {
+  for (const store::SampleDetail& s : f.order.samples) {
     auto [it, fresh] = deltas_.try_emplace({s.stage, interval});
     store::IntervalDelta& d = it->second;
     if (fresh) {
@@ -150,13 +102,13 @@ void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
   if (order.seq != 0 && order.seq <= skip_detail_through_) return;
   switch (options_.detail) {
     case store::DetailPolicy::kAll:
-      Keep(ToOrderDetail(std::move(order)));
+      Keep(std::move(order.order));
       break;
     case store::DetailPolicy::kNone:
       ++local_.orders_detail_skipped;
       break;
     case store::DetailPolicy::kTail: {
-      store::OrderDetail d = ToOrderDetail(std::move(order));
+      store::OrderDetail d = std::move(order.order);
       // Flagged means any flag but cross_core, which most hops carry.
       const bool flagged = (d.flags() & ~store::kFlagCrossCore) != 0;
       if (flagged || !d.complete || tail_seen_++ % options_.tail_one_in == 0) {

@@ -214,9 +214,6 @@ class StoreSink : public OrderSink {
   std::thread thread_;
 };
 
-// FinishedOrder -> what crosses the seam (moves the strings).
-store::OrderDetail ToOrderDetail(FinishedOrder&& f);
-
 }  // namespace ticktrace::collect
 
 #endif  // TICKTRACE_COLLECTOR_STORE_SINK_H_

@@ -31,7 +31,7 @@ std::optional<uint64_t> ConfiguredWorkNs(const std::string& stage,
   return std::nullopt;
 }
 
-std::string FormatCalibration(const RunInfo& run) {
+std::string FormatCalibration(const store::RunRow& run) {
   std::string out = absl::StrFormat("  TSC %.6f GHz, source: %s", run.tsc_hz / 1e9,
                                     run.calibration_source);
   if (run.spread_ppm) absl::StrAppendFormat(&out, ", spread %.1f ppm", *run.spread_ppm);
@@ -46,7 +46,7 @@ std::string FormatCalibration(const RunInfo& run) {
                           "  TSC step %.1f ns: differences near it are quantisation, not signal\n",
                           *run.tsc_step_ns);
   }
-  const nlohmann::json env = nlohmann::json::parse(run.environment_json, nullptr, false);
+  const nlohmann::json env = nlohmann::json::parse(run.environment, nullptr, false);
   if (env.is_array()) {
     for (const nlohmann::json& f : env) {
       if (!f.is_object() || !f.value("warning", false)) continue;

@@ -25,7 +25,7 @@ std::optional<uint64_t> ConfiguredWorkNs(const std::string& stage,
                                          const std::array<uint64_t, 3>& work_ns);
 
 // The calibration as stored with the run, with the environment's warnings.
-std::string FormatCalibration(const RunInfo& run);
+std::string FormatCalibration(const store::RunRow& run);
 
 // One line per stage: count, configured work, p50 (and its excess over the
 // work), p90, p99, max, and the flag counts.

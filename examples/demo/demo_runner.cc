@@ -123,7 +123,7 @@ class DemoRun {
     return (std::filesystem::path(log_dir_) / (name + ".log")).string();
   }
   absl::Status StartCollector();
-  Outcome WaitForCollectorRun(std::optional<RunInfo>* run, std::string* report);
+  Outcome WaitForCollectorRun(std::optional<store::RunRow>* run, std::string* report);
   absl::Status StartStage(StageIndex stage, double tsc_hz);
   Outcome StartPipeline(double tsc_hz);
   Outcome WaitForPipeline();
@@ -168,7 +168,7 @@ absl::Status DemoRun::StartCollector() {
 // row is in the store; only then does the demo read the store, so that it
 // never holds a lock while the collector sets the store up. The pipeline uses
 // the run's TSC frequency for its busy-waits.
-DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run, std::string* report) {
+DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<store::RunRow>* run, std::string* report) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   std::optional<Clock::time_point> output_seen;
   while (true) {
@@ -184,7 +184,7 @@ DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<RunInfo>* run, std::
     }
     // The report is written in one piece; give a split write a moment.
     if (output_seen && Clock::now() - *output_seen > milliseconds(100)) {
-      absl::StatusOr<std::optional<RunInfo>> found = FindRun(store_, session_);
+      absl::StatusOr<std::optional<store::RunRow>> found = FindRun(store_, session_);
       if (!found.ok()) {
         Complain(std::string(found.status().message()));
         return Outcome::kFailed;
@@ -386,7 +386,7 @@ int DemoRun::Run() {
     Complain(std::string(s.message()));
     return kDemoFailed;
   }
-  std::optional<RunInfo> run;
+  std::optional<store::RunRow> run;
   std::string calibration_report;
   switch (WaitForCollectorRun(&run, &calibration_report)) {
     case Outcome::kDone:

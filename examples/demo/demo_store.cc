@@ -24,21 +24,6 @@ struct DbCloser {
 };
 using Db = std::unique_ptr<sqlite3, DbCloser>;
 
-RunInfo FromView(const store::RunInfo& v) {
-  RunInfo r;
-  r.run_id = v.run_id;
-  r.session = v.session;
-  r.tsc_hz = v.tsc_hz;
-  r.calibration_source = v.calibration_source;
-  r.spread_ppm = v.spread_ppm;
-  r.kernel_tsc_hz = v.kernel_tsc_hz;
-  r.tsc_step_ns = v.tsc_step_ns;
-  r.environment_json = v.environment;
-  r.pipeline = v.pipeline;
-  r.ended = v.ended_utc_ns.has_value();
-  return r;
-}
-
 // A live collector may be writing: read what is committed.
 absl::StatusOr<std::unique_ptr<store::StoreReader>> OpenStore(const store::StoreUri& uri) {
   return store::OpenReader(uri, store::OpenMode::kLive);
@@ -83,39 +68,39 @@ StoreFileKind ClassifyStoreFile(const std::string& path, std::string* why) {
   return StoreFileKind::kTicktraceStore;
 }
 
-absl::StatusOr<std::optional<RunInfo>> FindRun(const store::StoreUri& uri,
-                                               const std::string& session) {
+absl::StatusOr<std::optional<store::RunRow>> FindRun(const store::StoreUri& uri,
+                                                     const std::string& session) {
   struct stat st;
   // A file store that is not there yet (a store on a server is no file).
   if (const std::optional<std::string> file = uri.local_file();
       file.has_value() && stat(file->c_str(), &st) != 0) {
-    return std::optional<RunInfo>();
+    return std::optional<store::RunRow>();
   }
   // While the collector creates the store, opening it may fail: not yet.
   absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(uri);
-  if (!store.ok()) return std::optional<RunInfo>();
-  absl::StatusOr<std::vector<store::RunInfo>> runs = (*store)->ListRuns();
-  if (!runs.ok()) return std::optional<RunInfo>();
+  if (!store.ok()) return std::optional<store::RunRow>();
+  absl::StatusOr<std::vector<store::RunRow>> runs = (*store)->ListRuns();
+  if (!runs.ok()) return std::optional<store::RunRow>();
   for (auto it = runs->rbegin(); it != runs->rend(); ++it) {
-    if (it->session == session) return std::optional<RunInfo>(FromView(*it));
+    if (it->session == session) return std::optional<store::RunRow>(*it);
   }
-  return std::optional<RunInfo>();
+  return std::optional<store::RunRow>();
 }
 
 absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& uri, int64_t run_id) {
   absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(uri);
   if (!store.ok()) return store.status();
   RunSummary summary;
-  absl::StatusOr<store::RunInfo> run = (*store)->GetRun(run_id);
+  absl::StatusOr<store::RunRow> run = (*store)->GetRun(run_id);
   if (!run.ok()) return run.status();
-  summary.run = FromView(*run);
-  absl::StatusOr<std::vector<store::StoredStageStats>> stages = (*store)->StageStats(run_id);
+  summary.run = *std::move(run);
+  absl::StatusOr<std::vector<store::StageStatsRow>> stages = (*store)->StageStats(run_id);
   if (!stages.ok()) return stages.status();
   // Unset: too few samples for that percentile (NaN, printed "-").
   const auto value = [](const std::optional<double>& v) {
     return v.has_value() ? *v : std::numeric_limits<double>::quiet_NaN();
   };
-  for (const store::StoredStageStats& r : *stages) {
+  for (const store::StageStatsRow& r : *stages) {
     StageStats st;
     st.stage = r.stage;
     st.position = r.position;
@@ -127,11 +112,11 @@ absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& uri, int64_t ru
     st.p90_ns = value(r.p90_ns);
     st.p99_ns = value(r.p99_ns);
     st.p999_ns = value(r.p999_ns);
-    st.migrated = r.migrated;
-    st.negative = r.negative;
-    st.cross_core = r.cross_core;
-    st.skew = r.skew.value_or(0);
-    st.out_of_order = r.out_of_order.value_or(0);
+    st.migrated = r.flag_count(store::kFlagMigrated);
+    st.negative = r.flag_count(store::kFlagNegative);
+    st.cross_core = r.flag_count(store::kFlagCrossCore);
+    st.skew = r.flag_count(store::kFlagSkew);
+    st.out_of_order = r.flag_count(store::kFlagOutOfOrder);
     st.uncertainty_ns = value(r.uncertainty_ns);
     summary.stages.push_back(std::move(st));
   }

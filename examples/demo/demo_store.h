@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ticktrace/store/rows.h"
 #include "ticktrace/store/uri.h"
 
 namespace ticktrace::examples {
@@ -23,20 +24,6 @@ enum class StoreFileKind {
 
 // Says what `path` is, without writing to it. `why` explains kOther.
 StoreFileKind ClassifyStoreFile(const std::string& path, std::string* why);
-
-// One row of `runs`.
-struct RunInfo {
-  int64_t run_id = 0;
-  std::string session;
-  double tsc_hz = 0;
-  std::string calibration_source;
-  std::optional<double> spread_ppm;
-  std::optional<double> kernel_tsc_hz;
-  std::optional<double> tsc_step_ns;
-  std::string environment_json;  // JSON array of {"name","value","meaning","warning"}
-  std::string pipeline;
-  bool ended = false;
-};
 
 // One row of `stage_stats`.
 struct StageStats {
@@ -53,7 +40,7 @@ struct StageStats {
 };
 
 struct RunSummary {
-  RunInfo run;
+  store::RunRow run;
   std::vector<StageStats> stages;          // pipeline order, 'total' last
   std::map<std::string, int64_t> counters;  // name -> value
 };
@@ -61,8 +48,8 @@ struct RunSummary {
 // The latest run of `session` in `store`, or nullopt when there is none yet
 // (also when the file or its tables do not exist yet: the collector may
 // still be creating them).
-absl::StatusOr<std::optional<RunInfo>> FindRun(const store::StoreUri& store,
-                                               const std::string& session);
+absl::StatusOr<std::optional<store::RunRow>> FindRun(const store::StoreUri& store,
+                                                     const std::string& session);
 
 // Everything the demo prints about run `run_id`.
 absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& store, int64_t run_id);

@@ -48,6 +48,17 @@ uint32_t OrderDetail::flags() const {
   return f;
 }
 
+void OrderDetail::SetFirstTscFromStamps() {
+  bool first = true;
+  for (const StampDetail& s : stamps) {
+    if (first || s.tsc < first_tsc) {
+      first_tsc = s.tsc;
+      first_tsc_utc_ns = s.utc_ns;
+      first = false;
+    }
+  }
+}
+
 void PackDetail(const PackedDetail& detail, std::string* out) {
   out->push_back(static_cast<char>(kDetailVersion));
   PutVarint(out, ZigZag(detail.first_tsc_utc_delta_ns));

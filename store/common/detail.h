@@ -56,6 +56,9 @@ struct OrderDetail {
 
   // The OR of its samples' and stamps' flags.
   uint32_t flags() const;
+  // Sets first_tsc and first_tsc_utc_ns from the earliest of `stamps` (the
+  // first of equals); leaves them when there is none.
+  void SetFirstTscFromStamps();
 };
 
 // What the packed BLOB holds; strings are ids into the run's `names` table.

@@ -1,11 +1,11 @@
 // What every store reader does alike once it has merged a stage's interval
 // histograms (store/sqlite/sqlite_reader.cc, store/clickhouse/clickhouse_reader.cc):
 // a row's count, extremes and percentiles from the histogram (the one
-// percentile rule, store::MinSamplesForPercentile), its named flag counts,
-// the whole run's facts a window keeps (position, uncertainty), and the
-// pipeline order stages are listed in. Private to the viewer library.
-#ifndef TICKTRACE_VIEW_SRC_WINDOW_ROWS_H_
-#define TICKTRACE_VIEW_SRC_WINDOW_ROWS_H_
+// percentile rule, store::MinSamplesForPercentile), the whole run's facts a
+// window keeps (position, uncertainty), and the pipeline order stages are
+// listed in. Private to the store library.
+#ifndef TICKTRACE_STORE_COMMON_WINDOW_ROWS_H_
+#define TICKTRACE_STORE_COMMON_WINDOW_ROWS_H_
 
 #include <cstdint>
 #include <limits>
@@ -42,7 +42,7 @@ void FillFromHistogram(const store::Histogram& h, Row* row) {
 
 // Stages by position; those without a stage_stats row after, `total` last.
 struct PipelineOrder {
-  bool operator()(const StoredStageStats& a, const StoredStageStats& b) const {
+  bool operator()(const StageStatsRow& a, const StageStatsRow& b) const {
     const bool ta = a.stage == store::kTotalStage, tb = b.stage == store::kTotalStage;
     if (ta != tb) return tb;
     return a.position < b.position;
@@ -50,8 +50,8 @@ struct PipelineOrder {
 };
 
 // The stage's position in the whole run's rows; those without one last.
-inline int64_t PositionIn(const std::vector<StoredStageStats>& whole, const std::string& stage) {
-  for (const StoredStageStats& w : whole) {
+inline int64_t PositionIn(const std::vector<StageStatsRow>& whole, const std::string& stage) {
+  for (const StageStatsRow& w : whole) {
     if (w.stage == stage) return w.position;
   }
   return std::numeric_limits<int32_t>::max();
@@ -60,20 +60,12 @@ inline int64_t PositionIn(const std::vector<StoredStageStats>& whole, const std:
 // Completes a window row whose stage, samples_all and flag_counts are set,
 // from its merged histogram, the whole run's rows and the window's detail.
 inline void FinishWindowRow(const store::Histogram& merged,
-                            const std::vector<StoredStageStats>& whole,
+                            const std::vector<StageStatsRow>& whole,
                             const DetailCoverage& coverage, WindowStageStatsRow* row) {
   FillFromHistogram(merged, row);
   row->sum_ns = merged.sum();
-  // kFlagNames order: migrated, negative, cross_core, saturated, skew,
-  // out_of_order, late, cross_host (static_asserts below).
-  row->migrated = row->flag_counts[0];
-  row->negative = row->flag_counts[1];
-  row->cross_core = row->flag_counts[2];
-  row->skew = row->flag_counts[4];
-  row->out_of_order = row->flag_counts[5];
-  row->late = row->flag_counts[6];
   row->position = std::numeric_limits<int32_t>::max();
-  for (const StoredStageStats& w : whole) {
+  for (const StageStatsRow& w : whole) {
     if (w.stage != row->stage) continue;
     row->position = w.position;
     row->include_flagged = w.include_flagged;
@@ -81,13 +73,7 @@ inline void FinishWindowRow(const store::Histogram& merged,
   }
   row->detail_complete = coverage.complete();
 }
-static_assert(store::kFlagNames[0].bit == store::kFlagMigrated);
-static_assert(store::kFlagNames[1].bit == store::kFlagNegative);
-static_assert(store::kFlagNames[2].bit == store::kFlagCrossCore);
-static_assert(store::kFlagNames[4].bit == store::kFlagSkew);
-static_assert(store::kFlagNames[5].bit == store::kFlagOutOfOrder);
-static_assert(store::kFlagNames[6].bit == store::kFlagLate);
 
 }  // namespace ticktrace::store::internal
 
-#endif  // TICKTRACE_VIEW_SRC_WINDOW_ROWS_H_
+#endif  // TICKTRACE_STORE_COMMON_WINDOW_ROWS_H_

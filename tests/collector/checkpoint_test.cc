@@ -35,7 +35,7 @@ class RecordingSink : public OrderSink {
     std::string line = absl::StrCat(f.seq, " ", f.order.order_id, "#", f.order.instance,
                                     f.order.complete ? " complete" : " incomplete", " missing=",
                                     f.order.missing, " first=", f.order.first_utc_ns);
-    for (const SampleRow& s : f.samples) {
+    for (const store::SampleDetail& s : f.order.samples) {
       absl::StrAppend(&line, " ", s.stage, "=", s.latency_ns, "/", int(s.flags));
     }
     lines.push_back(std::move(line));

@@ -164,36 +164,37 @@ TEST_F(StitchedOrderTest, RowsConvertTicksToNsAndUtc) {
   const FinishedOrder& r7 = sink.seen[0].rows;
   EXPECT_EQ(r7.seq, 1u);
   EXPECT_EQ(r7.order.first_utc_ns, kAnchorUtcNs + 500);  // TSC 1000 * 0.5 ns
-  EXPECT_TRUE(r7.order.has_total);
-  EXPECT_DOUBLE_EQ(r7.order.total_ns, 1000.0);
-  ASSERT_EQ(r7.samples.size(), 4u);
-  EXPECT_EQ(r7.samples[0].stage, "a->b");
-  EXPECT_DOUBLE_EQ(r7.samples[0].latency_ns, 300.0);
-  EXPECT_EQ(r7.samples[0].start_utc_ns, kAnchorUtcNs + 500);
-  EXPECT_EQ(r7.samples[1].cpu_begin, 1);
-  EXPECT_EQ(r7.samples[1].cpu_end, 2);
-  EXPECT_DOUBLE_EQ(r7.samples[1].latency_ns, 700.0);
-  EXPECT_EQ(r7.samples[2].stage, "s");
-  EXPECT_DOUBLE_EQ(r7.samples[2].latency_ns, 50.0);
-  EXPECT_EQ(r7.samples[3].stage, "total");
-  ASSERT_EQ(r7.stamps.size(), 4u);
-  EXPECT_EQ(r7.stamps[1].tag, "s");
-  EXPECT_TRUE(r7.stamps[1].is_span);
-  EXPECT_DOUBLE_EQ(r7.stamps[1].duration_ns, 50.0);
-  EXPECT_EQ(r7.stamps[1].cpu_end, 2);
-  EXPECT_EQ(r7.stamps[3].utc_ns, kAnchorUtcNs + 1500);
-  EXPECT_EQ(r7.stamps[3].cpu_end, -1) << "a stamp has no end";
+  ASSERT_TRUE(r7.order.total_ns.has_value());
+  EXPECT_DOUBLE_EQ(*r7.order.total_ns, 1000.0);
+  ASSERT_EQ(r7.order.samples.size(), 4u);
+  EXPECT_EQ(r7.order.samples[0].stage, "a->b");
+  EXPECT_DOUBLE_EQ(r7.order.samples[0].latency_ns, 300.0);
+  EXPECT_EQ(r7.order.samples[0].start_utc_ns, kAnchorUtcNs + 500);
+  EXPECT_EQ(r7.order.samples[1].cpu_begin, 1);
+  EXPECT_EQ(r7.order.samples[1].cpu_end, 2);
+  EXPECT_DOUBLE_EQ(r7.order.samples[1].latency_ns, 700.0);
+  EXPECT_EQ(r7.order.samples[2].stage, "s");
+  EXPECT_DOUBLE_EQ(r7.order.samples[2].latency_ns, 50.0);
+  EXPECT_EQ(r7.order.samples[3].stage, "total");
+  ASSERT_EQ(r7.order.stamps.size(), 4u);
+  EXPECT_EQ(r7.order.stamps[1].tag, "s");
+  EXPECT_TRUE(r7.order.stamps[1].is_span);
+  EXPECT_DOUBLE_EQ(r7.order.stamps[1].duration_ns, 50.0);
+  EXPECT_EQ(r7.order.stamps[1].cpu_end, 2);
+  EXPECT_EQ(r7.order.stamps[3].utc_ns, kAnchorUtcNs + 1500);
+  EXPECT_EQ(r7.order.stamps[3].cpu_end, -1) << "a stamp has no end";
 
   const FinishedOrder& r8 = sink.seen[1].rows;
   EXPECT_EQ(r8.order.missing, "b");
   EXPECT_FALSE(r8.order.complete);
-  EXPECT_DOUBLE_EQ(r8.order.total_ns, 200.0) << "5400 - 5000 ticks, no total sample";
-  ASSERT_EQ(r8.samples.size(), 2u);
-  EXPECT_EQ(r8.samples[0].stage, "a->c");
-  EXPECT_DOUBLE_EQ(r8.samples[0].latency_ns, 200.0);
-  EXPECT_EQ(r8.samples[0].cpu_begin, -1);
-  EXPECT_DOUBLE_EQ(r8.samples[1].latency_ns, -20.0);
-  EXPECT_DOUBLE_EQ(r8.stamps[1].duration_ns, -20.0);
+  ASSERT_TRUE(r8.order.total_ns.has_value());
+  EXPECT_DOUBLE_EQ(*r8.order.total_ns, 200.0) << "5400 - 5000 ticks, no total sample";
+  ASSERT_EQ(r8.order.samples.size(), 2u);
+  EXPECT_EQ(r8.order.samples[0].stage, "a->c");
+  EXPECT_DOUBLE_EQ(r8.order.samples[0].latency_ns, 200.0);
+  EXPECT_EQ(r8.order.samples[0].cpu_begin, -1);
+  EXPECT_DOUBLE_EQ(r8.order.samples[1].latency_ns, -20.0);
+  EXPECT_DOUBLE_EQ(r8.order.stamps[1].duration_ns, -20.0);
 }
 
 TEST_F(StitchedOrderTest, StatisticsSinkConvertsThroughTheTimeBase) {

@@ -219,7 +219,7 @@ void MakeGenerated(GeneratedStore* g, std::vector<Truth> orders, int batches, ui
   g->run = *run;
   store::Snapshot snap;
   for (size_t i = 0; i < Stages().size(); ++i) {
-    store::StoredStageStats r;
+    store::StageStatsRow r;
     r.stage = Stages()[i];
     r.position = static_cast<int>(i);
     snap.stages.push_back(r);
@@ -360,13 +360,13 @@ class HandStore : public ::testing::Test {
     snap.cores.push_back({.cpu = 1, .measured_utc_ns = kT0 + kSecond, .offset_ns = 6,
                           .bound_ns = 3, .consistent = false});
     snap.cores.push_back({.cpu = 0, .measured_utc_ns = kT0, .offset_ns = 0, .bound_ns = 1});
-    store::StoredStageStats total;
+    store::StageStatsRow total;
     total.stage = "total";
     total.position = 2;
     total.count = 2;
     total.samples_all = 2;
     total.p50_ns = 750;
-    store::StoredStageStats ab;
+    store::StageStatsRow ab;
     ab.stage = "a->b";
     ab.position = 0;
     ab.count = 1;
@@ -438,7 +438,7 @@ TEST_F(HandStore, RunsAndTheirMetadata) {
   ASSERT_TRUE(stats.ok());
   ASSERT_EQ(stats->size(), 2u);
   EXPECT_EQ((*stats)[0].stage, "a->b");  // by position
-  EXPECT_EQ((*stats)[0].cross_core, 1);
+  EXPECT_EQ((*stats)[0].flag_count(store::kFlagCrossCore), 1);
   EXPECT_EQ((*stats)[0].uncertainty_ns, 5);
   EXPECT_EQ((*stats)[1].p50_ns, 750);
   auto names = reader_->StageNames(run2_);
@@ -654,7 +654,7 @@ TEST(SqliteStoreReaderGenerated, WindowStatsEqualTheDetailWithinTheHistogramPrec
       const std::string what = row.stage;
       EXPECT_EQ(row.count, static_cast<int64_t>(v.size())) << what;
       EXPECT_EQ(row.samples_all, all[row.stage]) << what;
-      EXPECT_EQ(row.cross_core, cross_core[row.stage]) << what;
+      EXPECT_EQ(row.flag_count(store::kFlagCrossCore), cross_core[row.stage]) << what;
       EXPECT_EQ(row.flag_counts[3], saturated[row.stage]) << what;
       EXPECT_TRUE(row.detail_complete);
       if (v.empty()) continue;

@@ -142,14 +142,14 @@ Intervals IntervalsOf(const FixtureRun& run) {
 
 // The whole-run stage_stats, as the collector computes them: the merge of
 // the stage's intervals (or the marker).
-std::vector<store::StoredStageStats> StageStatsOf(const FixtureRun& run,
+std::vector<store::StageStatsRow> StageStatsOf(const FixtureRun& run,
                                                const std::vector<store::IntervalDelta>& deltas) {
-  std::map<std::string, store::StoredStageStats> rows;
+  std::map<std::string, store::StageStatsRow> rows;
   std::map<std::string, store::Histogram> merged;
   for (const store::IntervalDelta& d : deltas) {
-    store::StoredStageStats& row = rows[d.stage];
+    store::StageStatsRow& row = rows[d.stage];
     row.stage = d.stage;
-    row.samples_all += d.samples_all;
+    row.samples_all = row.samples_all.value_or(0) + static_cast<int64_t>(d.samples_all);
     for (size_t f = 0; f < row.flag_counts.size(); ++f) row.flag_counts[f] += d.flag_counts[f];
     merged[d.stage].Merge(d.histogram);
   }
@@ -157,11 +157,11 @@ std::vector<store::StoredStageStats> StageStatsOf(const FixtureRun& run,
   for (const auto& [stage, row] : rows) {
     if (std::find(order.begin(), order.end(), stage) == order.end()) order.push_back(stage);
   }
-  std::vector<store::StoredStageStats> out;
+  std::vector<store::StageStatsRow> out;
   for (const std::string& stage : order) {
     auto it = rows.find(stage);
     if (it == rows.end()) continue;
-    store::StoredStageStats row = it->second;
+    store::StageStatsRow row = it->second;
     const store::Histogram& h = merged[stage];
     row.position = static_cast<int>(out.size());
     row.include_flagged = run.include_flagged;

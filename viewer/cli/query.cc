@@ -15,15 +15,15 @@
 
 namespace ticktrace::view {
 
-absl::StatusOr<std::vector<std::string>> OrderedStages(store::StoreReader& store, const store::RunInfo& run) {
+absl::StatusOr<std::vector<std::string>> OrderedStages(store::StoreReader& store, const store::RunRow& run) {
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<std::string> names, store.StageNames(run.run_id));
   std::set<std::string> remaining(names.begin(), names.end());
   std::vector<std::string> ordered;
   const auto take = [&](const std::string& stage) {
     if (stage != store::kTotalStage && remaining.erase(stage) > 0) ordered.push_back(stage);
   };
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::StoredStageStats> stats, store.StageStats(run.run_id));
-  for (const store::StoredStageStats& row : stats) take(row.stage);
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::StageStatsRow> stats, store.StageStats(run.run_id));
+  for (const store::StageStatsRow& row : stats) take(row.stage);
   const std::vector<std::string> tags =
       absl::StrSplit(run.pipeline, ',', absl::SkipWhitespace());
   for (size_t i = 0; i + 1 < tags.size(); ++i) take(absl::StrCat(tags[i], "->", tags[i + 1]));
@@ -33,8 +33,8 @@ absl::StatusOr<std::vector<std::string>> OrderedStages(store::StoreReader& store
   return ordered;
 }
 
-absl::StatusOr<bool> RunIncludesFlagged(store::StoreReader& store, const store::RunInfo& run) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::StoredStageStats> stats, store.StageStats(run.run_id));
+absl::StatusOr<bool> RunIncludesFlagged(store::StoreReader& store, const store::RunRow& run) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::StageStatsRow> stats, store.StageStats(run.run_id));
   if (!stats.empty()) return stats.front().include_flagged;
   const nlohmann::json settings = nlohmann::json::parse(run.settings, nullptr,
                                                         /*allow_exceptions=*/false);
@@ -65,11 +65,11 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(store::StoreReader& store, const Quer
   }
 
   if (options.process.has_value()) {
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(q.run.run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(q.run.run_id));
     int64_t pid = 0;
     const bool numeric = absl::SimpleAtoi(*options.process, &pid);
     std::vector<std::string> known;
-    for (const store::ProcessInfo& p : processes) {
+    for (const store::ProcessRow& p : processes) {
       if ((numeric && p.pid == pid) || p.name == *options.process) {
         q.filter.process_ids.push_back(p.process_id);
       }

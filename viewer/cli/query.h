@@ -39,11 +39,11 @@ struct QueryOptions {
 };
 
 // The run's own include_flagged setting (see QueryOptions::include_flagged).
-absl::StatusOr<bool> RunIncludesFlagged(store::StoreReader& store, const store::RunInfo& run);
+absl::StatusOr<bool> RunIncludesFlagged(store::StoreReader& store, const store::RunRow& run);
 
 // QueryOptions checked against one run of a store.
 struct ResolvedQuery {
-  store::RunInfo run;
+  store::RunRow run;
   store::SampleFilter filter;
   // The statistics window of --since/--until: [since, until + 1), intervals
   // by their start (store::StoreReader::StageWindowStats); unset ends do not limit.
@@ -66,7 +66,7 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(store::StoreReader& store, const Quer
 // The run's stage names in pipeline order, `total` last: stage_stats.position
 // where the collector wrote it, otherwise consecutive pairs of runs.pipeline,
 // then any other stage (spans) by name.
-absl::StatusOr<std::vector<std::string>> OrderedStages(store::StoreReader& store, const store::RunInfo& run);
+absl::StatusOr<std::vector<std::string>> OrderedStages(store::StoreReader& store, const store::RunRow& run);
 
 // True when a sample with `flags` counts in the percentiles.
 inline bool InPercentiles(uint32_t flags, bool include_flagged) {

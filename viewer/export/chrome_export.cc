@@ -27,12 +27,12 @@ constexpr double kStampDurationUs = 0.001;
 // Chrome's pid for a process: its OS pid, unless two processes of the run
 // share one (a reused pid), in which case the later ones get a number above
 // any OS pid.
-std::map<int64_t, int64_t> ChromePids(const std::vector<store::ProcessInfo>& processes) {
+std::map<int64_t, int64_t> ChromePids(const std::vector<store::ProcessRow>& processes) {
   constexpr int64_t kFirstSyntheticPid = int64_t{1} << 32;
   std::map<int64_t, int64_t> out;
   std::set<int64_t> used;
   int64_t next_synthetic = kFirstSyntheticPid;
-  for (const store::ProcessInfo& p : processes) {
+  for (const store::ProcessRow& p : processes) {
     out[p.process_id] = used.insert(p.pid).second ? p.pid : next_synthetic++;
   }
   return out;
@@ -69,11 +69,11 @@ class EventWriter {
 
 absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const ExportOptions& options,
                                           std::ostream& out) {
-  TICKTRACE_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(options.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(store::RunRow run, store.GetRun(options.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> orders,
                              OrdersToExport(store, run.run_id, options));
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(run.run_id));
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadInfo> threads, store.Threads(run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadRow> threads, store.Threads(run.run_id));
   const std::map<int64_t, int64_t> chrome_pid = ChromePids(processes);
   const auto pid_of = [&](int64_t process_id) {
     const auto it = chrome_pid.find(process_id);
@@ -94,11 +94,11 @@ absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const Expor
   result.run_id = run.run_id;
   out << "{\"traceEvents\":[";
   EventWriter events(out);
-  for (const store::ProcessInfo& p : processes) {
+  for (const store::ProcessRow& p : processes) {
     events.Add({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_of(p.process_id)},
                 {"args", {{"name", absl::StrCat(p.name, " [", p.pid, "]")}}}});
   }
-  for (const store::ThreadInfo& t : threads) {
+  for (const store::ThreadRow& t : threads) {
     if (t.name.empty()) continue;
     events.Add({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid_of(t.process_id)},
                 {"tid", t.tid}, {"args", {{"name", t.name}}}});

@@ -32,7 +32,7 @@ std::string CsvField(const std::string& field) {
 
 absl::StatusOr<ExportResult> ExportCsv(store::StoreReader& store, const ExportOptions& options,
                                        std::ostream& out) {
-  TICKTRACE_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(options.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(store::RunRow run, store.GetRun(options.run_id));
   ExportResult result;
   result.run_id = run.run_id;
   out << kCsvHeader << '\n';

@@ -36,7 +36,7 @@ std::string Seconds(int64_t ns) { return absl::StrFormat("%.3f", static_cast<dou
 
 absl::StatusOr<ExportResult> ExportHlog(store::StoreReader& store, const ExportOptions& options,
                                         std::ostream& out) {
-  TICKTRACE_ASSIGN_OR_RETURN(store::RunInfo run, store.GetRun(options.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(store::RunRow run, store.GetRun(options.run_id));
   if (run.interval_ns <= 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("run ", run.run_id, " has no interval length; the store has no intervals"));

@@ -129,13 +129,13 @@ std::string RenderPercentilesJson(const StageValues& values, const std::string& 
 }
 
 absl::StatusOr<std::string> RenderRunsJson(store::StoreReader& store) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunInfo> runs, store.ListRuns());
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunRow> runs, store.ListRuns());
   Json list = Json::array();
-  for (const store::RunInfo& run : runs) {
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(run.run_id));
+  for (const store::RunRow& run : runs) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run.run_id));
     TICKTRACE_ASSIGN_OR_RETURN(auto counters, store.Counters(run.run_id));
     Json procs = Json::array();
-    for (const store::ProcessInfo& p : processes) {
+    for (const store::ProcessRow& p : processes) {
       procs.push_back({{"process_id", p.process_id}, {"pid", p.pid}, {"name", p.name}});
     }
     Json counts = Json::object();

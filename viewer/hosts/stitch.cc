@@ -28,7 +28,7 @@ class RunCache {
   explicit RunCache(store::StoreReader& store) : store_(store) {}
   absl::StatusOr<const RunFacts*> Get(int64_t run_id) {
     if (auto it = runs_.find(run_id); it != runs_.end()) return &it->second;
-    TICKTRACE_ASSIGN_OR_RETURN(const store::RunInfo run, store_.GetRun(run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(const store::RunRow run, store_.GetRun(run_id));
     RunFacts& f = runs_[run_id];
     f.host = run.host;
     f.clock_error_ns = run.clock_error_ns;
@@ -185,11 +185,11 @@ absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(store::StoreReader& stor
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::OrderRow> mine, store.OrdersByTime(run_id, {}));
   // Every other chosen run's orders by id (the instance nearest in time wins
   // below).
-  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::RunInfo> all_runs, store.ListRuns());
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::RunRow> all_runs, store.ListRuns());
   std::map<int64_t, std::vector<std::pair<int64_t, const store::OrderRow*>>> others;
   std::vector<std::vector<store::OrderRow>> keep;
   keep.reserve(all_runs.size());
-  for (const store::RunInfo& r : all_runs) {
+  for (const store::RunRow& r : all_runs) {
     if (r.run_id == run_id || !HostChosen(options, r.host)) continue;
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> rows, store.OrdersByTime(r.run_id, {}));
     keep.push_back(std::move(rows));

@@ -29,7 +29,7 @@ absl::StatusOr<std::vector<std::string>> CrossHostList(const char* flag, const s
   return out;
 }
 
-bool PipelineNames(const store::RunInfo& run, const std::string& tag) {
+bool PipelineNames(const store::RunRow& run, const std::string& tag) {
   for (absl::string_view t : absl::StrSplit(run.pipeline, ',')) {
     if (t == tag) return true;
   }
@@ -98,10 +98,10 @@ absl::StatusOr<std::optional<CrossHostRequest>> CrossHostFromArgs(const ParsedAr
 absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
                                                 const CrossHostRequest& request,
                                                 std::optional<int64_t> order_id) {
-  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::RunInfo> runs, store.ListRuns());
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::RunRow> runs, store.ListRuns());
   if (runs.empty()) return absl::NotFoundError(absl::StrCat(store.path(), ": no run in the store"));
   std::vector<std::string> store_hosts;
-  for (const store::RunInfo& r : runs) {
+  for (const store::RunRow& r : runs) {
     if (std::find(store_hosts.begin(), store_hosts.end(), r.host) == store_hosts.end()) {
       store_hosts.push_back(r.host);
     }
@@ -114,7 +114,7 @@ absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
                                               absl::StrJoin(store_hosts, ", "), ")"));
     }
   }
-  const auto chosen = [&](const store::RunInfo& r) {
+  const auto chosen = [&](const store::RunRow& r) {
     return request.hosts.empty() ||
            std::find(request.hosts.begin(), request.hosts.end(), r.host) != request.hosts.end();
   };
@@ -132,11 +132,11 @@ absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
     if (order_id.has_value()) {
       TICKTRACE_ASSIGN_OR_RETURN(holders, store.RunsWithOrder(*order_id));
     }
-    const auto candidate = [&](const store::RunInfo& r) {
+    const auto candidate = [&](const store::RunRow& r) {
       return chosen(r) && (!order_id.has_value() ||
                            std::find(holders.begin(), holders.end(), r.run_id) != holders.end());
     };
-    const store::RunInfo* best = nullptr;
+    const store::RunRow* best = nullptr;
     for (auto it = runs.rbegin(); it != runs.rend() && best == nullptr; ++it) {
       if (candidate(*it) && !request.pipeline.empty() && PipelineNames(*it, request.pipeline[0])) {
         best = &*it;

@@ -46,7 +46,7 @@ std::vector<FlagSpec> CrossHostFlags();
 // A request resolved against the store.
 struct CrossHostScope {
   std::string store_path;
-  store::RunInfo reference;                // the run whose orders are stitched
+  store::RunRow reference;                // the run whose orders are stitched
   std::vector<std::string> hosts;   // the hosts that may join, as stored
   StitchOptions options;            // pipeline, window, hosts
   store::TimeWindow window;                // --since/--until on the reference run

@@ -342,7 +342,7 @@ std::string Swatch(const std::string& colour) {
 
 std::string RunHeader(const ReportModel& model) {
   const Summary& s = model.summary;
-  const store::RunInfo& run = s.run;
+  const store::RunRow& run = s.run;
   std::string out = "<header class=\"card\" id=\"run-header\">\n";
   absl::StrAppend(&out, "<h1>ticktrace report: run ", run.run_id, "</h1>\n");
   absl::StrAppend(&out, "<div class=\"sub\">store ", EscapeHtml(model.store_path), "</div>\n");

@@ -233,7 +233,7 @@ absl::StatusOr<ReportModel> BuildReportModel(store::StoreReader& store, std::opt
   // The plots read every stored sample anyway: where those are every order
   // the breakdown is exact from them too; where the detail is sampled it is
   // the intervals' merge, which counts every order (and the page says so).
-  TICKTRACE_ASSIGN_OR_RETURN(const store::RunInfo run_info, store.GetRun(run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(const store::RunRow run_info, store.GetRun(run_id));
   store::TimeWindow window;
   if (since.has_value() || until.has_value()) {
     TICKTRACE_ASSIGN_OR_RETURN(const ResolvedQuery resolved, ResolveQuery(store, query));
@@ -244,7 +244,7 @@ absl::StatusOr<ReportModel> BuildReportModel(store::StoreReader& store, std::opt
   query.run_id = run_info.run_id;
   query.exact = coverage.complete();
   TICKTRACE_ASSIGN_OR_RETURN(model.summary, BuildSummary(store, query));
-  const store::RunInfo& run = model.summary.run;
+  const store::RunRow& run = model.summary.run;
   model.environment = ParseEnvironment(run.environment);
   for (const auto& [name, meaning] : LossCounterMeanings()) {
     if (const int64_t v = CounterValue(model.summary, name); v > 0) {

@@ -195,7 +195,7 @@ inline constexpr int64_t kSlowestPerInterval = 3;
 // Reads the run's intervals in `window` (every stage of `stages`, their
 // colours and slugs kept) and the `slowest` slowest orders of each bucket.
 // A run with no interval length (older stores) gives an empty axis.
-absl::StatusOr<TimeAxis> BuildTimeAxis(store::StoreReader& store, const store::RunInfo& run,
+absl::StatusOr<TimeAxis> BuildTimeAxis(store::StoreReader& store, const store::RunRow& run,
                                        const store::TimeWindow& window,
                                        const std::vector<StagePlots>& stages,
                                        const MedianStack& stack, int64_t slowest);

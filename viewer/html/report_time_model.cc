@@ -10,7 +10,7 @@
 
 namespace ticktrace::view {
 
-absl::StatusOr<TimeAxis> BuildTimeAxis(store::StoreReader& store, const store::RunInfo& run,
+absl::StatusOr<TimeAxis> BuildTimeAxis(store::StoreReader& store, const store::RunRow& run,
                                        const store::TimeWindow& window,
                                        const std::vector<StagePlots>& stages,
                                        const MedianStack& stack, int64_t slowest) {

@@ -205,9 +205,9 @@ DiffReport CompareSides(DiffSide before, DiffSide after) {
                          PerInterval(intervals(after, stage),
                                      [&](const store::IntervalRow& r) { return r.*member_interval; }));
     };
-    d.p50 = judge(&store::StoredStageStats::p50_ns, &store::IntervalRow::p50_ns);
-    d.p99 = judge(&store::StoredStageStats::p99_ns, &store::IntervalRow::p99_ns);
-    d.p999 = judge(&store::StoredStageStats::p999_ns, &store::IntervalRow::p999_ns);
+    d.p50 = judge(&store::StageStatsRow::p50_ns, &store::IntervalRow::p50_ns);
+    d.p99 = judge(&store::StageStatsRow::p99_ns, &store::IntervalRow::p99_ns);
+    d.p999 = judge(&store::StageStatsRow::p999_ns, &store::IntervalRow::p999_ns);
     report.stages.push_back(std::move(d));
   }
   report.before = std::move(before);

@@ -62,7 +62,7 @@ ChangeVerdict JudgeChange(std::optional<double> before_ns, std::optional<double>
 // One side of the comparison.
 struct DiffSide {
   std::string store;  // the store's path or URI
-  store::RunInfo run;
+  store::RunRow run;
   store::TimeWindow window;  // intervals by their start; unset ends do not limit
   std::string filters;  // the window in words; empty: the whole run
   int64_t bucket_ns = 0;  // the noise's unit: the run's interval, or --every

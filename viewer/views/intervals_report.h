@@ -19,12 +19,12 @@
 namespace ticktrace::view {
 
 // The interval length a run's statistics have when the backend does not say
-// (store::RunInfo::interval_ns == 0): the collector's default, 1 s.
+// (store::RunRow::interval_ns == 0): the collector's default, 1 s.
 inline constexpr int64_t kDefaultIntervalNs = 1'000'000'000;
 
 // What BuildIntervals found.
 struct IntervalsReport {
-  store::RunInfo run;
+  store::RunRow run;
   int64_t interval_ns = 0;  // the run's interval
   int64_t bucket_ns = 0;    // the rows' bucket (interval_ns unless --every)
   store::TimeWindow window;        // [since, until) of the intervals' starts; unset: open

@@ -39,7 +39,7 @@ std::string RenderPercentileDistribution(const std::vector<double>& sorted_ns, V
 
 // One stage's latencies, as CollectStageValues finds them.
 struct StageValues {
-  store::RunInfo run;
+  store::RunRow run;
   std::vector<double> sorted_ns;  // ascending
   int64_t excluded = 0;           // flagged samples kept out
   bool include_flagged = false;   // as resolved (QueryOptions::include_flagged)

@@ -11,10 +11,10 @@
 namespace ticktrace::view {
 
 absl::StatusOr<std::string> RenderRuns(store::StoreReader& store) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunInfo> runs, store.ListRuns());
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunRow> runs, store.ListRuns());
   std::string out = absl::StrCat(runs.size(), runs.size() == 1 ? " run" : " runs", " in ",
                                  store.path(), " (schema ", store.schema_version(), ")\n");
-  for (const store::RunInfo& run : runs) {
+  for (const store::RunRow& run : runs) {
     absl::StrAppend(&out, "\nrun ", run.run_id, "  session ", run.session, "  host ", run.host,
                     "\n");
     absl::StrAppend(&out, "  time         ", FormatUtcNs(run.started_utc_ns), " .. ");
@@ -32,9 +32,9 @@ absl::StatusOr<std::string> RenderRuns(store::StoreReader& store) {
                     run.kernel_tsc_hz.has_value() ? FormatHz(*run.kernel_tsc_hz) : "-", "\n");
     absl::StrAppend(&out, "  pipeline     ", run.pipeline.empty() ? "-" : run.pipeline,
                     run.pipeline_learned ? " (learned)" : " (declared)", "\n");
-    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(run.run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run.run_id));
     std::vector<std::string> names;
-    for (const store::ProcessInfo& p : processes) names.push_back(absl::StrCat(p.name, "[", p.pid, "]"));
+    for (const store::ProcessRow& p : processes) names.push_back(absl::StrCat(p.name, "[", p.pid, "]"));
     absl::StrAppend(&out, "  processes    ", processes.size(),
                     names.empty() ? "" : absl::StrCat(": ", absl::StrJoin(names, ", ")), "\n");
     TICKTRACE_ASSIGN_OR_RETURN(auto counters, store.Counters(run.run_id));

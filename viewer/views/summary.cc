@@ -65,18 +65,12 @@ StageSummary FromWindowRow(const store::WindowStageStatsRow& row) {
   s.stats.p90_ns = row.p90_ns;
   s.stats.p99_ns = row.p99_ns;
   s.stats.p999_ns = row.p999_ns;
-  const auto flag = [&](uint32_t bit) {
-    for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
-      if (store::kFlagNames[i].bit == bit) return row.flag_counts[i];
-    }
-    return int64_t{0};
-  };
-  s.migrated = flag(store::kFlagMigrated);
-  s.negative = flag(store::kFlagNegative);
-  s.cross_core = flag(store::kFlagCrossCore);
-  s.skew = flag(store::kFlagSkew);
-  s.out_of_order = flag(store::kFlagOutOfOrder);
-  s.late = flag(store::kFlagLate);
+  s.migrated = row.flag_count(store::kFlagMigrated);
+  s.negative = row.flag_count(store::kFlagNegative);
+  s.cross_core = row.flag_count(store::kFlagCrossCore);
+  s.skew = row.flag_count(store::kFlagSkew);
+  s.out_of_order = row.flag_count(store::kFlagOutOfOrder);
+  s.late = row.flag_count(store::kFlagLate);
   s.samples_all = row.samples_all.value_or(row.count);
   s.uncertainty_ns = row.uncertainty_ns.value_or(0);
   return s;
@@ -171,8 +165,11 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
   return summary;
 }
 
-std::string RenderSummaryText(const Summary& summary) {
-  const store::RunInfo& run = summary.run;
+namespace {
+
+// The run: its id, host and time, calibration, core offsets, UTC drift.
+std::string RunLinesText(const Summary& summary) {
+  const store::RunRow& run = summary.run;
   std::string out = absl::StrCat("run ", run.run_id, "  session ", run.session, "  host ",
                                  run.host, "  ", FormatUtcNs(run.started_utc_ns), " .. ");
   if (run.ended_utc_ns.has_value()) {
@@ -200,6 +197,12 @@ std::string RenderSummaryText(const Summary& summary) {
                                           "from the TSC over the run\n",
                                           *run.utc_drift_ppm));
   }
+  return out;
+}
+
+// The counters the header always shows, then any other that is not zero.
+std::string CounterLinesText(const Summary& summary) {
+  std::string out;
   absl::StrAppend(&out, "counters: drained ", CounterValue(summary, "drained"), ", dropped ",
                   CounterValue(summary, "dropped"), ", malformed ",
                   CounterValue(summary, "malformed"), ", orders complete ",
@@ -214,6 +217,12 @@ std::string RenderSummaryText(const Summary& summary) {
     others.push_back(absl::StrCat(name, " ", value));
   }
   if (!others.empty()) absl::StrAppend(&out, "other counters: ", absl::StrJoin(others, ", "), "\n");
+  return out;
+}
+
+// How the statistics were made, and whether detail is sampled.
+std::string StatisticsLinesText(const Summary& summary) {
+  std::string out;
   const char* flagged = summary.include_flagged ? "flagged samples included"
                                                 : "flagged samples excluded";
   if (summary.from_intervals) {
@@ -244,6 +253,15 @@ std::string RenderSummaryText(const Summary& summary) {
                           "only those kept\n"
                         : "; statistics from samples miss the others\n");
   }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderSummaryText(const Summary& summary) {
+  std::string out = RunLinesText(summary);
+  out += CounterLinesText(summary);
+  out += StatisticsLinesText(summary);
   out += "\n";
 
   internal::TextTable table({"stage", "count", "min", "p50", "p90", "p99", "p99.9", "max", "mean",

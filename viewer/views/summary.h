@@ -34,7 +34,7 @@ struct StageSummary {
 
 // A run's summary: header data and the stages in pipeline order, total last.
 struct Summary {
-  store::RunInfo run;
+  store::RunRow run;
   std::vector<store::CoreRow> cores;  // the latest offset of each core measured
   // How much order detail the window holds (store::StoreReader::DetailCompleteness);
   // detail_sampled: not all of it ("detail sampled").

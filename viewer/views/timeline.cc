@@ -52,14 +52,14 @@ absl::StatusOr<Timeline> BuildTimeline(store::StoreReader& store, int64_t order_
   std::reverse(timeline.chain.begin(), timeline.chain.end());
   TICKTRACE_ASSIGN_OR_RETURN(timeline.children, store.ChildOrders(run, order_id));
 
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessInfo> processes, store.Processes(run));
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadInfo> threads, store.Threads(run));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadRow> threads, store.Threads(run));
   std::map<int64_t, std::string> process_names;
-  for (const store::ProcessInfo& p : processes) {
+  for (const store::ProcessRow& p : processes) {
     process_names[p.process_id] = absl::StrCat(p.name, "[", p.pid, "]");
   }
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;
-  for (const store::ThreadInfo& t : threads) {
+  for (const store::ThreadRow& t : threads) {
     if (!t.name.empty()) thread_names[{t.process_id, t.tid}] = t.name;
   }
 

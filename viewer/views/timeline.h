@@ -28,7 +28,7 @@ struct TimelineEntry {
 
 // The timeline of one order.
 struct Timeline {
-  store::RunInfo run;
+  store::RunRow run;
   // The order's parent chain, root first, the order itself last.
   std::vector<store::OrderRow> chain;
   std::vector<int64_t> children;  // orders linked to this one

@@ -77,7 +77,7 @@ absl::StatusOr<internal::TopFrame> ReadTopFrame(store::StoreReader& store, Summa
                                                 const QueryOptions& query,
                                                 std::optional<RateSample>* previous) {
   internal::TopFrame frame;
-  const store::RunInfo run = whole.run;
+  const store::RunRow run = whole.run;
   frame.interval_ns = run.interval_ns;
   if (run.interval_ns > 0) {
     TICKTRACE_ASSIGN_OR_RETURN(auto span, store.SampleSpanUtcNs(run.run_id));

@@ -49,7 +49,7 @@ std::string Fit(const std::string& line, int width) {
 
 std::string RenderTopFrame(const TopFrame& frame, int width) {
   const Summary& s = frame.whole;
-  const store::RunInfo& run = s.run;
+  const store::RunRow& run = s.run;
   std::string out;
   const auto line = [&](const std::string& text) { absl::StrAppend(&out, Fit(text, width), "\n"); };
   line(absl::StrCat("run ", run.run_id, "  session ", run.session, "  host ", run.host,

@@ -28,7 +28,7 @@ struct SlowOrder {
 
 // The slowest orders of one run by one stage.
 struct SlowestReport {
-  store::RunInfo run;
+  store::RunRow run;
   std::string stage;  // the ranking stage ("total" unless --stage)
   std::string filters;  // --since/--until in words; empty when not given
   std::vector<SlowOrder> orders;  // slowest first; ties by order_id

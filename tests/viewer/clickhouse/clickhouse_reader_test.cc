@@ -113,13 +113,13 @@ ClickHouseServer* ClickHouseReaderTest::server_ = nullptr;
 TempDir* ClickHouseReaderTest::dir_ = nullptr;
 
 TEST_F(ClickHouseReaderTest, RunsAndDictionariesMatch) {
-  absl::StatusOr<std::vector<store::RunInfo>> runs = clickhouse_->ListRuns();
+  absl::StatusOr<std::vector<store::RunRow>> runs = clickhouse_->ListRuns();
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->size(), 1u);
   EXPECT_EQ(runs->front().pipeline, "a,b,c");
   EXPECT_EQ(runs->front().interval_ns, int64_t(kSecond));
   EXPECT_DOUBLE_EQ(runs->front().tsc_hz, 1e9);
-  absl::StatusOr<store::RunInfo> sqlite_run = sqlite_->GetRun(std::nullopt);
+  absl::StatusOr<store::RunRow> sqlite_run = sqlite_->GetRun(std::nullopt);
   ASSERT_TRUE(sqlite_run.ok());
   EXPECT_EQ(runs->front().host, sqlite_run->host);
   EXPECT_EQ(runs->front().session, sqlite_run->session);
@@ -140,7 +140,7 @@ TEST_F(ClickHouseReaderTest, RunsAndDictionariesMatch) {
   for (const char* name : {"samples", "orders_complete", "orders_incomplete", "drained"}) {
     EXPECT_EQ(counters->at(name), sc->at(name)) << name;
   }
-  absl::StatusOr<std::vector<store::ProcessInfo>> procs = clickhouse_->Processes(run);
+  absl::StatusOr<std::vector<store::ProcessRow>> procs = clickhouse_->Processes(run);
   ASSERT_TRUE(procs.ok()) << procs.status();
   ASSERT_EQ(procs->size(), 1u);
   EXPECT_EQ(procs->front().name, "proc1");
@@ -199,8 +199,8 @@ TEST_F(ClickHouseReaderTest, WindowStatisticsAgreeWithTheArchiveAndWithSqlite) {
     }
   }
   // The whole run's stage_stats rows (written by the collector) too.
-  absl::StatusOr<std::vector<store::StoredStageStats>> ch = clickhouse_->StageStats(run);
-  absl::StatusOr<std::vector<store::StoredStageStats>> sq = sqlite_->StageStats(sqlite_run);
+  absl::StatusOr<std::vector<store::StageStatsRow>> ch = clickhouse_->StageStats(run);
+  absl::StatusOr<std::vector<store::StageStatsRow>> sq = sqlite_->StageStats(sqlite_run);
   ASSERT_TRUE(ch.ok()) << ch.status();
   ASSERT_TRUE(sq.ok());
   ASSERT_EQ(ch->size(), sq->size());

@@ -194,11 +194,11 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
 
   absl::StatusOr<std::unique_ptr<store::StoreReader>> store = store::StoreReader::Open(server.Uri("mh"));
   ASSERT_TRUE(store.ok()) << store.status();
-  absl::StatusOr<std::vector<store::RunInfo>> runs = (*store)->ListRuns();
+  absl::StatusOr<std::vector<store::RunRow>> runs = (*store)->ListRuns();
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->size(), 3u);
   int64_t host1_run = 0;
-  for (const store::RunInfo& r : *runs) {
+  for (const store::RunRow& r : *runs) {
     EXPECT_TRUE(r.host == "host1" || r.host == "host2") << r.host;
     // chrony or ptp4l, when this machine runs them, take precedence.
     if (r.host == "host1") host1_run = r.run_id;
@@ -244,7 +244,7 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
       EXPECT_EQ(hop.flags & store::kFlagCrossHost, store::kFlagCrossHost);
       ASSERT_TRUE(hop.uncertainty_ns.has_value()) << id;
       bool daemon = false;  // chrony or ptp4l on this machine said the bound
-      for (const store::RunInfo& r : *runs) {
+      for (const store::RunRow& r : *runs) {
         const double flag = r.host == "host1" ? 1000 : 2000;
         daemon = daemon || (r.clock_error_ns && *r.clock_error_ns != flag);
       }
@@ -265,7 +265,7 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
 
   // ---- The viewer binary, --hosts: the same store, the same expectations.
   bool daemon = false;  // chrony or ptp4l on this machine gave the bounds
-  for (const store::RunInfo& r : *runs) {
+  for (const store::RunRow& r : *runs) {
     daemon = daemon || (r.clock_error_ns && *r.clock_error_ns != (r.host == "host1" ? 1000 : 2000));
   }
   const std::string store_flags = absl::StrCat("--store ", server.Uri("mh"));

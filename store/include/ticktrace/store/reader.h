@@ -55,10 +55,6 @@ struct TimeWindow {
   std::optional<int64_t> until_utc_ns;
 };
 
-// Flag counts in store::kFlagNames order (migrated, negative, cross_core,
-// saturated, skew, out_of_order, late, cross_host).
-using FlagCounts = std::array<int64_t, store::kFlagNames.size()>;
-
 // How much order detail a window holds (table interval_detail).
 struct DetailCoverage {
   int64_t orders = 0;        // orders that finished in the window (by first stamp)
@@ -75,11 +71,10 @@ struct DetailCoverage {
 };
 
 // One stage's statistics over a window: the merge of its intervals. The
-// StoredStageStats part means what a stage_stats row means (percentiles unset
+// StageStatsRow part means what a stage_stats row means (percentiles unset
 // below store::MinSamplesForPercentile; uncertainty_ns is the whole run's,
 // from stage_stats, as intervals do not keep it).
-struct WindowStageStatsRow : StoredStageStats {
-  FlagCounts flag_counts{};   // every flag, including those StoredStageStats lacks
+struct WindowStageStatsRow : StageStatsRow {
   double sum_ns = 0;          // of the samples in the percentiles
   bool detail_complete = true;  // DetailCoverage::complete() of the window
 };
@@ -128,21 +123,21 @@ class StoreReader {
 
   // ---- runs and their metadata ---------------------------------------------
   // All runs, oldest first.
-  virtual absl::StatusOr<std::vector<RunInfo>> ListRuns() = 0;
+  virtual absl::StatusOr<std::vector<RunRow>> ListRuns() = 0;
   // The run `run_id`, or the latest run when unset. NotFound when there is
   // no such run (or no run at all).
-  virtual absl::StatusOr<RunInfo> GetRun(std::optional<int64_t> run_id) = 0;
+  virtual absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) = 0;
   // The run's counters by name (names.h).
   virtual absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) = 0;
   // The run's stage_stats rows (whole run, as the collector last wrote them)
   // in pipeline order (position).
-  virtual absl::StatusOr<std::vector<StoredStageStats>> StageStats(int64_t run_id) = 0;
+  virtual absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) = 0;
   // Every stage of the run (table stages), by stage id.
   virtual absl::StatusOr<std::vector<std::string>> StageNames(int64_t run_id) = 0;
   // The run's processes, by process_id.
-  virtual absl::StatusOr<std::vector<ProcessInfo>> Processes(int64_t run_id) = 0;
+  virtual absl::StatusOr<std::vector<ProcessRow>> Processes(int64_t run_id) = 0;
   // The run's threads.
-  virtual absl::StatusOr<std::vector<ThreadInfo>> Threads(int64_t run_id) = 0;
+  virtual absl::StatusOr<std::vector<ThreadRow>> Threads(int64_t run_id) = 0;
   // The latest measurement of each core's TSC offset, by cpu.
   virtual absl::StatusOr<std::vector<CoreRow>> Cores(int64_t run_id) = 0;
   // The earliest and the latest sample start of the run, from the orders of

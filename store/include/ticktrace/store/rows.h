@@ -1,11 +1,17 @@
-// Plain rows read from a ticktrace store (docs/store.md, schema v1).
+// Plain rows of a ticktrace store (docs/store.md): one type per table, the
+// one the writers (writer.h) fill and the readers (reader.h) return. Where
+// the two sides use different fields of a row, its comment says which.
+// Order detail is the exception: writers take it as OrderDetail
+// (store/common/detail.h, packed on disk), readers return it as the
+// SampleRow, OrderRow and StampRow below.
 //
-// These mirror the store's tables one to one; nullable columns are
-// std::optional. They carry no behaviour: the reports that use them live in
-// their own files (summary.h, waterfall.h, timeline.h, ...).
+// Nullable columns are std::optional. The rows carry no behaviour: the
+// reports that use them live in their own files (viewer/views/...).
 #ifndef TICKTRACE_STORE_ROWS_H_
 #define TICKTRACE_STORE_ROWS_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,8 +34,11 @@ using store::kFlagSaturated;
 using store::kFlagSkew;
 using store::kFlagsExcludedByDefault;
 
-// One row of `runs`.
-struct RunInfo {
+// One row of `runs` as a reader returns it. A writer begins a run from a
+// RunMeta (writer.h) instead: that one has no run_id or end yet, takes the
+// detail policy as a DetailPolicy, and defaults to what a collector writes
+// (1 s intervals, empty JSON), where this row defaults to "not stored".
+struct RunRow {
   int64_t run_id = 0;
   std::string session;
   std::string host;
@@ -67,49 +76,74 @@ struct CoreRow {
   bool consistent = true;  // the measurement's rounds agreed
 };
 
-// One row of `processes`.
-struct ProcessInfo {
-  int64_t process_id = 0;  // per-run number, not the OS pid
-  int64_t pid = 0;
+// One row of `processes`. The collector's analysis fills every field and the
+// writers store them; readers fill all but start_ticks and the three counts
+// after exited_utc_ns (the viewer needs no more) and leave those 0.
+struct ProcessRow {
+  uint32_t process_id = 0;  // per-run number, not the OS pid
+  uint32_t pid = 0;
+  uint64_t start_ticks = 0;  // the segment's start stamp: tells a reused segment name apart
   std::string name;
   std::string segment;
-  std::optional<int64_t> first_seen_utc_ns;
-  std::optional<int64_t> exited_utc_ns;
+  int64_t first_seen_utc_ns = 0;  // read: 0 when the store has none (NULL)
+  std::optional<int64_t> exited_utc_ns;  // unset while it runs
+  uint64_t tags_rejected = 0;
+  uint64_t threads_without_slot = 0;
+  uint64_t slotless_dropped = 0;
 };
 
-// One row of `threads`.
-struct ThreadInfo {
-  int64_t process_id = 0;
-  int64_t slot = 0;
-  int64_t generation = 0;
-  int64_t tid = 0;
+// One row of `threads`: a ring slot's thread of one generation.
+struct ThreadRow {
+  uint32_t process_id = 0;
+  uint32_t slot = 0;
+  uint64_t generation = 0;
+  uint32_t tid = 0;
   std::string name;
-  int64_t drained = 0;
-  int64_t dropped = 0;
+  uint64_t drained = 0;
+  uint64_t dropped = 0;
 };
 
-// One row of `stage_stats`.
-struct StoredStageStats {
+// One row of `tags`: a process's tag id and the name it published.
+struct TagRow {
+  uint32_t process_id = 0;
+  uint32_t tag_id = 0;
+  std::string name;
+};
+
+// Flag counts in store::kFlagNames order (migrated, negative, cross_core,
+// saturated, skew, out_of_order, late, cross_host).
+using FlagCounts = std::array<int64_t, kFlagNames.size()>;
+
+// The index of `bit` in store::kFlagNames.
+constexpr size_t FlagIndex(uint32_t bit) {
+  for (size_t i = 0; i < kFlagNames.size(); ++i) {
+    if (kFlagNames[i].bit == bit) return i;
+  }
+  return kFlagNames.size();
+}
+
+// One row of `stage_stats`: one stage's statistics over the whole run (the
+// merge of its intervals), as the collector writes them and a reader returns
+// them; a window's statistics extend it (reader.h, WindowStageStatsRow).
+struct StageStatsRow {
   std::string stage;
   int64_t position = 0;
-  int64_t count = 0;
-  std::optional<double> min_ns;
-  std::optional<double> max_ns;
-  std::optional<double> mean_ns;
-  std::optional<double> p50_ns;
-  std::optional<double> p90_ns;
-  std::optional<double> p99_ns;
-  std::optional<double> p999_ns;
-  int64_t migrated = 0;
-  int64_t negative = 0;
-  int64_t cross_core = 0;
-  bool include_flagged = false;
-  // Unset in stores written before these columns.
+  int64_t count = 0;  // samples in the percentiles
+  // Every sample; unset when read from a store written before the column.
   std::optional<int64_t> samples_all;
-  std::optional<int64_t> skew;
-  std::optional<int64_t> out_of_order;
-  std::optional<int64_t> late;
-  std::optional<double> uncertainty_ns;  // the largest cross-core sample's uncertainty
+  std::optional<double> min_ns, max_ns, mean_ns;
+  std::optional<double> p50_ns, p90_ns, p99_ns, p999_ns;  // unset: too few samples
+  // By kFlagNames order. A flag column a store lacks (written before it)
+  // reads 0.
+  FlagCounts flag_counts{};
+  bool include_flagged = false;
+  // The largest uncertainty of a cross-core sample (sum of its cores'
+  // bounds); unset when none was cross-core or offsets were not measured.
+  std::optional<double> uncertainty_ns;
+
+  // The count of one flag. REQUIRES: `bit` is one of the store::kFlag* bits.
+  int64_t flag_count(uint32_t bit) const { return flag_counts[FlagIndex(bit)]; }
+  int64_t& flag_count(uint32_t bit) { return flag_counts[FlagIndex(bit)]; }
 };
 
 // One row of `samples`: one stage of one order.

@@ -32,7 +32,8 @@ enum class DetailPolicy { kAll, kTail, kNone };
 std::string_view DetailPolicyName(DetailPolicy policy);  // "all", "tail", "none"
 absl::StatusOr<DetailPolicy> ParseDetailPolicy(std::string_view text);
 
-// A run as the collector begins it (table runs).
+// A run as the collector begins it (table runs; read back as RunRow, rows.h,
+// which has what only the store knows: run_id, the end, the drift).
 struct RunMeta {
   std::string session;
   std::string host;
@@ -65,55 +66,10 @@ struct RunState {
   std::map<std::string, int64_t> counters;
 };
 
-struct ProcessRow {
-  uint32_t process_id = 0;
-  uint32_t pid = 0;
-  uint64_t start_ticks = 0;
-  std::string name;
-  std::string segment;
-  int64_t first_seen_utc_ns = 0;
-  std::optional<int64_t> exited_utc_ns;
-  uint64_t tags_rejected = 0;
-  uint64_t threads_without_slot = 0;
-  uint64_t slotless_dropped = 0;
-};
-
-struct ThreadRow {
-  uint32_t process_id = 0;
-  uint32_t slot = 0;
-  uint64_t generation = 0;
-  uint32_t tid = 0;
-  std::string name;
-  uint64_t drained = 0;
-  uint64_t dropped = 0;
-};
-
-struct TagRow {
-  uint32_t process_id = 0;
-  uint32_t tag_id = 0;
-  std::string name;
-};
-
 // A (TSC, CLOCK_REALTIME) pair: UTC is mapped piecewise between anchors.
 struct AnchorRow {
   uint64_t tsc = 0;
   int64_t utc_ns = 0;
-};
-
-// Whole-run statistics of one stage (table stage_stats): what a reader gets
-// by merging the stage's intervals, kept for users' SQL.
-struct StageStatsRow {
-  std::string stage;
-  int position = 0;
-  uint64_t count = 0;        // in the percentiles
-  uint64_t samples_all = 0;  // every sample
-  std::optional<double> min_ns, max_ns, mean_ns;
-  std::optional<double> p50_ns, p90_ns, p99_ns, p999_ns;  // unset: too few samples
-  std::array<uint64_t, kFlagNames.size()> flag_counts{};  // by kFlagNames order
-  bool include_flagged = false;
-  // The largest uncertainty of a cross-core sample (sum of its cores'
-  // bounds); unset when none was cross-core or offsets were not measured.
-  std::optional<double> uncertainty_ns;
 };
 
 // Everything besides detail and intervals, replaced as a whole.
@@ -193,6 +149,7 @@ class Writer {
 
   // Where the store is, for messages.
   virtual const std::string& location() const = 0;
+
   // ---- what the collector asks instead of testing the URI -----------------
   // The fewest orders a write transaction should hold (StoreSinkOptions::
   // max_orders_per_transaction is raised to it); 0: no preference.
