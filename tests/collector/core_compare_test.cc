@@ -34,9 +34,8 @@ TEST(CoreCompare, SameCpuWithAndWithoutNodeIsOneCoreOtherCpusCross) {
   o.store_uri.reset();
   o.pipeline = {"a", "b"};
   const testing::Replayed r = ReplayArchive(b, dir, o);
-  ASSERT_TRUE(r.status.ok()) << r.status;
-  const StageSummary* stage = r.summary.stage("a->b");
-  ASSERT_NE(stage, nullptr) << r.log;
+  const StageSummary* stage = StageOf(r, "a->b");
+  ASSERT_NE(stage, nullptr);
   EXPECT_EQ(stage->count, 35u);
   EXPECT_EQ(stage->cross_core, 20u);
   EXPECT_EQ(stage->migrated, 0u);

@@ -48,6 +48,19 @@ inline Replayed ReplayArchive(const ArchiveBuilder& b, const TempDir& dir, Colle
   return r;
 }
 
+// The summary of `stage` in a replay that succeeded. A failed replay or a
+// missing stage is a test failure (with the status, or with what the
+// collector printed) and null: callers ASSERT_NE(stage, nullptr).
+inline const StageSummary* StageOf(const Replayed& r, const std::string& stage) {
+  if (!r.status.ok()) {
+    ADD_FAILURE() << r.status;
+    return nullptr;
+  }
+  const StageSummary* s = r.summary.stage(stage);
+  if (s == nullptr) ADD_FAILURE() << "no stage " << stage << "\n" << r.log;
+  return s;
+}
+
 // A test that replays archives into a store of its own (db()); what the
 // collector printed gathers in log_, over every replay of the test.
 class ReplayStoreTest : public ::testing::Test {

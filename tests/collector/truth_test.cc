@@ -180,9 +180,8 @@ TEST(OutOfOrder, NegativeOnOneCoreIsOutOfOrder) {
   b.Clock(3000).Clock(4000).Clock(4000 + kLingerTicks);
   TempDir dir;
   const testing::Replayed r = ReplayArchive(b, dir, Declared(dir.File("s.db"), {"a", "b"}));
-  ASSERT_TRUE(r.status.ok()) << r.status;
-  const StageSummary* s = r.summary.stage("a->b");
-  ASSERT_NE(s, nullptr) << r.log;
+  const StageSummary* s = StageOf(r, "a->b");
+  ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->out_of_order, 1u);
   EXPECT_EQ(s->negative, 0u);
   EXPECT_EQ(s->count, 1u);  // only the 50 ns hop in the percentiles
@@ -206,9 +205,8 @@ TEST(Skew, WithinTheBoundIsSkewBeyondIsNegative) {
   b.Clock(4000).Clock(5000).Clock(5000 + kLingerTicks);
   TempDir dir;
   const testing::Replayed r = ReplayArchive(b, dir, Declared(dir.File("s.db"), {"a", "b"}));
-  ASSERT_TRUE(r.status.ok()) << r.status;
-  const StageSummary* s = r.summary.stage("a->b");
-  ASSERT_NE(s, nullptr) << r.log;
+  const StageSummary* s = StageOf(r, "a->b");
+  ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cross_core, 3u);
   EXPECT_EQ(s->skew, 1u);
   EXPECT_EQ(s->negative, 1u);
@@ -233,9 +231,8 @@ TEST(Skew, CorrectSkewSubtractsTheOffsets) {
   CollectorOptions o = Declared("", {"a", "b"});
   o.correct_skew = true;
   const testing::Replayed r = ReplayArchive(b, dir, o);
-  ASSERT_TRUE(r.status.ok()) << r.status;
-  const StageSummary* s = r.summary.stage("a->b");
-  ASSERT_NE(s, nullptr) << r.log;
+  const StageSummary* s = StageOf(r, "a->b");
+  ASSERT_NE(s, nullptr);
   EXPECT_DOUBLE_EQ(s->min_ns, 70);  // 100 - (30 - 0)
 }
 
