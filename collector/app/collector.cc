@@ -604,14 +604,9 @@ struct JournalStart {
   absl::Status loss;               // DataLoss: the recovery skipped corrupt chunks
 };
 
-// A resumed run: the analysis continues from this run's checkpoint (if any)
-// and the journal's tail after it; the store skips what it holds already.
-absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const RunPlan& plan,
-                                               const store::RunState& resume_state,
-                                               Session& session, std::ostream& out) {
-  JournalStart started;
-  // Counted as the resume starts (the store's count, so every resume counts,
-  // also one that is killed during its recovery), then said.
+// A resumed run counts itself as it starts (the store's count, so every
+// resume counts, also one that is killed during its recovery), then says so.
+absl::Status CountRestart(const RunPlan& plan, Session& session, std::ostream& out) {
   int64_t restarts = 1;
   if (session.store() != nullptr) {
     absl::StatusOr<int64_t> counted = session.store()->ResumeRun(plan.resume_run);
@@ -622,12 +617,15 @@ absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const 
   out << "resuming run " << plan.resume_run << " from " << plan.journal_path << " (restart "
       << restarts << ")\n"
       << std::flush;
-  // Recovery re-emits every order the journal finishes; the store must take
-  // all of them (it skips those it has), so the writer waits instead of dropping.
-  // A checkpoint of this run: the analysis as it stood at a journal offset;
-  // only the journal after it is replayed (collector/stream/checkpoint.h).
-  const auto recovery_start = Clock::now();
-  uint64_t replay_from = 0;
+  return absl::OkStatus();
+}
+
+// This run's checkpoint, loaded into the analysis: the analysis as it stood
+// at a journal offset, so only the journal after it is replayed
+// (collector/stream/checkpoint.h). nullopt when there is none (another
+// run's is removed).
+absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions& o,
+                                                         const RunPlan& plan, Session& session) {
   const std::string checkpoint_path = CheckpointPath(plan.local_state);
   if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
   absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
@@ -640,51 +638,73 @@ absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const 
                        "gone, so run ",
                        plan.resume_run, " cannot be resumed: move both files away"));
     }
-    replay_from = checkpoint->journal_offset;
     if (!o.raw_path.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("--raw: run ", plan.resume_run,
                        " resumes from a checkpoint, so its journal no longer "
                        "holds the whole run; restart without --raw"));
     }
-  } else if (checkpoint.ok()) {
+    return std::optional<Checkpoint>(*std::move(checkpoint));
+  }
+  if (checkpoint.ok()) {
     ::unlink(checkpoint_path.c_str());  // another run's, left behind: not ours to use
   } else if (!absl::IsNotFound(checkpoint.status())) {
     return absl::DataLossError(absl::StrCat(
         checkpoint.status().message(), "; the journal before it is gone, so run ", plan.resume_run,
         " cannot be resumed: move it and ", plan.journal_path, " away"));
   }
-  if (session.writer() != nullptr) {
-    // What the store holds already is skipped as the journal re-emits it,
-    // by sequence number. A corrupt chunk in the part replayed shifts the
-    // numbers after it: then numbers are trusted only up to the
-    // checkpoint's, and later orders are told by their key in the store
-    // (StoreSink::Resume). A scan of the tail finds out first.
-    NullChunkVisitor scan;
-    absl::StatusOr<Journal::Recovered> pre =
-        Journal::Recover(plan.journal_path, &scan, replay_from);
-    std::optional<uint64_t> exact_through;
-    std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
-    if (pre.ok() && pre->corrupt_chunks > 0) {
-      const uint64_t sure =
-          checkpoint.ok() && checkpoint->run_id == plan.resume_run ? checkpoint->emitted : 0;
-      auto it = resume_state.counters.find(
-          std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
-      const uint64_t stored =
-          it == resume_state.counters.end() ? 0 : static_cast<uint64_t>(it->second);
-      absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> keys =
-          session.store()->LastStoredOrders(session.run_id(), stored > sure ? stored - sure : 0);
-      if (keys.ok() && o.store.detail == store::DetailPolicy::kAll) {
-        exact_through = sure;
-        stored_keys = *std::move(keys);
-      } else {
-        out << "warning: the journal has corrupt chunks and the store cannot tell which "
-               "orders after them it holds; up to as many orders as those chunks held may be "
-               "missing from the store\n";
-      }
+  return std::optional<Checkpoint>();
+}
+
+// What the store holds already is skipped as the journal re-emits it, by
+// sequence number. A corrupt chunk in the part replayed shifts the numbers
+// after it: then numbers are trusted only up to the checkpoint's, and later
+// orders are told by their key in the store (StoreSink::Resume). A scan of
+// the tail finds out first. Recovery re-emits every order the journal
+// finishes; the store must take all of them (it skips those it has), so the
+// writer waits instead of dropping until ResumeFromJournal flushes it.
+void ResumeWriter(const CollectorOptions& o, const RunPlan& plan,
+                  const store::RunState& resume_state, uint64_t checkpoint_emitted,
+                  uint64_t replay_from, Session& session, std::ostream& out) {
+  NullChunkVisitor scan;
+  absl::StatusOr<Journal::Recovered> pre = Journal::Recover(plan.journal_path, &scan, replay_from);
+  std::optional<uint64_t> exact_through;
+  std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
+  if (pre.ok() && pre->corrupt_chunks > 0) {
+    const uint64_t sure = checkpoint_emitted;
+    auto it = resume_state.counters.find(
+        std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
+    const uint64_t stored =
+        it == resume_state.counters.end() ? 0 : static_cast<uint64_t>(it->second);
+    absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> keys =
+        session.store()->LastStoredOrders(session.run_id(), stored > sure ? stored - sure : 0);
+    if (keys.ok() && o.store.detail == store::DetailPolicy::kAll) {
+      exact_through = sure;
+      stored_keys = *std::move(keys);
+    } else {
+      out << "warning: the journal has corrupt chunks and the store cannot tell which "
+             "orders after them it holds; up to as many orders as those chunks held may be "
+             "missing from the store\n";
     }
-    session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
-    session.writer()->set_block_when_full(true);
+  }
+  session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
+  session.writer()->set_block_when_full(true);
+}
+
+// A resumed run: the analysis continues from this run's checkpoint (if any)
+// and the journal's tail after it; the store skips what it holds already.
+absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const RunPlan& plan,
+                                               const store::RunState& resume_state,
+                                               Session& session, std::ostream& out) {
+  JournalStart started;
+  if (absl::Status s = CountRestart(plan, session, out); !s.ok()) return s;
+  const auto recovery_start = Clock::now();
+  absl::StatusOr<std::optional<Checkpoint>> checkpoint = LoadCheckpoint(o, plan, session);
+  if (!checkpoint.ok()) return checkpoint.status();
+  const uint64_t replay_from = checkpoint->has_value() ? (*checkpoint)->journal_offset : 0;
+  if (session.writer() != nullptr) {
+    ResumeWriter(o, plan, resume_state, checkpoint->has_value() ? (*checkpoint)->emitted : 0,
+                 replay_from, session, out);
   }
   absl::StatusOr<Journal::Recovered> r =
       Journal::Recover(plan.journal_path, &session.analyzer(), replay_from);
@@ -796,6 +816,95 @@ absl::Status RunAnalysisStage(const CollectorOptions& o, bool journaled, Session
   return status;
 }
 
+// The signal handler's flag, or the embedding program's (options.h, stop).
+bool StopRequested(const CollectorOptions& o) {
+  return g_signal_stop.load(std::memory_order_relaxed) ||
+         (o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
+}
+
+// The run's figures into `summary`, and the journal's line.
+void ReportLiveRun(const CollectorOptions& o, bool resumed, const DrainResult& drained,
+                   const std::optional<Journal>& journal, RunSummary* summary, std::ostream& out) {
+  if (summary != nullptr) {
+    summary->resumed = resumed;
+    summary->elapsed_s = std::chrono::duration<double>(drained.elapsed).count();
+    summary->passes = drained.passes;
+    if (journal.has_value()) {
+      summary->journal_syncs = journal->syncs();
+      summary->journal_sync_mean_us = journal->syncs()
+                                          ? static_cast<double>(journal->sync_ns_total()) /
+                                                static_cast<double>(journal->syncs()) / 1e3
+                                          : 0;
+      summary->journal_sync_max_us = static_cast<double>(journal->sync_ns_max()) / 1e3;
+    }
+  }
+  if (journal.has_value() && !o.quiet && journal->syncs() > 0) {
+    out << "journal: " << journal->syncs() << " durable appends (fdatasync), mean "
+        << static_cast<double>(journal->sync_ns_total()) / journal->syncs() / 1e3 << " us, max "
+        << static_cast<double>(journal->sync_ns_max()) / 1e3 << " us; " << journal->bytes()
+        << " bytes; " << drained.passes << " drain passes with data\n";
+  }
+}
+
+// A run that ended well removes its journal and checkpoint (the run is in the
+// store); then any corrupt chunk skipped, in this process or before a
+// restart, still makes it exit 1. Returns `status` when that is not OK.
+absl::Status RetireJournal(const RunPlan& plan, Session& session, std::optional<Journal>& journal,
+                           const absl::Status& loss, absl::Status status) {
+  if (status.ok() && journal.has_value()) {
+    status = journal->Remove();
+    ::unlink(
+        CheckpointPath(plan.local_state).c_str());  // its journal is gone; the run is in the store
+  }
+  if (status.ok()) status = loss;  // the run is complete; exit 1 all the same
+  if (status.ok() && session.StreamCounter(store::Counter::kJournalChunksCorrupt) > 0) {
+    status = absl::DataLossError(
+        absl::StrCat("journal ", plan.journal_path, ": ",
+                     session.StreamCounter(store::Counter::kJournalChunksCorrupt),
+                     " corrupt chunks were skipped earlier in this run (before a restart); see "
+                     "journal_chunks_corrupt and journal_records_lost in the store"));
+  }
+  return status;
+}
+
+// The stages of a live run: this thread drains (peek, journal, commit), so
+// the rings never wait for the analysis, which runs on its own thread behind
+// a bounded queue of passes. Returns when the drain loop does, the analysis
+// joined (its status in `analysis_status`).
+DrainResult RunStages(const CollectorOptions& o, const RunInfo& info, Session& session,
+                      Drainer& drainer, Journal* journal, ArchiveWriter* raw,
+                      absl::Status* analysis_status) {
+  PassQueue queue(o.max_queued_pass_bytes);
+  std::atomic<bool> orders_pending{false}, orders_open{false};
+  std::thread analysis([&] {
+    *analysis_status =
+        RunAnalysisStage(o, journal != nullptr, session, queue, orders_pending, orders_open);
+  });
+  // The cores' offsets, re-measured on a thread of its own (never the drain path).
+  SkewMonitor skew(info, info.skew_interval_s);
+  skew.Start();
+  DrainStage stage;
+  stage.options = &o;
+  stage.info = &info;
+  stage.drainer = &drainer;
+  stage.journal = journal;
+  stage.raw = raw;
+  stage.sink = session.writer();
+  stage.skew = &skew;
+  stage.queue = &queue;
+  stage.orders_pending = &orders_pending;
+  stage.orders_open = &orders_open;
+  stage.stop_requested = [&o] { return StopRequested(o); };
+  // A store that does not answer must not hold the exit (the journal keeps it).
+  stage.on_stopping = [&session] {
+    if (session.store() != nullptr) session.store()->RequestStop();
+  };
+  const DrainResult drained = RunDrainLoop(stage);
+  queue.Close();
+  analysis.join();
+  return drained;
+}
+
 // A live run: the plan (new run or resume), then the stages
 // (docs/collector.md, "The stages of the collector"):
 //   drain -> journal (this thread, drain_loop.h) -> PassQueue ->
@@ -841,45 +950,15 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   absl::StatusOr<std::optional<ArchiveWriter>> raw = OpenRawCopy(o, plan, info, *journal_start);
   if (!raw.ok()) return raw.status();
 
-  // 3. The stages. This thread drains (peek, journal, commit): the rings
-  // never wait for the analysis, which runs on its own thread behind a
-  // bounded queue of passes.
+  // 3. The stages (RunStages).
   DrainerOptions dopt;
   dopt.session = info.session;
   dopt.limits.allowed_uids = o.allow_uids;
   Drainer drainer(dopt, DrainerSeed::From(session.analyzer()));
-  PassQueue queue(o.max_queued_pass_bytes);
-  std::atomic<bool> orders_pending{false}, orders_open{false};
   absl::Status analysis_status;
-  std::thread analysis([&] {
-    analysis_status =
-        RunAnalysisStage(o, journal.has_value(), session, queue, orders_pending, orders_open);
-  });
-  // The cores' offsets, re-measured on a thread of its own (never the drain path).
-  SkewMonitor skew(info, info.skew_interval_s);
-  skew.Start();
-  DrainStage stage;
-  stage.options = &o;
-  stage.info = &info;
-  stage.drainer = &drainer;
-  stage.journal = journal.has_value() ? &*journal : nullptr;
-  stage.raw = raw->has_value() ? &**raw : nullptr;
-  stage.sink = session.writer();
-  stage.skew = &skew;
-  stage.queue = &queue;
-  stage.orders_pending = &orders_pending;
-  stage.orders_open = &orders_open;
-  stage.stop_requested = [&o] {
-    return g_signal_stop.load(std::memory_order_relaxed) ||
-           (o.stop != nullptr && o.stop->load(std::memory_order_relaxed));
-  };
-  // A store that does not answer must not hold the exit (the journal keeps it).
-  stage.on_stopping = [&session] {
-    if (session.store() != nullptr) session.store()->RequestStop();
-  };
-  const DrainResult drained = RunDrainLoop(stage);
-  queue.Close();
-  analysis.join();
+  const DrainResult drained =
+      RunStages(o, info, session, drainer, journal.has_value() ? &*journal : nullptr,
+                raw->has_value() ? &**raw : nullptr, &analysis_status);
   absl::Status status = drained.status;
   if (status.ok()) status = analysis_status;
 
@@ -892,39 +971,8 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     absl::Status s = (*raw)->Close();
     if (status.ok()) status = s;
   }
-  if (summary != nullptr) {
-    summary->resumed = resumed;
-    summary->elapsed_s = std::chrono::duration<double>(drained.elapsed).count();
-    summary->passes = drained.passes;
-    if (journal.has_value()) {
-      summary->journal_syncs = journal->syncs();
-      summary->journal_sync_mean_us = journal->syncs()
-                                          ? static_cast<double>(journal->sync_ns_total()) /
-                                                static_cast<double>(journal->syncs()) / 1e3
-                                          : 0;
-      summary->journal_sync_max_us = static_cast<double>(journal->sync_ns_max()) / 1e3;
-    }
-  }
-  if (journal.has_value() && !o.quiet && journal->syncs() > 0) {
-    out << "journal: " << journal->syncs() << " durable appends (fdatasync), mean "
-        << static_cast<double>(journal->sync_ns_total()) / journal->syncs() / 1e3 << " us, max "
-        << static_cast<double>(journal->sync_ns_max()) / 1e3 << " us; " << journal->bytes()
-        << " bytes; " << drained.passes << " drain passes with data\n";
-  }
-  if (status.ok() && journal.has_value()) {
-    status = journal->Remove();
-    ::unlink(
-        CheckpointPath(plan.local_state).c_str());  // its journal is gone; the run is in the store
-  }
-  if (status.ok()) status = journal_start->loss;  // the run is complete; exit 1 all the same
-  if (status.ok() && session.StreamCounter(store::Counter::kJournalChunksCorrupt) > 0) {
-    status = absl::DataLossError(
-        absl::StrCat("journal ", plan.journal_path, ": ",
-                     session.StreamCounter(store::Counter::kJournalChunksCorrupt),
-                     " corrupt chunks were skipped earlier in this run (before a restart); see "
-                     "journal_chunks_corrupt and journal_records_lost in the store"));
-  }
-  return status;
+  ReportLiveRun(o, resumed, drained, journal, summary, out);
+  return RetireJournal(plan, session, journal, journal_start->loss, status);
 }
 
 }  // namespace

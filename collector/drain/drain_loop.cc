@@ -45,157 +45,222 @@ absl::Status RetryWhileFull(absl::Status status, const std::function<absl::Statu
   return status;
 }
 
-DrainResult RunDrainLoop(const DrainStage& stage) {
-  const CollectorOptions& o = *stage.options;
-  const RunInfo& info = *stage.info;
-  Drainer& drainer = *stage.drainer;
-  Journal* const journal = stage.journal;
-  ArchiveWriter* const raw = stage.raw;
-  StoreSink* const sink = stage.sink;
-  DrainResult result;
+namespace {
 
-  auto last_anchor = Clock::now();
-  const auto t0 = Clock::now();
-  const auto deadline = o.duration_s > 0 ? t0 + std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(o.duration_s))
-                                         : Clock::time_point::max();
+// One live run's drain loop: its pacing and the state it carries from pass
+// to pass. Per pass, never per record, so its helpers cost nothing that shows.
+class DrainLoop {
+ public:
+  explicit DrainLoop(const DrainStage& stage);
+  DrainResult Run();
+
+ private:
+  // Puts the pass's clock tick (clock_bytes_ then), a UTC anchor when due, the skew thread's
+  // measurements, the drained records and changed drainer counters into
+  // buf_; returns the records drained.
+  size_t EncodePass(Clock::time_point pass_start, bool discover);
+  // Durable first (journal, --raw), then the rings may reuse the cells.
+  absl::Status Persist();
+  // The pass as the analysis gets it, with a checkpoint mark when one is due;
+  // frees the journal before the last durable checkpoint.
+  PassQueue::Item MakeItem(Clock::time_point pass_start);
+  void FreeJournal();
+  // Sleeps after a pass that carried chunks: busy, or backing off when idle.
+  void Pace(Clock::time_point pass_start, size_t records);
+  void BackOff(Clock::time_point now);
+
+  const DrainStage& stage_;
+  const CollectorOptions& o_;
+  Drainer& drainer_;
+  Journal* const journal_;
+  ArchiveWriter* const raw_;
+  StoreSink* const sink_;
+  const Clock::time_point t0_ = Clock::now();
+  const Clock::time_point deadline_;
   // Idle passes advance the clock (for completions and timeouts) at most this often.
   // With a journal every pass is an fdatasync: passes are spaced by the
   // group-commit window (options.h, sync_window) unless a ring is filling.
-  const auto pending_clock_every =
-      journal != nullptr
-          ? std::max<std::chrono::milliseconds>(std::chrono::milliseconds(1), o.sync_window)
-          : std::chrono::milliseconds(1);
-  const auto busy_pass_every =
-      journal != nullptr ? std::max<std::chrono::microseconds>(o.min_pass_interval, o.sync_window)
-                         : std::chrono::microseconds(o.min_pass_interval);
-  auto last_checkpoint_mark = Clock::now();
-  DrainerCounters counters_in_stream = drainer.counters();
-  uint64_t marked_offset = 0;  // the last checkpoint asked for
-  bool freeing_works = true;   // false once the file system refused to punch a hole
-  const auto open_clock_every =
-      std::chrono::milliseconds(std::clamp<int64_t>(info.order_timeout_ms / 8, 1, 100));
-  auto last_clock = t0;
-  std::chrono::microseconds idle_sleep{0};
+  const std::chrono::milliseconds pending_clock_every_;
+  const std::chrono::microseconds busy_pass_every_;
+  const std::chrono::milliseconds open_clock_every_;
+  Clock::time_point last_anchor_ = t0_;
+  Clock::time_point last_checkpoint_mark_ = t0_;
+  Clock::time_point last_clock_ = t0_;
   // Deep idle: after 1 s without a record the back-off may reach 4 x
   // max_idle_sleep (4 ms: ~250 wake-ups/s instead of ~700, under 1% of a core
   // idle; a 64 Ki-record ring still holds 16 ms at 4 M records/s).
-  auto last_records_at = Clock::now();
-  auto idle_bound = [&](Clock::time_point now) {
-    return now - last_records_at >= std::chrono::seconds(1) ? 4 * o.max_idle_sleep
-                                                            : o.max_idle_sleep;
-  };
-  auto back_off = [&](Clock::time_point now) {
-    idle_sleep = std::min<std::chrono::microseconds>(
-        idle_bound(now),
-        std::max<std::chrono::microseconds>(std::chrono::microseconds(10), idle_sleep * 2));
-    std::this_thread::sleep_for(idle_sleep);
-  };
-  bool stopping = false;
+  Clock::time_point last_records_at_ = t0_;
+  std::chrono::microseconds idle_sleep_{0};
+  DrainerCounters counters_in_stream_;
+  uint64_t marked_offset_ = 0;  // the last checkpoint asked for
+  bool freeing_works_ = true;   // false once the file system refused to punch a hole
+  bool stopping_ = false;
+  std::string buf_;
+  size_t clock_bytes_ = 0;  // buf_'s size with the pass's clock tick alone
+};
+
+DrainLoop::DrainLoop(const DrainStage& stage)
+    : stage_(stage),
+      o_(*stage.options),
+      drainer_(*stage.drainer),
+      journal_(stage.journal),
+      raw_(stage.raw),
+      sink_(stage.sink),
+      deadline_(o_.duration_s > 0 ? t0_ + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(o_.duration_s))
+                                  : Clock::time_point::max()),
+      pending_clock_every_(
+          journal_ != nullptr
+              ? std::max<std::chrono::milliseconds>(std::chrono::milliseconds(1), o_.sync_window)
+              : std::chrono::milliseconds(1)),
+      busy_pass_every_(journal_ != nullptr
+                           ? std::max<std::chrono::microseconds>(o_.min_pass_interval,
+                                                                 o_.sync_window)
+                           : std::chrono::microseconds(o_.min_pass_interval)),
+      open_clock_every_(std::chrono::milliseconds(
+          std::clamp<int64_t>(stage.info->order_timeout_ms / 8, 1, 100))),
+      counters_in_stream_(drainer_.counters()) {}
+
+void DrainLoop::BackOff(Clock::time_point now) {
+  const std::chrono::microseconds bound = now - last_records_at_ >= std::chrono::seconds(1)
+                                              ? 4 * o_.max_idle_sleep
+                                              : o_.max_idle_sleep;
+  idle_sleep_ = std::min<std::chrono::microseconds>(
+      bound, std::max<std::chrono::microseconds>(std::chrono::microseconds(10), idle_sleep_ * 2));
+  std::this_thread::sleep_for(idle_sleep_);
+}
+
+size_t DrainLoop::EncodePass(Clock::time_point pass_start, bool discover) {
+  buf_.clear();
+  ChunkEncoder::Clock(ReadTsc(), &buf_);
+  clock_bytes_ = buf_.size();
+  // A UTC anchor every anchor interval (about 100 ns: two clock reads), and
+  // the skew thread's measurements, as run info updates in the stream.
+  if (pass_start - last_anchor_ >= o_.anchor_interval) {
+    RunInfoUpdate anchor;
+    ReadTscRealtimeAnchor(&anchor.anchor.tsc, &anchor.anchor.utc_ns);
+    anchor.anchor.utc_ns += o_.test_clock_offset_ns;  // tests only (options.h)
+    ChunkEncoder::RunInfo(anchor.ToJson(), &buf_);
+    last_anchor_ = pass_start;
+  }
+  if (stage_.skew != nullptr) stage_.skew->TakeChunks(&buf_);
+  const size_t records = drainer_.Pass(discover, &buf_);
+  if (!(drainer_.counters() == counters_in_stream_)) {
+    // The drainer's counters go into the stream (journaled, checkpointed):
+    // a restart continues them (DrainerSeed).
+    RunInfoUpdate u;
+    u.kind = RunInfoUpdate::Kind::kCounters;
+    u.counters = drainer_.counters().Named();
+    ChunkEncoder::RunInfo(u.ToJson(), &buf_);
+    counters_in_stream_ = drainer_.counters();
+  }
+  return records;
+}
+
+absl::Status DrainLoop::Persist() {
+  if (journal_ != nullptr) {
+    absl::Status status = journal_->AppendDurable(buf_);
+    if (absl::IsResourceExhausted(status)) {  // full disk: the same pass again until it fits
+      status = RetryWhileFull(
+          status, [&] { return journal_->AppendDurable(buf_); }, stage_.stop_requested);
+    }
+    if (!status.ok()) return status;
+  }
+  if (raw_ != nullptr) {
+    absl::Status status = raw_->Append(buf_);
+    if (absl::IsResourceExhausted(status)) {
+      status = RetryWhileFull(status, [&] { return raw_->Append(buf_); }, stage_.stop_requested);
+    }
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+PassQueue::Item DrainLoop::MakeItem(Clock::time_point pass_start) {
+  PassQueue::Item item;
+  item.bytes.swap(buf_);
+  item.drainer = drainer_.counters();
+  item.journal_syncs = journal_ != nullptr ? journal_->syncs() : 0;
+  if (journal_ != nullptr && sink_ != nullptr && o_.checkpoint_interval.count() > 0 &&
+      raw_ == nullptr && !stopping_ &&
+      pass_start - last_checkpoint_mark_ >= o_.checkpoint_interval &&
+      sink_->durable_checkpoint_offset() >= marked_offset_) {
+    // One checkpoint at a time: the next is asked for once the last is written.
+    item.checkpoint_offset = marked_offset_ = journal_->bytes();
+    last_checkpoint_mark_ = pass_start;
+  }
+  FreeJournal();
+  return item;
+}
+
+void DrainLoop::FreeJournal() {
+  if (journal_ == nullptr || sink_ == nullptr || !freeing_works_ ||
+      sink_->durable_checkpoint_offset() <= journal_->freed_before()) {
+    return;
+  }
+  absl::Status freed = journal_->FreeBefore(sink_->durable_checkpoint_offset());
+  if (!freed.ok()) {
+    freeing_works_ = false;
+    std::cerr << "ticktrace-collector: " << freed.message()
+              << "; the journal keeps everything until the run ends\n"
+              << std::flush;
+  }
+}
+
+void DrainLoop::Pace(Clock::time_point pass_start, size_t records) {
+  if (records == 0) {
+    BackOff(pass_start);
+    return;
+  }
+  idle_sleep_ = std::chrono::microseconds(0);
+  last_records_at_ = pass_start;
+  // Busy: still read each ring's index no more often than min_pass_interval.
+  const auto next = pass_start + (drainer_.max_fill() >= o_.sync_sooner_fill
+                                      ? std::chrono::microseconds(o_.min_pass_interval)
+                                      : busy_pass_every_);
+  if (Clock::now() < next) std::this_thread::sleep_until(next);
+}
+
+DrainResult DrainLoop::Run() {
+  DrainResult result;
   int final_passes = 0;
-  std::string buf;
-  absl::Status& status = result.status;
   while (true) {
     const auto pass_start = Clock::now();
     bool discover = false;
-    if (!stopping && (stage.stop_requested() || pass_start >= deadline)) {
-      stopping = true;
+    if (!stopping_ && (stage_.stop_requested() || pass_start >= deadline_)) {
+      stopping_ = true;
       discover = true;  // catch segments that appeared since the last look
-      if (stage.on_stopping) stage.on_stopping();
+      if (stage_.on_stopping) stage_.on_stopping();
     }
-    buf.clear();
-    ChunkEncoder::Clock(ReadTsc(), &buf);
-    const size_t clock_bytes = buf.size();
-    // A UTC anchor every anchor interval (about 100 ns: two clock reads), and
-    // the skew thread's measurements, as run info updates in the stream.
-    if (pass_start - last_anchor >= o.anchor_interval) {
-      RunInfoUpdate anchor;
-      ReadTscRealtimeAnchor(&anchor.anchor.tsc, &anchor.anchor.utc_ns);
-      anchor.anchor.utc_ns += o.test_clock_offset_ns;  // tests only (options.h)
-      ChunkEncoder::RunInfo(anchor.ToJson(), &buf);
-      last_anchor = pass_start;
-    }
-    if (stage.skew != nullptr) stage.skew->TakeChunks(&buf);
-    const size_t records = drainer.Pass(discover, &buf);
-    if (!(drainer.counters() == counters_in_stream)) {
-      // The drainer's counters go into the stream (journaled, checkpointed):
-      // a restart continues them (DrainerSeed).
-      RunInfoUpdate u;
-      u.kind = RunInfoUpdate::Kind::kCounters;
-      u.counters = drainer.counters().Named();
-      ChunkEncoder::RunInfo(u.ToJson(), &buf);
-      counters_in_stream = drainer.counters();
-    }
-    const bool has_chunks = buf.size() > clock_bytes;
-    const bool clock_due = (stage.orders_pending->load(std::memory_order_relaxed) &&
-                            pass_start - last_clock >= pending_clock_every) ||
-                           (stage.orders_open->load(std::memory_order_relaxed) &&
-                            pass_start - last_clock >= open_clock_every);
+    const size_t records = EncodePass(pass_start, discover);
+    const bool has_chunks = buf_.size() > clock_bytes_;
+    const bool clock_due = (stage_.orders_pending->load(std::memory_order_relaxed) &&
+                            pass_start - last_clock_ >= pending_clock_every_) ||
+                           (stage_.orders_open->load(std::memory_order_relaxed) &&
+                            pass_start - last_clock_ >= open_clock_every_);
     if (!has_chunks && !clock_due) {
-      if (stopping) break;   // everything published is drained
-      back_off(pass_start);  // idle: poll idle rings rarely
+      if (stopping_) break;  // everything published is drained
+      BackOff(pass_start);   // idle: poll idle rings rarely
       continue;
     }
     ++result.passes;
-    last_clock = pass_start;
-    // Durable first (journal), then the rings may reuse the cells, then analyse.
-    if (journal != nullptr) {
-      status = journal->AppendDurable(buf);
-      if (absl::IsResourceExhausted(status)) {  // full disk: the same pass again until it fits
-        status = RetryWhileFull(
-            status, [&] { return journal->AppendDurable(buf); }, stage.stop_requested);
-      }
-      if (!status.ok()) break;
-    }
-    if (raw != nullptr) {
-      status = raw->Append(buf);
-      if (absl::IsResourceExhausted(status)) {
-        status = RetryWhileFull(
-            status, [&] { return raw->Append(buf); }, stage.stop_requested);
-      }
-      if (!status.ok()) break;
-    }
-    drainer.CommitPass();
-    PassQueue::Item item;
-    item.bytes.swap(buf);
-    item.drainer = drainer.counters();
-    item.journal_syncs = journal != nullptr ? journal->syncs() : 0;
-    if (journal != nullptr && sink != nullptr && o.checkpoint_interval.count() > 0 &&
-        raw == nullptr && !stopping && pass_start - last_checkpoint_mark >= o.checkpoint_interval &&
-        sink->durable_checkpoint_offset() >= marked_offset) {
-      // One checkpoint at a time: the next is asked for once the last is written.
-      item.checkpoint_offset = marked_offset = journal->bytes();
-      last_checkpoint_mark = pass_start;
-    }
-    if (journal != nullptr && sink != nullptr && freeing_works &&
-        sink->durable_checkpoint_offset() > journal->freed_before()) {
-      absl::Status freed = journal->FreeBefore(sink->durable_checkpoint_offset());
-      if (!freed.ok()) {
-        freeing_works = false;
-        std::cerr << "ticktrace-collector: " << freed.message()
-                  << "; the journal keeps everything until the run ends\n"
-                  << std::flush;
-      }
-    }
-    stage.queue->Push(std::move(item));  // waits while the analysis is far behind
-    if (stopping) {
+    last_clock_ = pass_start;
+    result.status = Persist();
+    if (!result.status.ok()) break;
+    drainer_.CommitPass();
+    stage_.queue->Push(MakeItem(pass_start));  // waits while the analysis is far behind
+    if (stopping_) {
       if (records == 0 || ++final_passes > 1000) break;
       continue;
     }
-    if (records > 0) {
-      idle_sleep = std::chrono::microseconds(0);
-      last_records_at = pass_start;
-      // Busy: still read each ring's index no more often than min_pass_interval.
-      const auto next = pass_start + (drainer.max_fill() >= o.sync_sooner_fill
-                                          ? std::chrono::microseconds(o.min_pass_interval)
-                                          : busy_pass_every);
-      if (Clock::now() < next) std::this_thread::sleep_until(next);
-    } else {
-      back_off(pass_start);
-    }
+    Pace(pass_start, records);
   }
-  result.elapsed = Clock::now() - t0;
+  result.elapsed = Clock::now() - t0_;
   return result;
 }
+
+}  // namespace
+
+DrainResult RunDrainLoop(const DrainStage& stage) { return DrainLoop(stage).Run(); }
 
 }  // namespace ticktrace::collect

@@ -302,164 +302,179 @@ StoreSinkCounters StoreSink::counters() const {
   return c;
 }
 
+// The sink's counts go with the batch they describe, not as of now: the
+// snapshot's own copies are replaced by those of the last batch whose detail
+// the transaction takes, beside the sequence numbers the store will hold
+// (store_sink.h, "Exactly once").
+void StoreSink::PutSinkCounters(const Transaction& t, const Batch* last_taken,
+                                store::Snapshot* snapshot) {
+  std::erase_if(snapshot->counters, [](const std::pair<std::string, int64_t>& c) {
+    const std::optional<store::Counter> k = store::CounterByName(c.first);
+    return k == store::Counter::kOrdersNotStored || k == store::Counter::kSamplesNotStored ||
+           k == store::Counter::kStampsNotStored || k == store::Counter::kOrdersDetailSkipped;
+  });
+  auto put = [snapshot](store::Counter c, uint64_t v) {
+    snapshot->counters.emplace_back(std::string(store::CounterName(c)), static_cast<int64_t>(v));
+  };
+  put(store::Counter::kStoreStatsThrough, t.stats_through);
+  put(store::Counter::kStoreDetailThrough, t.detail_through);
+  if (last_taken != nullptr) {
+    put(store::Counter::kOrdersNotStored, last_taken->orders_not_stored_total);
+    put(store::Counter::kSamplesNotStored, last_taken->samples_not_stored_total);
+    put(store::Counter::kStampsNotStored, last_taken->stamps_not_stored_total);
+    put(store::Counter::kOrdersDetailSkipped, last_taken->detail_skipped_total);
+  }
+}
+
+bool StoreSink::TakeWork(Transaction* t) {
+  Batch taken_counts;
+  const Batch* last_taken = nullptr;  // the last batch whose detail this transaction takes
+  std::unique_lock lock(mu_);
+  t->stats_through = stats_through_;
+  t->detail_through = detail_through_;
+  work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
+  if (queue_.empty() && !snapshot_.has_value() && stop_) return false;
+  // Every queued interval delta, and detail up to a bound: statistics
+  // and counters never wait behind a detail backlog.
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->checkpoint != nullptr) {
+      // Everything before a checkpoint is written first; it goes alone.
+      if (it == queue_.begin()) {
+        t->checkpoint = std::move(it->checkpoint);
+        queue_.erase(it);
+      }
+      break;
+    }
+    for (store::IntervalDelta& d : it->intervals) t->work.intervals.push_back(std::move(d));
+    it->intervals.clear();
+    for (const store::IntervalOrders& io : it->interval_orders) {
+      t->work.interval_orders.push_back(io);
+    }
+    it->interval_orders.clear();
+    t->stats_through = std::max(t->stats_through, it->last_seq);
+    if (t->work.orders.size() < options_.max_orders_per_transaction) {
+      t->detail_through = std::max(t->detail_through, it->last_seq);
+      taken_counts.detail_skipped_total = it->detail_skipped_total;
+      taken_counts.orders_not_stored_total = it->orders_not_stored_total;
+      taken_counts.samples_not_stored_total = it->samples_not_stored_total;
+      taken_counts.stamps_not_stored_total = it->stamps_not_stored_total;
+      last_taken = &taken_counts;
+      // Retention is judged by the orders written, never by queued ones.
+      t->newest_ns = std::max(t->newest_ns, it->newest_first_utc_ns);
+      for (store::OrderDetail& o : it->orders) t->work.orders.push_back(std::move(o));
+      t->samples += it->samples;
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  t->snapshot.swap(snapshot_);
+  busy_ = true;
+  // What the store holds, and the sink's counts, in the same transaction
+  // as the rows they describe.
+  if (!t->snapshot.has_value()) t->snapshot.emplace();
+  PutSinkCounters(*t, last_taken, &*t->snapshot);
+  return true;
+}
+
+// Full disk (docs/collector.md#full-disk): the transaction was rolled back;
+// the same batch again every 100 ms until it fits (said once). Meanwhile the
+// queue fills, and what does not fit in it is counted as not stored.
+absl::Status StoreSink::WriteUntilItFits(Transaction& t, uint64_t* already) {
+  absl::Status s = backend_->Write(run_id_, t.work.intervals, t.work.interval_orders,
+                                   t.work.orders, t.snapshot ? &*t.snapshot : nullptr, already);
+  for (bool said = false; !s.ok() && StoreIsFull(s);) {
+    if (!said) {
+      std::cerr << "ticktrace-collector: store " << s.message()
+                << "; waiting for space, retrying every 100 ms\n"
+                << std::flush;
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    *already = 0;
+    s = backend_->Write(run_id_, t.work.intervals, t.work.interval_orders, t.work.orders,
+                        t.snapshot ? &*t.snapshot : nullptr, already);
+    if (s.ok()) std::cerr << "ticktrace-collector: store: space again; writing\n" << std::flush;
+  }
+  return s;
+}
+
+// Retention every retention_every_ns of the newest written order's first
+// stamp; returns the orders retired (0 when not due).
+absl::StatusOr<uint64_t> StoreSink::RetainIfDue(int64_t newest_ns) {
+  const bool retains = options_.retain_detail_ns.has_value() ||
+                       options_.retain_detail_bytes > 0 || options_.retain_ns.has_value();
+  if (!retains || newest_ns == INT64_MIN ||
+      (retention_done_at_ns_ != INT64_MIN &&
+       newest_ns - retention_done_at_ns_ < options_.retention_every_ns)) {
+    return 0;
+  }
+  retention_done_at_ns_ = newest_ns;
+  // Orders first-stamped up to tail_settle_ns (the order timeout, the
+  // linger, a margin) before the newest may still come: their intervals
+  // are not retired before then.
+  auto before = [&](const std::optional<int64_t>& keep) -> std::optional<int64_t> {
+    if (!keep.has_value()) return std::nullopt;
+    return newest_ns - *keep - options_.tail_settle_ns;
+  };
+  return backend_->ApplyRetention(run_id_, before(options_.retain_detail_ns),
+                                  options_.retain_detail_bytes, before(options_.retain_ns));
+}
+
+// True when the checkpoint file is durable.
+bool StoreSink::WriteCheckpoint(const Checkpoint& checkpoint) {
+  if (options_.checkpoint_path.empty()) return false;
+  {
+    // Never after a batch that failed: the checkpoint would skip it.
+    std::lock_guard lock(mu_);
+    if (!error_.ok()) return false;
+  }
+  if (!WriteCheckpointFile(options_.checkpoint_path, checkpoint, options_.group_readable).ok()) {
+    return false;
+  }
+  // Release: pairs with durable_checkpoint_offset()'s acquire (the drain
+  // thread frees the journal before it).
+  durable_checkpoint_offset_.store(checkpoint.journal_offset, std::memory_order_release);
+  return true;
+}
+
 void StoreSink::Loop() {
   while (true) {
-    Batch work;
-    int64_t newest_ns = INT64_MIN;
-    std::optional<store::Snapshot> snapshot;
-    std::unique_ptr<Checkpoint> checkpoint;
-    size_t samples = 0;
-    uint64_t stats_through = 0, detail_through = 0;
-    const Batch* last_taken = nullptr;  // the last batch whose detail this transaction takes
-    Batch taken_counts;
-    {
-      std::unique_lock lock(mu_);
-      stats_through = stats_through_;
-      detail_through = detail_through_;
-      work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
-      if (queue_.empty() && !snapshot_.has_value() && stop_) return;
-      // Every queued interval delta, and detail up to a bound: statistics
-      // and counters never wait behind a detail backlog.
-      for (auto it = queue_.begin(); it != queue_.end();) {
-        if (it->checkpoint != nullptr) {
-          // Everything before a checkpoint is written first; it goes alone.
-          if (it == queue_.begin()) {
-            checkpoint = std::move(it->checkpoint);
-            queue_.erase(it);
-          }
-          break;
-        }
-        for (store::IntervalDelta& d : it->intervals) work.intervals.push_back(std::move(d));
-        it->intervals.clear();
-        for (const store::IntervalOrders& io : it->interval_orders) {
-          work.interval_orders.push_back(io);
-        }
-        it->interval_orders.clear();
-        stats_through = std::max(stats_through, it->last_seq);
-        if (work.orders.size() < options_.max_orders_per_transaction) {
-          detail_through = std::max(detail_through, it->last_seq);
-          taken_counts.detail_skipped_total = it->detail_skipped_total;
-          taken_counts.orders_not_stored_total = it->orders_not_stored_total;
-          taken_counts.samples_not_stored_total = it->samples_not_stored_total;
-          taken_counts.stamps_not_stored_total = it->stamps_not_stored_total;
-          last_taken = &taken_counts;
-          // Retention is judged by the orders written, never by queued ones.
-          newest_ns = std::max(newest_ns, it->newest_first_utc_ns);
-          for (store::OrderDetail& o : it->orders) work.orders.push_back(std::move(o));
-          samples += it->samples;
-          it = queue_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      snapshot.swap(snapshot_);
-      busy_ = true;
-      // What the store holds, and the sink's counts, in the same transaction
-      // as the rows they describe (store_sink.h, "Exactly once").
-      if (!snapshot.has_value()) snapshot.emplace();
-      // The sink's counts go with the batch they describe, not as of now.
-      std::erase_if(snapshot->counters, [](const std::pair<std::string, int64_t>& c) {
-        const std::optional<store::Counter> k = store::CounterByName(c.first);
-        return k == store::Counter::kOrdersNotStored || k == store::Counter::kSamplesNotStored ||
-               k == store::Counter::kStampsNotStored || k == store::Counter::kOrdersDetailSkipped;
-      });
-      auto put = [&snapshot](store::Counter c, uint64_t v) {
-        snapshot->counters.emplace_back(std::string(store::CounterName(c)),
-                                        static_cast<int64_t>(v));
-      };
-      put(store::Counter::kStoreStatsThrough, stats_through);
-      put(store::Counter::kStoreDetailThrough, detail_through);
-      if (last_taken != nullptr) {
-        put(store::Counter::kOrdersNotStored, last_taken->orders_not_stored_total);
-        put(store::Counter::kSamplesNotStored, last_taken->samples_not_stored_total);
-        put(store::Counter::kStampsNotStored, last_taken->stamps_not_stored_total);
-        put(store::Counter::kOrdersDetailSkipped, last_taken->detail_skipped_total);
-      }
-    }
+    Transaction t;
+    if (!TakeWork(&t)) return;
     uint64_t already = 0;
     const uint64_t cpu_before_ns = ThreadCpuNs();
-    absl::Status s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
-                                     snapshot ? &*snapshot : nullptr, &already);
-    // Full disk (docs/collector.md): the transaction was rolled back; the same
-    // batch again every 100 ms until it fits (said once). Meanwhile the queue
-    // fills, and what does not fit in it is counted as not stored.
-    for (bool said = false; !s.ok() && StoreIsFull(s);) {
-      if (!said) {
-        std::cerr << "ticktrace-collector: store " << s.message()
-                  << "; waiting for space, retrying every 100 ms\n"
-                  << std::flush;
-        said = true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      already = 0;
-      s = backend_->Write(run_id_, work.intervals, work.interval_orders, work.orders,
-                          snapshot ? &*snapshot : nullptr, &already);
-      if (s.ok()) std::cerr << "ticktrace-collector: store: space again; writing\n" << std::flush;
-    }
+    absl::Status s = WriteUntilItFits(t, &already);
     uint64_t retired = 0;
-    const bool retains = options_.retain_detail_ns.has_value() ||
-                         options_.retain_detail_bytes > 0 || options_.retain_ns.has_value();
-    if (s.ok() && retains && newest_ns != INT64_MIN &&
-        (retention_done_at_ns_ == INT64_MIN ||
-         newest_ns - retention_done_at_ns_ >= options_.retention_every_ns)) {
-      retention_done_at_ns_ = newest_ns;
-      // Orders first-stamped up to tail_settle_ns (the order timeout, the
-      // linger, a margin) before the newest may still come: their intervals
-      // are not retired before then.
-      auto before = [&](const std::optional<int64_t>& keep) -> std::optional<int64_t> {
-        if (!keep.has_value()) return std::nullopt;
-        return newest_ns - *keep - options_.tail_settle_ns;
-      };
-      absl::StatusOr<uint64_t> r = backend_->ApplyRetention(
-          run_id_, before(options_.retain_detail_ns), options_.retain_detail_bytes,
-          before(options_.retain_ns));
+    if (s.ok()) {
+      absl::StatusOr<uint64_t> r = RetainIfDue(t.newest_ns);
       if (r.ok()) {
         retired = *r;
       } else {
         s = r.status();
       }
     }
-    bool checkpoint_written = false;
-    if (checkpoint != nullptr && s.ok() && !options_.checkpoint_path.empty()) {
-      bool failed_before;
-      {
-        std::lock_guard lock(mu_);
-        failed_before = !error_.ok();
-      }
-      // Never after a batch that failed: the checkpoint would skip it.
-      if (!failed_before) {
-        absl::Status w =
-            WriteCheckpointFile(options_.checkpoint_path, *checkpoint, options_.group_readable);
-        checkpoint_written = w.ok();
-        if (checkpoint_written) {
-          // Release: pairs with durable_checkpoint_offset()'s acquire (the
-          // drain thread frees the journal before it).
-          durable_checkpoint_offset_.store(checkpoint->journal_offset,
-                                           std::memory_order_release);
-        }
-      }
-    }
+    const bool checkpoint_written =
+        t.checkpoint != nullptr && s.ok() && WriteCheckpoint(*t.checkpoint);
     const uint64_t cpu_ns = ThreadCpuNs() - cpu_before_ns;
-    {
-      std::lock_guard lock(mu_);
-      busy_ = false;
-      queued_samples_ -= samples;
-      written_.orders_already_stored += already;
-      written_.orders_stored += work.orders.size() - already;
-      ++written_.transactions;
-      written_.writer_cpu_ns += cpu_ns;
-      written_.orders_retired += retired;
-      if (checkpoint != nullptr) {
-        ++(checkpoint_written ? written_.checkpoints_written : written_.checkpoint_failures);
-      }
-      if (s.ok()) {
-        stats_through_ = stats_through;
-        detail_through_ = detail_through;
-      }
-      if (!work.orders.empty() && spent_.size() < 64) spent_.push_back(std::move(work.orders));
-      if (!s.ok() && error_.ok()) error_ = s;
-      idle_cv_.notify_all();
+    std::lock_guard lock(mu_);
+    busy_ = false;
+    queued_samples_ -= t.samples;
+    written_.orders_already_stored += already;
+    written_.orders_stored += t.work.orders.size() - already;
+    ++written_.transactions;
+    written_.writer_cpu_ns += cpu_ns;
+    written_.orders_retired += retired;
+    if (t.checkpoint != nullptr) {
+      ++(checkpoint_written ? written_.checkpoints_written : written_.checkpoint_failures);
     }
+    if (s.ok()) {
+      stats_through_ = t.stats_through;
+      detail_through_ = t.detail_through;
+    }
+    if (!t.work.orders.empty() && spent_.size() < 64) spent_.push_back(std::move(t.work.orders));
+    if (!s.ok() && error_.ok()) error_ = s;
+    idle_cv_.notify_all();
   }
 }
 

@@ -49,6 +49,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "collector/stream/checkpoint.h"
 #include "collector/sinks/order_rows.h"
 #include "ticktrace/store/writer.h"
@@ -163,12 +164,29 @@ class StoreSink : public OrderSink {
     std::unique_ptr<Checkpoint> checkpoint;  // a marker batch: nothing else in it
   };
 
+  // What one transaction of the writer thread takes from the queue.
+  struct Transaction {
+    Batch work;
+    int64_t newest_ns = INT64_MIN;  // newest first stamp of the detail taken
+    std::optional<store::Snapshot> snapshot;
+    std::unique_ptr<Checkpoint> checkpoint;
+    size_t samples = 0;
+    uint64_t stats_through = 0, detail_through = 0;
+  };
+
   int64_t IntervalOf(int64_t utc_ns) const;
   void Aggregate(const FinishedOrder& f, int64_t interval);
   void Keep(store::OrderDetail&& detail);
   void OfferToTail(store::OrderDetail&& detail, int64_t interval);
   void SettleTail(int64_t before_interval);
   void Loop();
+  // Writer thread. Waits for work; false once stopped with nothing left.
+  bool TakeWork(Transaction* t);
+  static void PutSinkCounters(const Transaction& t, const Batch* last_taken,
+                              store::Snapshot* snapshot);
+  absl::Status WriteUntilItFits(Transaction& t, uint64_t* already);
+  absl::StatusOr<uint64_t> RetainIfDue(int64_t newest_ns);
+  bool WriteCheckpoint(const Checkpoint& checkpoint);
 
   store::Writer* backend_;
   int64_t run_id_;

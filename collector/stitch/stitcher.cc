@@ -444,10 +444,11 @@ void Stitcher::Release(uint32_t idx, bool held) {
   free_.push_back(idx);
 }
 
-void Stitcher::Emit(uint64_t order_id, Order& o) {
-  ++emitted_;
-  const int stages = static_cast<int>(pipeline_.size());
-  chain_.assign(stages, ChainEntry{});
+// chain_[pos]: the stamp of each pipeline stage, the order's own (the
+// earliest of a repeated stage) or else one inherited from its linked
+// ancestors (the earliest up the chain).
+inline void Stitcher::BuildChain(const Order& o) {
+  chain_.assign(pipeline_.size(), ChainEntry{});
   for (const Event& e : o.events) {
     const int pos = PositionOf(e.name_id);
     if (!StampLike(e, pos)) {
@@ -476,24 +477,17 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     has_parent = a->has_parent;
     parent = a->parent_id;
   }
+}
 
-  // A reused id's instance without the first stage: records that came after
-  // their order was emitted (stitcher.h, "Lingering and instances").
-  const bool late = o.instance > 0 && stages > 0 && chain_[0].event == nullptr;
-  const uint8_t late_flag = late ? kFlagLate : 0;
-
+// One `a->b` sample per consecutive pair of present stages whose later end
+// is the order's own; the missing stages into out_.missing. Returns the
+// chain's first and last present entries (null when none).
+inline std::pair<const Stitcher::ChainEntry*, const Stitcher::ChainEntry*>
+Stitcher::AddStageSamples(uint8_t late_flag) {
   StitchedOrder& out = out_;
-  out.Clear();
-  out.seq = emitted_;
-  out.order_id = order_id;
-  out.instance = o.instance;
-  out.late = late;
-  out.has_parent = o.has_parent;
-  out.parent_order_id = o.parent_id;
-
   const ChainEntry* first = nullptr;
   const ChainEntry* prev = nullptr;
-  for (int pos = 0; pos < stages; ++pos) {
+  for (int pos = 0; pos < static_cast<int>(chain_.size()); ++pos) {
     const ChainEntry& cur = chain_[pos];
     if (cur.event == nullptr) {
       out.missing.push_back(static_cast<uint32_t>(pos));
@@ -509,19 +503,13 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     }
     prev = &cur;
   }
-  const ChainEntry* last = prev;
+  return {first, prev};
+}
 
-  uint64_t chain_start = 0;
-  if (first != nullptr) {
-    chain_start = first->event->tsc;
-  } else if (!o.events.empty()) {
-    chain_start = o.events.front().tsc;
-    for (const Event& e : o.events) chain_start = std::min(chain_start, e.tsc);
-  }
-  out.chain_start_tsc = chain_start;
-
-  // Spans and intervals: their own duration under their tag. Every record
-  // as a stamp when a sink wants them.
+// Spans and intervals: their own duration under their tag. Every record
+// as a stamp when a sink wants them.
+inline void Stitcher::AddSpansAndStamps(const Order& o, uint8_t late_flag) {
+  StitchedOrder& out = out_;
   bool want_stamps = false;
   for (const StitchedOrderSink* sink : sinks_) want_stamps = want_stamps || sink->WantsStamps();
   out.records = static_cast<uint32_t>(o.events.size());
@@ -550,7 +538,11 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     st.duration_ticks = e.duration_ticks;
     st.span_sample = span_sample;
   }
+}
 
+// Complete, fanned out, incomplete or late, each counted.
+inline void Stitcher::Classify(const Order& o, bool late) {
+  StitchedOrder& out = out_;
   if (late) {
     out.complete = false;
     ++counters_.orders_late;
@@ -568,6 +560,36 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
     ++counters_.orders_incomplete;
     for (uint32_t pos : out.missing) ++counters_.missing_by_stage[pipeline_[pos]];
   }
+}
+
+void Stitcher::Emit(uint64_t order_id, Order& o) {
+  ++emitted_;
+  BuildChain(o);
+  // A reused id's instance without the first stage: records that came after
+  // their order was emitted (stitcher.h, "Lingering and instances").
+  const bool late = o.instance > 0 && !chain_.empty() && chain_[0].event == nullptr;
+  const uint8_t late_flag = late ? kFlagLate : 0;
+
+  StitchedOrder& out = out_;
+  out.Clear();
+  out.seq = emitted_;
+  out.order_id = order_id;
+  out.instance = o.instance;
+  out.late = late;
+  out.has_parent = o.has_parent;
+  out.parent_order_id = o.parent_id;
+
+  const auto [first, last] = AddStageSamples(late_flag);
+  uint64_t chain_start = 0;
+  if (first != nullptr) {
+    chain_start = first->event->tsc;
+  } else if (!o.events.empty()) {
+    chain_start = o.events.front().tsc;
+    for (const Event& e : o.events) chain_start = std::min(chain_start, e.tsc);
+  }
+  out.chain_start_tsc = chain_start;
+  AddSpansAndStamps(o, late_flag);
+  Classify(o, late);
 
   out.has_total = first != nullptr && last != nullptr && first != last;
   if (out.has_total) {

@@ -258,7 +258,21 @@ class Stitcher {
   void SweepTimeouts();
   void FinishOrder(uint64_t order_id);  // from open_: emit or hold
   void FinishOrderAt(OrderMap::iterator it);  // REQUIRES: an open (not lingering) order
+  // SaveState and LoadState in parts, in the order written (stitcher_state.cc).
+  void SaveHeader(StateWriter& w) const;
+  bool LoadHeader(StateReader& r);
+  void SavePool(StateWriter& w) const;
+  bool LoadPool(StateReader& r);
+  void SaveTables(StateWriter& w) const;
+  bool LoadTables(StateReader& r);
+  void SaveInstancesAndCounters(StateWriter& w) const;
+  void LoadInstancesAndCounters(StateReader& r);
   void Emit(uint64_t order_id, Order& o);  // REQUIRES: pipeline_known_
+  // Emit's steps, in order, each on out_ and chain_.
+  void BuildChain(const Order& o);
+  std::pair<const ChainEntry*, const ChainEntry*> AddStageSamples(uint8_t late_flag);
+  void AddSpansAndStamps(const Order& o, uint8_t late_flag);
+  void Classify(const Order& o, bool late);
   StitchView View() const { return StitchView{&time_, tag_names_, stats_, &pipeline_}; }
   void Release(uint32_t idx, bool held);
   void Learn();

@@ -1,6 +1,8 @@
 #include "collector/stream/stream.h"
 
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -91,6 +93,84 @@ void FinishChunk(ChunkType type, size_t start, std::string* out) {
 absl::Status Malformed(ChunkType type, absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat("chunk type ", static_cast<uint32_t>(type), ": ", what));
+}
+
+
+// Each chunk type's payload, read whole: false when it is short or has bytes
+// left over (the caller says which type was malformed).
+bool ReadProcess(Reader& r, ProcessChunk* c) {
+  c->process_id = r.Get<uint32_t>();
+  c->pid = r.Get<uint32_t>();
+  c->start_ticks = r.Get<uint64_t>();
+  c->anchor_tsc = r.Get<uint64_t>();
+  c->anchor_realtime_ns = r.Get<int64_t>();
+  c->first_seen_utc_ns = r.Get<int64_t>();
+  c->segment = r.GetString();
+  c->name = r.GetString();
+  return r.ok() && r.at_end();
+}
+
+absl::Status ReadTags(Reader& r, TagsChunk* c) {
+  constexpr ChunkType kType = ChunkType::kTags;
+  c->process_id = r.Get<uint32_t>();
+  const uint32_t count = r.Get<uint32_t>();
+  if (!r.ok() || count > abi::kMaxTags) return Malformed(kType, "bad tag count");
+  c->tags.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint16_t id = r.Get<uint16_t>();
+    std::string name = r.GetString();
+    if (!r.ok()) return Malformed(kType, "bad tag entry");
+    c->tags.emplace_back(id, std::move(name));
+  }
+  if (!r.at_end()) return Malformed(kType, "trailing bytes");
+  return absl::OkStatus();
+}
+
+bool ReadThread(Reader& r, ThreadChunk* c) {
+  c->process_id = r.Get<uint32_t>();
+  c->slot = r.Get<uint32_t>();
+  c->generation = r.Get<uint64_t>();
+  c->tid = r.Get<uint32_t>();
+  c->name = r.GetString();
+  return r.ok() && r.at_end();
+}
+
+// The records stay in the payload: c->records points into it.
+absl::Status ReadRecords(Reader& r, RecordsChunk* c) {
+  constexpr ChunkType kType = ChunkType::kRecords;
+  c->process_id = r.Get<uint32_t>();
+  c->slot = r.Get<uint32_t>();
+  c->generation = r.Get<uint64_t>();
+  c->first_index = r.Get<uint64_t>();
+  if (!r.ok() || r.remaining() % sizeof(abi::Record) != 0) {
+    return Malformed(kType, "records payload is not whole records");
+  }
+  c->records = r.here();
+  c->count = r.remaining() / sizeof(abi::Record);
+  if (c->first_index + c->count < c->first_index) return Malformed(kType, "index overflow");
+  return absl::OkStatus();
+}
+
+bool ReadSlotDropped(Reader& r, SlotDroppedChunk* c) {
+  c->process_id = r.Get<uint32_t>();
+  c->slot = r.Get<uint32_t>();
+  c->generation = r.Get<uint64_t>();
+  c->dropped_total = r.Get<uint64_t>();
+  return r.ok() && r.at_end();
+}
+
+bool ReadProcessCounters(Reader& r, ProcessCountersChunk* c) {
+  c->process_id = r.Get<uint32_t>();
+  c->tags_rejected = r.Get<uint64_t>();
+  c->threads_without_slot = r.Get<uint64_t>();
+  c->slotless_dropped = r.Get<uint64_t>();
+  return r.ok() && r.at_end();
+}
+
+bool ReadProcessExited(Reader& r, ProcessExitedChunk* c) {
+  c->process_id = r.Get<uint32_t>();
+  c->utc_ns = r.Get<int64_t>();
+  return r.ok() && r.at_end();
 }
 
 }  // namespace
@@ -247,85 +327,43 @@ absl::Status DispatchChunk(const ChunkFrame& frame, ChunkVisitor* visitor) {
       return absl::OkStatus();
     case ChunkType::kProcess: {
       ProcessChunk c;
-      c.process_id = r.Get<uint32_t>();
-      c.pid = r.Get<uint32_t>();
-      c.start_ticks = r.Get<uint64_t>();
-      c.anchor_tsc = r.Get<uint64_t>();
-      c.anchor_realtime_ns = r.Get<int64_t>();
-      c.first_seen_utc_ns = r.Get<int64_t>();
-      c.segment = r.GetString();
-      c.name = r.GetString();
-      if (!r.ok() || !r.at_end()) return Malformed(type, "bad process payload");
+      if (!ReadProcess(r, &c)) return Malformed(type, "bad process payload");
       visitor->OnProcess(c);
       return absl::OkStatus();
     }
     case ChunkType::kTags: {
       TagsChunk c;
-      c.process_id = r.Get<uint32_t>();
-      const uint32_t count = r.Get<uint32_t>();
-      if (!r.ok() || count > abi::kMaxTags) return Malformed(type, "bad tag count");
-      c.tags.reserve(count);
-      for (uint32_t i = 0; i < count; ++i) {
-        const uint16_t id = r.Get<uint16_t>();
-        std::string name = r.GetString();
-        if (!r.ok()) return Malformed(type, "bad tag entry");
-        c.tags.emplace_back(id, std::move(name));
-      }
-      if (!r.at_end()) return Malformed(type, "trailing bytes");
+      if (absl::Status s = ReadTags(r, &c); !s.ok()) return s;
       visitor->OnTags(c);
       return absl::OkStatus();
     }
     case ChunkType::kThread: {
       ThreadChunk c;
-      c.process_id = r.Get<uint32_t>();
-      c.slot = r.Get<uint32_t>();
-      c.generation = r.Get<uint64_t>();
-      c.tid = r.Get<uint32_t>();
-      c.name = r.GetString();
-      if (!r.ok() || !r.at_end()) return Malformed(type, "bad thread payload");
+      if (!ReadThread(r, &c)) return Malformed(type, "bad thread payload");
       visitor->OnThread(c);
       return absl::OkStatus();
     }
     case ChunkType::kRecords: {
       RecordsChunk c;
-      c.process_id = r.Get<uint32_t>();
-      c.slot = r.Get<uint32_t>();
-      c.generation = r.Get<uint64_t>();
-      c.first_index = r.Get<uint64_t>();
-      if (!r.ok() || r.remaining() % sizeof(abi::Record) != 0) {
-        return Malformed(type, "records payload is not whole records");
-      }
-      c.records = r.here();
-      c.count = r.remaining() / sizeof(abi::Record);
-      if (c.first_index + c.count < c.first_index) return Malformed(type, "index overflow");
+      if (absl::Status s = ReadRecords(r, &c); !s.ok()) return s;
       visitor->OnRecords(c);
       return absl::OkStatus();
     }
     case ChunkType::kSlotDropped: {
       SlotDroppedChunk c;
-      c.process_id = r.Get<uint32_t>();
-      c.slot = r.Get<uint32_t>();
-      c.generation = r.Get<uint64_t>();
-      c.dropped_total = r.Get<uint64_t>();
-      if (!r.ok() || !r.at_end()) return Malformed(type, "bad slot-dropped payload");
+      if (!ReadSlotDropped(r, &c)) return Malformed(type, "bad slot-dropped payload");
       visitor->OnSlotDropped(c);
       return absl::OkStatus();
     }
     case ChunkType::kProcessCounters: {
       ProcessCountersChunk c;
-      c.process_id = r.Get<uint32_t>();
-      c.tags_rejected = r.Get<uint64_t>();
-      c.threads_without_slot = r.Get<uint64_t>();
-      c.slotless_dropped = r.Get<uint64_t>();
-      if (!r.ok() || !r.at_end()) return Malformed(type, "bad process-counters payload");
+      if (!ReadProcessCounters(r, &c)) return Malformed(type, "bad process-counters payload");
       visitor->OnProcessCounters(c);
       return absl::OkStatus();
     }
     case ChunkType::kProcessExited: {
       ProcessExitedChunk c;
-      c.process_id = r.Get<uint32_t>();
-      c.utc_ns = r.Get<int64_t>();
-      if (!r.ok() || !r.at_end()) return Malformed(type, "bad process-exited payload");
+      if (!ReadProcessExited(r, &c)) return Malformed(type, "bad process-exited payload");
       visitor->OnProcessExited(c);
       return absl::OkStatus();
     }
