@@ -174,8 +174,7 @@ absl::StatusOr<std::vector<RankedOrder>> ClickHouseStoreReader::FindSlowest(
 absl::StatusOr<std::optional<OrderRow>> ClickHouseStoreReader::FindOrder(int64_t run_id,
                                                                          int64_t order_id) {
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> all, OrderInstances(run_id, order_id));
-  if (all.empty()) return std::optional<OrderRow>();
-  return std::optional<OrderRow>(std::move(all.front()));
+  return FirstInstance(std::move(all));
 }
 
 absl::StatusOr<std::vector<OrderRow>> ClickHouseStoreReader::OrderInstances(int64_t run_id,

@@ -46,6 +46,11 @@ void SortByStart(std::vector<SampleRow>::iterator begin, std::vector<SampleRow>:
   });
 }
 
+std::optional<OrderRow> FirstInstance(std::vector<OrderRow> instances) {
+  if (instances.empty()) return std::nullopt;
+  return std::move(instances.front());
+}
+
 absl::StatusOr<PackedDetail> UnpackOrderDetail(std::string_view where, std::string_view blob,
                                                int64_t order_id) {
   absl::StatusOr<PackedDetail> d = UnpackDetail(blob);
@@ -58,9 +63,9 @@ absl::StatusOr<PackedDetail> UnpackOrderDetail(std::string_view where, std::stri
 
 absl::Status CheckBucket(int64_t bucket_ns, int64_t interval_ns) {
   if (bucket_ns <= 0 || bucket_ns % interval_ns != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the bucket (", bucket_ns, " ns) must be a positive multiple of the run's ",
-                     "interval (", interval_ns, " ns)"));
+    return absl::InvalidArgumentError(absl::StrCat("the bucket (", bucket_ns,
+                                                   " ns) must be a positive multiple of the run's ",
+                                                   "interval (", interval_ns, " ns)"));
   }
   return absl::OkStatus();
 }
@@ -83,9 +88,8 @@ std::vector<std::pair<std::string, int64_t>> InPipelineOrder(
     r.position = PositionIn(whole, r.stage);
     rows.emplace_back(std::move(r), id);
   }
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return PipelineOrder()(a.first, b.first);
-  });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return PipelineOrder()(a.first, b.first); });
   std::vector<std::pair<std::string, int64_t>> out;
   out.reserve(rows.size());
   for (auto& [row, id] : rows) out.emplace_back(std::move(row.stage), id);

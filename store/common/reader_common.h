@@ -55,6 +55,9 @@ class SampleMatcher {
 void SortByStart(std::vector<SampleRow>::iterator begin, std::vector<SampleRow>::iterator end);
 inline void SortByStart(std::vector<SampleRow>* rows) { SortByStart(rows->begin(), rows->end()); }
 
+// FindOrder's answer from the order's instances (by instance): the first.
+std::optional<OrderRow> FirstInstance(std::vector<OrderRow> instances);
+
 // The packed detail of an order, or DataLoss naming `where` (the store) and
 // the order.
 absl::StatusOr<PackedDetail> UnpackOrderDetail(std::string_view where, std::string_view blob,

@@ -241,9 +241,7 @@ absl::StatusOr<std::vector<RunRow>> SqliteStoreReader::ListRuns() {
   TICKTRACE_ASSIGN_OR_RETURN(
       Statement s,
       Prepare(absl::StrCat("SELECT ", kRunColumns, " FROM runs ORDER BY run_id"), "listing runs"));
-  std::vector<RunRow> runs;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { runs.push_back(ReadRun(s)); }));
-  return runs;
+  return s.Collect([](const Statement& row) { return ReadRun(row); });
 }
 
 absl::StatusOr<RunRow> SqliteStoreReader::GetRun(std::optional<int64_t> run_id) {
@@ -285,31 +283,29 @@ absl::StatusOr<std::vector<StageStatsRow>> SqliteStoreReader::StageStats(int64_t
               "ORDER BY position, stage",
               "reading stage_stats"));
   s.Bind(1, run_id);
-  std::vector<StageStatsRow> rows;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
+  return s.Collect([](const Statement& row) {
     StageStatsRow r;
-    r.stage = s.Text(0);
-    r.position = s.Int(1);
-    r.count = s.Int(2);
-    r.min_ns = s.OptionalDouble(3);
-    r.max_ns = s.OptionalDouble(4);
-    r.mean_ns = s.OptionalDouble(5);
-    r.p50_ns = s.OptionalDouble(6);
-    r.p90_ns = s.OptionalDouble(7);
-    r.p99_ns = s.OptionalDouble(8);
-    r.p999_ns = s.OptionalDouble(9);
-    r.flag_count(kFlagMigrated) = s.Int(10);
-    r.flag_count(kFlagNegative) = s.Int(11);
-    r.flag_count(kFlagCrossCore) = s.Int(12);
-    r.include_flagged = s.Int(13) != 0;
-    r.samples_all = s.OptionalInt(14);
-    r.flag_count(kFlagSkew) = s.OptionalInt(15).value_or(0);
-    r.flag_count(kFlagOutOfOrder) = s.OptionalInt(16).value_or(0);
-    r.flag_count(kFlagLate) = s.OptionalInt(17).value_or(0);
-    r.uncertainty_ns = s.OptionalDouble(18);
-    rows.push_back(std::move(r));
-  }));
-  return rows;
+    r.stage = row.Text(0);
+    r.position = row.Int(1);
+    r.count = row.Int(2);
+    r.min_ns = row.OptionalDouble(3);
+    r.max_ns = row.OptionalDouble(4);
+    r.mean_ns = row.OptionalDouble(5);
+    r.p50_ns = row.OptionalDouble(6);
+    r.p90_ns = row.OptionalDouble(7);
+    r.p99_ns = row.OptionalDouble(8);
+    r.p999_ns = row.OptionalDouble(9);
+    r.flag_count(kFlagMigrated) = row.Int(10);
+    r.flag_count(kFlagNegative) = row.Int(11);
+    r.flag_count(kFlagCrossCore) = row.Int(12);
+    r.include_flagged = row.Int(13) != 0;
+    r.samples_all = row.OptionalInt(14);
+    r.flag_count(kFlagSkew) = row.OptionalInt(15).value_or(0);
+    r.flag_count(kFlagOutOfOrder) = row.OptionalInt(16).value_or(0);
+    r.flag_count(kFlagLate) = row.OptionalInt(17).value_or(0);
+    r.uncertainty_ns = row.OptionalDouble(18);
+    return r;
+  });
 }
 
 absl::StatusOr<std::vector<std::string>> SqliteStoreReader::StageNames(int64_t run_id) {
@@ -324,18 +320,16 @@ absl::StatusOr<std::vector<ProcessRow>> SqliteStoreReader::Processes(int64_t run
               "FROM processes WHERE run_id = ? ORDER BY process_id",
               "reading processes"));
   s.Bind(1, run_id);
-  std::vector<ProcessRow> out;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
+  return s.Collect([](const Statement& row) {
     ProcessRow p;
-    p.process_id = s.Int(0);
-    p.pid = s.Int(1);
-    p.name = s.Text(2);
-    p.segment = s.Text(3);
-    p.first_seen_utc_ns = s.OptionalInt(4).value_or(0);
-    p.exited_utc_ns = s.OptionalInt(5);
-    out.push_back(std::move(p));
-  }));
-  return out;
+    p.process_id = row.Int(0);
+    p.pid = row.Int(1);
+    p.name = row.Text(2);
+    p.segment = row.Text(3);
+    p.first_seen_utc_ns = row.OptionalInt(4).value_or(0);
+    p.exited_utc_ns = row.OptionalInt(5);
+    return p;
+  });
 }
 
 absl::StatusOr<std::vector<ThreadRow>> SqliteStoreReader::Threads(int64_t run_id) {
@@ -344,19 +338,17 @@ absl::StatusOr<std::vector<ThreadRow>> SqliteStoreReader::Threads(int64_t run_id
                            "FROM threads WHERE run_id = ? ORDER BY process_id, slot, generation",
                            "reading threads"));
   s.Bind(1, run_id);
-  std::vector<ThreadRow> out;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
+  return s.Collect([](const Statement& row) {
     ThreadRow t;
-    t.process_id = s.Int(0);
-    t.slot = s.Int(1);
-    t.generation = s.Int(2);
-    t.tid = s.Int(3);
-    t.name = s.Text(4);
-    t.drained = s.Int(5);
-    t.dropped = s.Int(6);
-    out.push_back(std::move(t));
-  }));
-  return out;
+    t.process_id = row.Int(0);
+    t.slot = row.Int(1);
+    t.generation = row.Int(2);
+    t.tid = row.Int(3);
+    t.name = row.Text(4);
+    t.drained = row.Int(5);
+    t.dropped = row.Int(6);
+    return t;
+  });
 }
 
 absl::StatusOr<std::vector<CoreRow>> SqliteStoreReader::Cores(int64_t run_id) {
@@ -367,17 +359,15 @@ absl::StatusOr<std::vector<CoreRow>> SqliteStoreReader::Cores(int64_t run_id) {
               "FROM cores WHERE run_id = ?1 AND cpu = c.cpu) ORDER BY cpu",
               "reading cores"));
   s.Bind(1, run_id);
-  std::vector<CoreRow> out;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
+  return s.Collect([](const Statement& row) {
     CoreRow c;
-    c.cpu = s.Int(0);
-    c.offset_ns = s.Double(1);
-    c.bound_ns = s.Double(2);
-    c.consistent = s.Int(3) != 0;
-    c.measured_utc_ns = s.Int(4);
-    out.push_back(c);
-  }));
-  return out;
+    c.cpu = row.Int(0);
+    c.offset_ns = row.Double(1);
+    c.bound_ns = row.Double(2);
+    c.consistent = row.Int(3) != 0;
+    c.measured_utc_ns = row.Int(4);
+    return c;
+  });
 }
 
 absl::StatusOr<Statement> SqliteStoreReader::Prepare(std::string_view sql, absl::string_view what) {

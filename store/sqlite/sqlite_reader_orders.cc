@@ -262,8 +262,7 @@ absl::StatusOr<std::vector<RankedOrder>> SqliteStoreReader::FindSlowest(int64_t 
 absl::StatusOr<std::optional<OrderRow>> SqliteStoreReader::FindOrder(int64_t run_id,
                                                                      int64_t order_id) {
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> all, OrderInstances(run_id, order_id));
-  if (all.empty()) return std::optional<OrderRow>();
-  return std::optional<OrderRow>(std::move(all.front()));
+  return FirstInstance(std::move(all));
 }
 
 absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrderInstances(int64_t run_id,
@@ -274,9 +273,7 @@ absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrderInstances(int64_t 
                                                   "ORDER BY instance"),
                                      "reading an order"));
   s.Bind(1, run_id).Bind(2, order_id);
-  std::vector<OrderRow> out;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(ReadOrder(s)); }));
-  return out;
+  return s.Collect([](const Statement& row) { return ReadOrder(row); });
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::RunsWithOrder(int64_t order_id) {
@@ -286,9 +283,7 @@ absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::RunsWithOrder(int64_t or
                            "WHERE o.run_id = r.run_id AND o.order_id = ?) ORDER BY r.run_id",
                            "finding an order's runs"));
   s.Bind(1, order_id);
-  std::vector<int64_t> out;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(s.Int(0)); }));
-  return out;
+  return s.Collect([](const Statement& row) { return row.Int(0); });
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::ChildOrders(int64_t run_id,
@@ -375,9 +370,9 @@ absl::StatusOr<std::vector<KeyRange>> SqliteStoreReader::KeyRanges(int64_t run_i
   s.Bind(2, window.since_utc_ns.has_value() ? FloorTo(*window.since_utc_ns, dict->interval_ns)
                                             : kMinTime);
   s.Bind(3, window.until_utc_ns.value_or(kMaxTime));
-  std::vector<KeyRange> out;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back({s.Int(0), s.Int(1), s.Int(2)}); }));
-  return out;
+  return s.Collect([](const Statement& row) {
+    return KeyRange{row.Int(0), row.Int(1), row.Int(2)};
+  });
 }
 
 absl::Status SqliteStoreReader::ScanSamples(int64_t run_id, const std::vector<KeyRange>& ranges,
