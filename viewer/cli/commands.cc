@@ -24,6 +24,7 @@
 #include "ticktrace/store/reader.h"
 #include "viewer/views/summary.h"
 #include "viewer/cli/time_arg.h"
+#include "common/duration.h"
 #include "viewer/views/timeline.h"
 #include "viewer/views/top.h"
 #include "viewer/views/waterfall.h"
@@ -333,7 +334,7 @@ absl::Status IntervalsCommand(const ParsedArgs& args, std::ostream& out, bool) {
   TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
   std::optional<int64_t> every_ns;
   if (auto text = args.Value("every")) {
-    TICKTRACE_ASSIGN_OR_RETURN(every_ns, ParseDurationArg("--every", *text));
+    TICKTRACE_ASSIGN_OR_RETURN(every_ns, ParseDurationNs("--every", *text));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<store::StoreReader> store, OpenStore(args));
   TICKTRACE_ASSIGN_OR_RETURN(IntervalsReport report, BuildIntervals(*store, query, every_ns));
@@ -365,7 +366,7 @@ absl::Status DiffCommand(const ParsedArgs& args, std::ostream& out, bool) {
   }
   std::optional<int64_t> every_ns;
   if (auto text = args.Value("every")) {
-    TICKTRACE_ASSIGN_OR_RETURN(every_ns, ParseDurationArg("--every", *text));
+    TICKTRACE_ASSIGN_OR_RETURN(every_ns, ParseDurationNs("--every", *text));
   }
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<store::StoreReader> store, OpenStore(args));
   std::unique_ptr<store::StoreReader> against_store;
@@ -545,20 +546,20 @@ const std::vector<Command>& Commands() {
   return *commands;
 }
 
-// `ticktrace-view --help`.
+// `ticktrace-view --help`: the subcommands, in the help layout of every
+// program (common/flags.h).
 std::string GeneralHelp() {
-  std::string out = absl::StrCat("usage: ", kProgram,
-                                 " <subcommand> --db PATH | --store URI [flags]\n\n"
-                                 "Reads a ticktrace store (never writes it). Subcommands:\n");
+  CommandSpec spec;
+  spec.usage = {"<subcommand> --db PATH | --store URI [flags]"};
+  spec.synopsis = "Reads a ticktrace store (never writes it).\n\nsubcommands:";
   for (const Command& c : Commands()) {
-    absl::StrAppend(&out, "  ", c.spec.name, std::string(13 - c.spec.name.size(), ' '),
-                    c.spec.brief, "\n");
+    absl::StrAppend(&spec.synopsis, "\n  ", c.spec.name,
+                    std::string(13 - c.spec.name.size(), ' '), c.spec.brief);
   }
-  absl::StrAppend(&out, "\n", kProgram,
-                  " <subcommand> --help shows a subcommand's flags; --version the\n"
-                  "version and the git commit it was built from.\n"
-                  "Exit status: 0 ok, 1 runtime or data error, 2 usage error.\n");
-  return out;
+  spec.description = absl::StrCat(kProgram,
+                                  " <subcommand> --help shows a subcommand's flags.\n"
+                                  "Exit status: 0 ok, 1 runtime or data error, 2 usage error.");
+  return CommandHelp(kProgram, spec);
 }
 
 }  // namespace
@@ -599,8 +600,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       out << CommandHelp(kProgram, c.spec);
       return kExitOk;
     }
-    const auto flags_end = std::find(rest.begin(), rest.end(), "--");
-    if (std::find(rest.begin(), flags_end, "--version") != flags_end) {
+    if (WantsVersion(rest)) {
       out << VersionLine(kProgram) << "\n";
       return kExitOk;
     }
@@ -610,6 +610,11 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (!status.ok()) return fail(status, name);
     out.flush();
     return kExitOk;
+  }
+  if (name.size() > 1 && name[0] == '-') {
+    return fail(absl::InvalidArgumentError(
+                    absl::StrCat("unknown flag '", name.substr(0, name.find('=')), "'")),
+                "");
   }
   return fail(absl::InvalidArgumentError(absl::StrCat("unknown subcommand '", name, "'")), "");
 }

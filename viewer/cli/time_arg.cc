@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/duration.h"
 
 namespace ticktrace::view {
 
@@ -16,15 +17,11 @@ absl::StatusOr<TimeArg> ParseTimeArg(absl::string_view flag, absl::string_view t
   if (text.empty()) return bad("empty");
   TimeArg arg;
   if (text.front() == '+' || text.front() == '-') {
-    absl::Duration d;
-    const std::string magnitude(text.substr(1));
-    if (magnitude.empty() || magnitude.front() == '+' || magnitude.front() == '-' ||
-        !absl::ParseDuration(magnitude, &d) || d == absl::InfiniteDuration()) {
-      return bad("not a duration");
-    }
+    const absl::StatusOr<int64_t> offset_ns =
+        ParseDurationNs(flag, text.substr(1), {.allow_zero = true});
+    if (!offset_ns.ok()) return bad("not a duration: units ns, us, ms, s, m, h, d");
     arg.anchor = text.front() == '+' ? TimeArg::Anchor::kRunStart : TimeArg::Anchor::kRunEnd;
-    arg.ns = absl::ToInt64Nanoseconds(d);
-    if (text.front() == '-') arg.ns = -arg.ns;
+    arg.ns = text.front() == '-' ? -*offset_ns : *offset_ns;
     return arg;
   }
   absl::Time t;
@@ -35,17 +32,6 @@ absl::StatusOr<TimeArg> ParseTimeArg(absl::string_view flag, absl::string_view t
   arg.anchor = TimeArg::Anchor::kAbsolute;
   arg.ns = absl::ToUnixNanos(t);
   return arg;
-}
-
-absl::StatusOr<int64_t> ParseDurationArg(absl::string_view flag, absl::string_view text) {
-  absl::Duration d;
-  if (text.empty() || text.front() == '+' || text.front() == '-' ||
-      !absl::ParseDuration(std::string(text), &d) || d == absl::InfiniteDuration() ||
-      d <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": bad duration '", text, "' (expected a positive duration like 1m, 30s, 250ms)"));
-  }
-  return absl::ToInt64Nanoseconds(d);
 }
 
 int64_t ResolveTimeArg(const TimeArg& arg, int64_t first_utc_ns, int64_t last_utc_ns) {

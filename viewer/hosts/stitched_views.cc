@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/duration.h"
 #include "common/status_macros.h"
 #include "viewer/format/format_units.h"
 #include "viewer/cli/query.h"
@@ -83,7 +84,7 @@ absl::StatusOr<std::optional<CrossHostRequest>> CrossHostFromArgs(const ParsedAr
     TICKTRACE_ASSIGN_OR_RETURN(request.pipeline, CrossHostList("pipeline", *text));
   }
   if (auto text = args.Value("stitch-window")) {
-    TICKTRACE_ASSIGN_OR_RETURN(request.window_ns, ParseDurationArg("--stitch-window", *text));
+    TICKTRACE_ASSIGN_OR_RETURN(request.window_ns, ParseDurationNs("--stitch-window", *text));
   }
   TICKTRACE_ASSIGN_OR_RETURN(request.run_id, args.IntValue("run", 0));
   if (auto text = args.Value("since")) {
