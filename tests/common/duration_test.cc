@@ -1,5 +1,6 @@
 // The one duration syntax (common/duration.h), with the values worked out by
-// hand: 7d = 7 x 86400 s = 604800 s; 500ms = 0.5 s; 1h30m = 5400 s.
+// hand: 7d = 7 x 86400 s = 604800 s; 500ms = 0.5 s; 1h30m = 5400 s. The
+// collector's flags take it (now with ms), and the viewer's (now with d).
 
 #include "common/duration.h"
 
@@ -7,7 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "collector/app/command_line.h"
 #include "gtest/gtest.h"
+#include "viewer/cli/time_arg.h"
 
 namespace ticktrace {
 namespace {
@@ -70,6 +73,45 @@ TEST(DurationTest, ErrorNamesTheFlagAndTheUnits) {
           .status()
           .message(),
       "a bare number is seconds"));
+}
+
+// The collector's duration flags now take ms (and still d); by hand:
+// 7d = 604800 s, 500ms = 0.5 s, 1500ms rounds up to a 2 s skew interval.
+TEST(DurationTest, CollectorFlagsTakeMilliseconds) {
+  collect::CollectorFlags flags;
+  flags.db = "";  // no store: nothing to check on disk
+  flags.retain = "7d";
+  flags.retain_detail = "500ms";
+  flags.checkpoint_interval = "500ms";
+  flags.skew_interval = "1500ms";
+  absl::StatusOr<collect::CollectorOptions> o = collect::OptionsFromFlags(flags);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->store.retain_ns, 604'800 * kSecondNs);
+  EXPECT_EQ(o->store.retain_detail_ns, kSecondNs / 2);
+  EXPECT_EQ(o->checkpoint_interval.count(), 500);  // ms
+  EXPECT_EQ(o->skew_interval_s, 2);
+  // The bare seconds they always took.
+  flags.checkpoint_interval = "5";
+  flags.skew_interval = "600";
+  o = collect::OptionsFromFlags(flags);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->checkpoint_interval.count(), 5000);
+  EXPECT_EQ(o->skew_interval_s, 600);
+  flags.retain = "soon";
+  EXPECT_TRUE(absl::StartsWith(collect::OptionsFromFlags(flags).status().message(),
+                               "--retain: expected a positive duration like 500ms"));
+}
+
+// The viewer's relative times and --every now take d.
+TEST(DurationTest, ViewerFlagsTakeDays) {
+  absl::StatusOr<view::TimeArg> since = view::ParseTimeArg("--since", "-7d");
+  ASSERT_TRUE(since.ok()) << since.status();
+  EXPECT_EQ(since->anchor, view::TimeArg::Anchor::kRunEnd);
+  EXPECT_EQ(since->ns, -604'800 * kSecondNs);
+  absl::StatusOr<view::TimeArg> until = view::ParseTimeArg("--until", "+500ms");
+  ASSERT_TRUE(until.ok()) << until.status();
+  EXPECT_EQ(until->ns, kSecondNs / 2);
+  EXPECT_EQ(Ns("1d"), 86'400 * kSecondNs);  // --every 1d
 }
 
 }  // namespace
