@@ -25,10 +25,8 @@ namespace {
 class MeasureTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    Options options;
-    options.session = ticktrace::testing::UniqueSession("measure");
-    options.ring_records = 1024;
-    options.rings = 4;
+    Options options =
+        ticktrace::testing::SegmentOptions(ticktrace::testing::UniqueSession("measure"), 1024, 4);
     // Once per process (also under --gtest_repeat); removed at exit.
     ASSERT_TRUE(ticktrace::testing::InitOnce(options).ok());
   }

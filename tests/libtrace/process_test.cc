@@ -77,10 +77,7 @@ TEST(ProcessTest, EverySequenceNumberFromAWriterProcessArrivesOnceInOrder) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    Options options;
-    options.session = session;
-    options.ring_records = 4096;
-    options.rings = 2;
+    Options options = testing::SegmentOptions(session, 4096, 2);
     if (!Init(options).ok()) _exit(3);
     const Tag tag("seq");
     for (uint64_t seq = 0; seq < kAttempts; ++seq) stamp(tag, seq);
@@ -135,10 +132,7 @@ TEST(ProcessTest, AForkedChildGetsItsOwnSegment) {
   ASSERT_GE(parent_pid, 0);
   if (parent_pid == 0) {
     close(kid_pipe[0]);
-    Options options;
-    options.session = session;
-    options.ring_records = 64;
-    options.rings = 2;
+    Options options = testing::SegmentOptions(session, 64, 2);
     if (!Init(options).ok()) _exit(3);
     static const Tag tag("forked");
     stamp(tag, 1);  // the parent's segment and slot exist before the fork
@@ -197,10 +191,7 @@ TEST(ProcessTest, SegmentsAreOwnerOnlyByDefault) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    Options options;
-    options.session = session;
-    options.ring_records = 64;
-    options.rings = 1;
+    Options options = testing::SegmentOptions(session, 64, 1);
     _exit(Init(options).ok() ? 0 : 3);
   }
   child.Adopt(pid);

@@ -32,10 +32,7 @@ class ReaderTest : public ::testing::Test {
   // the main thread's ring holds exactly two stamps, which the copies below
   // carry. Nothing drains that ring.
   static void SetUpTestSuite() {
-    Options options;
-    options.session = testing::UniqueSession("reader");
-    options.ring_records = kRing;
-    options.rings = 2;
+    Options options = testing::SegmentOptions(testing::UniqueSession("reader"), kRing, 2);
     ASSERT_TRUE(testing::InitOnce(options).ok());
     static const bool stamped = [] {
       static const Tag tag("reader");

@@ -21,10 +21,7 @@ constexpr uint32_t kRingRecords = 1024;
 class RingTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    Options options;
-    options.session = testing::UniqueSession("ring");
-    options.ring_records = kRingRecords;
-    options.rings = 8;
+    Options options = testing::SegmentOptions(testing::UniqueSession("ring"), kRingRecords, 8);
     ASSERT_TRUE(testing::InitOnce(options).ok());
   }
   static std::unique_ptr<SegmentReader> OpenReader() {

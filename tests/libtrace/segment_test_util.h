@@ -1,5 +1,5 @@
-// Helpers shared by the libtrace tests: unique session names and draining a
-// slot through the public reader. Test-only.
+// Helpers shared by the libtrace tests: unique session names, a segment's
+// options, and draining a slot through the public reader. Test-only.
 
 #ifndef TICKTRACE_TESTS_LIBTRACE_SEGMENT_TEST_UTIL_H_
 #define TICKTRACE_TESTS_LIBTRACE_SEGMENT_TEST_UTIL_H_
@@ -20,6 +20,16 @@ namespace ticktrace::testing {
 // "t_<what>_<pid>": no two test processes share a session.
 inline std::string UniqueSession(const std::string& what) {
   return "t_" + what + "_" + std::to_string(getpid());
+}
+
+// Options for a test's segment: `session`, `rings` rings of `ring_records`
+// records each, everything else at its default.
+inline Options SegmentOptions(const std::string& session, uint32_t ring_records, uint32_t rings) {
+  Options options;
+  options.session = session;
+  options.ring_records = ring_records;
+  options.rings = rings;
+  return options;
 }
 
 // The slot whose owner has kernel thread id `tid`, or -1.

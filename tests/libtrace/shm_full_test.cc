@@ -229,10 +229,7 @@ TEST(ShmFullTest, RingsThatDoNotFitAreRefusedAndCountedWithoutASignal) {
                kPagesUsed, kNoSegment, kHdrWithoutSlot, kHdrSlotless };
   Child child(session, [&](ChildReport* r) {
     if (!MountPrivateShm("size=2m,mode=1777", r)) return;
-    Options options;
-    options.session = session;
-    options.ring_records = 32768;
-    options.rings = 4;
+    Options options = testing::SegmentOptions(session, 32768, 4);
     if (Status st = Init(options); !st.ok()) {
       r->outcome = ChildReport::kFailed;
       SetMessage(r, "Init: " + st.ToString());
@@ -302,10 +299,7 @@ TEST(ShmFullTest, SegmentThatDoesNotFitIsRefusedAndItsStampsCounted) {
   enum Value { kInitCode, kNoSegment, kNameEmpty, kErrorSet, kPagesUsed, kRefused };
   Child child(session, [&](ChildReport* r) {
     if (!MountPrivateShm("size=64k,mode=1777", r)) return;
-    Options options;
-    options.session = session;
-    options.ring_records = 1024;
-    options.rings = 4;
+    Options options = testing::SegmentOptions(session, 1024, 4);
     r->values[kInitCode] = static_cast<uint64_t>(Init(options).code());
     StampFromThreads(kThreads, kPerThread);
     const TracerStatus s = TraceStatus();
@@ -402,10 +396,7 @@ TEST(ShmFullTest, FirstPassThroughAFreshRingDoesNotPageFault) {
   enum Value { kFirstPassFaults, kWriteAfterFirst, kPunchedPages, kPunchedFaults,
                kWriteAfterSecond, kDropped, kPresentAfterClaim };
   Child child(session, [&](ChildReport* r) {
-    Options options;
-    options.session = session;
-    options.ring_records = kRecords;
-    options.rings = 2;
+    Options options = testing::SegmentOptions(session, kRecords, 2);
     if (Status st = Init(options); !st.ok()) {
       r->outcome = ChildReport::kFailed;
       SetMessage(r, "Init: " + st.ToString());

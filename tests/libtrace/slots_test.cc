@@ -20,10 +20,7 @@ namespace {
 // The test's own threads are the only ones that trace, and each run leaves
 // both slots retired and drained, so each run starts with both claimable.
 TEST(SlotsTest, ExhaustionIsACountedNoOpAndSlotsAreReusedAfterDraining) {
-  Options options;
-  options.session = testing::UniqueSession("slots");
-  options.ring_records = 64;
-  options.rings = 2;
+  Options options = testing::SegmentOptions(testing::UniqueSession("slots"), 64, 2);
   ASSERT_TRUE(testing::InitOnce(options).ok());
   static const Tag tag("slots");
   absl::StatusOr<std::unique_ptr<SegmentReader>> opened = SegmentReader::Open(CurrentSegmentName());

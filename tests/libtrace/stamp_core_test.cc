@@ -79,10 +79,7 @@ std::vector<abi::Record> DrainAll(const std::string& segment) {
 TEST(StampCore, EveryStampAndSpanCarriesThePinnedCore) {
   const std::vector<int> cpus = AllowedCpus();
   ASSERT_FALSE(cpus.empty());
-  Options o;
-  o.session = testing::UniqueSession("core");
-  o.ring_records = 1024;
-  o.rings = 4;
+  Options o = testing::SegmentOptions(testing::UniqueSession("core"), 1024, 4);
   ASSERT_TRUE(testing::InitOnce(o).ok());
   const std::string segment = CurrentSegmentName();
   // Only this test's records: drain what earlier tests (or repeats) left.
@@ -116,10 +113,7 @@ TEST(StampCore, EveryStampAndSpanCarriesThePinnedCore) {
 
 // Run only by the test below, in a child started with rseq disabled.
 TEST(StampCore, DISABLED_ChildWithoutRseq) {
-  Options o;
-  o.session = std::getenv("TICKTRACE_CORE_TEST_SESSION");
-  o.ring_records = 1024;
-  o.rings = 4;
+  Options o = testing::SegmentOptions(std::getenv("TICKTRACE_CORE_TEST_SESSION"), 1024, 4);
   ASSERT_TRUE(Init(o).ok());
   ASSERT_TRUE(StampOnEachCpu(AllowedCpus()));
   // The parent reads the segment after this process exits; it removes it.

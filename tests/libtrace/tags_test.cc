@@ -20,10 +20,7 @@ const Tag kBeforeInit("registered_before_the_segment");
 // first registration; the same name gives the same id; rejected names are
 // rejected again and counted again).
 TEST(TagsTest, NamesReachTheSegmentAndAFullTableIsCounted) {
-  Options options;
-  options.session = testing::UniqueSession("tags");
-  options.ring_records = 64;
-  options.rings = 2;
+  Options options = testing::SegmentOptions(testing::UniqueSession("tags"), 64, 2);
   ASSERT_TRUE(testing::InitOnce(options).ok());
   EXPECT_FALSE(Init(options).ok()) << "a second Init must be refused";
   EXPECT_EQ(kBeforeInit.id(), 0u) << "the first name registered, before the segment existed";
