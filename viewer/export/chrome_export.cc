@@ -65,51 +65,44 @@ class EventWriter {
   bool first_ = true;
 };
 
-}  // namespace
-
-absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const ExportOptions& options,
-                                          std::ostream& out) {
-  TICKTRACE_ASSIGN_OR_RETURN(store::RunRow run, store.GetRun(options.run_id));
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> orders,
-                             OrdersToExport(store, run.run_id, options));
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run.run_id));
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadRow> threads, store.Threads(run.run_id));
-  const std::map<int64_t, int64_t> chrome_pid = ChromePids(processes);
-  const auto pid_of = [&](int64_t process_id) {
-    const auto it = chrome_pid.find(process_id);
-    // A stamp of a process the store does not list: a track of its own.
-    return it != chrome_pid.end() ? it->second : -process_id - 1;
-  };
-
-  // The base time: the first exported order's first stamp (orders come by
-  // first_utc_ns, the first stamp of each chain), or the run's start if
-  // earlier. Stamps are then streamed order by order.
-  int64_t base_utc_ns = run.started_utc_ns;
-  if (!orders.empty()) base_utc_ns = std::min(base_utc_ns, orders.front().first_utc_ns);
-  const auto ts_us = [&](int64_t utc_ns) {
-    return static_cast<double>(utc_ns - base_utc_ns) / 1e3;
-  };
-
-  ExportResult result;
-  result.run_id = run.run_id;
-  out << "{\"traceEvents\":[";
-  EventWriter events(out);
-  for (const store::ProcessRow& p : processes) {
-    events.Add({{"name", "process_name"}, {"ph", "M"}, {"pid", pid_of(p.process_id)},
-                {"args", {{"name", absl::StrCat(p.name, " [", p.pid, "]")}}}});
+// The parent's stamp a linked child's chain starts at: the parent's latest
+// stamp at or before the child's first own stamp, else (every parent stamp
+// later: the cores' clocks disagree) its first; null when it has none.
+const store::StampRow* LinkSource(const std::vector<store::StampRow>& parent,
+                                  const store::StampRow& child_first) {
+  const store::StampRow* from = nullptr;
+  for (const store::StampRow& s : parent) {
+    if (s.utc_ns <= child_first.utc_ns && (from == nullptr || s.utc_ns > from->utc_ns)) {
+      from = &s;
+    }
   }
-  for (const store::ThreadRow& t : threads) {
-    if (t.name.empty()) continue;
-    events.Add({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid_of(t.process_id)},
-                {"tid", t.tid}, {"args", {{"name", t.name}}}});
+  if (from == nullptr && !parent.empty()) from = &parent.front();
+  return from;
+}
+
+// One run's trace: the events of its processes, threads and orders, on
+// Chrome's pids and in µs since the base time.
+class ChromeTrace {
+ public:
+  ChromeTrace(std::ostream& out, const std::vector<store::ProcessRow>& processes,
+              int64_t base_utc_ns)
+      : events_(out), chrome_pid_(ChromePids(processes)), base_utc_ns_(base_utc_ns) {}
+
+  void AddNames(const std::vector<store::ProcessRow>& processes,
+                const std::vector<store::ThreadRow>& threads) {
+    for (const store::ProcessRow& p : processes) {
+      events_.Add({{"name", "process_name"}, {"ph", "M"}, {"pid", PidOf(p.process_id)},
+                   {"args", {{"name", absl::StrCat(p.name, " [", p.pid, "]")}}}});
+    }
+    for (const store::ThreadRow& t : threads) {
+      if (t.name.empty()) continue;
+      events_.Add({{"name", "thread_name"}, {"ph", "M"}, {"pid", PidOf(t.process_id)},
+                   {"tid", t.tid}, {"args", {{"name", t.name}}}});
+    }
   }
-  std::set<int64_t> exported;  // order ids written so far (a parent before its children)
-  for (size_t i = 0; i < orders.size(); ++i) {
-    const store::OrderRow& order = orders[i];
-    // One instance per orders row (an id used again has a row per use).
-    TICKTRACE_ASSIGN_OR_RETURN(
-        const std::vector<store::StampRow> stamps,
-        store.StampsOfInstance(run.run_id, order.order_id, order.instance));
+
+  // Each stamp as a slice (a span with its duration).
+  void AddStamps(const store::OrderRow& order, const std::vector<store::StampRow>& stamps) {
     for (const store::StampRow& s : stamps) {
       Json args = {{"order_id", OrderIdDecimal(s.order_id)},
                    {"utc", FormatUtcNs(s.utc_ns)},
@@ -121,68 +114,113 @@ absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const Expor
         args["parent_order_id"] = OrderIdDecimal(*order.parent_order_id);
       }
       const bool span = s.kind == "span";
-      events.Add({{"name", s.tag},
-                  {"cat", span ? "span" : "stamp"},
-                  {"ph", "X"},
-                  {"ts", ts_us(s.utc_ns)},
-                  {"dur", span ? s.duration_ns.value_or(0) / 1e3 : kStampDurationUs},
-                  {"pid", pid_of(s.process_id)},
-                  {"tid", s.tid},
-                  {"args", std::move(args)}});
-      ++result.stamps;
+      events_.Add({{"name", s.tag},
+                   {"cat", span ? "span" : "stamp"},
+                   {"ph", "X"},
+                   {"ts", TsUs(s.utc_ns)},
+                   {"dur", span ? s.duration_ns.value_or(0) / 1e3 : kStampDurationUs},
+                   {"pid", PidOf(s.process_id)},
+                   {"tid", s.tid},
+                   {"args", std::move(args)}});
     }
-    // Flow events join the order's stamps in time order; each binds to the
-    // event at its timestamp on its thread.
-    if (stamps.size() >= 2) {
-      std::vector<const store::StampRow*> by_time;
-      for (const store::StampRow& s : stamps) by_time.push_back(&s);
-      std::stable_sort(by_time.begin(), by_time.end(), [](const store::StampRow* a, const store::StampRow* b) {
-        return a->utc_ns < b->utc_ns;
-      });
-      for (size_t k = 0; k < by_time.size(); ++k) {
-        const store::StampRow& s = *by_time[k];
-        const char* phase = k == 0 ? "s" : (k + 1 == by_time.size() ? "f" : "t");
-        Json flow = {{"name", "order"}, {"cat", "order"}, {"ph", phase},
-                     {"id", OrderIdFlowId(order.order_id)}, {"ts", ts_us(s.utc_ns)},
-                     {"pid", pid_of(s.process_id)}, {"tid", s.tid}};
-        if (k > 0) flow["bp"] = "e";
-        events.Add(flow);
-      }
+  }
+
+  // Flow events join the order's stamps in time order; each binds to the
+  // event at its timestamp on its thread.
+  void AddOrderFlow(const store::OrderRow& order, const std::vector<store::StampRow>& stamps) {
+    if (stamps.size() < 2) return;
+    std::vector<const store::StampRow*> by_time;
+    for (const store::StampRow& s : stamps) by_time.push_back(&s);
+    std::stable_sort(by_time.begin(), by_time.end(),
+                     [](const store::StampRow* a, const store::StampRow* b) {
+                       return a->utc_ns < b->utc_ns;
+                     });
+    for (size_t k = 0; k < by_time.size(); ++k) {
+      const store::StampRow& s = *by_time[k];
+      const char* phase = k == 0 ? "s" : (k + 1 == by_time.size() ? "f" : "t");
+      Json flow = {{"name", "order"}, {"cat", "order"}, {"ph", phase},
+                   {"id", OrderIdFlowId(order.order_id)}, {"ts", TsUs(s.utc_ns)},
+                   {"pid", PidOf(s.process_id)}, {"tid", s.tid}};
+      if (k > 0) flow["bp"] = "e";
+      events_.Add(flow);
     }
-    // A linked order (a child): a flow from its parent's stamp that starts
-    // its chain (the parent's latest stamp at or before the child's first
-    // own stamp) to that first stamp, when the parent is in the export.
+  }
+
+  // A linked order (a child): a flow from the parent's stamp that starts its
+  // chain to the child's first own stamp. False when there is no such stamp.
+  // REQUIRES: stamps not empty.
+  bool AddLinkFlow(const store::OrderRow& order, const std::vector<store::StampRow>& stamps,
+                   const std::vector<store::StampRow>& parent) {
+    const store::StampRow* child_first = &stamps.front();
+    for (const store::StampRow& s : stamps) {
+      if (s.utc_ns < child_first->utc_ns) child_first = &s;
+    }
+    const store::StampRow* from = LinkSource(parent, *child_first);
+    if (from == nullptr) return false;
+    // Flow ids are keyed by (cat, name, id): "link" flows never meet the
+    // "order" flows, and each child has its own.
+    const std::string id = OrderIdFlowId(order.order_id);
+    events_.Add({{"name", "link"}, {"cat", "link"}, {"ph", "s"}, {"id", id},
+                 {"ts", TsUs(from->utc_ns)}, {"pid", PidOf(from->process_id)},
+                 {"tid", from->tid},
+                 {"args", {{"parent_order_id", OrderIdDecimal(*order.parent_order_id)},
+                           {"order_id", OrderIdDecimal(order.order_id)}}}});
+    events_.Add({{"name", "link"}, {"cat", "link"}, {"ph", "f"}, {"bp", "e"}, {"id", id},
+                 {"ts", TsUs(child_first->utc_ns)},
+                 {"pid", PidOf(child_first->process_id)}, {"tid", child_first->tid}});
+    return true;
+  }
+
+ private:
+  int64_t PidOf(int64_t process_id) const {
+    const auto it = chrome_pid_.find(process_id);
+    // A stamp of a process the store does not list: a track of its own.
+    return it != chrome_pid_.end() ? it->second : -process_id - 1;
+  }
+  double TsUs(int64_t utc_ns) const { return static_cast<double>(utc_ns - base_utc_ns_) / 1e3; }
+
+  EventWriter events_;
+  const std::map<int64_t, int64_t> chrome_pid_;
+  const int64_t base_utc_ns_;
+};
+
+}  // namespace
+
+absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const ExportOptions& options,
+                                          std::ostream& out) {
+  TICKTRACE_ASSIGN_OR_RETURN(store::RunRow run, store.GetRun(options.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> orders,
+                             OrdersToExport(store, run.run_id, options));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ThreadRow> threads, store.Threads(run.run_id));
+
+  // The base time: the first exported order's first stamp (orders come by
+  // first_utc_ns, the first stamp of each chain), or the run's start if
+  // earlier. Stamps are then streamed order by order.
+  int64_t base_utc_ns = run.started_utc_ns;
+  if (!orders.empty()) base_utc_ns = std::min(base_utc_ns, orders.front().first_utc_ns);
+
+  ExportResult result;
+  result.run_id = run.run_id;
+  out << "{\"traceEvents\":[";
+  ChromeTrace trace(out, processes, base_utc_ns);
+  trace.AddNames(processes, threads);
+  std::set<int64_t> exported;  // order ids written so far (a parent before its children)
+  for (const store::OrderRow& order : orders) {
+    // One instance per orders row (an id used again has a row per use).
+    TICKTRACE_ASSIGN_OR_RETURN(
+        const std::vector<store::StampRow> stamps,
+        store.StampsOfInstance(run.run_id, order.order_id, order.instance));
+    trace.AddStamps(order, stamps);
+    result.stamps += static_cast<int64_t>(stamps.size());
+    trace.AddOrderFlow(order, stamps);
+    // The parent's flow only when the parent is in the export.
     if (order.parent_order_id.has_value() && !stamps.empty() &&
         exported.count(*order.parent_order_id) > 0) {
       TICKTRACE_ASSIGN_OR_RETURN(
           const std::vector<store::StampRow> parent,
           store.StampsOfInstance(run.run_id, *order.parent_order_id, 0));
-      const store::StampRow* child_first = &stamps.front();
-      for (const store::StampRow& s : stamps) {
-        if (s.utc_ns < child_first->utc_ns) child_first = &s;
-      }
-      const store::StampRow* from = nullptr;
-      for (const store::StampRow& s : parent) {
-        if (s.utc_ns <= child_first->utc_ns && (from == nullptr || s.utc_ns > from->utc_ns)) {
-          from = &s;
-        }
-      }
-      // Every parent stamp later (cores' clocks disagree): its first.
-      if (from == nullptr && !parent.empty()) from = &parent.front();
-      if (from != nullptr) {
-        // Flow ids are keyed by (cat, name, id): "link" flows never meet the
-        // "order" flows, and each child has its own.
-        const std::string id = OrderIdFlowId(order.order_id);
-        events.Add({{"name", "link"}, {"cat", "link"}, {"ph", "s"}, {"id", id},
-                    {"ts", ts_us(from->utc_ns)}, {"pid", pid_of(from->process_id)},
-                    {"tid", from->tid},
-                    {"args", {{"parent_order_id", OrderIdDecimal(*order.parent_order_id)},
-                              {"order_id", OrderIdDecimal(order.order_id)}}}});
-        events.Add({{"name", "link"}, {"cat", "link"}, {"ph", "f"}, {"bp", "e"}, {"id", id},
-                    {"ts", ts_us(child_first->utc_ns)},
-                    {"pid", pid_of(child_first->process_id)}, {"tid", child_first->tid}});
-        ++result.links;
-      }
+      if (trace.AddLinkFlow(order, stamps, parent)) ++result.links;
     }
     exported.insert(order.order_id);
     ++result.orders;

@@ -96,18 +96,20 @@ absl::StatusOr<std::optional<CrossHostRequest>> CrossHostFromArgs(const ParsedAr
   return std::optional<CrossHostRequest>(std::move(request));
 }
 
-absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
-                                                const CrossHostRequest& request,
-                                                std::optional<int64_t> order_id) {
-  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::RunRow> runs, store.ListRuns());
-  if (runs.empty()) return absl::NotFoundError(absl::StrCat(store.path(), ": no run in the store"));
+namespace {
+
+// The store's hosts, by name (the same in every message); NotFound when
+// --hosts names one the store has no run of.
+absl::StatusOr<std::vector<std::string>> StoreHosts(const store::StoreReader& store,
+                                                    const std::vector<store::RunRow>& runs,
+                                                    const CrossHostRequest& request) {
   std::vector<std::string> store_hosts;
   for (const store::RunRow& r : runs) {
     if (std::find(store_hosts.begin(), store_hosts.end(), r.host) == store_hosts.end()) {
       store_hosts.push_back(r.host);
     }
   }
-  std::sort(store_hosts.begin(), store_hosts.end());  // by name: the same in every message
+  std::sort(store_hosts.begin(), store_hosts.end());
   for (const std::string& h : request.hosts) {
     if (std::find(store_hosts.begin(), store_hosts.end(), h) == store_hosts.end()) {
       return absl::NotFoundError(absl::StrCat("--hosts: ", store.path(), " has no run of host '",
@@ -115,48 +117,91 @@ absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
                                               absl::StrJoin(store_hosts, ", "), ")"));
     }
   }
-  const auto chosen = [&](const store::RunRow& r) {
-    return request.hosts.empty() ||
-           std::find(request.hosts.begin(), request.hosts.end(), r.host) != request.hosts.end();
+  return store_hosts;
+}
+
+bool Chosen(const CrossHostRequest& request, const store::RunRow& r) {
+  return request.hosts.empty() ||
+         std::find(request.hosts.begin(), request.hosts.end(), r.host) != request.hosts.end();
+}
+
+// The reference run: --run, else the latest chosen run (holding `order_id`
+// when given), preferring one whose pipeline names the first --pipeline tag.
+absl::StatusOr<store::RunRow> ReferenceRun(store::StoreReader& store,
+                                           const std::vector<store::RunRow>& runs,
+                                           const CrossHostRequest& request,
+                                           std::optional<int64_t> order_id) {
+  if (request.run_id.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(store::RunRow run, store.GetRun(*request.run_id));
+    if (!Chosen(request, run)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--run ", *request.run_id, " is host '", run.host, "''s; --hosts ",
+                       absl::StrJoin(request.hosts, ","), " leaves it out"));
+    }
+    return run;
+  }
+  std::vector<int64_t> holders;
+  if (order_id.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(holders, store.RunsWithOrder(*order_id));
+  }
+  const auto candidate = [&](const store::RunRow& r) {
+    return Chosen(request, r) &&
+           (!order_id.has_value() ||
+            std::find(holders.begin(), holders.end(), r.run_id) != holders.end());
   };
+  const store::RunRow* best = nullptr;
+  for (auto it = runs.rbegin(); it != runs.rend() && best == nullptr; ++it) {
+    if (candidate(*it) && !request.pipeline.empty() && PipelineNames(*it, request.pipeline[0])) {
+      best = &*it;
+    }
+  }
+  for (auto it = runs.rbegin(); it != runs.rend() && best == nullptr; ++it) {
+    if (candidate(*it)) best = &*it;
+  }
+  if (best == nullptr) {
+    return absl::NotFoundError(
+        order_id.has_value()
+            ? absl::StrCat("order ", FormatOrderId(*order_id), " is in no run of ",
+                           request.hosts.empty() ? std::string("any host")
+                                                 : absl::StrJoin(request.hosts, ", "),
+                           " in ", store.path())
+            : absl::StrCat(store.path(), ": no run of ", absl::StrJoin(request.hosts, ", ")));
+  }
+  return *best;
+}
+
+// --since/--until on the reference run: the window and the filters' words.
+absl::Status ApplyWindow(store::StoreReader& store, const CrossHostRequest& request,
+                         CrossHostScope* scope) {
+  if (!request.since.has_value() && !request.until.has_value()) return absl::OkStatus();
+  QueryOptions q;
+  q.run_id = scope->reference.run_id;
+  q.since = request.since;
+  q.until = request.until;
+  TICKTRACE_ASSIGN_OR_RETURN(const ResolvedQuery resolved, ResolveQuery(store, q));
+  scope->window = resolved.window;
+  if (resolved.filter.since_utc_ns.has_value()) {
+    scope->filters = absl::StrCat("since ", FormatUtcNs(*resolved.filter.since_utc_ns));
+  }
+  if (resolved.filter.until_utc_ns.has_value()) {
+    absl::StrAppend(&scope->filters, scope->filters.empty() ? "" : ", ", "until ",
+                    FormatUtcNs(*resolved.filter.until_utc_ns));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
+                                                const CrossHostRequest& request,
+                                                std::optional<int64_t> order_id) {
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::RunRow> runs, store.ListRuns());
+  if (runs.empty()) return absl::NotFoundError(absl::StrCat(store.path(), ": no run in the store"));
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<std::string> store_hosts,
+                             StoreHosts(store, runs, request));
   CrossHostScope scope;
   scope.store_path = store.path();
-  if (request.run_id.has_value()) {
-    TICKTRACE_ASSIGN_OR_RETURN(scope.reference, store.GetRun(*request.run_id));
-    if (!chosen(scope.reference)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--run ", *request.run_id, " is host '", scope.reference.host,
-                       "''s; --hosts ", absl::StrJoin(request.hosts, ","), " leaves it out"));
-    }
-  } else {
-    std::vector<int64_t> holders;
-    if (order_id.has_value()) {
-      TICKTRACE_ASSIGN_OR_RETURN(holders, store.RunsWithOrder(*order_id));
-    }
-    const auto candidate = [&](const store::RunRow& r) {
-      return chosen(r) && (!order_id.has_value() ||
-                           std::find(holders.begin(), holders.end(), r.run_id) != holders.end());
-    };
-    const store::RunRow* best = nullptr;
-    for (auto it = runs.rbegin(); it != runs.rend() && best == nullptr; ++it) {
-      if (candidate(*it) && !request.pipeline.empty() && PipelineNames(*it, request.pipeline[0])) {
-        best = &*it;
-      }
-    }
-    for (auto it = runs.rbegin(); it != runs.rend() && best == nullptr; ++it) {
-      if (candidate(*it)) best = &*it;
-    }
-    if (best == nullptr) {
-      return absl::NotFoundError(
-          order_id.has_value()
-              ? absl::StrCat("order ", FormatOrderId(*order_id), " is in no run of ",
-                             request.hosts.empty() ? std::string("any host")
-                                                   : absl::StrJoin(request.hosts, ", "),
-                             " in ", store.path())
-              : absl::StrCat(store.path(), ": no run of ", absl::StrJoin(request.hosts, ", ")));
-    }
-    scope.reference = *best;
-  }
+  TICKTRACE_ASSIGN_OR_RETURN(scope.reference, ReferenceRun(store, runs, request, order_id));
   scope.hosts = request.hosts.empty() ? store_hosts : request.hosts;
   // The reference's host first.
   std::stable_partition(scope.hosts.begin(), scope.hosts.end(),
@@ -164,21 +209,7 @@ absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
   scope.options.pipeline = request.pipeline;
   scope.options.window_ns = request.window_ns;
   scope.options.hosts = request.hosts;
-  if (request.since.has_value() || request.until.has_value()) {
-    QueryOptions q;
-    q.run_id = scope.reference.run_id;
-    q.since = request.since;
-    q.until = request.until;
-    TICKTRACE_ASSIGN_OR_RETURN(const ResolvedQuery resolved, ResolveQuery(store, q));
-    scope.window = resolved.window;
-    if (resolved.filter.since_utc_ns.has_value()) {
-      scope.filters = absl::StrCat("since ", FormatUtcNs(*resolved.filter.since_utc_ns));
-    }
-    if (resolved.filter.until_utc_ns.has_value()) {
-      absl::StrAppend(&scope.filters, scope.filters.empty() ? "" : ", ", "until ",
-                      FormatUtcNs(*resolved.filter.until_utc_ns));
-    }
-  }
+  TICKTRACE_RETURN_IF_ERROR(ApplyWindow(store, request, &scope));
   return scope;
 }
 

@@ -340,12 +340,12 @@ std::string Swatch(const std::string& colour) {
   return absl::StrCat("<span class=\"swatch\" style=\"background:", colour, "\"></span>");
 }
 
-std::string RunHeader(const ReportModel& model) {
+// The run's facts: session, host, time, calibration, pipeline, counters,
+// how the statistics were made, whether the detail is sampled.
+std::string RunFacts(const ReportModel& model) {
   const Summary& s = model.summary;
   const store::RunRow& run = s.run;
-  std::string out = "<header class=\"card\" id=\"run-header\">\n";
-  absl::StrAppend(&out, "<h1>ticktrace report: run ", run.run_id, "</h1>\n");
-  absl::StrAppend(&out, "<div class=\"sub\">store ", EscapeHtml(model.store_path), "</div>\n");
+  std::string out;
   out += "<dl class=\"facts\">\n";
   const auto fact = [&](const std::string& name, const std::string& escaped_value) {
     absl::StrAppend(&out, "<dt>", name, "</dt><dd>", escaped_value, "</dd>\n");
@@ -401,7 +401,12 @@ std::string RunHeader(const ReportModel& model) {
                        "); the plots and slowest orders show only those")));
   }
   out += "</dl>\n";
+  return out;
+}
 
+// Lost data first and loud; otherwise a line saying nothing was lost.
+std::string LossBanner(const ReportModel& model) {
+  std::string out;
   if (!model.losses.empty()) {
     out +=
         "<div class=\"banner loss\" id=\"loss-banner\">Data was lost in this run: the "
@@ -416,6 +421,12 @@ std::string RunHeader(const ReportModel& model) {
         "<div class=\"banner ok\" id=\"no-loss\">Nothing lost: no records dropped or "
         "malformed, every sample stored.</div>\n";
   }
+  return out;
+}
+
+// The environment's warnings as a banner, then every fact in a table.
+std::string EnvironmentSection(const ReportModel& model) {
+  std::string out;
   std::vector<const EnvironmentFact*> warnings;
   for (const EnvironmentFact& f : model.environment) {
     if (f.warning) warnings.push_back(&f);
@@ -444,6 +455,17 @@ std::string RunHeader(const ReportModel& model) {
     }
     out += "</table></details>\n";
   }
+  return out;
+}
+
+std::string RunHeader(const ReportModel& model) {
+  const store::RunRow& run = model.summary.run;
+  std::string out = "<header class=\"card\" id=\"run-header\">\n";
+  absl::StrAppend(&out, "<h1>ticktrace report: run ", run.run_id, "</h1>\n");
+  absl::StrAppend(&out, "<div class=\"sub\">store ", EscapeHtml(model.store_path), "</div>\n");
+  out += RunFacts(model);
+  out += LossBanner(model);
+  out += EnvironmentSection(model);
   out += "</header>\n";
   return out;
 }
@@ -497,14 +519,10 @@ std::string StackSvg(const ReportModel& model, const std::map<std::string, std::
   return out + "</svg>\n";
 }
 
-std::string Breakdown(const ReportModel& model, const std::map<std::string, std::string>& colours) {
-  std::string out = "<section id=\"breakdown\">\n<h2>Per-stage breakdown";
-  if (model.cross_host) {
-    // Beside the stitched breakdown: say whose run this one is.
-    absl::StrAppend(&out, " of run ", model.summary.run.run_id, " on host ",
-                    EscapeHtml(model.summary.run.host));
-  }
-  out += "</h2>\n";
+// One row per stage: count, percentiles, flag counts, confidence.
+std::string BreakdownTable(const ReportModel& model,
+                           const std::map<std::string, std::string>& colours) {
+  std::string out;
   out +=
       "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
       "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
@@ -540,6 +558,14 @@ std::string Breakdown(const ReportModel& model, const std::map<std::string, std:
   out += "</table>\n";
   if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";
 
+  return out;
+}
+
+// The stage medians stacked against the total's, with the means beside them
+// (they add up where medians do not).
+std::string MedianStackSection(const ReportModel& model,
+                               const std::map<std::string, std::string>& colours) {
+  std::string out;
   out += "<h3 style=\"margin-top:18px\">Median time per stage, stacked</h3>\n";
   out +=
       "<p class=\"note\">Each pipeline stage's median laid end to end, above the total's own "
@@ -578,6 +604,19 @@ std::string Breakdown(const ReportModel& model, const std::map<std::string, std:
     absl::StrAppend(&out, "<p class=\"note\">Not stacked (spans inside a stage, or no median): ",
                     absl::StrJoin(names, ", "), ".</p>\n");
   }
+  return out;
+}
+
+std::string Breakdown(const ReportModel& model, const std::map<std::string, std::string>& colours) {
+  std::string out = "<section id=\"breakdown\">\n<h2>Per-stage breakdown";
+  if (model.cross_host) {
+    // Beside the stitched breakdown: say whose run this one is.
+    absl::StrAppend(&out, " of run ", model.summary.run.run_id, " on host ",
+                    EscapeHtml(model.summary.run.host));
+  }
+  out += "</h2>\n";
+  out += BreakdownTable(model, colours);
+  out += MedianStackSection(model, colours);
   out += "</section>\n";
   return out;
 }

@@ -220,6 +220,26 @@ const std::vector<std::pair<std::string, std::string>>& LossCounterMeanings() {
   return *meanings;
 }
 
+namespace {
+
+// A stage's histogram and percentile curve from every stored sample the
+// query selects; returns how many samples were read (flagged ones too).
+absl::StatusOr<int64_t> PlotStoredSamples(store::StoreReader& store, const QueryOptions& query,
+                                          StagePlots* plots) {
+  TICKTRACE_ASSIGN_OR_RETURN(StageValues values, CollectStageValues(store, query));
+  plots->excluded_flagged = values.excluded;
+  const auto first_positive =
+      std::upper_bound(values.sorted_ns.begin(), values.sorted_ns.end(), 0.0);
+  const int bins_per_decade = first_positive == values.sorted_ns.end()
+                                  ? 10
+                                  : BinsPerDecadeFor(*first_positive, values.sorted_ns.back());
+  plots->histogram = BuildLogHistogram(values.sorted_ns, bins_per_decade);
+  plots->percentiles = BuildPercentileCurve(values.sorted_ns);
+  return static_cast<int64_t>(values.sorted_ns.size()) + values.excluded;
+}
+
+}  // namespace
+
 absl::StatusOr<ReportModel> BuildReportModel(store::StoreReader& store, std::optional<int64_t> run_id,
                                              int64_t slowest,
                                              const std::optional<TimeArg>& since,
@@ -276,16 +296,8 @@ absl::StatusOr<ReportModel> BuildReportModel(store::StoreReader& store, std::opt
     stage_query.include_flagged = model.summary.include_flagged;
     stage_query.since = since;
     stage_query.until = until;
-    TICKTRACE_ASSIGN_OR_RETURN(StageValues values, CollectStageValues(store, stage_query));
-    plots.excluded_flagged = values.excluded;
-    model.samples_stored += static_cast<int64_t>(values.sorted_ns.size()) + values.excluded;
-    const auto first_positive =
-        std::upper_bound(values.sorted_ns.begin(), values.sorted_ns.end(), 0.0);
-    const int bins_per_decade = first_positive == values.sorted_ns.end()
-                                    ? 10
-                                    : BinsPerDecadeFor(*first_positive, values.sorted_ns.back());
-    plots.histogram = BuildLogHistogram(values.sorted_ns, bins_per_decade);
-    plots.percentiles = BuildPercentileCurve(values.sorted_ns);
+    TICKTRACE_ASSIGN_OR_RETURN(const int64_t read, PlotStoredSamples(store, stage_query, &plots));
+    model.samples_stored += read;
     model.stages.push_back(std::move(plots));
   }
 

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,80 @@ std::string Fit(const std::string& line, int width) {
   return width > 0 ? Shorten(line, static_cast<size_t>(width)) : line;
 }
 
+// The stage table's columns: stage, then the latest interval's
+// count/p50/p99/max, then the whole run's; dropped from the right in this
+// order when too wide.
+struct Column {
+  const char* header;
+  int drop_rank;  // higher: dropped first
+};
+constexpr Column kColumns[] = {
+    {"stage", 0},   {"last n", 5}, {"p50", 1},     {"p99", 2},     {"max", 6},
+    {"run n", 7},   {"run p50", 3}, {"run p99", 4}, {"run max", 8}};
+constexpr size_t kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
+
+std::vector<std::vector<std::string>> StageRows(const TopFrame& frame) {
+  std::map<std::string, const store::IntervalRow*> last_of;
+  for (const store::IntervalRow& r : frame.last) last_of[r.stage] = &r;
+  std::vector<std::vector<std::string>> rows;
+  for (const StageSummary& st : frame.whole.stages) {
+    const auto it = last_of.find(st.stage);
+    const store::IntervalRow* l = it == last_of.end() ? nullptr : it->second;
+    rows.push_back({st.stage, l ? absl::StrCat(l->count) : "-",
+                    l ? FormatDurationNs(l->p50_ns) : "-", l ? FormatDurationNs(l->p99_ns) : "-",
+                    l ? FormatDurationNs(l->max_ns) : "-", absl::StrCat(st.stats.count),
+                    FormatDurationNs(st.stats.p50_ns), FormatDurationNs(st.stats.p99_ns),
+                    FormatDurationNs(st.stats.max_ns)});
+  }
+  return rows;
+}
+
+// The kept columns; stage names cut to `stage_width` (0: whole).
+std::string RenderStageTable(const std::vector<std::vector<std::string>>& rows,
+                             const std::vector<bool>& keep, size_t stage_width) {
+  std::vector<std::string> header;
+  for (size_t c = 0; c < kColumnCount; ++c) {
+    if (keep[c]) header.push_back(kColumns[c].header);
+  }
+  TextTable table(header);
+  for (const auto& row : rows) {
+    std::vector<std::string> cells;
+    for (size_t c = 0; c < kColumnCount; ++c) {
+      if (keep[c]) cells.push_back(c == 0 ? Shorten(row[c], stage_width) : row[c]);
+    }
+    table.AddRow(std::move(cells));
+  }
+  return table.Render();
+}
+
+size_t WidestLine(const std::string& text) {
+  size_t w = 0;
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    w = std::max(w, DisplayWidth(text.substr(start, end - start)));
+  }
+  return w;
+}
+
+// The table within `width` (0: as is): columns dropped by rank, then the
+// stage names shortened (to 8 columns at the least). `keep` says which stayed.
+std::string FitStageTable(const std::vector<std::vector<std::string>>& rows, int width,
+                          std::vector<bool>* keep) {
+  keep->assign(kColumnCount, true);
+  std::string table = RenderStageTable(rows, *keep, 0);
+  const auto too_wide = [&] { return width > 0 && WidestLine(table) > static_cast<size_t>(width); };
+  for (int rank = 8; too_wide() && rank >= 1; --rank) {
+    for (size_t c = 0; c < kColumnCount; ++c) {
+      if (kColumns[c].drop_rank == rank) (*keep)[c] = false;
+    }
+    table = RenderStageTable(rows, *keep, 0);
+  }
+  for (size_t stage_width = 40; too_wide() && stage_width >= 8; stage_width -= 4) {
+    table = RenderStageTable(rows, *keep, stage_width);
+  }
+  return table;
+}
+
 }  // namespace
 
 std::string RenderTopFrame(const TopFrame& frame, int width) {
@@ -64,66 +140,8 @@ std::string RenderTopFrame(const TopFrame& frame, int width) {
                     counter("orders_incomplete"), "  fanned out ", counter("orders_fanned_out")));
   if (!s.filters.empty()) line(absl::StrCat("filters: ", s.filters));
 
-  std::map<std::string, const store::IntervalRow*> last_of;
-  for (const store::IntervalRow& r : frame.last) last_of[r.stage] = &r;
-  // Columns: stage, then the latest interval's count/p50/p99/max, then the
-  // whole run's; dropped from the right in this order when too wide.
-  struct Column {
-    std::string header;
-    int drop_rank;  // higher: dropped first
-  };
-  const std::vector<Column> columns = {
-      {"stage", 0},     {"last n", 5}, {"p50", 1},   {"p99", 2},
-      {"max", 6},       {"run n", 7},  {"run p50", 3}, {"run p99", 4},
-      {"run max", 8}};
-  std::vector<std::vector<std::string>> rows;
-  for (const StageSummary& st : s.stages) {
-    const auto it = last_of.find(st.stage);
-    const store::IntervalRow* l = it == last_of.end() ? nullptr : it->second;
-    rows.push_back({st.stage, l ? absl::StrCat(l->count) : "-",
-                    l ? FormatDurationNs(l->p50_ns) : "-", l ? FormatDurationNs(l->p99_ns) : "-",
-                    l ? FormatDurationNs(l->max_ns) : "-", absl::StrCat(st.stats.count),
-                    FormatDurationNs(st.stats.p50_ns), FormatDurationNs(st.stats.p99_ns),
-                    FormatDurationNs(st.stats.max_ns)});
-  }
-  std::vector<bool> keep(columns.size(), true);
-  const auto render = [&](size_t stage_width) {
-    std::vector<std::string> header;
-    for (size_t c = 0; c < columns.size(); ++c) {
-      if (keep[c]) header.push_back(columns[c].header);
-    }
-    TextTable table(header);
-    for (const auto& row : rows) {
-      std::vector<std::string> cells;
-      for (size_t c = 0; c < columns.size(); ++c) {
-        if (keep[c]) cells.push_back(c == 0 ? Shorten(row[c], stage_width) : row[c]);
-      }
-      table.AddRow(std::move(cells));
-    }
-    return table.Render();
-  };
-  const auto widest = [](const std::string& text) {
-    size_t w = 0;
-    size_t start = 0;
-    for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
-      w = std::max(w, DisplayWidth(text.substr(start, end - start)));
-    }
-    return w;
-  };
-  std::string table = render(0);
-  for (int rank = 8; width > 0 && widest(table) > static_cast<size_t>(width) && rank >= 1;
-       --rank) {
-    for (size_t c = 0; c < columns.size(); ++c) {
-      if (columns[c].drop_rank == rank) keep[c] = false;
-    }
-    table = render(0);
-  }
-  // Still too wide: shorten the stage names (at least 8 columns of them).
-  for (size_t stage_width = 40; width > 0 && widest(table) > static_cast<size_t>(width) &&
-                                stage_width >= 8;
-       stage_width -= 4) {
-    table = render(stage_width);
-  }
+  std::vector<bool> keep;
+  const std::string table = FitStageTable(StageRows(frame), width, &keep);
   const bool shows_last = keep[1] || keep[2] || keep[3] || keep[4];
   if (frame.last_start_utc_ns.has_value() && shows_last) {
     line(absl::StrCat("last: the interval from ", FormatUtcNs(*frame.last_start_utc_ns), " (",
