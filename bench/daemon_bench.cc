@@ -47,7 +47,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -78,6 +77,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench_util.h"
+#include "store_poll.h"
 #include "store/clickhouse/http_client.h"
 #include "ticktrace/store/open.h"
 #include "tests/support/clickhouse_server.h"
@@ -358,7 +358,10 @@ std::string ReadFile(const std::string& path) {
 // run's committed counters (FINAL), and its orders' count.
 class CounterReader {
  public:
-  explicit CounterReader(std::string path) : path_(std::move(path)) {
+  explicit CounterReader(std::string path)
+      : path_(std::move(path)),
+        sqlite_(path_,
+                "SELECT name, value FROM counters WHERE run_id = (SELECT max(run_id) FROM runs)") {
     if (path_.rfind("clickhouse://", 0) == 0) {
       // clickhouse://HOST:PORT/DATABASE
       const std::string rest = path_.substr(13);
@@ -370,24 +373,14 @@ class CounterReader {
     }
   }
   ~CounterReader() { Close(); }
-  void Close() {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
-    if (db_ != nullptr) sqlite3_close(db_);
-    stmt_ = nullptr;
-    db_ = nullptr;
-  }
+  void Close() { sqlite_.Close(); }
   // False while the store or its schema does not exist yet.
   bool Read(std::map<std::string, int64_t>* out) {
     out->clear();
     if (ch_ != nullptr) return ReadClickHouse(out);
-    if (stmt_ == nullptr && !Open()) return false;
-    int rc;
-    while ((rc = sqlite3_step(stmt_)) == SQLITE_ROW) {
-      const auto* name = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, 0));
-      if (name != nullptr) (*out)[name] = sqlite3_column_int64(stmt_, 1);
-    }
-    sqlite3_reset(stmt_);
-    return rc == SQLITE_DONE;
+    return sqlite_.Poll([&](const ticktrace::store::internal::Statement& s) {
+      if (!s.IsNull(0)) (*out)[s.Text(0)] = s.Int(1);
+    });
   }
   // COUNT(*) of the newest run's orders, or -1.
   int64_t Orders() {
@@ -399,38 +392,12 @@ class CounterReader {
       if (!n.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*n), &v)) return -1;
       return v;
     }
-    if (db_ == nullptr && !Open()) return -1;
-    sqlite3_stmt* s = nullptr;
-    int64_t n = -1;
-    if (sqlite3_prepare_v2(db_,
-                           "SELECT COUNT(*) FROM orders WHERE run_id = (SELECT max(run_id) FROM runs)",
-                           -1, &s, nullptr) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW) {
-      n = sqlite3_column_int64(s, 0);
-    }
-    sqlite3_finalize(s);
-    return n;
+    return sqlite_
+        .QueryInt("SELECT COUNT(*) FROM orders WHERE run_id = (SELECT max(run_id) FROM runs)")
+        .value_or(-1);
   }
 
  private:
-  bool Open() {
-    if (access(path_.c_str(), R_OK) != 0) return false;
-    if (db_ == nullptr &&
-        sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      return false;
-    }
-    sqlite3_busy_timeout(db_, 100);
-    if (sqlite3_prepare_v2(db_,
-                           "SELECT name, value FROM counters WHERE run_id = "
-                           "(SELECT max(run_id) FROM runs)",
-                           -1, &stmt_, nullptr) != SQLITE_OK) {
-      stmt_ = nullptr;  // schema not there yet
-      return false;
-    }
-    return true;
-  }
   bool ReadClickHouse(std::map<std::string, int64_t>* out) {
     absl::StatusOr<std::string> rows = ch_->Query(
         "SELECT name, argMax(value, version) FROM counters WHERE run_id = (SELECT max(run_id) "
@@ -445,8 +412,7 @@ class CounterReader {
     return !out->empty();
   }
   std::string path_;
-  sqlite3* db_ = nullptr;
-  sqlite3_stmt* stmt_ = nullptr;
+  ticktrace::bench::StorePoll sqlite_;
   std::unique_ptr<ticktrace::store::HttpClient> ch_;
   std::string ch_database_;
 };

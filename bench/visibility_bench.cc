@@ -22,7 +22,6 @@
 // Output: markdown + TARGET lines (bench_util.h).
 
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +39,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "store_poll.h"
 #include "ticktrace/calibration.h"
 #include "ticktrace/segment_reader.h"
 #include "ticktrace/trace.h"
@@ -96,43 +96,20 @@ long StatusKb(pid_t pid, const char* name) {
 // The highest order id stored in the newest run, or -1 (store not ready).
 class StorePoller {
  public:
-  explicit StorePoller(std::string path) : path_(std::move(path)) {}
-  ~StorePoller() {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
-    if (db_ != nullptr) sqlite3_close(db_);
-  }
-  bool Ready() { return stmt_ != nullptr || Open(); }
+  explicit StorePoller(std::string path)
+      : poll_(std::move(path),
+              "SELECT max(order_id) FROM orders WHERE run_id = (SELECT max(run_id) FROM runs)") {}
+  bool Ready() { return poll_.Ready(); }
   int64_t MaxOrderId() {
-    if (stmt_ == nullptr && !Open()) return -1;
     int64_t v = -1;
-    if (sqlite3_step(stmt_) == SQLITE_ROW && sqlite3_column_type(stmt_, 0) != SQLITE_NULL) {
-      v = sqlite3_column_int64(stmt_, 0);
-    }
-    sqlite3_reset(stmt_);
+    poll_.Poll([&](const ticktrace::store::internal::Statement& s) {
+      if (!s.IsNull(0)) v = s.Int(0);
+    });
     return v;
   }
 
  private:
-  bool Open() {
-    if (access(path_.c_str(), R_OK) != 0) return false;
-    if (db_ == nullptr &&
-        sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      return false;
-    }
-    sqlite3_busy_timeout(db_, 100);
-    const char* sql =
-        "SELECT max(order_id) FROM orders WHERE run_id = (SELECT max(run_id) FROM runs)";
-    if (sqlite3_prepare_v2(db_, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      stmt_ = nullptr;  // schema not there yet
-      return false;
-    }
-    return true;
-  }
-  std::string path_;
-  sqlite3* db_ = nullptr;
-  sqlite3_stmt* stmt_ = nullptr;
+  ticktrace::bench::StorePoll poll_;
 };
 
 struct VisibilityResult {
