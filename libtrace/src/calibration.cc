@@ -58,7 +58,7 @@ struct BaselineEnd {
 // the midpoint is off by at most half the width. `*moved` is set when the
 // reads did not all run in one place; `*where` gets the place.
 Status ReadBaselineEnd(const internal::CalibrationSources& s, int tries, BaselineEnd* out,
-                             uint32_t* where, bool* moved) {
+                       uint32_t* where, bool* moved) {
   uint32_t w = 0;
   uint64_t prev_tsc = s.read_tsc(&w);
   if (*where == abi::kAuxUnknown) *where = w;
@@ -67,9 +67,10 @@ Status ReadBaselineEnd(const internal::CalibrationSources& s, int tries, Baselin
   for (int i = 0; i < tries; ++i) {
     int64_t clock_ns = 0;
     if (!s.read_clock_ns(&clock_ns)) {
-      return Status(ErrorCode::kFailedPrecondition, internal::Cat(
-          "TSC calibration: clock_gettime(CLOCK_MONOTONIC_RAW) failed (", std::strerror(errno),
-          "); no reference clock to calibrate against: ", kAdvice));
+      return Status(ErrorCode::kFailedPrecondition,
+                    internal::Cat("TSC calibration: clock_gettime(CLOCK_MONOTONIC_RAW) failed (",
+                                  std::strerror(errno),
+                                  "); no reference clock to calibrate against: ", kAdvice));
     }
     const uint64_t tsc = s.read_tsc(&w);
     if (w != *where) *moved = true;
@@ -100,11 +101,13 @@ double Median(std::vector<double> v) {
 
 Status ValidateOptions(const CalibrationOptions& o) {
   if (o.baseline_ms <= 0 || o.rounds <= 0 || o.max_retries < 0 || o.sandwich_tries <= 0) {
-    return Status(ErrorCode::kInvalidArgument, internal::Cat(
-        "TSC calibration options: need baseline_ms > 0, rounds > 0, max_retries >= 0, "
-        "sandwich_tries > 0; got baseline_ms=",
-        o.baseline_ms, " rounds=", o.rounds, " max_retries=", o.max_retries,
-        " sandwich_tries=", o.sandwich_tries));
+    return Status(
+        ErrorCode::kInvalidArgument,
+        internal::Cat(
+            "TSC calibration options: need baseline_ms > 0, rounds > 0, max_retries >= 0, "
+            "sandwich_tries > 0; got baseline_ms=",
+            o.baseline_ms, " rounds=", o.rounds, " max_retries=", o.max_retries,
+            " sandwich_tries=", o.sandwich_tries));
   }
   return Status();
 }
@@ -248,12 +251,14 @@ Result<Calibration> CalibrateWithSources(const CalibrationOptions& options,
   }
 
   if (static_cast<int>(hz.size()) < options.rounds) {
-    return Status(ErrorCode::kFailedPrecondition, internal::Cat(
-        "TSC calibration failed: ", discarded, " of ", discarded + hz.size(),
-        " rounds were discarded because the thread changed cores (or the TSC went backwards) "
-        "during the round, more than the ",
-        options.max_retries, " retries allowed; CPUID leaf 0x15 does not report the frequency; ",
-        kAdvice));
+    return Status(
+        ErrorCode::kFailedPrecondition,
+        internal::Cat(
+            "TSC calibration failed: ", discarded, " of ", discarded + hz.size(),
+            " rounds were discarded because the thread changed cores (or the TSC went backwards) "
+            "during the round, more than the ",
+            options.max_retries,
+            " retries allowed; CPUID leaf 0x15 does not report the frequency; ", kAdvice));
   }
 
   const double median = Median(hz);
@@ -375,7 +380,7 @@ Result<double> ReadKernelTscHz(std::string* where) {
       }
     } else {
       tried.push_back(internal::Cat("kernel log: ", std::strerror(errno),
-                                   errno == EPERM ? " (dmesg_restrict?)" : ""));
+                                    errno == EPERM ? " (dmesg_restrict?)" : ""));
     }
   }
 
@@ -396,7 +401,7 @@ Result<double> ReadKernelTscHz(std::string* where) {
     }
   }
   return Status(ErrorCode::kNotFound,
-      internal::Cat("kernel TSC frequency not found: ", internal::Join(tried, "; ")));
+                internal::Cat("kernel TSC frequency not found: ", internal::Join(tried, "; ")));
 }
 
 void ReadTscRealtimeAnchor(uint64_t* tsc, int64_t* realtime_ns, int tries) {
@@ -452,8 +457,8 @@ std::string Calibration::Report() const {
     }
     out += ".";
   } else {
-    out += internal::Cat(" Kernel's value: ",
-                         kernel_source.empty() ? std::string("not read") : kernel_source, ".");
+    out += internal::Cat(
+        " Kernel's value: ", kernel_source.empty() ? std::string("not read") : kernel_source, ".");
   }
   return out;
 }

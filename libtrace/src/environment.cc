@@ -184,8 +184,8 @@ TscEnvironment ProbeTscEnvironment() {
   } else {
     add("clocksource", env.clocksource,
         internal::Cat("the kernel does not use the TSC as its clock (", env.clocksource,
-                     "): it may distrust it, clock reads may be slower, and calibration "
-                     "against the clock pairs less tightly"),
+                      "): it may distrust it, clock reads may be slower, and calibration "
+                      "against the clock pairs less tightly"),
         true);
   }
 

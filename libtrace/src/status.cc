@@ -6,6 +6,8 @@
 namespace ticktrace {
 
 const char* ErrorCodeName(ErrorCode code) {
+  // One line per code: it reads as the table it is.
+  // clang-format off
   switch (code) {
     case ErrorCode::kOk: return "OK";
     case ErrorCode::kInvalidArgument: return "INVALID_ARGUMENT";
@@ -18,6 +20,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kUnavailable: return "UNAVAILABLE";
     case ErrorCode::kDataLoss: return "DATA_LOSS";
   }
+  // clang-format on
   return "UNKNOWN";
 }
 

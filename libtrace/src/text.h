@@ -21,8 +21,9 @@ void AppendDouble(std::string* out, double value);
 inline void AppendPiece(std::string* out, std::string_view piece) { out->append(piece); }
 
 template <typename T>
-  requires std::is_arithmetic_v<T> && (!std::is_same_v<T, bool>) && (!std::is_same_v<T, char>)
-void AppendPiece(std::string* out, T value) {
+requires std::is_arithmetic_v<T> &&
+    (!std::is_same_v<T, bool>)&&(!std::is_same_v<T, char>)void AppendPiece(std::string* out,
+                                                                           T value) {
   if constexpr (std::is_floating_point_v<T>) {
     AppendDouble(out, static_cast<double>(value));
   } else if constexpr (std::is_signed_v<T>) {

@@ -6,6 +6,7 @@
 #include "ticktrace/trace.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/rseq.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -19,7 +20,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <grp.h>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -242,7 +242,7 @@ int ReserveRing(ProcessSegment& seg, abi::SlotControl* slot) {
 // followed. Throws what boost::interprocess throws for other errors.
 // REQUIRES: g_mu held.
 Result<std::string> ClaimSegmentName(const Options& options, uint32_t pid,
-                                             bip::shared_memory_object* shm) {
+                                     bip::shared_memory_object* shm) {
   const std::string base = SegmentName(options.session, pid);
   const bip::permissions perms(options.segment_mode);
   for (uint32_t suffix = 0; suffix <= kMaxSegmentNameSuffix; ++suffix) {
@@ -259,9 +259,10 @@ Result<std::string> ClaimSegmentName(const Options& options, uint32_t pid,
       if (e.get_error_code() != bip::already_exists_error) throw;  // else: taken meanwhile
     }
   }
-  return Status(ErrorCode::kUnavailable, internal::Cat("segment ", base, " and its ", kMaxSegmentNameSuffix,
-                                             " alternative names are all taken by files of "
-                                             "other users"));
+  return Status(ErrorCode::kUnavailable,
+                internal::Cat("segment ", base, " and its ", kMaxSegmentNameSuffix,
+                              " alternative names are all taken by files of "
+                              "other users"));
 }
 
 // Creates and maps this process's segment.
@@ -280,8 +281,9 @@ Result<ProcessSegment*> CreateSegment(const Options& options) {
       struct group* gr = getgrnam(options.segment_group.c_str());
       if (gr == nullptr || fchown(shm.get_mapping_handle().handle, -1, gr->gr_gid) != 0) {
         bip::shared_memory_object::remove(seg->name.c_str());
-        return Status(ErrorCode::kFailedPrecondition, internal::Cat(
-            "segment ", seg->name, ": cannot give it to group '", options.segment_group, "'"));
+        return Status(ErrorCode::kFailedPrecondition,
+                      internal::Cat("segment ", seg->name, ": cannot give it to group '",
+                                    options.segment_group, "'"));
       }
     }
     // fchmod: the mode the user asked for, whatever the umask.
@@ -291,8 +293,9 @@ Result<ProcessSegment*> CreateSegment(const Options& options) {
     seg->region = bip::mapped_region(shm, bip::read_write);
   } catch (const bip::interprocess_exception& e) {
     if (!seg->name.empty()) bip::shared_memory_object::remove(seg->name.c_str());
-    return Status(ErrorCode::kUnavailable, internal::Cat("segment ", SegmentName(options.session, pid),
-                                               " (", size, " bytes): ", e.what()));
+    return Status(ErrorCode::kUnavailable,
+                  internal::Cat("segment ", SegmentName(options.session, pid), " (", size,
+                                " bytes): ", e.what()));
   }
   seg->base = static_cast<uint8_t*>(seg->region.get_address());
   // Before anything is written: the header, the tag table and every slot's
@@ -310,9 +313,10 @@ Result<ProcessSegment*> CreateSegment(const Options& options) {
     const std::string name = seg->name;
     seg.reset();  // unmaps and closes
     bip::shared_memory_object::remove(name.c_str());
-    return Status(ErrorCode::kResourceExhausted, internal::Cat(
-        "segment ", name, ": /dev/shm cannot hold its header, tag table and ", options.rings,
-        " slot headers: ", std::strerror(err)));
+    return Status(
+        ErrorCode::kResourceExhausted,
+        internal::Cat("segment ", name, ": /dev/shm cannot hold its header, tag table and ",
+                      options.rings, " slot headers: ", std::strerror(err)));
   }
   auto* h = new (seg->base) abi::SegmentHeader();  // the file is all zero: a valid empty state
   seg->header = h;
@@ -482,20 +486,22 @@ Result<Options> Options::FromEnvironment() {
 Status Options::Validate() const {
   if (!ValidSession(session)) {
     return Status(ErrorCode::kInvalidArgument,
-        internal::Cat("session '", session, "': use 1-64 of [A-Za-z0-9_-]"));
+                  internal::Cat("session '", session, "': use 1-64 of [A-Za-z0-9_-]"));
   }
   if (ring_records < abi::kMinRingCapacity || ring_records > abi::kMaxRingCapacity) {
-    return Status(ErrorCode::kInvalidArgument, internal::Cat("ring_records ", ring_records, ": must be in [",
-                                                   abi::kMinRingCapacity, ", ",
-                                                   abi::kMaxRingCapacity, "]"));
+    return Status(ErrorCode::kInvalidArgument,
+                  internal::Cat("ring_records ", ring_records, ": must be in [",
+                                abi::kMinRingCapacity, ", ", abi::kMaxRingCapacity, "]"));
   }
   if (rings < 1 || rings > abi::kMaxSlots) {
     return Status(ErrorCode::kInvalidArgument,
-        internal::Cat("rings ", rings, ": must be in [1, ", abi::kMaxSlots, "]"));
+                  internal::Cat("rings ", rings, ": must be in [1, ", abi::kMaxSlots, "]"));
   }
   if (segment_mode > 0777 || (segment_mode & 0600) != 0600) {
-    return Status(ErrorCode::kInvalidArgument, internal::Format(
-        "segment_mode 0%o: must be within 0777 and give the owner read and write", segment_mode));
+    return Status(
+        ErrorCode::kInvalidArgument,
+        internal::Format("segment_mode 0%o: must be within 0777 and give the owner read and write",
+                         segment_mode));
   }
   return Status();
 }
@@ -505,7 +511,7 @@ Status Init(const Options& options) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) {
     return Status(ErrorCode::kFailedPrecondition,
-        internal::Cat("ticktrace::Init: segment ", seg->name, " already exists"));
+                  internal::Cat("ticktrace::Init: segment ", seg->name, " already exists"));
   }
   InstallProcessHooks();
   delete g_options;

@@ -25,11 +25,16 @@
 namespace ticktrace {
 namespace {
 
-constexpr ErrorCode kEveryCode[] = {
-    ErrorCode::kOk,           ErrorCode::kInvalidArgument,   ErrorCode::kNotFound,
-    ErrorCode::kPermissionDenied, ErrorCode::kResourceExhausted, ErrorCode::kFailedPrecondition,
-    ErrorCode::kOutOfRange,   ErrorCode::kInternal,          ErrorCode::kUnavailable,
-    ErrorCode::kDataLoss};
+constexpr ErrorCode kEveryCode[] = {ErrorCode::kOk,
+                                    ErrorCode::kInvalidArgument,
+                                    ErrorCode::kNotFound,
+                                    ErrorCode::kPermissionDenied,
+                                    ErrorCode::kResourceExhausted,
+                                    ErrorCode::kFailedPrecondition,
+                                    ErrorCode::kOutOfRange,
+                                    ErrorCode::kInternal,
+                                    ErrorCode::kUnavailable,
+                                    ErrorCode::kDataLoss};
 
 TEST(StatusTest, CodesAndTextMatchAbseils) {
   for (const ErrorCode code : kEveryCode) {

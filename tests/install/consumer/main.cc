@@ -25,7 +25,8 @@ long RecordsInFirstRing(const std::string& name, uint64_t* first_order_id) {
   const int fd = shm_open(name.c_str(), O_RDONLY, 0);
   if (fd < 0) return -1;
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(ticktrace::abi::SegmentHeader))) {
+  if (fstat(fd, &st) != 0 ||
+      st.st_size < static_cast<off_t>(sizeof(ticktrace::abi::SegmentHeader))) {
     close(fd);
     return -1;
   }
@@ -38,7 +39,8 @@ long RecordsInFirstRing(const std::string& name, uint64_t* first_order_id) {
   long n = -1;
   if (h->magic.load(std::memory_order_acquire) == ticktrace::abi::kMagic &&
       h->abi_version == ticktrace::abi::kAbiVersion && h->slots_offset + h->slot_stride <= size) {
-    const auto* slot = reinterpret_cast<const ticktrace::abi::SlotControl*>(bytes + h->slots_offset);
+    const auto* slot =
+        reinterpret_cast<const ticktrace::abi::SlotControl*>(bytes + h->slots_offset);
     n = static_cast<long>(slot->write_index.load(std::memory_order_acquire));
     const auto* records = reinterpret_cast<const ticktrace::abi::Record*>(
         bytes + h->slots_offset + sizeof(ticktrace::abi::SlotControl));
@@ -67,14 +69,14 @@ int main() {
   }
 
   static const ticktrace::Tag tag("consumer");
-  ticktrace::stamp(tag, 42);                          // record 1
-  { ticktrace::Span span(tag, 43); }                  // record 2
+  ticktrace::stamp(tag, 42);          // record 1
+  { ticktrace::Span span(tag, 43); }  // record 2
   TICKTRACE_START_MEASURE(begin);
-  TICKTRACE_END_MEASURE(begin, tag);                  // record 3
+  TICKTRACE_END_MEASURE(begin, tag);  // record 3
   ticktrace::IntervalTimer<1> interval;
   interval.start(0);
   interval.stop(0);
-  const ticktrace::CalibratedTimer timer(2.0e9);      // a given frequency: no calibration
+  const ticktrace::CalibratedTimer timer(2.0e9);  // a given frequency: no calibration
   const bool timers_ok = interval.count(0) == 1 && timer.ok() && timer.frequency_hz() == 2.0e9;
 
   const std::string name = ticktrace::CurrentSegmentName();
