@@ -44,7 +44,11 @@ std::string AnchorUpdate(uint64_t tsc, int64_t utc_ns) {
 
 CollectorOptions Declared(const std::string& db, std::vector<std::string> pipeline) {
   CollectorOptions o;
-  o.store_uri = store::StoreUri::LocalFile(db);
+  if (db.empty()) {
+    o.store_uri.reset();  // "": no store
+  } else {
+    o.store_uri = store::StoreUri::LocalFile(db);
+  }
   o.pipeline = std::move(pipeline);
   return o;
 }
