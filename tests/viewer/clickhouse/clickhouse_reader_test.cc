@@ -27,6 +27,7 @@
 #include "tests/collector/replay_util.h"
 #include "tests/support/rank_quantile.h"
 #include "tests/support/clickhouse_server.h"
+#include "tests/support/clickhouse_suite.h"
 #include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
@@ -36,6 +37,7 @@ using collect::testing::ArchiveBuilder;
 using collect::testing::Stamp;
 using collect::testing::TempDir;
 using ::ticktrace::testing::ClickHouseServer;
+using ::ticktrace::testing::StartSuiteServer;
 
 constexpr int kOrders = 3000;
 constexpr uint64_t kSecond = 1'000'000'000;
@@ -75,10 +77,8 @@ std::vector<double> Expected(const std::string& stage, int from = 1, int to = kO
 class ClickHouseReaderTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (ClickHouseServer::SkipReason()) return;
-    absl::StatusOr<std::unique_ptr<ClickHouseServer>> ch = ClickHouseServer::Start();
-    ASSERT_TRUE(ch.ok()) << ch.status();
-    server_ = std::move(*ch).release();
+    server_ = StartSuiteServer();
+    if (server_ == nullptr) return;
     dir_ = new TempDir();
     for (const std::string& store : {dir_->File("store.db"), server_->Uri("tt_reader")}) {
       collect::CollectorOptions o;

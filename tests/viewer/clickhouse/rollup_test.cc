@@ -31,12 +31,14 @@
 #include "store/clickhouse/http_client.h"
 #include "gtest/gtest.h"
 #include "tests/support/clickhouse_server.h"
+#include "tests/support/clickhouse_suite.h"
 #include "ticktrace/store/reader.h"
 
 namespace ticktrace::view {
 namespace {
 
 using ::ticktrace::testing::ClickHouseServer;
+using ::ticktrace::testing::StartSuiteServer;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kMinute = 60 * kSecond;
@@ -136,10 +138,7 @@ void ExpectSame(const std::vector<store::IntervalRow>& a, const std::vector<stor
 class ClickHouseRollupTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (ClickHouseServer::SkipReason()) return;
-    absl::StatusOr<std::unique_ptr<ClickHouseServer>> ch = ClickHouseServer::Start();
-    ASSERT_TRUE(ch.ok()) << ch.status();
-    server_ = std::move(*ch).release();
+    server_ = StartSuiteServer();
   }
   static void TearDownTestSuite() {
     delete server_;
