@@ -82,10 +82,12 @@ bool Pin(int cpu) {
   return sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
-bool ReadAll(int fd, void* p, size_t n) {
-  auto* c = static_cast<char*>(p);
+// Moves all `n` bytes at `c` through `io` (read or write), again after
+// EINTR; false at end of file or on an error.
+template <typename Byte, typename Io>
+bool TransferAll(Io io, int fd, Byte* c, size_t n) {
   while (n > 0) {
-    const ssize_t r = read(fd, c, n);
+    const ssize_t r = io(fd, c, n);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
     c += r;
@@ -94,16 +96,12 @@ bool ReadAll(int fd, void* p, size_t n) {
   return true;
 }
 
+bool ReadAll(int fd, void* p, size_t n) {
+  return TransferAll(::read, fd, static_cast<char*>(p), n);
+}
+
 bool WriteAll(int fd, const void* p, size_t n) {
-  const auto* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t r = write(fd, c, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
+  return TransferAll(::write, fd, static_cast<const char*>(p), n);
 }
 
 int Chain() {

@@ -30,6 +30,17 @@ class SafetyTruncateTest : public RelTest {
     children_.Add(pid);
     return pid;
   }
+
+  // A producer started after the damage runs to its end and the collector
+  // drains and removes its segment: the damage stopped nothing else.
+  void ExpectAFreshProducerDrained() {
+    const pid_t producer = StartProducer(
+        {"--mode", "seq", "--rings", "2", "--ring", "65536", "--orders", "300"}, "producer.log");
+    EXPECT_EQ(WaitExit(producer, 60s), 0) << ReadFile(dir_.File("producer.log"));
+    Forget(producer);
+    EXPECT_TRUE(WaitFor([&] { return !FileExists(SegmentPath(session_, producer)); }, 60s))
+        << ReadFile(log());
+  }
 };
 
 bool Truncate(const std::optional<Account>& who, const std::string& name, off_t bytes) {
@@ -91,12 +102,7 @@ TEST_F(SafetyTruncateTest, SegmentCutToZeroAfterDrainingIsDropped) {
       << ReadFile(log());
   ASSERT_TRUE(Truncate(Nobody(), name, 0));
 
-  const pid_t producer = StartProducer(
-      {"--mode", "seq", "--rings", "2", "--ring", "65536", "--orders", "300"}, "producer.log");
-  EXPECT_EQ(WaitExit(producer, 60s), 0) << ReadFile(dir_.File("producer.log"));
-  Forget(producer);
-  EXPECT_TRUE(WaitFor([&] { return !FileExists(SegmentPath(session_, producer)); }, 60s))
-      << ReadFile(log());
+  ExpectAFreshProducerDrained();
   EXPECT_EQ(kill(collector, 0), 0) << "the collector died:\n" << ReadFile(log());
   StopCollector(collector);
 
@@ -194,12 +200,7 @@ TEST_F(SafetyTruncateTest, SegmentsCutWhileDrainingNeverKillTheCollector) {
     ASSERT_EQ(kill(collector, 0), 0) << "the collector died at cut " << suffix << ":\n"
                                      << ReadFile(log());
   }
-  const pid_t producer = StartProducer(
-      {"--mode", "seq", "--rings", "2", "--ring", "65536", "--orders", "300"}, "producer.log");
-  EXPECT_EQ(WaitExit(producer, 60s), 0) << ReadFile(dir_.File("producer.log"));
-  Forget(producer);
-  EXPECT_TRUE(WaitFor([&] { return !FileExists(SegmentPath(session_, producer)); }, 60s))
-      << ReadFile(log());
+  ExpectAFreshProducerDrained();
   StopCollector(collector);
 
   StoreQuery q(db());
