@@ -138,6 +138,13 @@ class LiveTest : public ::testing::Test {
         << ReadFile(log());
   }
 
+  // The end of a live run: every segment drained and removed, then the
+  // collector stopped cleanly.
+  void FinishRun(pid_t collector) {
+    ExpectSegmentsRemoved();
+    StopCollector(collector);
+  }
+
   std::string session_;
   TempDir dir_;
   std::vector<pid_t> pids_;

@@ -70,8 +70,7 @@ TEST_F(LiveTest, StitchesKnownOrdersFromStaleSegments) {
   WaitProducers(StartChain({{"a_in", "a_out"}, {"b_in", "b_out"}, {"c_in", "c_out"}}, kOrders, 0));
   EXPECT_EQ(SegmentCount(session_), 3u);
   const pid_t c = StartCollector({"--pipeline", "a_in,a_out,b_in,b_out,c_in,c_out"});
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  FinishRun(c);
 
   StoreQuery q(db());
   EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='drained'"), int64_t(6 * kOrders));
@@ -107,8 +106,7 @@ TEST_F(LiveTest, ProducerKilledMidRunIsAccountedFor) {
   // Orders whose two stamps had certainly been published.
   const uint64_t done = ReadProgress(progress);
   ASSERT_GE(done, 5000u);
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  FinishRun(c);
 
   StoreQuery q(db());
   const int64_t drained = q.Int("SELECT value FROM counters WHERE name='drained'");
@@ -154,10 +152,8 @@ TEST_F(LiveTest, CollectorKilledAndRestartedLosesAndDuplicatesNothing) {
                         10s))
         << ReadFile(log());
   }
-  EXPECT_EQ(WaitExit(p, 60s), 0);
-  Forget(p);
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  WaitProducers({p});
+  FinishRun(c);
 
   StoreQuery q(db());
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM runs"), 1);
@@ -181,10 +177,8 @@ TEST_F(LiveTest, MovedSpansAreFlaggedMigratedPinnedOnesNever) {
   constexpr int kSpans = 200;
   const pid_t c = StartCollector({});
   const pid_t p = StartProducer({"--mode", "migrate", "--orders", std::to_string(kSpans)});
-  EXPECT_EQ(WaitExit(p, 60s), 0);
-  Forget(p);
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  WaitProducers({p});
+  FinishRun(c);
   StoreQuery q(db());
   EXPECT_EQ(q.Int("SELECT samples_all FROM stage_stats WHERE stage='moved'"), kSpans);
   EXPECT_EQ(q.Int("SELECT migrated FROM stage_stats WHERE stage='moved'"), kSpans);
@@ -206,8 +200,7 @@ TEST_F(LiveTest, DroppedRecordsAreCounted) {
   const pid_t p = Spawn(argv, dir_.File("producer.log"));
   EXPECT_EQ(WaitExit(p, 30s), 0);
   const pid_t c = StartCollector({"--pipeline", "a,b"});
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  FinishRun(c);
   StoreQuery q(db());
   const int64_t drained = q.Int("SELECT value FROM counters WHERE name='drained'");
   const int64_t dropped = q.Int("SELECT value FROM counters WHERE name='dropped'");
@@ -286,8 +279,7 @@ TEST_F(LiveTest, RawArchiveReplaysToTheLiveResult) {
   const std::string raw = dir_.File("live.raw");
   const pid_t c = StartCollector({"--raw", raw, "--order-timeout-ms", "200"});
   WaitProducers(StartChain({{"a_in", "a_out"}, {"b_in", "b_out"}, {"c_in", "c_out"}}, 500, 50));
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  FinishRun(c);
   const std::string replay_db = dir_.File("replay.db");
   const int rc = WaitExit(Spawn({kCollector, "--replay", raw, "--db", replay_db,
                                  "--order-timeout-ms", "200"},
@@ -319,10 +311,8 @@ TEST_F(LiveTest, SecondCollectorOnTheSessionIsRefused) {
     EXPECT_NE(ReadFile(log2).find("already being drained"), std::string::npos) << ReadFile(log2);
   }
   EXPECT_NE(access(dir_.File("other.db").c_str(), F_OK), 0);
-  EXPECT_EQ(WaitExit(p, 60s), 0);
-  Forget(p);
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  WaitProducers({p});
+  FinishRun(c);
   StoreQuery q(db());
   EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='drained'"), 10000);
   EXPECT_EQ(q.Int("SELECT value FROM counters WHERE name='index_gaps'"), 0);

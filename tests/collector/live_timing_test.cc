@@ -58,8 +58,7 @@ TEST_F(LiveTest, ThreeProcessStagesMatchInjectedWork) {
                                           {"b_in", "b_out", 30000, 15000},
                                           {"c_in", "c_out", 25000, 0}};
   WaitProducers(StartChain(stages, kOrders, 300));
-  ExpectSegmentsRemoved();
-  StopCollector(c);
+  FinishRun(c);
 
   StoreQuery q(db());
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM orders WHERE complete = 1"), int64_t(kOrders));
