@@ -296,7 +296,9 @@ std::vector<store::ProcessRow> Analyzer::Processes() const {
   std::vector<store::ProcessRow> out;
   for (const auto& [id, p] : processes_) out.push_back(p->row);
   std::sort(out.begin(), out.end(),
-            [](const store::ProcessRow& a, const store::ProcessRow& b) { return a.process_id < b.process_id; });
+            [](const store::ProcessRow& a, const store::ProcessRow& b) {
+              return a.process_id < b.process_id;
+            });
   return out;
 }
 
@@ -316,7 +318,8 @@ std::vector<store::TagRow> Analyzer::Tags() const {
   std::vector<store::TagRow> out;
   for (const auto& [id, p] : processes_) {
     for (size_t t = 0; t < p->tag_name.size(); ++t) {
-      if (p->tag_name[t] >= 0) out.push_back(store::TagRow{id, static_cast<uint16_t>(t), p->tag_text[t]});
+      if (p->tag_name[t] < 0) continue;
+      out.push_back(store::TagRow{id, static_cast<uint32_t>(t), p->tag_text[t]});
     }
   }
   std::sort(out.begin(), out.end(), [](const store::TagRow& a, const store::TagRow& b) {

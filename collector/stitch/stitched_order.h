@@ -5,7 +5,7 @@
 // skew correction). Each sink converts what it needs (docs/collector.md,
 // "Stages"):
 //   StageStatsSink (stage_stats_sink.h)  whole-run statistics, in ns;
-//   OrderSink (order_rows.h)             the store's rows: ns, UTC, names
+//   OrderSink (order_rows.h)             the store's OrderDetail: ns, UTC, names
 //                                        (StoreSink, tests' recorders);
 //   later exporters (metrics and others).
 // The Stitcher calls every sink on the analysis thread, in the order they

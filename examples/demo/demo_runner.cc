@@ -168,7 +168,8 @@ absl::Status DemoRun::StartCollector() {
 // row is in the store; only then does the demo read the store, so that it
 // never holds a lock while the collector sets the store up. The pipeline uses
 // the run's TSC frequency for its busy-waits.
-DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<store::RunRow>* run, std::string* report) {
+DemoRun::Outcome DemoRun::WaitForCollectorRun(std::optional<store::RunRow>* run,
+                                              std::string* report) {
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   std::optional<Clock::time_point> output_seen;
   while (true) {

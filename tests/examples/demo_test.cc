@@ -34,7 +34,8 @@ TEST_F(DemoTest, StoreHoldsWhatThePipelineProducedWithTheConfiguredWork) {
   EXPECT_NE(result.output.find("--slowest 5"), std::string::npos) << result.output;
   ExpectNothingLeftBehind();
 
-  absl::StatusOr<std::optional<store::RunRow>> run = FindRun(store::StoreUri::LocalFile(db_), session_);
+  absl::StatusOr<std::optional<store::RunRow>> run =
+      FindRun(store::StoreUri::LocalFile(db_), session_);
   ASSERT_TRUE(run.ok() && run->has_value()) << run.status();
   absl::StatusOr<RunSummary> summary = ReadRunSummary(store::StoreUri::LocalFile(db_), (*run)->run_id);
   ASSERT_TRUE(summary.ok()) << summary.status();
