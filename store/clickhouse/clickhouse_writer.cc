@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -51,30 +52,12 @@ std::string UnescapeTsv(absl::string_view s) {
       out.push_back(s[i]);
       continue;
     }
+    // TabSeparated's escapes; any other escaped byte stands for itself.
+    static constexpr std::string_view kEscaped = "tnr0bf";
+    static constexpr char kMeant[] = {'\t', '\n', '\r', '\0', '\b', '\f'};
     const char c = s[++i];
-    switch (c) {
-      case 't':
-        out.push_back('\t');
-        break;
-      case 'n':
-        out.push_back('\n');
-        break;
-      case 'r':
-        out.push_back('\r');
-        break;
-      case '0':
-        out.push_back('\0');
-        break;
-      case 'b':
-        out.push_back('\b');
-        break;
-      case 'f':
-        out.push_back('\f');
-        break;
-      default:
-        out.push_back(c);
-        break;
-    }
+    const size_t k = kEscaped.find(c);
+    out.push_back(k == std::string_view::npos ? c : kMeant[k]);
   }
   return out;
 }

@@ -98,22 +98,29 @@ Statement& Statement::BindOptional(int index, const std::optional<int64_t>& valu
 }
 
 Statement& Statement::BindText(int index, std::string_view value) {
-  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-  return *this;
+  return BindBytes(index, value, /*text=*/true, SQLITE_TRANSIENT);
 }
 
 Statement& Statement::BindBlob(int index, std::string_view value) {
-  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-  return *this;
+  return BindBytes(index, value, /*text=*/false, SQLITE_TRANSIENT);
 }
 
 Statement& Statement::BindTextNoCopy(int index, std::string_view value) {
-  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
-  return *this;
+  return BindBytes(index, value, /*text=*/true, SQLITE_STATIC);
 }
 
 Statement& Statement::BindBlobNoCopy(int index, std::string_view value) {
-  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
+  return BindBytes(index, value, /*text=*/false, SQLITE_STATIC);
+}
+
+Statement& Statement::BindBytes(int index, std::string_view value, bool text,
+                                sqlite3_destructor_type lifetime) {
+  const int n = static_cast<int>(value.size());
+  if (text) {
+    sqlite3_bind_text(stmt_, index, value.data(), n, lifetime);
+  } else {
+    sqlite3_bind_blob(stmt_, index, value.data(), n, lifetime);
+  }
   return *this;
 }
 

@@ -89,6 +89,9 @@ class Statement {
   std::optional<double> OptionalDouble(int col) const;
 
  private:
+  // SQLITE_TRANSIENT copies `value`; SQLITE_STATIC keeps a pointer to it.
+  Statement& BindBytes(int index, std::string_view value, bool text,
+                       sqlite3_destructor_type lifetime);
   static absl::StatusOr<Statement> PrepareWith(sqlite3* db, std::string_view sql,
                                                std::string_view context, unsigned flags);
   Statement(sqlite3* db, sqlite3_stmt* stmt, std::string context)
