@@ -134,7 +134,9 @@ struct StageStatsRow {
   std::optional<double> min_ns, max_ns, mean_ns;
   std::optional<double> p50_ns, p90_ns, p99_ns, p999_ns;  // unset: too few samples
   // By kFlagNames order. A flag column a store lacks (written before it)
-  // reads 0.
+  // reads 0. The whole run's rows count six flags: saturated and cross_host
+  // are 0 as written (the collector's summary does not count them) and not
+  // read; a window's row has all eight, from the intervals.
   FlagCounts flag_counts{};
   bool include_flagged = false;
   // The largest uncertainty of a cross-core sample (sum of its cores'
