@@ -74,9 +74,25 @@ void AppendWrapped(absl::string_view text, size_t used, size_t indent, std::stri
   out->push_back('\n');
 }
 
-// Each line of `text` wrapped on its own (a paragraph's own line breaks stay).
+// `text` with its own line breaks kept: a line that fits stays as written,
+// a longer one is wrapped; in a table ("  name    what it is") the
+// continuation lines start under the second column.
 void AppendParagraph(absl::string_view text, std::string* out) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) AppendWrapped(line, 0, 0, out);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (line.size() <= kHelpWidth) {
+      absl::StrAppend(out, line, "\n");
+      continue;
+    }
+    const size_t indent = line.find_first_not_of(' ');
+    const size_t gap = line.find("  ", indent);
+    const size_t column = gap == absl::string_view::npos ? 0 : line.find_first_not_of(' ', gap);
+    if (indent == 0 || column == absl::string_view::npos || column >= kMaxHelpColumn) {
+      AppendWrapped(line, 0, 0, out);
+      continue;
+    }
+    absl::StrAppend(out, line.substr(0, column));
+    AppendWrapped(line.substr(column), column, column, out);
+  }
 }
 
 std::string FlagItem(const FlagSpec& f) {
@@ -302,6 +318,21 @@ absl::StatusOr<double> ParseDoubleFlag(absl::string_view flag, absl::string_view
   return v;
 }
 
+namespace {
+
+// One typed Add*: `parse` is one of the Parse*Flag functions above.
+template <typename T, typename Parse>
+std::function<absl::Status(absl::string_view, absl::string_view)> Typed(T* out, Parse parse) {
+  return [out, parse](absl::string_view flag, absl::string_view text) -> absl::Status {
+    auto v = parse(flag, text);
+    if (!v.ok()) return v.status();
+    *out = static_cast<T>(*v);
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace
+
 void BoundFlags::Add(FlagSpec flag, std::string default_text, ValueParser parse) {
   if (flag.default_text.empty()) flag.default_text = std::move(default_text);
   bindings_.push_back({flag.name, nullptr, std::move(parse)});
@@ -313,17 +344,6 @@ void BoundFlags::AddString(FlagSpec flag, std::string* out) {
     *out = std::string(text);
     return absl::OkStatus();
   });
-}
-
-// One typed Add*: `parse` is one of the Parse*Flag functions above.
-template <typename T, typename Parse>
-std::function<absl::Status(absl::string_view, absl::string_view)> Typed(T* out, Parse parse) {
-  return [out, parse](absl::string_view flag, absl::string_view text) -> absl::Status {
-    auto v = parse(flag, text);
-    if (!v.ok()) return v.status();
-    *out = static_cast<T>(*v);
-    return absl::OkStatus();
-  };
 }
 
 void BoundFlags::AddInt(FlagSpec flag, int* out) {
