@@ -352,6 +352,18 @@ std::string ReadFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// `db` as the collector is given it: a path (SQLite) or a URI. The bench's
+// own stores are well-formed; a bad one is a bug here, so it aborts.
+ticktrace::store::StoreUri UriOf(const std::string& db) {
+  absl::StatusOr<ticktrace::store::StoreUri> uri = ticktrace::store::ParseStoreUri(db);
+  if (!uri.ok()) {
+    std::fprintf(stderr, "daemon_bench: %s\n", uri.status().ToString().c_str());
+    std::abort();
+  }
+  return *uri;
+}
+bool IsLocalFile(const std::string& db) { return UriOf(db).local_file().has_value(); }
+
 // The store's counters of its newest run, read-only (the collector writes in
 // WAL mode, so a reader never blocks it).
 // A clickhouse:// store (--store clickhouse) is read over HTTP: the newest
@@ -362,14 +374,11 @@ class CounterReader {
       : path_(std::move(path)),
         sqlite_(path_,
                 "SELECT name, value FROM counters WHERE run_id = (SELECT max(run_id) FROM runs)") {
-    if (path_.rfind("clickhouse://", 0) == 0) {
-      // clickhouse://HOST:PORT/DATABASE
-      const std::string rest = path_.substr(13);
-      const size_t colon = rest.find(':'), slash = rest.find('/');
-      ch_database_ = rest.substr(slash + 1);
+    const ticktrace::store::StoreUri uri = UriOf(path_);
+    if (!uri.local_file().has_value()) {
+      ch_database_ = uri.database;
       ch_ = std::make_unique<ticktrace::store::HttpClient>(
-          ticktrace::store::HttpClientOptions::FromEnvironment(
-              rest.substr(0, colon), std::atoi(rest.substr(colon + 1, slash - colon - 1).c_str())));
+          ticktrace::store::HttpClientOptions::FromEnvironment(uri.host, uri.port));
     }
   }
   ~CounterReader() { Close(); }
@@ -431,20 +440,20 @@ void RemoveSessionSegments(const std::string& session) {
 // The journal of the collector's store `db` in session `session` (a
 // clickhouse:// store's is a local file in the collector's directory).
 std::string JournalOf(const std::string& db, const std::string& session) {
-  if (db.rfind("clickhouse://", 0) != 0) return db + ".ttjournal";
-  const ticktrace::store::StoreUri uri = *ticktrace::store::ParseStoreUri(db);
+  const ticktrace::store::StoreUri uri = UriOf(db);
+  if (uri.local_file().has_value()) return *uri.local_file() + ".ttjournal";
   return g_collector_cwd + "/" + ticktrace::store::LocalStatePath(uri, session) + ".ttjournal";
 }
 
 void RemoveStoreFiles(const std::string& db) {
-  if (db.rfind("clickhouse://", 0) == 0) return;  // JournalOf's files: RemoveLocalState
+  if (!IsLocalFile(db)) return;  // JournalOf's files: RemoveLocalState
   for (const char* suffix : {"", "-wal", "-shm", ".ttjournal", ".ttcheckpoint"}) {
     unlink((db + suffix).c_str());
   }
 }
 
 void RemoveLocalState(const std::string& db, const std::string& session) {
-  if (db.rfind("clickhouse://", 0) != 0) return;
+  if (IsLocalFile(db)) return;
   std::string journal = JournalOf(db, session);
   unlink(journal.c_str());
   journal.resize(journal.size() - std::strlen(".ttjournal"));
@@ -550,7 +559,7 @@ struct WrittenHistory {
 std::vector<std::string> CollectorArgs(const std::string& collector, const std::string& session,
                                        const std::string& db, double tsc_hz) {
   return {collector, "--session", session,
-          db.rfind("clickhouse://", 0) == 0 ? "--store" : "--db", db, "--tsc-hz",
+          IsLocalFile(db) ? "--db" : "--store", db, "--tsc-hz",
           Fmt("%.0f", tsc_hz), "--pipeline", kPipeline};
 }
 
