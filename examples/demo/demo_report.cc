@@ -1,6 +1,8 @@
 #include "demo_report.h"
 
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -58,33 +60,39 @@ std::string FormatCalibration(const store::RunRow& run) {
   return out;
 }
 
-std::string FormatStageTable(const RunSummary& summary, const std::array<uint64_t, 3>& work_ns) {
+std::string FormatStageTable(const DemoRunFigures& summary, const std::array<uint64_t, 3>& work_ns) {
   std::string out = absl::StrFormat(
       "  %-22s %8s %10s %10s %10s %9s %10s %10s %10s  %s\n", "stage", "count", "work", "p50",
       "cross-core", "p50-work", "p90", "p99", "max", "migrated/negative/cross_core/skew/out_of_order");
-  for (const StageStats& s : summary.stages) {
+  // Unset: too few samples for that percentile (NaN, printed "-").
+  const auto value = [](const std::optional<double>& v) {
+    return v.value_or(std::numeric_limits<double>::quiet_NaN());
+  };
+  for (const store::StageStatsRow& s : summary.stages) {
     const std::optional<uint64_t> work = ConfiguredWorkNs(s.stage, work_ns);
     const std::string work_text =
         work ? FormatDuration(static_cast<double>(*work)) : std::string("queue hop");
     const std::string excess_text =
-        work ? FormatDuration(s.p50_ns - static_cast<double>(*work)) : std::string("-");
+        work ? FormatDuration(value(s.p50_ns) - static_cast<double>(*work)) : std::string("-");
     // The p50 of a cross-core stage is uncertain by the cores' measured
     // offset bounds (docs/calibration.md): shown beside it.
-    const std::string uncertainty =
-        s.cross_core > 0 && !std::isnan(s.uncertainty_ns) && s.uncertainty_ns > 0
-            ? "+-" + FormatDuration(s.uncertainty_ns)
-            : std::string("-");
+    const int64_t cross_core = s.flag_count(store::kFlagCrossCore);
+    const std::string uncertainty = cross_core > 0 && s.uncertainty_ns.value_or(0) > 0
+                                        ? "+-" + FormatDuration(*s.uncertainty_ns)
+                                        : std::string("-");
     absl::StrAppendFormat(&out, "  %-22s %8d %10s %10s %10s %9s %10s %10s %10s  %d/%d/%d/%d/%d\n",
-                          s.stage, s.count, work_text, FormatDuration(s.p50_ns), uncertainty,
-                          excess_text, FormatDuration(s.p90_ns), FormatDuration(s.p99_ns),
-                          FormatDuration(s.max_ns), s.migrated, s.negative, s.cross_core, s.skew,
-                          s.out_of_order);
+                          s.stage, s.count, work_text, FormatDuration(value(s.p50_ns)),
+                          uncertainty, excess_text, FormatDuration(value(s.p90_ns)),
+                          FormatDuration(value(s.p99_ns)), FormatDuration(s.max_ns.value_or(0)),
+                          s.flag_count(store::kFlagMigrated), s.flag_count(store::kFlagNegative),
+                          cross_core, s.flag_count(store::kFlagSkew),
+                          s.flag_count(store::kFlagOutOfOrder));
   }
   if (summary.stages.empty()) absl::StrAppend(&out, "  (no stage statistics in the store)\n");
   return out;
 }
 
-std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expected) {
+std::string FormatCounts(const DemoRunFigures& summary, const ExpectedCounts& expected) {
   auto counter = [&](const char* name) -> std::string {
     auto it = summary.counters.find(name);
     return it == summary.counters.end() ? std::string("?") : absl::StrCat(it->second);

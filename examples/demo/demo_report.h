@@ -29,10 +29,10 @@ std::string FormatCalibration(const store::RunRow& run);
 
 // One line per stage: count, configured work, p50 (and its excess over the
 // work), p90, p99, max, and the flag counts.
-std::string FormatStageTable(const RunSummary& summary, const std::array<uint64_t, 3>& work_ns);
+std::string FormatStageTable(const DemoRunFigures& summary, const std::array<uint64_t, 3>& work_ns);
 
 // The store's counters beside what the pipeline produced.
-std::string FormatCounts(const RunSummary& summary, const ExpectedCounts& expected);
+std::string FormatCounts(const DemoRunFigures& summary, const ExpectedCounts& expected);
 
 // The commands to try next, on this store and run. `include_flagged`: the
 // run's percentiles include flagged samples, so the viewer's summary should too.

@@ -442,7 +442,7 @@ int DemoRun::Run() {
   }
   if (outcome == Outcome::kFailed || !collector_ok) return kDemoFailed;
 
-  absl::StatusOr<RunSummary> summary = ReadRunSummary(store_, run->run_id);
+  absl::StatusOr<DemoRunFigures> summary = ReadRunSummary(store_, run->run_id);
   if (!summary.ok()) {
     Complain(std::string(summary.status().message()));
     return kDemoFailed;

@@ -87,39 +87,16 @@ absl::StatusOr<std::optional<store::RunRow>> FindRun(const store::StoreUri& uri,
   return std::optional<store::RunRow>();
 }
 
-absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& uri, int64_t run_id) {
+absl::StatusOr<DemoRunFigures> ReadRunSummary(const store::StoreUri& uri, int64_t run_id) {
   absl::StatusOr<std::unique_ptr<store::StoreReader>> store = OpenStore(uri);
   if (!store.ok()) return store.status();
-  RunSummary summary;
+  DemoRunFigures summary;
   absl::StatusOr<store::RunRow> run = (*store)->GetRun(run_id);
   if (!run.ok()) return run.status();
   summary.run = *std::move(run);
   absl::StatusOr<std::vector<store::StageStatsRow>> stages = (*store)->StageStats(run_id);
   if (!stages.ok()) return stages.status();
-  // Unset: too few samples for that percentile (NaN, printed "-").
-  const auto value = [](const std::optional<double>& v) {
-    return v.has_value() ? *v : std::numeric_limits<double>::quiet_NaN();
-  };
-  for (const store::StageStatsRow& r : *stages) {
-    StageStats st;
-    st.stage = r.stage;
-    st.position = r.position;
-    st.count = r.count;
-    st.min_ns = r.min_ns.value_or(0);
-    st.max_ns = r.max_ns.value_or(0);
-    st.mean_ns = r.mean_ns.value_or(0);
-    st.p50_ns = value(r.p50_ns);
-    st.p90_ns = value(r.p90_ns);
-    st.p99_ns = value(r.p99_ns);
-    st.p999_ns = value(r.p999_ns);
-    st.migrated = r.flag_count(store::kFlagMigrated);
-    st.negative = r.flag_count(store::kFlagNegative);
-    st.cross_core = r.flag_count(store::kFlagCrossCore);
-    st.skew = r.flag_count(store::kFlagSkew);
-    st.out_of_order = r.flag_count(store::kFlagOutOfOrder);
-    st.uncertainty_ns = value(r.uncertainty_ns);
-    summary.stages.push_back(std::move(st));
-  }
+  summary.stages = *std::move(stages);
   absl::StatusOr<std::map<std::string, int64_t>> counters = (*store)->Counters(run_id);
   if (!counters.ok()) return counters.status();
   summary.counters = *std::move(counters);

@@ -25,23 +25,9 @@ enum class StoreFileKind {
 // Says what `path` is, without writing to it. `why` explains kOther.
 StoreFileKind ClassifyStoreFile(const std::string& path, std::string* why);
 
-// One row of `stage_stats`.
-struct StageStats {
-  std::string stage;
-  int64_t position = 0;
-  int64_t count = 0;
-  double min_ns = 0, max_ns = 0, mean_ns = 0;
-  double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
-  int64_t migrated = 0, negative = 0, cross_core = 0;
-  int64_t skew = 0, out_of_order = 0;
-  // Cross-core stages: how far the cores' measured TSC offsets leave a
-  // sample uncertain (the sum of the two cores' bounds); NaN when unknown.
-  double uncertainty_ns = 0;
-};
-
-struct RunSummary {
+struct DemoRunFigures {
   store::RunRow run;
-  std::vector<StageStats> stages;          // pipeline order, 'total' last
+  std::vector<store::StageStatsRow> stages;  // pipeline order, 'total' last
   std::map<std::string, int64_t> counters;  // name -> value
 };
 
@@ -52,7 +38,7 @@ absl::StatusOr<std::optional<store::RunRow>> FindRun(const store::StoreUri& stor
                                                      const std::string& session);
 
 // Everything the demo prints about run `run_id`.
-absl::StatusOr<RunSummary> ReadRunSummary(const store::StoreUri& store, int64_t run_id);
+absl::StatusOr<DemoRunFigures> ReadRunSummary(const store::StoreUri& store, int64_t run_id);
 
 // The id of run `run_id`'s order with the largest total, or 0 when none.
 absl::StatusOr<uint64_t> SlowestOrder(const store::StoreUri& store, int64_t run_id);

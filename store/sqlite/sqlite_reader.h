@@ -56,10 +56,7 @@ absl::StatusOr<std::unique_ptr<StoreReader>> OpenSqliteStoreReader(const std::st
 // the ClickHouse reader sees no two helpers of one name.
 namespace sqlite_reader {
 
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
+using internal::Db;
 
 // One interval's order-key range (interval_detail).
 struct KeyRange {

@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,12 @@
 #include "absl/status/statusor.h"
 
 namespace ticktrace::store::internal {
+
+// An open connection, closed when it goes (reader and writer alike).
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close(db); }
+};
+using Db = std::unique_ptr<sqlite3, DbCloser>;
 
 // An SQLite error as absl::Status, with `context` first: DataLoss for a
 // corrupt or non-database file, Unavailable for busy/locked, PermissionDenied

@@ -61,13 +61,6 @@ void BindFiniteOrNull(Statement& s, int i, const std::optional<double>& v) {
   }
 }
 
-struct DbCloser {
-  sqlite3* db;
-  ~DbCloser() {
-    if (db != nullptr) sqlite3_close(db);
-  }
-};
-
 // Appends the decimal digits of `v`.
 void AppendInt(std::string* out, int64_t v) {
   char buf[24];
@@ -126,13 +119,15 @@ absl::Status SqliteWriter::CheckExisting(const std::string& path) {
           path, ": exists and is not a ticktrace store (not an SQLite database); left untouched"));
     }
   }
-  DbCloser c{nullptr};
-  if (sqlite3_open_v2(path.c_str(), &c.db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+  sqlite3* raw = nullptr;
+  const int open_rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+  internal::Db db(raw);
+  if (open_rc != SQLITE_OK) {
     return absl::FailedPreconditionError(absl::StrCat(
-        path, ": cannot open as SQLite: ", c.db ? sqlite3_errmsg(c.db) : "out of memory"));
+        path, ": cannot open as SQLite: ", raw ? sqlite3_errmsg(raw) : "out of memory"));
   }
-  sqlite3_busy_timeout(c.db, 5000);
-  absl::StatusOr<int> version = ReadSchemaVersion(c.db, path);
+  sqlite3_busy_timeout(db.get(), 5000);
+  absl::StatusOr<int> version = ReadSchemaVersion(db.get(), path);
   if (!version.ok()) return version.status();
   if (*version > kSqliteSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(

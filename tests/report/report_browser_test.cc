@@ -257,7 +257,7 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   auto summary = ticktrace::view::BuildSummary(**store, ticktrace::view::QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_GE(summary->stages.size(), 5u) << "the demo's pipeline has more stages";
-  for (const ticktrace::view::StageSummary& stage : summary->stages) {
+  for (const ticktrace::view::SummaryStage& stage : summary->stages) {
     const std::string slug = ticktrace::view::StageSlug(stage.stage);
     ids.push_back(absl::StrCat("stage-", slug, "-histogram"));
     ids.push_back(absl::StrCat("stage-", slug, "-percentiles"));

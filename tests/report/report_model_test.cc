@@ -136,7 +136,7 @@ TEST(OrderWaterfallTest, BarsStartAtTheFirstStampInStampOrderWithTotalApart) {
 TEST(MedianStackTest, SegmentsArePipelineMediansEndToEnd) {
   Summary summary;
   const auto row = [](const std::string& stage, std::optional<double> p50) {
-    StageSummary s;
+    SummaryStage s;
     s.stage = stage;
     s.stats.p50_ns = p50;
     s.stats.count = p50.has_value() ? 1 : 0;

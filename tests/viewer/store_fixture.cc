@@ -493,8 +493,8 @@ std::unique_ptr<store::StoreReader> OpenStore(const std::string& path) {
   return std::move(*store);
 }
 
-const StageSummary* FindStage(const Summary& summary, const std::string& stage) {
-  for (const StageSummary& row : summary.stages) {
+const SummaryStage* FindStage(const Summary& summary, const std::string& stage) {
+  for (const SummaryStage& row : summary.stages) {
     if (row.stage == stage) return &row;
   }
   ADD_FAILURE() << "no stage " << stage;

@@ -140,7 +140,7 @@ FixtureRun GivenClockRun(const std::string& session);
 std::unique_ptr<store::StoreReader> OpenStore(const std::string& path);
 
 // The row of `stage` in `summary`; none is a test failure and null.
-const StageSummary* FindStage(const Summary& summary, const std::string& stage);
+const SummaryStage* FindStage(const Summary& summary, const std::string& stage);
 
 // A test of the known store: written to dir_/known.db and open in store_
 // before each test.

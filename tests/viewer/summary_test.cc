@@ -62,7 +62,7 @@ TEST_F(SummaryTest, IntervalsNotStageStatsGiveTheNumbers) {
   auto summary = BuildSummary(**store, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
   ASSERT_EQ(summary->stages.size(), 4u);
-  for (const StageSummary& s : summary->stages) {
+  for (const SummaryStage& s : summary->stages) {
     ASSERT_TRUE(s.stats.p50_ns.has_value()) << s.stage;
     EXPECT_NE(*s.stats.p50_ns, 12345.0) << s.stage;
     // Every stage has fewer than 1000 samples: no p99.9.
@@ -88,7 +88,7 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
 
   // md->strategy: 10*i ns for i = 1..100; order 13 is negative+cross-core,
   // so out of the percentiles: 99 values.
-  const StageSummary* md = FindStage(*summary, "md->strategy");
+  const SummaryStage* md = FindStage(*summary, "md->strategy");
   ASSERT_NE(md, nullptr);
   EXPECT_EQ(md->stats.count, 99);
   EXPECT_EQ(md->stats.min_ns, 10.0);
@@ -103,7 +103,7 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(md->migrated, 0);
 
   // total: 1000 + 11*i, order 13 is 1008, linked order 102 is 301.2 µs.
-  const StageSummary* total = FindStage(*summary, "total");
+  const SummaryStage* total = FindStage(*summary, "total");
   ASSERT_NE(total, nullptr);
   EXPECT_EQ(total->stats.count, 101);
   EXPECT_EQ(total->stats.min_ns, 1008.0);
@@ -112,12 +112,12 @@ TEST_F(SummaryTest, ComputedFromSamplesMatchesKnownAnswers) {
   EXPECT_EQ(total->stats.p999_ns, std::nullopt);  // 101 values: a p99.9 needs 1000
   EXPECT_EQ(total->stats.max_ns, 301200.0);
 
-  const StageSummary* risk = FindStage(*summary, "risk");
+  const SummaryStage* risk = FindStage(*summary, "risk");
   ASSERT_NE(risk, nullptr);
   EXPECT_EQ(risk->stats.count, 99);
   EXPECT_EQ(risk->migrated, 1);
 
-  const StageSummary* gw = FindStage(*summary, "strategy->gateway");
+  const SummaryStage* gw = FindStage(*summary, "strategy->gateway");
   ASSERT_NE(gw, nullptr);
   EXPECT_EQ(gw->stats.count, 100 + kCrossCoreOnlyKept);  // 101 samples, order 7 cross-core
   EXPECT_EQ(gw->cross_core, 1);
@@ -137,8 +137,8 @@ TEST_F(SummaryTest, IntervalsAndSamplesAgreeOnTheKnownStore) {
   ASSERT_TRUE(from_stats.ok() && from_samples.ok());
   ASSERT_EQ(from_stats->stages.size(), from_samples->stages.size());
   for (size_t i = 0; i < from_stats->stages.size(); ++i) {
-    const StageSummary& a = from_stats->stages[i];
-    const StageSummary& b = from_samples->stages[i];
+    const SummaryStage& a = from_stats->stages[i];
+    const SummaryStage& b = from_samples->stages[i];
     EXPECT_EQ(a.stage, b.stage);
     EXPECT_EQ(a.stats.count, b.stats.count) << a.stage;
     ASSERT_TRUE(a.stats.p50_ns.has_value() && b.stats.p50_ns.has_value()) << a.stage;
@@ -226,7 +226,7 @@ TEST(SummarySampledTest, SampledDetailIsNeverPresentedAsComplete) {
   EXPECT_FALSE(exact->from_intervals);
   ASSERT_EQ(exact->stages[0].stage, "md->strategy");
   EXPECT_EQ(exact->stages[0].stats.count, 12);  // 10, 20, ..., 100, 7 and 21
-  for (const StageSummary& s : exact->stages) {
+  for (const SummaryStage& s : exact->stages) {
     EXPECT_NE(std::find(s.confidence.begin(), s.confidence.end(), "detail sampled"),
               s.confidence.end())
         << s.stage;

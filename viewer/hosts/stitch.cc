@@ -61,7 +61,7 @@ absl::StatusOr<std::optional<int64_t>> NearestInstance(store::StoreReader& store
 }
 
 // The stages between consecutive pipeline stamps of `order`.
-absl::Status ComputeStages(RunCache& runs, const StitchOptions& options, StitchedOrder* order) {
+absl::Status ComputeStages(RunCache& runs, const StitchOptions& options, UtcStitchedOrder* order) {
   std::vector<const HostStamp*> chain;
   if (options.pipeline.empty()) {
     for (const HostStamp& s : order->stamps) {
@@ -115,10 +115,10 @@ absl::Status ComputeStages(RunCache& runs, const StitchOptions& options, Stitche
 }
 
 // Stitches the order from its instances: (run, instance) pairs.
-absl::StatusOr<StitchedOrder> Assemble(store::StoreReader& store, RunCache& runs, int64_t order_id,
+absl::StatusOr<UtcStitchedOrder> Assemble(store::StoreReader& store, RunCache& runs, int64_t order_id,
                                        const std::vector<std::pair<int64_t, int64_t>>& parts,
                                        const StitchOptions& options) {
-  StitchedOrder order;
+  UtcStitchedOrder order;
   order.order_id = order_id;
   for (const auto& [run_id, instance] : parts) {
     TICKTRACE_ASSIGN_OR_RETURN(const RunFacts* f, runs.Get(run_id));
@@ -153,12 +153,12 @@ double NearestRank(std::vector<double>& v, double q) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<StitchedOrder>> StitchOrder(store::StoreReader& store, int64_t run_id,
+absl::StatusOr<std::optional<UtcStitchedOrder>> StitchOrder(store::StoreReader& store, int64_t run_id,
                                                          int64_t order_id,
                                                          const StitchOptions& options) {
   TICKTRACE_ASSIGN_OR_RETURN(const std::optional<store::OrderRow> reference,
                              store.FindOrder(run_id, order_id));
-  if (!reference) return std::optional<StitchedOrder>();
+  if (!reference) return std::optional<UtcStitchedOrder>();
   RunCache runs(store);
   std::vector<std::pair<int64_t, int64_t>> parts = {{run_id, reference->instance}};
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<int64_t> holders, store.RunsWithOrder(order_id));
@@ -171,12 +171,12 @@ absl::StatusOr<std::optional<StitchedOrder>> StitchOrder(store::StoreReader& sto
         NearestInstance(store, other, order_id, reference->first_utc_ns, options.window_ns));
     if (instance) parts.emplace_back(other, *instance);
   }
-  TICKTRACE_ASSIGN_OR_RETURN(StitchedOrder order,
+  TICKTRACE_ASSIGN_OR_RETURN(UtcStitchedOrder order,
                              Assemble(store, runs, order_id, parts, options));
-  return std::optional<StitchedOrder>(std::move(order));
+  return std::optional<UtcStitchedOrder>(std::move(order));
 }
 
-absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(store::StoreReader& store, int64_t run_id,
+absl::StatusOr<std::vector<UtcStitchedOrder>> StitchOrders(store::StoreReader& store, int64_t run_id,
                                                         const store::TimeWindow& window,
                                                         const StitchOptions& options,
                                                         int64_t limit) {
@@ -195,7 +195,7 @@ absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(store::StoreReader& stor
     keep.push_back(std::move(rows));
     for (const store::OrderRow& o : keep.back()) others[o.order_id].emplace_back(r.run_id, &o);
   }
-  std::vector<StitchedOrder> out;
+  std::vector<UtcStitchedOrder> out;
   for (const store::OrderRow& o : mine) {
     if (o.instance != 0) continue;
     if (window.since_utc_ns && o.first_utc_ns < *window.since_utc_ns) continue;
@@ -212,14 +212,14 @@ absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(store::StoreReader& stor
       }
       for (const auto& [other_run, gi] : nearest) parts.emplace_back(other_run, gi.second);
     }
-    TICKTRACE_ASSIGN_OR_RETURN(StitchedOrder order,
+    TICKTRACE_ASSIGN_OR_RETURN(UtcStitchedOrder order,
                                Assemble(store, runs, o.order_id, parts, options));
     out.push_back(std::move(order));
   }
   return out;
 }
 
-std::optional<StitchedStage> StitchedTotal(const StitchedOrder& order) {
+std::optional<StitchedStage> StitchedTotal(const UtcStitchedOrder& order) {
   if (order.stages.empty()) return std::nullopt;
   StitchedStage total;
   total.stage = "total";
@@ -244,7 +244,7 @@ std::optional<StitchedStage> StitchedTotal(const StitchedOrder& order) {
   return total;
 }
 
-std::vector<StitchedStageStats> SummarizeStitched(const std::vector<StitchedOrder>& orders,
+std::vector<StitchedStageStats> SummarizeStitched(const std::vector<UtcStitchedOrder>& orders,
                                                   bool with_total) {
   struct Acc {
     StitchedStageStats stats;
@@ -269,7 +269,7 @@ std::vector<StitchedStageStats> SummarizeStitched(const std::vector<StitchedOrde
     }
     a.values.push_back(st.latency_ns);
   };
-  for (const StitchedOrder& order : orders) {
+  for (const UtcStitchedOrder& order : orders) {
     for (const StitchedStage& st : order.stages) add(st);
     if (with_total) {
       if (const std::optional<StitchedStage> total = StitchedTotal(order)) add(*total);
@@ -299,9 +299,9 @@ absl::StatusOr<std::vector<StitchedStageStats>> StitchedBreakdown(
     store::StoreReader& store, int64_t run_id, const store::TimeWindow& window, const StitchOptions& options,
     int64_t limit, int64_t* stitched) {
   *stitched = 0;
-  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<StitchedOrder> orders,
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<UtcStitchedOrder> orders,
                              StitchOrders(store, run_id, window, options, limit));
-  for (const StitchedOrder& order : orders) {
+  for (const UtcStitchedOrder& order : orders) {
     if (order.hosts.size() > 1) ++*stitched;
   }
   return SummarizeStitched(orders, /*with_total=*/false);

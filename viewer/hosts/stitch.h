@@ -58,7 +58,10 @@ struct StitchedStage {
   uint32_t flags = 0;                    // store::kFlagCrossHost for cross-host stages
 };
 
-struct StitchedOrder {
+// One order's stamps from every host's run, joined by UTC time (hosts share
+// no TSC). Not the collector's StitchedOrder (collector/stitch/), which joins
+// one host's stamps in its TSC's ticks.
+struct UtcStitchedOrder {
   int64_t order_id = 0;
   std::vector<HostStamp> stamps;      // by UTC
   std::vector<StitchedStage> stages;  // in pipeline order
@@ -69,7 +72,7 @@ struct StitchedOrder {
 
 // Stitches `order_id`, the reference being its instance 0 in `run_id`.
 // nullopt when that run does not hold the id.
-absl::StatusOr<std::optional<StitchedOrder>> StitchOrder(store::StoreReader& store, int64_t run_id,
+absl::StatusOr<std::optional<UtcStitchedOrder>> StitchOrder(store::StoreReader& store, int64_t run_id,
                                                          int64_t order_id,
                                                          const StitchOptions& options);
 
@@ -87,7 +90,7 @@ struct StitchedStageStats {
 // Every order of `run_id` (the reference host's run) whose first stamp is in
 // `window` (instance 0 only, by first stamp), at most `limit` of them (0: no
 // limit), each stitched as StitchOrder does.
-absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(store::StoreReader& store, int64_t run_id,
+absl::StatusOr<std::vector<UtcStitchedOrder>> StitchOrders(store::StoreReader& store, int64_t run_id,
                                                         const store::TimeWindow& window,
                                                         const StitchOptions& options,
                                                         int64_t limit);
@@ -97,12 +100,12 @@ absl::StatusOr<std::vector<StitchedOrder>> StitchOrders(store::StoreReader& stor
 // hosts), from the first stage's host to the last's; cross_host when any
 // stage is, with the sum of the cross-host stages' uncertainties (unknown
 // when one is unknown). nullopt for an order without stages.
-std::optional<StitchedStage> StitchedTotal(const StitchedOrder& order);
+std::optional<StitchedStage> StitchedTotal(const UtcStitchedOrder& order);
 
 // Per stage over `orders` (stages in the order they first appear), plus
 // "total" last when `with_total`. A stage's uncertainty is its largest over
 // the orders; unknown when any order's is.
-std::vector<StitchedStageStats> SummarizeStitched(const std::vector<StitchedOrder>& orders,
+std::vector<StitchedStageStats> SummarizeStitched(const std::vector<UtcStitchedOrder>& orders,
                                                   bool with_total);
 
 // Stitches every order of `run_id` (the reference host's run) whose first

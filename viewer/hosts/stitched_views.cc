@@ -39,11 +39,11 @@ bool PipelineNames(const store::RunRow& run, const std::string& tag) {
 
 // The breakdown of orders already stitched.
 CrossHostBreakdown BreakdownOf(const CrossHostScope& scope,
-                               const std::vector<StitchedOrder>& orders) {
+                               const std::vector<UtcStitchedOrder>& orders) {
   CrossHostBreakdown b;
   b.scope = scope;
   b.orders = static_cast<int64_t>(orders.size());
-  for (const StitchedOrder& o : orders) {
+  for (const UtcStitchedOrder& o : orders) {
     if (o.hosts.size() > 1) ++b.orders_across_hosts;
     if (!o.complete) ++b.orders_incomplete;
   }
@@ -216,18 +216,18 @@ absl::StatusOr<CrossHostScope> ResolveCrossHost(store::StoreReader& store,
 absl::StatusOr<CrossHostBreakdown> BuildCrossHostBreakdown(store::StoreReader& store,
                                                            const CrossHostScope& scope) {
   TICKTRACE_ASSIGN_OR_RETURN(
-      const std::vector<StitchedOrder> orders,
+      const std::vector<UtcStitchedOrder> orders,
       StitchOrders(store, scope.reference.run_id, scope.window, scope.options, 0));
   return BreakdownOf(scope, orders);
 }
 
 CrossHostSlowest RankStitched(const CrossHostScope& scope,
-                              const std::vector<StitchedOrder>& orders,
+                              const std::vector<UtcStitchedOrder>& orders,
                               const std::string& stage, int64_t n) {
   CrossHostSlowest s;
   s.scope = scope;
   s.stage = stage;
-  for (const StitchedOrder& o : orders) {
+  for (const UtcStitchedOrder& o : orders) {
     RankedStitchedOrder r;
     r.total = StitchedTotal(o);
     std::optional<double> latency;
@@ -256,7 +256,7 @@ absl::StatusOr<CrossHostSlowest> BuildCrossHostSlowest(store::StoreReader& store
                                                        const CrossHostScope& scope,
                                                        const std::string& stage, int64_t n) {
   TICKTRACE_ASSIGN_OR_RETURN(
-      const std::vector<StitchedOrder> orders,
+      const std::vector<UtcStitchedOrder> orders,
       StitchOrders(store, scope.reference.run_id, scope.window, scope.options, 0));
   CrossHostSlowest s = RankStitched(scope, orders, stage, n);
   if (s.orders.empty() && !orders.empty()) {
@@ -272,7 +272,7 @@ absl::StatusOr<CrossHostOrder> BuildCrossHostOrder(store::StoreReader& store,
                                                    const CrossHostScope& scope,
                                                    int64_t order_id) {
   TICKTRACE_ASSIGN_OR_RETURN(
-      std::optional<StitchedOrder> order,
+      std::optional<UtcStitchedOrder> order,
       StitchOrder(store, scope.reference.run_id, order_id, scope.options));
   if (!order.has_value()) {
     return absl::NotFoundError(absl::StrCat("run ", scope.reference.run_id, " (host ",
@@ -290,7 +290,7 @@ absl::StatusOr<CrossHostReport> BuildCrossHostReport(store::StoreReader& store,
                                                      const CrossHostScope& scope,
                                                      int64_t slowest) {
   TICKTRACE_ASSIGN_OR_RETURN(
-      const std::vector<StitchedOrder> orders,
+      const std::vector<UtcStitchedOrder> orders,
       StitchOrders(store, scope.reference.run_id, scope.window, scope.options, 0));
   CrossHostReport r;
   r.breakdown = BreakdownOf(scope, orders);

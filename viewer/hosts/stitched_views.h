@@ -77,7 +77,7 @@ absl::StatusOr<CrossHostBreakdown> BuildCrossHostBreakdown(store::StoreReader& s
 // `orders --slowest N --hosts`: the N slowest stitched orders by total (the
 // sum of their stages) or by one stage, ties by order id.
 struct RankedStitchedOrder {
-  StitchedOrder order;
+  UtcStitchedOrder order;
   double latency_ns = 0;  // in the ranking stage
   std::optional<StitchedStage> total;
 };
@@ -92,13 +92,13 @@ absl::StatusOr<CrossHostSlowest> BuildCrossHostSlowest(store::StoreReader& store
                                                        const std::string& stage, int64_t n);
 // The same from orders already stitched (the report stitches once).
 CrossHostSlowest RankStitched(const CrossHostScope& scope,
-                              const std::vector<StitchedOrder>& orders,
+                              const std::vector<UtcStitchedOrder>& orders,
                               const std::string& stage, int64_t n);
 
 // `order ID --hosts`: one order stitched, stamp by stamp with its host.
 struct CrossHostOrder {
   CrossHostScope scope;
-  StitchedOrder order;
+  UtcStitchedOrder order;
   std::optional<StitchedStage> total;
 };
 // NotFound when the reference run does not hold the order.

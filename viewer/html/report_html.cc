@@ -529,7 +529,7 @@ std::string BreakdownTable(const ReportModel& model,
       "<th>negative</th><th>cross-core</th><th>skew</th><th>out of order</th><th>late</th>"
       "<th>confidence</th></tr>\n";
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
-    const StageSummary& s = model.summary.stages[i];
+    const SummaryStage& s = model.summary.stages[i];
     const std::string& slug = model.stages[i].slug;
     const auto it = colours.find(s.stage);
     const auto flag_cell = [](int64_t n) {
@@ -575,7 +575,7 @@ std::string MedianStackSection(const ReportModel& model,
   out += StackSvg(model, colours);
   // Means beside the medians: they add up where medians do not.
   std::map<std::string, std::optional<double>> mean_of;
-  for (const StageSummary& st : model.summary.stages) mean_of[st.stage] = st.stats.mean_ns;
+  for (const SummaryStage& st : model.summary.stages) mean_of[st.stage] = st.stats.mean_ns;
   double mean_sum = 0;
   out += "<div class=\"legend\">\n";
   for (const StackSegment& seg : model.stack.segments) {
@@ -629,7 +629,7 @@ std::string StageSections(const ReportModel& model) {
       "so that p99, p99.9 and p99.99 can be read.</p>\n";
   for (size_t i = 0; i < model.stages.size(); ++i) {
     const StagePlots& p = model.stages[i];
-    const StageSummary& s = model.summary.stages[i];
+    const SummaryStage& s = model.summary.stages[i];
     absl::StrAppend(
         &out, "<div class=\"stage-block\" id=\"stage-", p.slug, "\">\n<h3>", Swatch(p.colour),
         EscapeHtml(p.stage), "</h3>\n<div class=\"note\">",
@@ -758,7 +758,7 @@ std::string Flags(const ReportModel& model) {
       "<th>negative</th><th>cross-core</th></tr>\n";
   int64_t any = 0;
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
-    const StageSummary& s = model.summary.stages[i];
+    const SummaryStage& s = model.summary.stages[i];
     const auto cell = [](int64_t n) {
       return absl::StrCat(n > 0 ? "<td class=\"num flagged\">" : "<td class=\"num\">", n, "</td>");
     };

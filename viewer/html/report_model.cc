@@ -113,9 +113,9 @@ MedianStack BuildMedianStack(const Summary& summary, const std::string& pipeline
   }
   const bool pipeline_matches =
       std::any_of(summary.stages.begin(), summary.stages.end(),
-                  [&](const StageSummary& s) { return pairs.count(s.stage) > 0; });
+                  [&](const SummaryStage& s) { return pairs.count(s.stage) > 0; });
   MedianStack stack;
-  for (const StageSummary& s : summary.stages) {
+  for (const SummaryStage& s : summary.stages) {
     if (s.stage == store::kTotalStage) {
       stack.total_p50_ns = s.stats.p50_ns;
       continue;
@@ -276,7 +276,7 @@ absl::StatusOr<ReportModel> BuildReportModel(store::StoreReader& store, std::opt
   std::set<std::string> slugs;
   size_t colour_index = 0;
   bool has_total = false;
-  for (const StageSummary& row : model.summary.stages) {
+  for (const SummaryStage& row : model.summary.stages) {
     StagePlots plots;
     plots.stage = row.stage;
     plots.slug = StageSlug(row.stage);

@@ -25,7 +25,7 @@ constexpr const char* kJsonCounters[] = {"late_records", "orders_late"};
 
 // The verdict of each stage (stats.h, ConfidenceReasons).
 void SetConfidence(Summary* summary) {
-  for (StageSummary& s : summary->stages) {
+  for (SummaryStage& s : summary->stages) {
     ConfidenceInputs in;
     in.count = s.stats.count;
     in.samples_all = std::max(s.samples_all, s.stats.count);
@@ -46,7 +46,7 @@ void SetConfidence(Summary* summary) {
 }
 
 // "1.23us ±80 ns" for a cross-core stage with a measured uncertainty.
-std::string P50Text(const StageSummary& s) {
+std::string P50Text(const SummaryStage& s) {
   std::string p50 = FormatDurationNs(s.stats.p50_ns);
   if (s.cross_core > 0 && s.uncertainty_ns > 0) {
     absl::StrAppendFormat(&p50, " \u00b1%.0fns", s.uncertainty_ns);
@@ -54,8 +54,8 @@ std::string P50Text(const StageSummary& s) {
   return p50;
 }
 
-StageSummary FromWindowRow(const store::WindowStageStatsRow& row) {
-  StageSummary s;
+SummaryStage FromWindowRow(const store::WindowStageStatsRow& row) {
+  SummaryStage s;
   s.stage = row.stage;
   s.stats.count = row.count;
   s.stats.min_ns = row.min_ns;
@@ -120,7 +120,7 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
   // Computed from samples: exact percentiles of the sorted values.
   struct Accumulator {
     std::vector<double> values_ns;
-    StageSummary summary;
+    SummaryStage summary;
   };
   std::unordered_map<std::string, Accumulator> by_stage;
   int64_t read = 0;
@@ -153,7 +153,7 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
   for (const std::string& stage : order) {
     if (q.filter.stage.has_value() && stage != *q.filter.stage) continue;
     auto it = by_stage.find(stage);
-    StageSummary row;
+    SummaryStage row;
     if (it != by_stage.end()) {
       row = std::move(it->second.summary);
       row.stats = ComputeLatencyStats(it->second.values_ns);
@@ -267,7 +267,7 @@ std::string RenderSummaryText(const Summary& summary) {
   internal::TextTable table({"stage", "count", "min", "p50", "p90", "p99", "p99.9", "max", "mean",
                              "migrated", "negative", "cross_core", "skew", "out_of_order",
                              "late", "confidence"});
-  for (const StageSummary& s : summary.stages) {
+  for (const SummaryStage& s : summary.stages) {
     table.AddRow({s.stage, absl::StrCat(s.stats.count), FormatDurationNs(s.stats.min_ns),
                   P50Text(s), FormatDurationNs(s.stats.p90_ns),
                   FormatDurationNs(s.stats.p99_ns), FormatDurationNs(s.stats.p999_ns),
@@ -299,7 +299,7 @@ std::string RenderSummaryJson(const Summary& summary) {
   for (const char* name : kJsonCounters) counters[name] = CounterValue(summary, name);
   j["counters"] = std::move(counters);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (const StageSummary& s : summary.stages) {
+  for (const SummaryStage& s : summary.stages) {
     stages.push_back({{"stage", s.stage},
                       {"count", s.stats.count},
                       {"min_ns", OptionalNumber(s.stats.min_ns)},

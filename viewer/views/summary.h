@@ -17,7 +17,7 @@
 namespace ticktrace::view {
 
 // One row of the summary.
-struct StageSummary {
+struct SummaryStage {
   std::string stage;
   LatencyStats stats;  // over the samples in the percentiles
   int64_t migrated = 0;
@@ -41,7 +41,7 @@ struct Summary {
   store::DetailCoverage detail;
   bool detail_sampled = false;
   std::map<std::string, int64_t> counters;
-  std::vector<StageSummary> stages;
+  std::vector<SummaryStage> stages;
   // True when the rows are the merge of the run's interval histograms over
   // the window (log-linear histogram percentiles, every order counted);
   // false when computed here, exactly, from the stored samples.

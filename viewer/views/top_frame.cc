@@ -63,7 +63,7 @@ std::vector<std::vector<std::string>> StageRows(const TopFrame& frame) {
   std::map<std::string, const store::IntervalRow*> last_of;
   for (const store::IntervalRow& r : frame.last) last_of[r.stage] = &r;
   std::vector<std::vector<std::string>> rows;
-  for (const StageSummary& st : frame.whole.stages) {
+  for (const SummaryStage& st : frame.whole.stages) {
     const auto it = last_of.find(st.stage);
     const store::IntervalRow* l = it == last_of.end() ? nullptr : it->second;
     rows.push_back({st.stage, l ? absl::StrCat(l->count) : "-",

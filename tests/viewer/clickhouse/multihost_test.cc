@@ -228,11 +228,11 @@ TEST(MultiHost, OrdersStitchAcrossNamespacesAndAnOffsetClockMovesTheCrossHostSta
   std::vector<double> phase1, phase2, same_host1, same_host2;
   for (int first : {1, 1001}) {
     for (int id = first; id < first + 200; ++id) {
-      absl::StatusOr<std::optional<StitchedOrder>> o =
+      absl::StatusOr<std::optional<UtcStitchedOrder>> o =
           StitchOrder(**store, host1_run, id, stitch);
       ASSERT_TRUE(o.ok()) << o.status();
       ASSERT_TRUE(o->has_value()) << id;
-      const StitchedOrder& order = **o;
+      const UtcStitchedOrder& order = **o;
       ASSERT_TRUE(order.complete) << id;
       // Both hosts (by UTC a producer's first stamp may come late: either first).
       std::vector<std::string> hosts_seen = order.hosts;

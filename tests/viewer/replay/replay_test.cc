@@ -232,7 +232,7 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsIntervals) {
   EXPECT_LT(pos("md->strategy"), pos("strategy->gateway"));
   EXPECT_LT(pos("risk"), pos("total"));
 
-  const StageSummary* md = FindStage(*summary, "md->strategy");
+  const SummaryStage* md = FindStage(*summary, "md->strategy");
   ASSERT_NE(md, nullptr);
   const std::vector<double> md_values = ExpectedMdToStrategy();
   EXPECT_EQ(md->stats.count, static_cast<int64_t>(md_values.size()));
@@ -256,17 +256,17 @@ TEST_F(ReplayTest, SummaryFromTheCollectorsIntervals) {
     EXPECT_NEAR(*reported, exact, exact * kHistogramRelativeError * (1 + 1e-12)) << "p" << p;
   }
 
-  const StageSummary* risk = FindStage(*summary, "risk");
+  const SummaryStage* risk = FindStage(*summary, "risk");
   ASSERT_NE(risk, nullptr);
   EXPECT_EQ(risk->stats.count, kOrders - 1);
   EXPECT_EQ(risk->migrated, 1);
 
-  const StageSummary* gw = FindStage(*summary, "strategy->gateway");
+  const SummaryStage* gw = FindStage(*summary, "strategy->gateway");
   ASSERT_NE(gw, nullptr);
   EXPECT_EQ(gw->stats.count, kOrders + 1);
   EXPECT_DOUBLE_EQ(*gw->stats.max_ns, 1500.0);
 
-  const StageSummary* total = FindStage(*summary, "total");
+  const SummaryStage* total = FindStage(*summary, "total");
   ASSERT_NE(total, nullptr);
   EXPECT_EQ(total->stats.count, kOrders + 1);
   EXPECT_DOUBLE_EQ(*total->stats.max_ns, 1900.0);
@@ -284,14 +284,14 @@ TEST_F(ReplayTest, ExactPercentilesFromSamplesWhenFiltered) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_FALSE(summary->from_intervals);
   const std::vector<double> md = ExpectedMdToStrategy();
-  const StageSummary* row = FindStage(*summary, "md->strategy");
+  const SummaryStage* row = FindStage(*summary, "md->strategy");
   ASSERT_NE(row, nullptr);
   EXPECT_EQ(row->stats.count, static_cast<int64_t>(md.size()));
   EXPECT_DOUBLE_EQ(*row->stats.p50_ns, Rank(md, 0.5));
   EXPECT_DOUBLE_EQ(*row->stats.p90_ns, Rank(md, 0.9));
   EXPECT_EQ(row->stats.p999_ns, std::nullopt);  // fewer than 1000 samples
   const std::vector<double> total = ExpectedTotal();
-  const StageSummary* t = FindStage(*summary, "total");
+  const SummaryStage* t = FindStage(*summary, "total");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->stats.count, static_cast<int64_t>(total.size()));
   EXPECT_DOUBLE_EQ(*t->stats.p50_ns, Rank(total, 0.5));
