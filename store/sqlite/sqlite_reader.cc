@@ -391,10 +391,12 @@ absl::StatusOr<const RunDictionary*> SqliteStoreReader::Dictionary(int64_t run_i
     d.interval_ns = std::max<int64_t>(1, s.Int(1));
     d.detail_policy = s.Text(2);
   }
-  for (auto [sql, names] :
+  for (const auto& table :
        {std::pair("SELECT name_id, name FROM names WHERE run_id = ?", &d.names),
         std::pair("SELECT stage_id, name FROM stages WHERE run_id = ?", &d.stages)}) {
-    TICKTRACE_ASSIGN_OR_RETURN(Statement s, Prepare(sql, "reading names"));
+    // Not a structured binding: clang 14 cannot capture one in the lambda.
+    std::vector<std::string>* const names = table.second;
+    TICKTRACE_ASSIGN_OR_RETURN(Statement s, Prepare(table.first, "reading names"));
     s.Bind(1, run_id);
     TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
       const int64_t id = s.Int(0);

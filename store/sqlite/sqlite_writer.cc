@@ -405,10 +405,12 @@ absl::Status SqliteWriter::LoadDictionaries(int64_t run_id) {
   names_.clear();
   stages_.clear();
   dictionaries_run_ = run_id;
-  for (const auto& [sql, map] :
+  for (const auto& table :
        {std::pair("SELECT name, name_id FROM names WHERE run_id = ?", &names_),
         std::pair("SELECT name, stage_id FROM stages WHERE run_id = ?", &stages_)}) {
-    absl::StatusOr<Statement> s = NewStatement(sql, "prepare names");
+    // Not a structured binding: clang 14 cannot capture one in the lambda.
+    auto* const map = table.second;
+    absl::StatusOr<Statement> s = NewStatement(table.first, "prepare names");
     if (!s.ok()) return s.status();
     s->Bind(1, run_id);
     absl::Status read =
