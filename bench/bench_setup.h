@@ -6,11 +6,17 @@
 //   InitTracing(who, session, ring_records, rings)  ticktrace::Init
 //   CalibrateOrSay()                                ticktrace::Calibrate
 //   MakeTmpdirUnlessGiven(templ, &dir, &own)        mkdtemp when --tmpdir was not given
+//   MakeTmpdirOrSubdir(templ, sub, &dir, &own)      the same, or a subdirectory of --tmpdir
+//   CollectorFound(path)                            says "skipped" when the binary is missing
 //
 // Main-thread only, before the measured part starts.
 
 #ifndef TICKTRACE_BENCH_BENCH_SETUP_H_
 #define TICKTRACE_BENCH_BENCH_SETUP_H_
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -64,6 +70,28 @@ inline bool MakeTmpdirUnlessGiven(const char* templ, std::string* dir, bool* own
   *dir = path;
   *own = true;
   return true;
+}
+
+// As MakeTmpdirUnlessGiven, but a given `dir` gets the subdirectory `sub`
+// (made when missing), so that several programs can share one --tmpdir.
+inline bool MakeTmpdirOrSubdir(const char* templ, const char* sub, std::string* dir, bool* own) {
+  if (dir->empty()) return MakeTmpdirUnlessGiven(templ, dir, own);
+  *own = false;
+  *dir += "/";
+  *dir += sub;
+  if (mkdir(dir->c_str(), 0700) != 0 && errno != EEXIST) {
+    std::perror(dir->c_str());
+    return false;
+  }
+  return true;
+}
+
+// True when `collector` is an executable; otherwise prints the "skipped" line
+// that bench/run_all.sh shows for the program.
+inline bool CollectorFound(const std::string& collector) {
+  if (!collector.empty() && access(collector.c_str(), X_OK) == 0) return true;
+  std::printf("skipped: the ticktrace-collector binary was not found\n\n");
+  return false;
 }
 
 }  // namespace ticktrace::bench

@@ -76,6 +76,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench_process.h"
+#include "bench_setup.h"
 #include "bench_util.h"
 #include "store_poll.h"
 #include "store/clickhouse/http_client.h"
@@ -98,6 +100,12 @@ std::string Fmt(const char* format, double v) {
 }
 using tb::MonotonicNs;
 using tb::SleepUntil;
+using tb::CpuTicks;
+using tb::DieWithParent;
+using tb::SpawnLogged;
+using tb::StatusKb;
+using tb::StopCollector;
+using tb::WaitFor;
 
 constexpr int kProcesses = 2;
 constexpr int kThreadsPerProcess = 2;
@@ -227,12 +235,6 @@ void OnStopSignal(int sig) {
   raise(sig);
 }
 
-// In a fork child: die with the bench (also when it is SIGKILLed).
-void DieWithParent(pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);  // the parent died before the prctl
-}
-
 // Progress on stderr (run_all.sh keeps it in daemon_bench.err), with the
 // seconds since the bench started.
 void Progress(const std::string& what) {
@@ -271,74 +273,7 @@ uint64_t RingDropped(const Shared* sh) {
 std::string g_collector_cwd;
 
 pid_t SpawnCollector(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    DieWithParent(parent);
-    if (!g_collector_cwd.empty() && chdir(g_collector_cwd.c_str()) != 0) _exit(126);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    std::vector<char*> args;
-    for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits for `pid` up to `timeout_ms`; its wait status, or -1 on timeout.
-int WaitFor(pid_t pid, int timeout_ms) {
-  for (int waited = 0;; waited += 10) {
-    int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return status;
-    if (waited >= timeout_ms) return -1;
-    usleep(10'000);
-  }
-}
-
-// SIGINT, then SIGKILL after `grace_ms`. Returns the wait status, or -1 when
-// it had to be killed.
-int StopCollector(pid_t pid, int grace_ms) {
-  kill(pid, SIGINT);
-  const int status = WaitFor(pid, grace_ms);
-  if (status != -1) return status;
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  return -1;
-}
-
-long StatusKb(pid_t pid, const char* name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  const size_t n = std::strlen(name);
-  while (std::getline(in, line)) {
-    if (line.compare(0, n, name) == 0 && line.size() > n && line[n] == ':') {
-      return std::atol(line.c_str() + n + 1);
-    }
-  }
-  return -1;
-}
-
-// utime + stime of `pid` in clock ticks, or -1.
-long long CpuTicks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t p = all.rfind(')');
-  if (p == std::string::npos) return -1;
-  std::istringstream fields(all.substr(p + 2));
-  std::string tok;
-  long long utime = 0, stime = 0;
-  for (int field = 3; field <= 15 && (fields >> tok); ++field) {
-    if (field == 14) utime = std::atoll(tok.c_str());
-    if (field == 15) stime = std::atoll(tok.c_str());
-  }
-  return utime + stime;
+  return SpawnLogged(argv, log, g_collector_cwd);
 }
 
 int64_t DiskBytes(const std::string& path) {
@@ -573,6 +508,24 @@ bool WaitStore(CounterReader* reader) {
   return false;
 }
 
+// Once the collector stopped: its final counters handed to `fill` (with the
+// reader, for more queries), or a note when the store cannot be read; and a
+// note when the collector had to be killed. True when `fill` ran.
+template <typename Fill>
+bool ReadFinalCounters(const std::string& db, int exit_status, std::string* note, Fill fill) {
+  CounterReader final_reader(db);
+  std::map<std::string, int64_t> c;
+  const bool read = final_reader.Read(&c);
+  if (read) {
+    fill(c, final_reader);
+  } else {
+    *note += "final counters unreadable; ";
+  }
+  final_reader.Close();
+  if (exit_status == -1) *note += "collector did not exit within 180 s of SIGINT (killed); ";
+  return read;
+}
+
 // After the producers stopped: rings empty, the store's `drained` at
 // `written`, then 3 s for the order timeout. Returns a note when not reached.
 std::string SettleAndStop(Producers* producers, CounterReader* reader, pid_t coll,
@@ -624,6 +577,69 @@ struct SustainedResult {
   int exit_status = 0;
 };
 
+// (seconds since go, journal_syncs) at each change of the store's counter.
+using SyncPoints = std::vector<std::pair<double, int64_t>>;
+
+// The producing phase of Sustained(): every 200 ms until `seconds` after
+// `go`, notes what the producers have written, the journal's size on disk,
+// the collector's RSS once a third of the run has passed, how far the store's
+// counters are behind the producers, and each change of journal_syncs.
+// Returns the store's `drained` as the last poll read it (-1: unreadable).
+int64_t PollWhileProducing(const Shared* sh, pid_t coll, CounterReader* reader,
+                           const std::string& journal, int64_t go, double seconds,
+                           SustainedResult* r, SyncPoints* syncs) {
+  WrittenHistory hist;
+  const double early_s = seconds / 3;
+  std::map<std::string, int64_t> c;
+  int64_t next = go;
+  const int64_t end = go + static_cast<int64_t>(seconds * 1e9);
+  while (next < end) {
+    next += 200'000'000;
+    SleepUntil(std::min(next, end));
+    const double t = static_cast<double>(MonotonicNs() - go) * 1e-9;
+    hist.points.emplace_back(t, Written(sh));
+    r->journal_max_bytes = std::max(r->journal_max_bytes, DiskBytes(journal));
+    if (r->rss_early_kb < 0 && t >= early_s) {
+      r->rss_early_kb = StatusKb(coll, "VmRSS");
+      r->rss_early_s = t;
+    }
+    if (reader->Read(&c)) {
+      const double tq = static_cast<double>(MonotonicNs() - go) * 1e-9;
+      const int64_t drained = Get(c, "drained");
+      const double lag = drained < 0 ? tq : tq - hist.TimeOf(static_cast<uint64_t>(drained), tq);
+      r->max_lag_s = std::max(r->max_lag_s, lag);
+      r->lag_at_end_s = lag;
+      // The same with what the store counts as dropped: how far its
+      // accounting is behind, apart from records lost.
+      const int64_t accounted = drained + std::max<int64_t>(0, Get(c, "dropped"));
+      r->max_accounted_lag_s = std::max(
+          r->max_accounted_lag_s,
+          drained < 0 ? tq : tq - hist.TimeOf(static_cast<uint64_t>(accounted), tq));
+      const int64_t js = Get(c, "journal_syncs");
+      if (js >= 0 && (syncs->empty() || syncs->back().second != js)) syncs->emplace_back(tq, js);
+    }
+  }
+  return Get(c, "drained");
+}
+
+// journal_syncs per second from `syncs`: over the whole run, and the most
+// over any window of at least 1 s. Left at 0 with fewer than two points.
+void JournalSyncRates(const SyncPoints& syncs, SustainedResult* r) {
+  if (syncs.size() < 2) return;
+  r->syncs_per_s = static_cast<double>(syncs.back().second - syncs.front().second) /
+                   (syncs.back().first - syncs.front().first);
+  // Over windows of at least 1 s between the points where the counter moved
+  // (the store's snapshot is about 1 s old, so windows are poll-aligned).
+  for (size_t k = 1; k < syncs.size(); ++k) {
+    size_t j = k;
+    while (j > 0 && syncs[k].first - syncs[j].first < 1.0) --j;
+    if (syncs[k].first - syncs[j].first < 1.0) continue;
+    r->syncs_max_window = std::max(
+        r->syncs_max_window, static_cast<double>(syncs[k].second - syncs[j].second) /
+                                 (syncs[k].first - syncs[j].first));
+  }
+}
+
 // `store`: a clickhouse:// URI (--store clickhouse); empty: SQLite in tmpdir.
 SustainedResult Sustained(const std::string& collector, const std::string& tmpdir, double tsc_hz,
                           double seconds, double rate, const std::string& store = "") {
@@ -656,42 +672,11 @@ SustainedResult Sustained(const std::string& collector, const std::string& tmpdi
   Progress("sustained: producing");
   SleepUntil(go);
   const long long cpu0 = CpuTicks(coll);
-  const std::string journal = JournalOf(db, session);
-  WrittenHistory hist;
-  std::vector<std::pair<double, int64_t>> syncs;  // (t, journal_syncs) at each change
-  const double early_s = seconds / 3;
-  std::map<std::string, int64_t> c;
-  int64_t next = go;
-  const int64_t end = go + static_cast<int64_t>(seconds * 1e9);
-  while (next < end) {
-    next += 200'000'000;
-    SleepUntil(std::min(next, end));
-    const double t = static_cast<double>(MonotonicNs() - go) * 1e-9;
-    hist.points.emplace_back(t, Written(sh));
-    r.journal_max_bytes = std::max(r.journal_max_bytes, DiskBytes(journal));
-    if (r.rss_early_kb < 0 && t >= early_s) {
-      r.rss_early_kb = StatusKb(coll, "VmRSS");
-      r.rss_early_s = t;
-    }
-    if (reader.Read(&c)) {
-      const double tq = static_cast<double>(MonotonicNs() - go) * 1e-9;
-      const int64_t drained = Get(c, "drained");
-      const double lag = drained < 0 ? tq : tq - hist.TimeOf(static_cast<uint64_t>(drained), tq);
-      r.max_lag_s = std::max(r.max_lag_s, lag);
-      r.lag_at_end_s = lag;
-      // The same with what the store counts as dropped: how far its
-      // accounting is behind, apart from records lost.
-      const int64_t accounted = drained + std::max<int64_t>(0, Get(c, "dropped"));
-      r.max_accounted_lag_s = std::max(
-          r.max_accounted_lag_s,
-          drained < 0 ? tq : tq - hist.TimeOf(static_cast<uint64_t>(accounted), tq));
-      const int64_t js = Get(c, "journal_syncs");
-      if (js >= 0 && (syncs.empty() || syncs.back().second != js)) syncs.emplace_back(tq, js);
-    }
-  }
+  SyncPoints syncs;
+  r.drained_at_end =
+      PollWhileProducing(sh, coll, &reader, JournalOf(db, session), go, seconds, &r, &syncs);
   const double run_s = static_cast<double>(MonotonicNs() - go) * 1e-9;
   r.run_s = run_s;
-  r.drained_at_end = Get(c, "drained");
   const long long cpu1 = CpuTicks(coll);
   r.rss_end_kb = StatusKb(coll, "VmRSS");
   producers.StopStamping();
@@ -700,40 +685,22 @@ SustainedResult Sustained(const std::string& collector, const std::string& tmpdi
   r.achieved_rate = static_cast<double>(r.written) / run_s;
   r.cpu_cores = static_cast<double>(cpu1 - cpu0) / static_cast<double>(sysconf(_SC_CLK_TCK)) /
                 run_s;
-  if (syncs.size() >= 2) {
-    r.syncs_per_s = static_cast<double>(syncs.back().second - syncs.front().second) /
-                    (syncs.back().first - syncs.front().first);
-    // Over windows of at least 1 s between the points where the counter moved
-    // (the store's snapshot is about 1 s old, so windows are poll-aligned).
-    for (size_t k = 1; k < syncs.size(); ++k) {
-      size_t j = k;
-      while (j > 0 && syncs[k].first - syncs[j].first < 1.0) --j;
-      if (syncs[k].first - syncs[j].first < 1.0) continue;
-      r.syncs_max_window = std::max(
-          r.syncs_max_window, static_cast<double>(syncs[k].second - syncs[j].second) /
-                                  (syncs[k].first - syncs[j].first));
-    }
-  }
+  JournalSyncRates(syncs, &r);
   const int64_t t_stop = MonotonicNs();
   r.note += SettleAndStop(&producers, &reader, coll, r.written, &r.exit_status);
   r.collector_exit_s = static_cast<double>(MonotonicNs() - t_stop) * 1e-9;
   r.ring_dropped = RingDropped(sh);
   producers.Finish();
-  CounterReader final_reader(db);
-  if (final_reader.Read(&c)) {
-    r.dropped = Get(c, "dropped");
-    r.drained = Get(c, "drained");
-    r.orders_complete = Get(c, "orders_complete");
-    r.orders_incomplete = Get(c, "orders_incomplete");
-    r.orders_not_stored = Get(c, "orders_not_stored");
-    r.journal_syncs = Get(c, "journal_syncs");
-    r.orders_stored = final_reader.Orders();
-    r.ok = true;
-  } else {
-    r.note += "final counters unreadable; ";
-  }
-  final_reader.Close();
-  if (r.exit_status == -1) r.note += "collector did not exit within 180 s of SIGINT (killed); ";
+  r.ok = ReadFinalCounters(db, r.exit_status, &r.note,
+                           [&r](const auto& c, CounterReader& final_reader) {
+                             r.dropped = Get(c, "dropped");
+                             r.drained = Get(c, "drained");
+                             r.orders_complete = Get(c, "orders_complete");
+                             r.orders_incomplete = Get(c, "orders_incomplete");
+                             r.orders_not_stored = Get(c, "orders_not_stored");
+                             r.journal_syncs = Get(c, "journal_syncs");
+                             r.orders_stored = final_reader.Orders();
+                           });
   RemoveSessionSegments(session);
   RemoveStoreFiles(db);
   RemoveLocalState(db, session);
@@ -761,6 +728,47 @@ struct RestartResult {
   int64_t journal_at_kill = 0;
   int exit_status = 0;
 };
+
+// After the restarted collector's fork at `t_fork`: every 20 ms, for up to
+// 60 s, looks for the three signs that it is back (its "recovered in" line in
+// `log`, the rings' read indices past `read_at_kill`, the store's `drained`
+// past the value polled before the kill) and notes in `r` when each appeared.
+// False when the restarted collector exited meanwhile.
+bool WatchRecovery(const Shared* sh, pid_t coll, const std::string& log, uint64_t read_at_kill,
+                   int64_t t_fork, CounterReader* reader, RestartResult* r) {
+  std::map<std::string, int64_t> c;
+  const int64_t give_up = t_fork + 60'000'000'000;
+  while (MonotonicNs() < give_up &&
+         (r->first_line_s < 0 || r->rings_move_s < 0 || r->store_past_s < 0)) {
+    const double t = static_cast<double>(MonotonicNs() - t_fork) * 1e-9;
+    if (r->rings_move_s < 0 && ReadTotal(sh) > read_at_kill) r->rings_move_s = t;
+    if (r->first_line_s < 0) {
+      const std::string text = ReadFile(log);
+      const size_t p = text.find("recovered in ");
+      if (p != std::string::npos && text.find('\n', p) != std::string::npos) {
+        r->first_line_s = t;
+        r->recovered_text = text.substr(p, text.find('\n', p) - p);
+        r->recovered_line_s = std::atof(text.c_str() + p + std::strlen("recovered in "));
+      }
+    }
+    if (r->store_past_s < 0 && reader->Read(&c) && Get(c, "drained") > r->prekill_drained) {
+      r->store_past_s = t;
+    }
+    if (WaitFor(coll, 0) != -1) return false;
+    usleep(20'000);
+  }
+  return true;
+}
+
+// Until `kill_at`: the store's `drained` every 200 ms, the last value read
+// kept in r->prekill_drained (what the restarted collector must get past).
+void PollUntilKill(CounterReader* reader, int64_t kill_at, RestartResult* r) {
+  std::map<std::string, int64_t> c;
+  while (MonotonicNs() < kill_at) {
+    SleepUntil(std::min(MonotonicNs() + 200'000'000, kill_at));
+    if (reader->Read(&c)) r->prekill_drained = Get(c, "drained");
+  }
+}
 
 RestartResult Restart(const std::string& collector, const std::string& tmpdir, double tsc_hz,
                       double minutes, double rate, int index) {
@@ -791,11 +799,7 @@ RestartResult Restart(const std::string& collector, const std::string& tmpdir, d
   const int64_t go = producers.Go();
   Progress(Fmt("restart: producing for %.1f min", minutes));
   const int64_t kill_at = go + static_cast<int64_t>(minutes * 60e9);
-  std::map<std::string, int64_t> c;
-  while (MonotonicNs() < kill_at) {
-    SleepUntil(std::min(MonotonicNs() + 200'000'000, kill_at));
-    if (reader.Read(&c)) r.prekill_drained = Get(c, "drained");
-  }
+  PollUntilKill(&reader, kill_at, &r);
   r.journal_at_kill = DiskBytes(db + ".ttjournal");
   r.ring_dropped_at_kill = RingDropped(sh);  // the monitors' view, at most 10 ms old
   Progress("SIGKILL and restart");
@@ -805,25 +809,8 @@ RestartResult Restart(const std::string& collector, const std::string& tmpdir, d
   const uint64_t read_at_kill = ReadTotal(sh);
   const int64_t t_fork = MonotonicNs();
   coll = SpawnCollector(args, log);
-  const int64_t give_up = t_fork + 60'000'000'000;
-  while (MonotonicNs() < give_up &&
-         (r.first_line_s < 0 || r.rings_move_s < 0 || r.store_past_s < 0)) {
-    const double t = static_cast<double>(MonotonicNs() - t_fork) * 1e-9;
-    if (r.rings_move_s < 0 && ReadTotal(sh) > read_at_kill) r.rings_move_s = t;
-    if (r.first_line_s < 0) {
-      const std::string text = ReadFile(log);
-      const size_t p = text.find("recovered in ");
-      if (p != std::string::npos && text.find('\n', p) != std::string::npos) {
-        r.first_line_s = t;
-        r.recovered_text = text.substr(p, text.find('\n', p) - p);
-        r.recovered_line_s = std::atof(text.c_str() + p + std::strlen("recovered in "));
-      }
-    }
-    if (r.store_past_s < 0 && reader.Read(&c) && Get(c, "drained") > r.prekill_drained) {
-      r.store_past_s = t;
-    }
-    if (WaitFor(coll, 0) != -1) return fail("the restarted collector exited: " + ReadFile(log).substr(0, 400), -1);
-    usleep(20'000);
+  if (!WatchRecovery(sh, coll, log, read_at_kill, t_fork, &reader, &r)) {
+    return fail("the restarted collector exited: " + ReadFile(log).substr(0, 400), -1);
   }
   // 10 s more at the rate, then the end of the run.
   Progress(Fmt("restarted: drains again after %.2f s; 10 s more", r.rings_move_s));
@@ -834,18 +821,12 @@ RestartResult Restart(const std::string& collector, const std::string& tmpdir, d
   r.note += SettleAndStop(&producers, &reader, coll, r.written, &r.exit_status);
   r.ring_dropped = RingDropped(sh);
   producers.Finish();
-  CounterReader final_reader(db);
-  if (final_reader.Read(&c)) {
+  r.ok = ReadFinalCounters(db, r.exit_status, &r.note, [&r](const auto& c, CounterReader&) {
     r.dropped = Get(c, "dropped");
     r.orders_complete = Get(c, "orders_complete");
     r.restarts = Get(c, "restarts");
     r.duplicates = Get(c, "duplicates_skipped");
-    r.ok = true;
-  } else {
-    r.note += "final counters unreadable; ";
-  }
-  final_reader.Close();
-  if (r.exit_status == -1) r.note += "collector did not exit within 180 s of SIGINT (killed); ";
+  });
   RemoveSessionSegments(session);
   RemoveStoreFiles(db);
   unlink(log.c_str());
@@ -887,7 +868,6 @@ void PrintMachine(const ticktrace::Calibration& cal) {
 
 std::string Count(int64_t v) { return v < 0 ? "?" : std::to_string(v); }
 
-// VmRSS growth from the early sample to the end, in percent (huge when unmeasured).
 // The sustained phase's table, up to the collector's CPU (both stores' sections).
 void PrintSustainedRows(const SustainedResult& s, uint64_t orders_written,
                         const char* stored_query) {
@@ -930,6 +910,7 @@ void PrintSustainedCountTargets(const char* area, const std::string& store,
                   "--detail all (the default)");
 }
 
+// VmRSS growth from the early sample to the end, in percent (huge when unmeasured).
 double GrowthPct(const SustainedResult& s) {
   return s.rss_early_kb > 0 && s.rss_end_kb > 0
              ? 100.0 * static_cast<double>(s.rss_end_kb - s.rss_early_kb) /
@@ -991,105 +972,96 @@ int SustainedClickHouse(const std::string& collector, const std::string& tmpdir,
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line.
+struct BenchOptions {
   std::string collector, tmpdir, minutes_list = "1,2,4", store_kind = "sqlite";
   double seconds = 60, rate = 1'000'000, restart_rate = 500'000;
+  std::vector<double> minutes;  // --restart-minutes, parsed
+};
+
+// Reads the flags into `o`. False, after printing the usage or what is
+// wrong, when the program must exit with status 2.
+bool ParseFlags(int argc, char** argv, BenchOptions* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
-    if (a == "--collector" && has) collector = argv[++i];
-    else if (a == "--seconds" && has) seconds = std::atof(argv[++i]);
-    else if (a == "--rate" && has) rate = std::atof(argv[++i]);
-    else if (a == "--restart-rate" && has) restart_rate = std::atof(argv[++i]);
-    else if (a == "--restart-minutes" && has) minutes_list = argv[++i];
-    else if (a == "--tmpdir" && has) tmpdir = argv[++i];
-    else if (a == "--store" && has) store_kind = argv[++i];
+    if (a == "--collector" && has) o->collector = argv[++i];
+    else if (a == "--seconds" && has) o->seconds = std::atof(argv[++i]);
+    else if (a == "--rate" && has) o->rate = std::atof(argv[++i]);
+    else if (a == "--restart-rate" && has) o->restart_rate = std::atof(argv[++i]);
+    else if (a == "--restart-minutes" && has) o->minutes_list = argv[++i];
+    else if (a == "--tmpdir" && has) o->tmpdir = argv[++i];
+    else if (a == "--store" && has) o->store_kind = argv[++i];
     else {
       std::fprintf(stderr,
                    "usage: daemon_bench --collector PATH [--seconds 60] [--rate 1000000] "
                    "[--restart-rate 500000] [--restart-minutes 1,2,4] [--tmpdir DIR] "
                    "[--store sqlite|clickhouse]\n");
-      return 2;
+      return false;
     }
   }
-  if (store_kind != "sqlite" && store_kind != "clickhouse") {
+  if (o->store_kind != "sqlite" && o->store_kind != "clickhouse") {
     std::fprintf(stderr, "daemon_bench: --store '%s': sqlite or clickhouse\n",
-                 store_kind.c_str());
-    return 2;
+                 o->store_kind.c_str());
+    return false;
   }
-  std::vector<double> minutes;
-  {
-    std::istringstream in(minutes_list);
-    std::string tok;
-    while (std::getline(in, tok, ',')) {
-      if (tok.empty()) continue;
-      char* endp = nullptr;
-      const double m = std::strtod(tok.c_str(), &endp);
-      if (endp == tok.c_str() || *endp != '\0' || !(m > 0)) {
-        std::fprintf(stderr, "daemon_bench: --restart-minutes '%s': not a list of positive "
-                     "numbers\n", minutes_list.c_str());
-        return 2;
-      }
-      minutes.push_back(m);
+  std::istringstream in(o->minutes_list);
+  std::string tok;
+  while (std::getline(in, tok, ',')) {
+    if (tok.empty()) continue;
+    char* endp = nullptr;
+    const double m = std::strtod(tok.c_str(), &endp);
+    if (endp == tok.c_str() || *endp != '\0' || !(m > 0)) {
+      std::fprintf(stderr, "daemon_bench: --restart-minutes '%s': not a list of positive "
+                   "numbers\n", o->minutes_list.c_str());
+      return false;
     }
+    o->minutes.push_back(m);
   }
-  if (!(seconds >= 3) || !(rate >= 4000) || !(restart_rate >= 4000)) {
+  if (!(o->seconds >= 3) || !(o->rate >= 4000) || !(o->restart_rate >= 4000)) {
     std::fprintf(stderr, "daemon_bench: --seconds must be >= 3 and the rates >= 4000\n");
-    return 2;
+    return false;
   }
-  if (collector.empty() || access(collector.c_str(), X_OK) != 0) {
-    std::printf("skipped: the ticktrace-collector binary was not found\n\n");
-    return 0;
-  }
-  bool own_tmpdir = false;
-  if (tmpdir.empty()) {
-    char templ[] = "/tmp/ticktrace-daemon-XXXXXX";
-    if (mkdtemp(templ) == nullptr) return 1;
-    tmpdir = templ;
-    own_tmpdir = true;
-  } else {
-    tmpdir += "/daemon";
-    mkdir(tmpdir.c_str(), 0700);
-  }
+  return true;
+}
+
+// A stop signal removes the producers' segments before the bench dies
+// (OnStopSignal); a write to a closed socket or pipe fails with EPIPE
+// instead of killing the bench.
+void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, OnStopSignal);
   signal(SIGINT, OnStopSignal);
   signal(SIGHUP, OnStopSignal);
-  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
-  if (!cal.ok()) {
-    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
-    return 1;
-  }
-  PrintMachine(*cal);
-  if (store_kind == "clickhouse") {
-    // The collector runs in tmpdir: its path must not be relative.
-    if (char* absolute = realpath(collector.c_str(), nullptr)) {
-      collector = absolute;
-      std::free(absolute);
-    }
-    const int rc = SustainedClickHouse(collector, tmpdir, cal->tsc_hz, seconds, rate);
-    if (own_tmpdir) std::system(("rm -rf '" + tmpdir + "'").c_str());
-    else rmdir(tmpdir.c_str());
-    return rc;
-  }
+}
 
-  const SustainedResult s = Sustained(collector, tmpdir, cal->tsc_hz, seconds, rate);
-  std::vector<RestartResult> restarts;
-  for (size_t i = 0; i < minutes.size(); ++i) {
-    restarts.push_back(Restart(collector, tmpdir, cal->tsc_hz, minutes[i], restart_rate,
-                               static_cast<int>(i)));
+// `path` made absolute when it exists (the ClickHouse run starts the
+// collector in the temporary directory); as given otherwise.
+std::string AbsolutePath(const std::string& path) {
+  std::string out = path;
+  if (char* absolute = realpath(path.c_str(), nullptr)) {
+    out = absolute;
+    std::free(absolute);
   }
+  return out;
+}
 
-  // ---- sustained -----------------------------------------------------------
+// The bench's own temporary directory goes with everything in it; the
+// "daemon" subdirectory of a given --tmpdir goes only when empty.
+void RemoveTmpdir(const std::string& tmpdir, bool own_tmpdir) {
+  if (own_tmpdir) std::system(("rm -rf '" + tmpdir + "'").c_str());
+  else rmdir(tmpdir.c_str());
+}
+
+// The report's section on the sustained phase (SQLite store).
+void PrintSustainedSection(const BenchOptions& o, const SustainedResult& s) {
   std::printf("### Sustained live: %.0f records/s, %d producer threads in %d processes, %.0f s\n\n",
-              rate, kThreads, kProcesses, seconds);
+              o.rate, kThreads, kProcesses, o.seconds);
   const uint64_t orders_written = s.written / 4;
   if (!s.ok) std::printf("Failed: %s\n\n", s.note.c_str());
   PrintSustainedRows(s, orders_written, "COUNT(*)");
   std::printf("| collector VmRSS at %.0f s / at %.0f s | %.1f MiB / %.1f MiB (%+.1f%%) |\n",
-              s.rss_early_s, seconds, s.rss_early_kb / 1024.0, s.rss_end_kb / 1024.0,
+              s.rss_early_s, o.seconds, s.rss_early_kb / 1024.0, s.rss_end_kb / 1024.0,
               s.rss_early_kb > 0 ? 100.0 * (s.rss_end_kb - s.rss_early_kb) / s.rss_early_kb : 0);
   std::printf("| journal on disk (st_blocks x 512, every 200 ms), max | %.1f MiB |\n",
               static_cast<double>(s.journal_max_bytes) / (1 << 20));
@@ -1100,15 +1072,19 @@ int main(int argc, char** argv) {
               s.exit_status);
   if (!s.note.empty()) std::printf("| notes | %s |\n", s.note.c_str());
   std::printf("\n");
+}
 
-  // ---- restart -------------------------------------------------------------
+// The report's section on the restarts: one row per run length, then the
+// notes of the runs that have any.
+void PrintRestartSection(const BenchOptions& o, const std::vector<RestartResult>& restarts) {
   std::printf("### Restart after SIGKILL: %.0f records/s (%d threads, rings of %u records)\n\n",
-              restart_rate, kThreads, kRingRecords);
+              o.restart_rate, kThreads, kRingRecords);
   std::printf("Run lengths %s min (the target asks 1, 5, 10; shorter here to keep run_all.sh under "
-              "~12 min). Times from the restarted collector's fork.\n\n", minutes_list.c_str());
+              "~12 min). Times from the restarted collector's fork.\n\n", o.minutes_list.c_str());
   std::printf("| run length | journal on disk at the kill | \"recovered in\" (printed) | line seen "
               "after | rings drained again after | store `drained` past pre-kill after | dropped: "
-              "store / rings (rings before the kill + after) | orders written / complete | restarts | duplicates skipped |\n"
+              "store / rings (rings before the kill + after) | orders written / complete | "
+              "restarts | duplicates skipped |\n"
               "|---:|---:|---|---:|---:|---:|---|---|---:|---:|\n");
   for (const RestartResult& r : restarts) {
     if (!r.ok && r.recovered_line_s < 0) {
@@ -1130,62 +1106,71 @@ int main(int argc, char** argv) {
     if (!r.note.empty()) std::printf("\n%.1f min: %s", r.minutes, r.note.c_str());
   }
   std::printf("\n\n");
+}
 
-  // ---- why missed: what this run observed -----------------------------------
+// What the sustained phase observed behind each figure that misses its
+// target, one sentence each; none when the phase failed.
+std::vector<std::string> WhySustainedMissed(const BenchOptions& o, const SustainedResult& s) {
   std::vector<std::string> why;
-  const double orders_rate = rate / 4;
-  if (s.ok) {
-    const double drain_rate = s.drained_at_end > 0 && s.run_s > 0
-                                  ? static_cast<double>(s.drained_at_end) / s.run_s
-                                  : 0;
-    if (s.dropped != 0 || s.ring_dropped != 0) {
-      why.push_back(Fmt("records dropped: the store's `drained` moved at %.0f records/s over the "
-                        "run against ", drain_rate) +
-                    Fmt("%.0f produced; rings of 1 Mi records hold ", s.achieved_rate) +
-                    Fmt("%.1f s at each thread's share", kRingRecords / (rate / kThreads)));
-    }
-    if (s.orders_complete != static_cast<int64_t>(orders_written)) {
-      why.push_back("orders not all stitched: orders_complete " + Count(s.orders_complete) +
-                    ", orders_incomplete " + Count(s.orders_incomplete) + " of " +
-                    std::to_string(orders_written) + " orders written; their records were among "
-                    "the " + Count(s.dropped) + " dropped");
-    }
-    if (s.orders_not_stored != 0 || s.orders_stored != static_cast<int64_t>(orders_written)) {
-      const double stored_rate =
-          s.orders_stored > 0 ? static_cast<double>(s.orders_stored) / (s.run_s + s.collector_exit_s)
-                              : 0;
-      why.push_back(Fmt("detail not stored for every order: the store writer kept %.0f orders/s ",
-                        stored_rate) +
-                    Fmt("(rows stored / (run + settle time)) against %.0f orders/s produced; ",
-                        orders_rate) +
-                    "the live sink counts what its queue cannot take in orders_not_stored (" +
-                    Count(s.orders_not_stored) + ")");
-    }
-    if (s.max_lag_s > 2.0) {
-      why.push_back(Fmt("store counters up to %.2f s behind: ", s.max_lag_s) +
-                    Fmt("the store's `drained` moved at %.0f records/s on average; ", drain_rate) +
-                    "the counters are a snapshot the analysis thread takes every 1 s and the "
-                    "store writer commits behind its queue of orders");
-    }
-    if (s.cpu_cores > 1.0) {
-      why.push_back(Fmt("collector CPU %.2f cores: its drain, analysis and SQLite writer threads ",
-                        s.cpu_cores) +
-                    Fmt("at %.0f records/s", s.achieved_rate));
-    }
-    if (!(GrowthPct(s) <= 5.0)) {
-      why.push_back(Fmt("RSS grew %.1f%%", GrowthPct(s)) +
-                    Fmt(" (%.1f MiB", s.rss_early_kb / 1024.0) +
-                    Fmt(" -> %.1f MiB) while the store's `drained` ", s.rss_end_kb / 1024.0) +
-                    Fmt("ended %.2f s behind: what is queued for the store grows with the lag",
-                        s.lag_at_end_s));
-    }
-    if (s.journal_max_bytes > 128'000'000) {
-      why.push_back(Fmt("journal reached %.1f MiB: a checkpoint frees the journal only once the ",
-                        static_cast<double>(s.journal_max_bytes) / (1 << 20)) +
-                    Fmt("store holds everything before it, and the store ended %.2f s behind",
-                        s.lag_at_end_s));
-    }
+  if (!s.ok) return why;
+  const uint64_t orders_written = s.written / 4;
+  const double orders_rate = o.rate / 4;
+  const double drain_rate = s.drained_at_end > 0 && s.run_s > 0
+                                ? static_cast<double>(s.drained_at_end) / s.run_s
+                                : 0;
+  if (s.dropped != 0 || s.ring_dropped != 0) {
+    why.push_back(Fmt("records dropped: the store's `drained` moved at %.0f records/s over the "
+                      "run against ", drain_rate) +
+                  Fmt("%.0f produced; rings of 1 Mi records hold ", s.achieved_rate) +
+                  Fmt("%.1f s at each thread's share", kRingRecords / (o.rate / kThreads)));
   }
+  if (s.orders_complete != static_cast<int64_t>(orders_written)) {
+    why.push_back("orders not all stitched: orders_complete " + Count(s.orders_complete) +
+                  ", orders_incomplete " + Count(s.orders_incomplete) + " of " +
+                  std::to_string(orders_written) + " orders written; their records were among "
+                  "the " + Count(s.dropped) + " dropped");
+  }
+  if (s.orders_not_stored != 0 || s.orders_stored != static_cast<int64_t>(orders_written)) {
+    const double stored_rate =
+        s.orders_stored > 0 ? static_cast<double>(s.orders_stored) / (s.run_s + s.collector_exit_s)
+                            : 0;
+    why.push_back(Fmt("detail not stored for every order: the store writer kept %.0f orders/s ",
+                      stored_rate) +
+                  Fmt("(rows stored / (run + settle time)) against %.0f orders/s produced; ",
+                      orders_rate) +
+                  "the live sink counts what its queue cannot take in orders_not_stored (" +
+                  Count(s.orders_not_stored) + ")");
+  }
+  if (s.max_lag_s > 2.0) {
+    why.push_back(Fmt("store counters up to %.2f s behind: ", s.max_lag_s) +
+                  Fmt("the store's `drained` moved at %.0f records/s on average; ", drain_rate) +
+                  "the counters are a snapshot the analysis thread takes every 1 s and the "
+                  "store writer commits behind its queue of orders");
+  }
+  if (s.cpu_cores > 1.0) {
+    why.push_back(Fmt("collector CPU %.2f cores: its drain, analysis and SQLite writer threads ",
+                      s.cpu_cores) +
+                  Fmt("at %.0f records/s", s.achieved_rate));
+  }
+  if (!(GrowthPct(s) <= 5.0)) {
+    why.push_back(Fmt("RSS grew %.1f%%", GrowthPct(s)) +
+                  Fmt(" (%.1f MiB", s.rss_early_kb / 1024.0) +
+                  Fmt(" -> %.1f MiB) while the store's `drained` ", s.rss_end_kb / 1024.0) +
+                  Fmt("ended %.2f s behind: what is queued for the store grows with the lag",
+                      s.lag_at_end_s));
+  }
+  if (s.journal_max_bytes > 128'000'000) {
+    why.push_back(Fmt("journal reached %.1f MiB: a checkpoint frees the journal only once the ",
+                      static_cast<double>(s.journal_max_bytes) / (1 << 20)) +
+                  Fmt("store holds everything before it, and the store ended %.2f s behind",
+                      s.lag_at_end_s));
+  }
+  return why;
+}
+
+// The same for the restarts: a slow recovery, and records dropped.
+std::vector<std::string> WhyRestartsMissed(const std::vector<RestartResult>& restarts) {
+  std::vector<std::string> why;
   for (const RestartResult& r : restarts) {
     const double t = std::max(r.rings_move_s, r.recovered_line_s);
     if (r.ok && t > 1.0) {
@@ -1203,17 +1188,27 @@ int main(int argc, char** argv) {
                     " after it (rings full while it was down, recovering and catching up)");
     }
   }
+  return why;
+}
+
+// "Why missed": the sentences above, when there are any.
+void PrintWhyMissed(const BenchOptions& o, const SustainedResult& s,
+                    const std::vector<RestartResult>& restarts) {
+  std::vector<std::string> why = WhySustainedMissed(o, s);
+  for (std::string& w : WhyRestartsMissed(restarts)) why.push_back(std::move(w));
   if (!why.empty()) {
     std::printf("Why missed (observed in this run):\n\n");
     for (const std::string& w : why) std::printf("- %s\n", w.c_str());
     std::printf("\n");
   }
+}
 
-  // ---- targets -------------------------------------------------------------
+// The sustained phase's TARGET lines (SQLite store).
+void PrintSustainedTargets(const BenchOptions& o, const SustainedResult& s) {
   const char* area = "daemon";
-  const std::string rate_s = Fmt("%.0f k records/s", rate / 1000);
+  const std::string rate_s = Fmt("%.0f k records/s", o.rate / 1000);
   if (s.ok) {
-    PrintSustainedCountTargets(area, "", rate_s, s, orders_written);
+    PrintSustainedCountTargets(area, "", rate_s, s, s.written / 4);
   } else {
     tb::PrintTarget(area, "sustained " + rate_s + " (daemon_bench)", "not measured", "",
                     false, s.note);
@@ -1225,7 +1220,7 @@ int main(int argc, char** argv) {
                   "<= 1 core", s.ok && s.cpu_cores <= 1.0);
   const double growth = GrowthPct(s);
   tb::PrintTarget(area, Fmt("sustained: RSS growth from %.0f s", s.rss_early_s) +
-                            Fmt(" to %.0f s (daemon_bench)", seconds),
+                            Fmt(" to %.0f s (daemon_bench)", o.seconds),
                   Fmt("%+.1f%%", growth), "<= 5%", s.ok && growth <= 5.0,
                   Fmt("%.1f MiB", s.rss_early_kb / 1024.0) +
                       Fmt(" -> %.1f MiB", s.rss_end_kb / 1024.0));
@@ -1236,6 +1231,13 @@ int main(int argc, char** argv) {
   tb::PrintTarget(area, "fdatasync calls per s, max over >= 1 s windows (daemon_bench)",
                   Fmt("%.1f", syncs_worst), "<= 200", s.ok && syncs_worst <= 200,
                   Fmt("run mean %.1f/s", s.syncs_per_s));
+}
+
+// The restarts' TARGET lines: how soon it drains again, drops across the
+// restart, and (with two run lengths or more) whether the time grows with
+// the run length.
+void PrintRestartTargets(const BenchOptions& o, const std::vector<RestartResult>& restarts) {
+  const char* area = "daemon";
   double first_time = -1, worst_time = 0;
   bool all_ok = !restarts.empty(), no_drops = !restarts.empty();
   std::string by_length;
@@ -1251,26 +1253,58 @@ int main(int argc, char** argv) {
   tb::PrintTarget(area, "restart: drains again after its start, worst of the run lengths "
                         "(daemon_bench)",
                   Fmt("%.2f s", worst_time), "<= 1 s", all_ok, by_length);
-  {
-    std::string drops;
-    for (const RestartResult& r : restarts) {
-      drops += Fmt("%.1f min: ", r.minutes) +
-               std::to_string(r.ring_dropped - r.ring_dropped_at_kill) + " after the kill (" +
-               std::to_string(r.ring_dropped_at_kill) + " before; store " + Count(r.dropped) +
-               " in all); ";
-    }
-    tb::PrintTarget(area, "restart: records dropped across the restart, rings of 1 Mi "
-                          "(daemon_bench)", no_drops ? "0" : "not 0", "0", no_drops,
-                    "rings' drop counters per run length: " + drops);
+  std::string drops;
+  for (const RestartResult& r : restarts) {
+    drops += Fmt("%.1f min: ", r.minutes) +
+             std::to_string(r.ring_dropped - r.ring_dropped_at_kill) + " after the kill (" +
+             std::to_string(r.ring_dropped_at_kill) + " before; store " + Count(r.dropped) +
+             " in all); ";
   }
+  tb::PrintTarget(area, "restart: records dropped across the restart, rings of 1 Mi "
+                        "(daemon_bench)", no_drops ? "0" : "not 0", "0", no_drops,
+                  "rings' drop counters per run length: " + drops);
   if (restarts.size() >= 2) {
     const double last = std::max(restarts.back().rings_move_s, restarts.back().recovered_line_s);
     const bool flat = first_time >= 0 && last <= std::max(2 * first_time, first_time + 0.5);
     tb::PrintTarget(area, "restart time does not grow with the run length (daemon_bench)",
                     Fmt("%.2f s", first_time) + Fmt(" -> %.2f s", last),
-                    "not growing (<= 2x or +0.5 s)", flat, minutes_list + " min");
+                    "not growing (<= 2x or +0.5 s)", flat, o.minutes_list + " min");
   }
-  if (own_tmpdir) std::system(("rm -rf '" + tmpdir + "'").c_str());
-  else rmdir(tmpdir.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  if (!ParseFlags(argc, argv, &o)) return 2;
+  if (!ticktrace::bench::CollectorFound(o.collector)) return 0;
+  bool own_tmpdir = false;
+  if (!ticktrace::bench::MakeTmpdirOrSubdir("/tmp/ticktrace-daemon-XXXXXX", "daemon", &o.tmpdir,
+                                            &own_tmpdir)) {
+    return 1;
+  }
+  InstallSignalHandlers();
+  const std::optional<ticktrace::Calibration> cal = ticktrace::bench::CalibrateOrSay();
+  if (!cal) return 1;
+  PrintMachine(*cal);
+  if (o.store_kind == "clickhouse") {
+    const int rc = SustainedClickHouse(AbsolutePath(o.collector), o.tmpdir, cal->tsc_hz,
+                                       o.seconds, o.rate);
+    RemoveTmpdir(o.tmpdir, own_tmpdir);
+    return rc;
+  }
+
+  const SustainedResult s = Sustained(o.collector, o.tmpdir, cal->tsc_hz, o.seconds, o.rate);
+  std::vector<RestartResult> restarts;
+  for (size_t i = 0; i < o.minutes.size(); ++i) {
+    restarts.push_back(Restart(o.collector, o.tmpdir, cal->tsc_hz, o.minutes[i], o.restart_rate,
+                               static_cast<int>(i)));
+  }
+  PrintSustainedSection(o, s);
+  PrintRestartSection(o, restarts);
+  PrintWhyMissed(o, s, restarts);
+  PrintSustainedTargets(o, s);
+  PrintRestartTargets(o, restarts);
+  RemoveTmpdir(o.tmpdir, own_tmpdir);
   return 0;
 }

@@ -34,10 +34,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_process.h"
+#include "bench_setup.h"
 #include "bench_util.h"
 #include "store_poll.h"
 #include "ticktrace/calibration.h"
@@ -49,48 +52,14 @@ namespace {
 namespace tb = ticktrace::bench;
 using tb::Fmt;
 using tb::SleepUntil;
+using tb::SpawnLogged;
+using tb::StatusKb;
+using tb::StopCollector;
 
 int64_t RealtimeNs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-pid_t SpawnCollector(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = std::freopen(log.c_str(), "w", stdout);
-    if (f != nullptr) dup2(fileno(stdout), STDERR_FILENO);
-    std::vector<char*> args;
-    for (const std::string& s : argv) args.push_back(const_cast<char*>(s.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-void StopCollector(pid_t pid, int grace_ms) {
-  kill(pid, SIGINT);
-  for (int waited = 0; waited < grace_ms; waited += 10) {
-    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-}
-
-// kB value of a "Name:   123 kB" line of /proc/PID/status, or -1.
-long StatusKb(pid_t pid, const char* name) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  const size_t n = std::strlen(name);
-  while (std::getline(in, line)) {
-    if (line.compare(0, n, name) == 0 && line.size() > n && line[n] == ':') {
-      return std::atol(line.c_str() + n + 1);
-    }
-  }
-  return -1;
 }
 
 // The highest order id stored in the newest run, or -1 (store not ready).
@@ -132,10 +101,9 @@ VisibilityResult Visibility(const std::string& collector, const std::string& tmp
     vr.note = std::string(st.message());
     return vr;
   }
-  const pid_t coll = SpawnCollector({collector, "--session", session, "--db", db, "--tsc-hz",
-                                     Fmt("%.0f", tsc_hz), "--pipeline",
-                                     "md_rx,decide,order_sent,ack"},
-                                    tmpdir + "/visibility-collector.log");
+  const pid_t coll = SpawnLogged({collector, "--session", session, "--db", db, "--tsc-hz",
+                                  Fmt("%.0f", tsc_hz), "--pipeline", "md_rx,decide,order_sent,ack"},
+                                 tmpdir + "/visibility-collector.log");
   StorePoller poller(db);
   // Wait for the store's schema (the collector is up).
   for (int i = 0; i < 1000 && !poller.Ready(); ++i) {
@@ -227,11 +195,10 @@ RssResult Memory(const std::string& collector, const std::string& tmpdir, double
   ticktrace::stamp(first, 0);
   tb::OwnRingDrainer view;  // only to read the slot's indices; never drains
   if (!view.Attach()) return rr;
-  const pid_t coll = SpawnCollector({collector, "--session", session, "--db",
-                                     tmpdir + "/memory.db", "--tsc-hz", Fmt("%.0f", tsc_hz),
-                                     "--pipeline", "md_rx,decide,order_sent,ack",
-                                     "--order-timeout-ms", "600000"},
-                                    tmpdir + "/memory-collector.log");
+  const pid_t coll = SpawnLogged({collector, "--session", session, "--db", tmpdir + "/memory.db",
+                                  "--tsc-hz", Fmt("%.0f", tsc_hz), "--pipeline",
+                                  "md_rx,decide,order_sent,ack", "--order-timeout-ms", "600000"},
+                                 tmpdir + "/memory-collector.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   rr.idle_hwm_kb = StatusKb(coll, "VmHWM");
   const int64_t t0 = tb::MonotonicNs();
@@ -255,122 +222,154 @@ RssResult Memory(const std::string& collector, const std::string& tmpdir, double
   return rr;
 }
 
-}  // namespace
+// Memory()'s result as the one line the child sends to the parent:
+// "ok hwm_kb rss_kb idle_hwm_kb drain_s note".
+std::string RssLine(const RssResult& r) {
+  return std::to_string(r.ok) + " " + std::to_string(r.hwm_kb) + " " + std::to_string(r.rss_kb) +
+         " " + std::to_string(r.idle_hwm_kb) + " " + Fmt("%.3f", r.drain_s) + " " + r.note + "\n";
+}
 
-int main(int argc, char** argv) {
-  std::string collector, tmpdir;
-  double seconds = 5;
-  int orders_per_ms = 16;
-  uint64_t inflight = 1'000'000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has = i + 1 < argc;
-    if (a == "--collector" && has) collector = argv[++i];
-    else if (a == "--seconds" && has) seconds = std::atof(argv[++i]);
-    else if (a == "--orders-per-ms" && has) orders_per_ms = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--inflight" && has) inflight = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--tmpdir" && has) tmpdir = argv[++i];
-    else {
-      std::fprintf(stderr,
-                   "usage: visibility_bench --collector PATH [--seconds S] [--orders-per-ms N] "
-                   "[--inflight N] [--tmpdir DIR]\n");
-      return 2;
-    }
-  }
-  if (collector.empty() || access(collector.c_str(), X_OK) != 0) {
-    std::printf("skipped: the ticktrace-collector binary was not found\n\n");
-    return 0;
-  }
-  bool own_tmpdir = false;
-  if (tmpdir.empty()) {
-    char templ[] = "/tmp/ticktrace-visibility-XXXXXX";
-    if (mkdtemp(templ) == nullptr) return 1;
-    tmpdir = templ;
-    own_tmpdir = true;
+// RssLine() read back; a line that does not parse (the child failed) gives a
+// result with the note "the memory run failed".
+RssResult ParseRssLine(const std::string& line, uint64_t orders) {
+  RssResult mem;
+  mem.orders = orders;
+  int ok = 0;
+  char note[256] = "";
+  if (std::sscanf(line.c_str(), "%d %ld %ld %ld %lf %255[^\n]", &ok, &mem.hwm_kb, &mem.rss_kb,
+                  &mem.idle_hwm_kb, &mem.drain_s, note) >= 5) {
+    mem.ok = ok != 0;
+    mem.note = note;
   } else {
-    tmpdir += "/visibility";
-    std::system(("mkdir -p '" + tmpdir + "'").c_str());
+    mem.note = "the memory run failed";
   }
-  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
-  if (!cal.ok()) {
-    std::fprintf(stderr, "calibration: %s\n", std::string(cal.status().message()).c_str());
-    return 1;
-  }
+  return mem;
+}
 
-  // Memory first, in a child (its own segment), reported through a pipe.
+// Memory() in a child process (it needs a segment of its own), its result
+// reported through a pipe. nullopt when the pipe cannot be made.
+std::optional<RssResult> MemoryInChild(const std::string& collector, const std::string& tmpdir,
+                                       double tsc_hz, uint64_t inflight) {
   int fds[2];
-  if (pipe(fds) != 0) return 1;
+  if (pipe(fds) != 0) return std::nullopt;
   const pid_t child = fork();
   if (child == 0) {
     close(fds[0]);
-    const RssResult r = Memory(collector, tmpdir, cal->tsc_hz, inflight);
-    const std::string line = std::to_string(r.ok) + " " + std::to_string(r.hwm_kb) + " " +
-                             std::to_string(r.rss_kb) + " " + std::to_string(r.idle_hwm_kb) +
-                             " " + Fmt("%.3f", r.drain_s) + " " + r.note + "\n";
+    const std::string line = RssLine(Memory(collector, tmpdir, tsc_hz, inflight));
     (void)!write(fds[1], line.data(), line.size());
     _exit(0);
   }
   close(fds[1]);
   std::string line;
   char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) line.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) {
+    line.append(buf, static_cast<size_t>(n));
+  }
   close(fds[0]);
   waitpid(child, nullptr, 0);
-  RssResult mem;
-  mem.orders = inflight;
-  {
-    int ok = 0;
-    char note[256] = "";
-    if (std::sscanf(line.c_str(), "%d %ld %ld %ld %lf %255[^\n]", &ok, &mem.hwm_kb, &mem.rss_kb,
-                    &mem.idle_hwm_kb, &mem.drain_s, note) >= 5) {
-      mem.ok = ok != 0;
-      mem.note = note;
-    } else {
-      mem.note = "the memory run failed";
+  return ParseRssLine(line, inflight);
+}
+
+// The command line.
+struct BenchOptions {
+  std::string collector, tmpdir;
+  double seconds = 5;
+  int orders_per_ms = 16;
+  uint64_t inflight = 1'000'000;
+};
+
+// Reads the flags into `o`. False, after printing the usage, when the
+// program must exit with status 2.
+bool ParseFlags(int argc, char** argv, BenchOptions* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--collector" && has) o->collector = argv[++i];
+    else if (a == "--seconds" && has) o->seconds = std::atof(argv[++i]);
+    else if (a == "--orders-per-ms" && has) o->orders_per_ms = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--inflight" && has) o->inflight = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--tmpdir" && has) o->tmpdir = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: visibility_bench --collector PATH [--seconds S] [--orders-per-ms N] "
+                   "[--inflight N] [--tmpdir DIR]\n");
+      return false;
     }
   }
+  return true;
+}
 
-  const VisibilityResult vis = Visibility(collector, tmpdir, cal->tsc_hz, seconds, orders_per_ms);
-
+// The markdown table: one row per measurement, or what made it fail.
+void PrintTable(const BenchOptions& o, const VisibilityResult& vis, const RssResult& mem) {
   std::printf("| measurement | setting | result |\n|---|---|---|\n");
   if (vis.ok) {
     std::printf("| order visible in the store after its last stamp | %d orders/ms (%d stamps/s), "
                 "%.0f s, store polled every 2 ms | p50 %.1f ms, p99 %.1f ms, max %.1f ms; "
                 "%zu of %zu orders never visible within 10 s of the end |\n",
-                orders_per_ms, orders_per_ms * 4000, seconds, vis.latency_ms.p50,
+                o.orders_per_ms, o.orders_per_ms * 4000, o.seconds, vis.latency_ms.p50,
                 vis.latency_ms.p99, vis.latency_ms.max, vis.never_visible, vis.orders);
   } else {
     std::printf("| order visibility | | failed: %s |\n", vis.note.c_str());
   }
-  const double limit_kb = 64.0 * 1024 + 200.0 * static_cast<double>(inflight) / 1024;
   if (mem.hwm_kb > 0) {
     std::printf("| collector peak RSS (VmHWM) | %llu orders in flight (first stage only, "
                 "order timeout 10 min) | %.1f MiB peak (%.1f MiB idle before; %.1f MiB now); "
                 "drained in %.2f s%s%s |\n",
-                static_cast<unsigned long long>(inflight), mem.hwm_kb / 1024.0,
+                static_cast<unsigned long long>(o.inflight), mem.hwm_kb / 1024.0,
                 mem.idle_hwm_kb / 1024.0, mem.rss_kb / 1024.0, mem.drain_s,
                 mem.note.empty() ? "" : "; ", mem.note.c_str());
   } else {
     std::printf("| collector peak RSS | | failed: %s |\n", mem.note.c_str());
   }
   std::printf("\n");
+}
+
+// The TARGET lines of the measurements that ran.
+void PrintTargets(const BenchOptions& o, const VisibilityResult& vis, const RssResult& mem) {
   if (vis.ok) {
     const bool met = vis.latency_ms.p99 <= 1000 && vis.never_visible * 100 <= vis.orders;
-    tb::PrintTarget("collector", "order visible in the store after its last stamp, p99 (visibility_bench)",
+    tb::PrintTarget("collector",
+                    "order visible in the store after its last stamp, p99 (visibility_bench)",
                     Fmt("%.1f ms", vis.latency_ms.p99), "<= 1 s", met,
-                    std::to_string(orders_per_ms) + " orders/ms; " +
+                    std::to_string(o.orders_per_ms) + " orders/ms; " +
                         std::to_string(vis.never_visible) + " never visible");
   }
   if (mem.hwm_kb > 0) {
+    const double limit_kb = 64.0 * 1024 + 200.0 * static_cast<double>(o.inflight) / 1024;
     tb::PrintTarget("collector",
-                    "peak RSS, " + std::to_string(inflight) + " orders in flight (visibility_bench)",
+                    "peak RSS, " + std::to_string(o.inflight) +
+                        " orders in flight (visibility_bench)",
                     Fmt("%.1f MiB", mem.hwm_kb / 1024.0),
                     Fmt("<= %.1f MiB (64 MiB + 200 B x orders)", limit_kb / 1024),
                     mem.ok && mem.hwm_kb <= limit_kb,
                     Fmt("%.0f B per order above idle",
                         (static_cast<double>(mem.hwm_kb - mem.idle_hwm_kb) * 1024) /
-                            static_cast<double>(inflight)));
+                            static_cast<double>(o.inflight)));
   }
-  if (own_tmpdir) std::system(("rm -rf '" + tmpdir + "'").c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  if (!ParseFlags(argc, argv, &o)) return 2;
+  if (!ticktrace::bench::CollectorFound(o.collector)) return 0;
+  bool own_tmpdir = false;
+  if (!ticktrace::bench::MakeTmpdirOrSubdir("/tmp/ticktrace-visibility-XXXXXX", "visibility",
+                                            &o.tmpdir, &own_tmpdir)) {
+    return 1;
+  }
+  const std::optional<ticktrace::Calibration> cal = ticktrace::bench::CalibrateOrSay();
+  if (!cal) return 1;
+
+  // Memory first, in a child (its own segment), reported through a pipe.
+  const std::optional<RssResult> mem =
+      MemoryInChild(o.collector, o.tmpdir, cal->tsc_hz, o.inflight);
+  if (!mem) return 1;
+  const VisibilityResult vis =
+      Visibility(o.collector, o.tmpdir, cal->tsc_hz, o.seconds, o.orders_per_ms);
+  PrintTable(o, vis, *mem);
+  PrintTargets(o, vis, *mem);
+  if (own_tmpdir) std::system(("rm -rf '" + o.tmpdir + "'").c_str());
   return 0;
 }
