@@ -138,73 +138,84 @@ Variant MakeVariant(std::string name, std::string what, Op op, std::function<voi
   return v;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   int rounds = 200;
-  std::string tmpdir;
+  std::string tmpdir;  // empty: a fresh directory, removed at the end
+};
+
+// Reads --rounds and --tmpdir into `o`. On any other argument prints the
+// usage line and returns false (main exits 2).
+bool ParseFlags(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--rounds" && i + 1 < argc) {
-      rounds = std::atoi(argv[++i]);
+      o->rounds = std::atoi(argv[++i]);
     } else if (a == "--tmpdir" && i + 1 < argc) {
-      tmpdir = argv[++i];
+      o->tmpdir = argv[++i];
     } else {
       std::fprintf(stderr, "usage: peers_bench [--rounds N] [--tmpdir DIR]\n");
-      return 2;
+      return false;
     }
   }
-  if (rounds < 1) rounds = 1;
-  bool own_tmpdir = false;
-  if (!tb::MakeTmpdirUnlessGiven("/tmp/ticktrace-peers-XXXXXX", &tmpdir, &own_tmpdir)) return 1;
+  if (o->rounds < 1) o->rounds = 1;
+  return true;
+}
 
-  const std::optional<ticktrace::Calibration> cal = tb::CalibrateOrSay();
-  if (!cal) return 1;
-  const double ns_per_tick = cal->ns_per_tick;
+// The rings the variants write into. They live in main's frame because the
+// variants' lambdas hold references to them; the two floor rings are made
+// only once this thread's ticktrace ring is attached (AddTicktraceVariants).
+struct Rings {
+  tb::OwnRingDrainer drainer;          // empties this thread's ticktrace ring between batches
+  std::optional<tb::FloorRing> floor;  // the floor variant's ring
+  std::optional<tb::FloorRing> clock;  // the clock_stamp variant's ring
+};
 
-  if (!tb::InitTracing("ticktrace::Init", "peers" + std::to_string(getpid()), kRingRecords, 2)) {
-    return 1;
-  }
+// Attaches this thread to its ticktrace ring, then adds the variants that
+// need no peer library: the empty bracket, the floor, ticktrace's calls and
+// the two clock_gettime ones, in the order they rotate in. Returns the tag's
+// id (the peers write it too), or nullopt when this thread's ring is not
+// found (the drainer has said why).
+std::optional<uint16_t> AddTicktraceVariants(Rings* rings, std::vector<Variant>* variants) {
+  // A static, so that the measured lambdas below name it without a capture.
   static const ticktrace::Tag tag{"bench"};
   const uint16_t tag_id = tag.id();
   ticktrace::stamp(tag, 0);  // attach this thread: the slow path runs here, untimed
-  tb::OwnRingDrainer drainer;
-  if (!drainer.Attach()) return 1;
+  tb::OwnRingDrainer& drainer = rings->drainer;
+  if (!drainer.Attach()) return std::nullopt;
   drainer.Drain();
   const auto drain = [&drainer] { drainer.Drain(); };
   const auto nothing = [] {};
 
-  tb::FloorRing floor_ring(kRingRecords);
-  tb::FloorRing clock_ring(kRingRecords);
+  tb::FloorRing& floor_ring = rings->floor.emplace(kRingRecords);
+  tb::FloorRing& clock_ring = rings->clock.emplace(kRingRecords);
 
-  std::vector<Variant> variants;
   {
     Variant empty = MakeVariant("empty", "nothing between the brackets (the baseline)",
                                 [](uint64_t) {}, nothing);
     empty.in_batch = false;
-    variants.push_back(std::move(empty));
+    variants->push_back(std::move(empty));
   }
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "floor", "rdtsc + 32-byte record + release index, written in the bench",
       [&floor_ring, tag_id](uint64_t id) { floor_ring.Write(ticktrace::ReadTsc(), tag_id, id); },
       nothing));
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "stamp", "`ticktrace::stamp(tag, order_id)`",
       [](uint64_t id) { ticktrace::stamp(tag, id); }, drain));
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "stamp_rdtscp", "`ticktrace::stamp_rdtscp` (rdtscp emulated: lfence;rdtsc + getcpu)",
       [](uint64_t id) { ticktrace::stamp_rdtscp(tag, id); }, drain));
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "stamp_fenced", "`ticktrace::stamp_fenced` (lfence;rdtsc;lfence)",
       [](uint64_t id) { ticktrace::stamp_fenced(tag, id); }, drain));
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "span", "`ticktrace::Span` begin + `end()`",
       [](uint64_t id) {
         ticktrace::Span s(tag, id);
         s.end();
       },
       drain));
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "clock_gettime", "bare `clock_gettime(CLOCK_MONOTONIC)` (vDSO, kvm-clock)",
       [](uint64_t) {
         timespec ts;
@@ -212,7 +223,7 @@ int main(int argc, char** argv) {
         Keep(ts.tv_nsec);
       },
       nothing));
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "clock_stamp", "`clock_gettime(CLOCK_MONOTONIC)` ns into the floor's 32-byte ring record",
       [&clock_ring, tag_id](uint64_t id) {
         timespec ts;
@@ -222,16 +233,34 @@ int main(int argc, char** argv) {
                          tag_id, id);
       },
       nothing));
+  return tag_id;
+}
 
+// What setting up the peers leaves for the rest of the run: why a peer is
+// not in the table ("" when it is), and spdlog's logger, whose queue the
+// drop check reads and whose file the clean-up removes.
+struct Peers {
   std::string spdlog_note = "skipped: libspdlog-dev not installed";
+  std::string lttng_note = "skipped: liblttng-ust-dev not installed";
 #ifdef TICKTRACE_BENCH_HAVE_SPDLOG
-  const std::string spdlog_path = tmpdir + "/spdlog_async.log";
+  std::string spdlog_path;
+  std::shared_ptr<spdlog::details::thread_pool> pool;
+  std::shared_ptr<spdlog::async_logger> logger;
+  std::function<void()> wait_spdlog;  // until the worker has emptied the queue (2 s at most)
+#endif
+};
+
+#ifdef TICKTRACE_BENCH_HAVE_SPDLOG
+// spdlog's async logger, writing into `tmpdir`, warmed up and added as the
+// spdlog_async variant.
+void AddSpdlogVariant(const std::string& tmpdir, Peers* peers, std::vector<Variant>* variants) {
+  peers->spdlog_path = tmpdir + "/spdlog_async.log";
   auto pool = std::make_shared<spdlog::details::thread_pool>(kSpdlogQueue, 1);
-  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(spdlog_path, true);
+  auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(peers->spdlog_path, true);
   auto logger = std::make_shared<spdlog::async_logger>(
       "bench", sink, pool, spdlog::async_overflow_policy::overrun_oldest);
   logger->set_pattern("%H:%M:%S.%f %v");  // the time string is made by the worker thread
-  spdlog_note.clear();
+  peers->spdlog_note.clear();
   {
     // Warm up: the worker thread, the file, fmt's first use.
     for (int i = 0; i < 1000; ++i) logger->info("RDTSC {} {} {}", "bench", i, ticktrace::ReadTsc());
@@ -243,15 +272,22 @@ int main(int argc, char** argv) {
     }
   };
   wait_spdlog();
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "spdlog_async",
       "spdlog async, file sink, overrun_oldest: `info(\"RDTSC {} {} {}\", tag, order_id, ticks)`",
       [logger](uint64_t id) { logger->info("RDTSC {} {} {}", "bench", id, ticktrace::ReadTsc()); },
       wait_spdlog));
+  peers->pool = std::move(pool);
+  peers->logger = std::move(logger);
+  peers->wait_spdlog = std::move(wait_spdlog);
+}
 #endif
 
-  std::string lttng_note = "skipped: liblttng-ust-dev not installed";
 #ifdef TICKTRACE_BENCH_HAVE_LTTNG
+// The LTTng-UST tracepoint twice: recorded, when a session has enabled it
+// (otherwise the note says why it is missing), and compiled in but disabled.
+void AddLttngVariants(uint16_t tag_id, Peers* peers, std::vector<Variant>* variants) {
+  const auto nothing = [] {};
   {
     // lttng-ust registers with the session daemon in a constructor (bounded by
     // LTTNG_UST_REGISTER_TIMEOUT); give the enabled state a moment to arrive.
@@ -261,44 +297,56 @@ int main(int argc, char** argv) {
     }
   }
   if (lttng_ust_tracepoint_enabled(ticktrace_bench, stamp)) {
-    lttng_note.clear();
-    variants.push_back(MakeVariant(
+    peers->lttng_note.clear();
+    variants->push_back(MakeVariant(
         "lttng", "LTTng-UST tracepoint `ticktrace_bench:stamp(tag_id, order_id)`, session recording",
         [tag_id](uint64_t id) { lttng_ust_tracepoint(ticktrace_bench, stamp, tag_id, id); },
         nothing));
   } else {
-    lttng_note =
+    peers->lttng_note =
         "skipped: tracepoint ticktrace_bench:stamp not enabled (no LTTng session; "
         "run bench/run_all.sh, which starts one)";
   }
-  variants.push_back(MakeVariant(
+  variants->push_back(MakeVariant(
       "lttng_disabled", "LTTng-UST tracepoint compiled in, not enabled",
       [tag_id](uint64_t id) { lttng_ust_tracepoint(ticktrace_bench, stamp_disabled, tag_id, id); },
       nothing));
+}
 #endif
 
-  // Warm-up round (discarded), then the measured rounds.
+// When and under what load the measured rounds ran, for the header line.
+struct RunTimes {
+  double load_start = 0;  // the 1-minute load average as they began
+  double run_s = 0;       // their wall time
+};
+
+// A warm-up round (discarded), then `rounds` measured rounds. Each round runs
+// one timed batch of every variant, then one bracketed batch of every variant,
+// starting one variant further each round; every batch's figures, and whether
+// this thread was preempted during it, go into its variant.
+RunTimes MeasureRounds(int rounds, std::vector<Variant>* variants) {
   std::vector<uint64_t> ticks(kBatch);
   uint64_t base = 1;
-  for (Variant& v : variants) {
+  for (Variant& v : *variants) {
     if (v.in_batch) v.timed(base);
     v.after();
     v.bracketed(base, ticks.data());
     v.after();
   }
-  for (Variant& v : variants) {
+  for (Variant& v : *variants) {
     v.batch_ns_per_call.reserve(static_cast<size_t>(rounds));
     v.call_ticks.reserve(static_cast<size_t>(rounds) * kBatch);
   }
-  const double load_start = [] {
+  RunTimes times;
+  times.load_start = [] {
     double l[3] = {0, 0, 0};
     return getloadavg(l, 3) > 0 ? l[0] : 0.0;
   }();
   const int64_t run_start = tb::MonotonicNs();
-  const size_t n = variants.size();
+  const size_t n = variants->size();
   for (int r = 0; r < rounds; ++r) {
     for (size_t k = 0; k < n; ++k) {
-      Variant& v = variants[(k + static_cast<size_t>(r)) % n];
+      Variant& v = (*variants)[(k + static_cast<size_t>(r)) % n];
       if (!v.in_batch) continue;
       base += kBatch;
       const long sw0 = InvoluntarySwitches();
@@ -309,7 +357,7 @@ int main(int argc, char** argv) {
       v.after();
     }
     for (size_t k = 0; k < n; ++k) {
-      Variant& v = variants[(k + static_cast<size_t>(r)) % n];
+      Variant& v = (*variants)[(k + static_cast<size_t>(r)) % n];
       base += kBatch;
       const long sw0 = InvoluntarySwitches();
       v.bracketed(base, ticks.data());
@@ -319,42 +367,60 @@ int main(int argc, char** argv) {
       v.after();
     }
   }
-  const double run_s = static_cast<double>(tb::MonotonicNs() - run_start) * 1e-9;
+  times.run_s = static_cast<double>(tb::MonotonicNs() - run_start) * 1e-9;
+  return times;
+}
 
-  // ---- Results ----
-  // Two views of every figure: over all batches, and over the batches during
-  // which this thread was not preempted (no involuntary context switch): the
-  // second is the cost of the code; the first adds the other tenants' time.
-  struct Row {
-    const Variant* v;
-    tb::Summary batch_all;    // ns per call
-    tb::Summary batch_clean;  // ns per call, batches not preempted
-    size_t batches_preempted = 0;
-    tb::Summary call_all;     // ns per call, baseline subtracted
-    tb::Summary call_clean;   // same, bracketed batches not preempted
-  };
-  const auto call_ns = [](const Variant& v, bool clean_only, double baseline, double k) {
-    std::vector<double> c;
-    c.reserve(v.call_ticks.size());
-    for (size_t b = 0; b < v.call_batch_preempted.size(); ++b) {
-      if (clean_only && v.call_batch_preempted[b]) continue;
-      for (size_t i = b * kBatch; i < (b + 1) * kBatch; ++i) {
-        c.push_back((v.call_ticks[i] - baseline) * k);
-      }
+// Two views of every figure: over all batches, and over the batches during
+// which this thread was not preempted (no involuntary context switch): the
+// second is the cost of the code; the first adds the other tenants' time.
+struct Row {
+  const Variant* v;
+  tb::Summary batch_all;    // ns per call
+  tb::Summary batch_clean;  // ns per call, batches not preempted
+  size_t batches_preempted = 0;
+  tb::Summary call_all;     // ns per call, baseline subtracted
+  tb::Summary call_clean;   // same, bracketed batches not preempted
+};
+
+// `v`'s per-call samples as (ticks - baseline) * k; with `clean_only`, only
+// those of the bracketed batches during which this thread was not preempted.
+std::vector<double> CallNs(const Variant& v, bool clean_only, double baseline, double k) {
+  std::vector<double> c;
+  c.reserve(v.call_ticks.size());
+  for (size_t b = 0; b < v.call_batch_preempted.size(); ++b) {
+    if (clean_only && v.call_batch_preempted[b]) continue;
+    for (size_t i = b * kBatch; i < (b + 1) * kBatch; ++i) {
+      c.push_back((v.call_ticks[i] - baseline) * k);
     }
-    return c;
-  };
-  double empty_median_ticks = 0, empty_min_ticks = 0, empty_mean_ticks = 0;
-  for (Variant& v : variants) {
-    if (v.name != "empty") continue;
-    std::vector<double> e = call_ns(v, true, 0, 1);
-    const tb::Summary s = tb::Summarize(e);
-    empty_median_ticks = s.p50;
-    empty_min_ticks = s.min;
-    empty_mean_ticks = s.mean;
   }
+  return c;
+}
+
+// The empty bracket in ticks, over its quiet batches: its median is what
+// every per-call sample has subtracted.
+struct EmptyBracket {
+  double median_ticks = 0, min_ticks = 0, mean_ticks = 0;
+};
+
+EmptyBracket EmptyBracketOf(const std::vector<Variant>& variants) {
+  EmptyBracket empty;
+  for (const Variant& v : variants) {
+    if (v.name != "empty") continue;
+    std::vector<double> e = CallNs(v, true, 0, 1);
+    const tb::Summary s = tb::Summarize(e);
+    empty.median_ticks = s.p50;
+    empty.min_ticks = s.min;
+    empty.mean_ticks = s.mean;
+  }
+  return empty;
+}
+
+// One row per variant but the empty bracket, per-call figures in ns.
+std::vector<Row> MakeRows(const std::vector<Variant>& variants, double empty_median_ticks,
+                          double ns_per_tick) {
   std::vector<Row> rows;
-  for (Variant& v : variants) {
+  for (const Variant& v : variants) {
     if (v.name == "empty") continue;
     Row row{&v, {}, {}, 0, {}, {}};
     std::vector<double> all = v.batch_ns_per_call, clean;
@@ -367,32 +433,42 @@ int main(int argc, char** argv) {
     }
     row.batch_all = tb::Summarize(all);
     row.batch_clean = tb::Summarize(clean);
-    std::vector<double> ca = call_ns(v, false, empty_median_ticks, ns_per_tick);
-    std::vector<double> cc = call_ns(v, true, empty_median_ticks, ns_per_tick);
+    std::vector<double> ca = CallNs(v, false, empty_median_ticks, ns_per_tick);
+    std::vector<double> cc = CallNs(v, true, empty_median_ticks, ns_per_tick);
     row.call_all = tb::Summarize(ca);
     row.call_clean = tb::Summarize(cc);
     rows.push_back(row);
   }
-  const auto row_of = [&rows](const std::string& name) -> const Row* {
-    for (const Row& r : rows) {
-      if (r.v->name == name) return &r;
-    }
-    return nullptr;
-  };
-  const Row* floor_row = row_of("floor");
-  const Row* stamp_row = row_of("stamp");
+  return rows;
+}
 
+// The row of the variant called `name`, or nullptr when it did not run.
+const Row* RowOf(const std::vector<Row>& rows, const std::string& name) {
+  for (const Row& r : rows) {
+    if (r.v->name == name) return &r;
+  }
+  return nullptr;
+}
+
+// The lines above the tables: the TSC, the run, the empty bracket, and what
+// "quiet" and "all" mean.
+void PrintHeader(const ticktrace::Calibration& cal, int rounds, const RunTimes& times,
+                 const EmptyBracket& empty) {
   std::printf("TSC %.0f Hz (%s, spread %.1f ppm); %d rounds x %d calls per variant and "
               "measurement, %.1f s, load %.2f at start\n\n",
-              cal->tsc_hz, cal->source.c_str(), cal->spread_ppm, rounds, kBatch, run_s,
-              load_start);
+              cal.tsc_hz, cal.source.c_str(), cal.spread_ppm, rounds, kBatch, times.run_s,
+              times.load_start);
   std::printf("Empty bracket (`lfence;rdtsc;lfence` twice): median %.0f ticks (%.1f ns), "
               "min %.0f, mean %.1f — the median is subtracted from every per-call sample.\n\n",
-              empty_median_ticks, empty_median_ticks * ns_per_tick, empty_min_ticks,
-              empty_mean_ticks);
+              empty.median_ticks, empty.median_ticks * cal.ns_per_tick, empty.min_ticks,
+              empty.mean_ticks);
   std::printf("\"quiet\" = the batches during which the measuring thread was not preempted "
               "(its involuntary context switch count did not change); \"all\" = every batch. "
               "Per-call columns are over the quiet bracketed batches unless marked all.\n\n");
+}
+
+// Every variant's figures, then a line for each peer that was not measured.
+void PrintVariantTable(const std::vector<Row>& rows, const Row* floor_row, const Peers& peers) {
   std::printf("| variant | one call | batch mean ns, all | batch mean ns, quiet | batch median ns "
               "| preempted batches | quiet mean / floor | per-call mean ns | p50 ns | p99 ns "
               "| p99.9 ns | p99.9 ns, all |\n");
@@ -408,13 +484,17 @@ int main(int argc, char** argv) {
                 r.call_clean.mean, r.call_clean.p50, r.call_clean.p99, r.call_clean.p999,
                 r.call_all.p999);
   }
-  if (!spdlog_note.empty()) {
-    std::printf("| spdlog_async | %s | | | | | | | | | | |\n", spdlog_note.c_str());
+  if (!peers.spdlog_note.empty()) {
+    std::printf("| spdlog_async | %s | | | | | | | | | | |\n", peers.spdlog_note.c_str());
   }
-  if (!lttng_note.empty()) std::printf("| lttng | %s | | | | | | | | | | |\n", lttng_note.c_str());
+  if (!peers.lttng_note.empty()) {
+    std::printf("| lttng | %s | | | | | | | | | | |\n", peers.lttng_note.c_str());
+  }
   std::printf("\n");
+}
 
-  // Peers against stamp.
+// Every variant against stamp (rows only when stamp ran).
+void PrintRatiosToStamp(const std::vector<Row>& rows, const Row* stamp_row) {
   std::printf("| variant | / stamp: batch means, quiet | batch means, all | batch medians "
               "| per-call means | per-call p50 | per-call p99 |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
@@ -430,81 +510,142 @@ int main(int argc, char** argv) {
                 ratio(r.call_clean.p99, stamp_row->call_clean.p99).c_str());
   }
   std::printf("\n");
+}
 
-  // Checks that no variant took its full-buffer path.
-  const ticktrace::SlotView slot = drainer.Slot();
+// Checks that no variant took its full-buffer path: prints what the ticktrace
+// ring (`slot`) dropped and what spdlog's queue overran, and returns the
+// latter (0 without spdlog).
+size_t PrintDropChecks(const tb::OwnRingDrainer& drainer, const ticktrace::SlotView& slot,
+                       [[maybe_unused]] const Peers& peers) {
   std::printf("- ticktrace ring: %llu records drained, %llu dropped (must be 0).\n",
               static_cast<unsigned long long>(drainer.drained()),
               static_cast<unsigned long long>(slot.dropped));
 #ifdef TICKTRACE_BENCH_HAVE_SPDLOG
-  wait_spdlog();
-  logger->flush();
+  peers.wait_spdlog();
+  peers.logger->flush();
   struct stat st {};
-  const bool have_file = stat(spdlog_path.c_str(), &st) == 0;
+  const bool have_file = stat(peers.spdlog_path.c_str(), &st) == 0;
   std::printf("- spdlog: queue %zu slots, 1 worker thread, basic_file_sink_mt writing "
               "`spdlog_async.log` in the temporary directory (%.1f MiB written), "
               "%zu messages overrun (must be 0).\n",
               kSpdlogQueue,
               have_file ? static_cast<double>(st.st_size) / (1 << 20) : 0.0,
-              pool->overrun_counter());
-  const size_t spdlog_overruns = pool->overrun_counter();
+              peers.pool->overrun_counter());
+  const size_t spdlog_overruns = peers.pool->overrun_counter();
 #else
   const size_t spdlog_overruns = 0;
 #endif
   std::printf("\n");
+  return spdlog_overruns;
+}
 
-  // Targets: each figure over the quiet batches and over all batches.
-  if (floor_row && stamp_row) {
-    for (const bool quiet : {true, false}) {
-      const tb::Summary& f = quiet ? floor_row->batch_clean : floor_row->batch_all;
-      const tb::Summary& sm = quiet ? stamp_row->batch_clean : stamp_row->batch_all;
-      const double ratio = sm.mean / f.mean;
-      tb::PrintTarget("hot path",
-                      std::string("stamp mean / floor mean (peers_bench, interleaved batches, ") +
-                          (quiet ? "quiet)" : "all)"),
-                      Fmt("%.3f", ratio), "<= 1.2", ratio <= 1.2,
-                      Fmt("floor %.2f ns", f.mean) + Fmt(", stamp %.2f ns", sm.mean));
-    }
-    for (const bool quiet : {true, false}) {
-      const tb::Summary& c = quiet ? stamp_row->call_clean : stamp_row->call_all;
-      const std::string fig = std::string("stamp per-call p99.9 / p50 (brackets - empty, ") +
-                              (quiet ? "quiet)" : "all)");
-      if (c.p50 > 0) {
-        tb::PrintTarget("hot path", fig, Fmt("%.2f", c.p999 / c.p50), "<= 3",
-                        c.p999 <= 3 * c.p50,
-                        Fmt("p50 %.1f ns", c.p50) + Fmt(", p99 %.1f ns", c.p99) +
-                            Fmt(", p99.9 %.1f ns", c.p999));
-      } else {
-        tb::PrintTarget("hot path", fig, "n/a", "<= 3", false,
-                        Fmt("p50 %.1f ns: below one TSC step after the baseline", c.p50) +
-                            Fmt(", p99.9 %.1f ns", c.p999));
-      }
+// TARGET lines for the hot path, each over the quiet batches and over all:
+// stamp's batch mean against the floor's, and stamp's per-call p99.9 against
+// its p50.
+void PrintHotPathTargets(const Row& floor_row, const Row& stamp_row) {
+  for (const bool quiet : {true, false}) {
+    const tb::Summary& f = quiet ? floor_row.batch_clean : floor_row.batch_all;
+    const tb::Summary& sm = quiet ? stamp_row.batch_clean : stamp_row.batch_all;
+    const double ratio = sm.mean / f.mean;
+    tb::PrintTarget("hot path",
+                    std::string("stamp mean / floor mean (peers_bench, interleaved batches, ") +
+                        (quiet ? "quiet)" : "all)"),
+                    Fmt("%.3f", ratio), "<= 1.2", ratio <= 1.2,
+                    Fmt("floor %.2f ns", f.mean) + Fmt(", stamp %.2f ns", sm.mean));
+  }
+  for (const bool quiet : {true, false}) {
+    const tb::Summary& c = quiet ? stamp_row.call_clean : stamp_row.call_all;
+    const std::string fig = std::string("stamp per-call p99.9 / p50 (brackets - empty, ") +
+                            (quiet ? "quiet)" : "all)");
+    if (c.p50 > 0) {
+      tb::PrintTarget("hot path", fig, Fmt("%.2f", c.p999 / c.p50), "<= 3",
+                      c.p999 <= 3 * c.p50,
+                      Fmt("p50 %.1f ns", c.p50) + Fmt(", p99 %.1f ns", c.p99) +
+                          Fmt(", p99.9 %.1f ns", c.p999));
+    } else {
+      tb::PrintTarget("hot path", fig, "n/a", "<= 3", false,
+                      Fmt("p50 %.1f ns: below one TSC step after the baseline", c.p50) +
+                          Fmt(", p99.9 %.1f ns", c.p999));
     }
   }
-  if (const Row* lt = row_of("lttng"); lt != nullptr && stamp_row != nullptr) {
-    for (const bool quiet : {true, false}) {
-      const tb::Summary& l = quiet ? lt->batch_clean : lt->batch_all;
-      const tb::Summary& sm = quiet ? stamp_row->batch_clean : stamp_row->batch_all;
-      const double ratio = l.mean / sm.mean;
-      tb::PrintTarget("peers",
-                      std::string("LTTng-UST tracepoint / stamp (batch means, ") +
-                          (quiet ? "quiet)" : "all)"),
-                      Fmt("%.1fx", ratio), ">= 8x", ratio >= 8,
-                      Fmt("lttng %.1f ns", l.mean) + Fmt(", stamp %.2f ns", sm.mean) +
-                          Fmt("; batch medians %.1fx", lt->batch_all.p50 / stamp_row->batch_all.p50));
-    }
-  } else {
+}
+
+// TARGET lines for LTTng's tracepoint against stamp (quiet and all), or one
+// "not measured" line with the reason.
+void PrintLttngTargets(const Row* lt, const Row* stamp_row, const std::string& lttng_note) {
+  if (lt == nullptr || stamp_row == nullptr) {
     tb::PrintTarget("peers", "LTTng-UST tracepoint / stamp", "not measured", ">= 8x", false,
                     lttng_note);
+    return;
   }
+  for (const bool quiet : {true, false}) {
+    const tb::Summary& l = quiet ? lt->batch_clean : lt->batch_all;
+    const tb::Summary& sm = quiet ? stamp_row->batch_clean : stamp_row->batch_all;
+    const double ratio = l.mean / sm.mean;
+    tb::PrintTarget("peers",
+                    std::string("LTTng-UST tracepoint / stamp (batch means, ") +
+                        (quiet ? "quiet)" : "all)"),
+                    Fmt("%.1fx", ratio), ">= 8x", ratio >= 8,
+                    Fmt("lttng %.1f ns", l.mean) + Fmt(", stamp %.2f ns", sm.mean) +
+                        Fmt("; batch medians %.1fx", lt->batch_all.p50 / stamp_row->batch_all.p50));
+  }
+}
 
+// Removes what the run made: spdlog's file, the temporary directory when this
+// run made it, and the ticktrace segment.
+void CleanUp([[maybe_unused]] Peers* peers, const Options& o, bool own_tmpdir,
+             tb::OwnRingDrainer* drainer) {
 #ifdef TICKTRACE_BENCH_HAVE_SPDLOG
-  logger.reset();
-  pool.reset();
-  unlink(spdlog_path.c_str());
+  peers->logger.reset();
+  peers->pool.reset();
+  unlink(peers->spdlog_path.c_str());
 #endif
-  if (own_tmpdir) rmdir(tmpdir.c_str());
-  drainer.Close();
+  if (own_tmpdir) rmdir(o.tmpdir.c_str());
+  drainer->Close();
   (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!ParseFlags(argc, argv, &o)) return 2;
+  bool own_tmpdir = false;
+  if (!tb::MakeTmpdirUnlessGiven("/tmp/ticktrace-peers-XXXXXX", &o.tmpdir, &own_tmpdir)) return 1;
+
+  const std::optional<ticktrace::Calibration> cal = tb::CalibrateOrSay();
+  if (!cal) return 1;
+  if (!tb::InitTracing("ticktrace::Init", "peers" + std::to_string(getpid()), kRingRecords, 2)) {
+    return 1;
+  }
+  Rings rings;
+  std::vector<Variant> variants;
+  const std::optional<uint16_t> tag_id = AddTicktraceVariants(&rings, &variants);
+  if (!tag_id) return 1;
+  Peers peers;
+#ifdef TICKTRACE_BENCH_HAVE_SPDLOG
+  AddSpdlogVariant(o.tmpdir, &peers, &variants);
+#endif
+#ifdef TICKTRACE_BENCH_HAVE_LTTNG
+  AddLttngVariants(*tag_id, &peers, &variants);
+#endif
+
+  const RunTimes times = MeasureRounds(o.rounds, &variants);
+
+  const EmptyBracket empty = EmptyBracketOf(variants);
+  const std::vector<Row> rows = MakeRows(variants, empty.median_ticks, cal->ns_per_tick);
+  const Row* floor_row = RowOf(rows, "floor");
+  const Row* stamp_row = RowOf(rows, "stamp");
+  PrintHeader(*cal, o.rounds, times, empty);
+  PrintVariantTable(rows, floor_row, peers);
+  PrintRatiosToStamp(rows, stamp_row);
+  const ticktrace::SlotView slot = rings.drainer.Slot();
+  const size_t spdlog_overruns = PrintDropChecks(rings.drainer, slot, peers);
+
+  // Targets: each figure over the quiet batches and over all batches.
+  if (floor_row && stamp_row) PrintHotPathTargets(*floor_row, *stamp_row);
+  PrintLttngTargets(RowOf(rows, "lttng"), stamp_row, peers.lttng_note);
+
+  CleanUp(&peers, o, own_tmpdir, &rings.drainer);
   return slot.dropped == 0 && spdlog_overruns == 0 ? 0 : 3;
 }
