@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -347,37 +348,40 @@ std::optional<Result> RunClickHouse(const std::vector<FinishedOrder>& orders,
   return r;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  uint64_t pairs = 500'000;
+struct Options {
+  uint64_t pairs = 500'000;  // --orders / 2: a tick and its child order each
   std::string dir = "/tmp";
   bool clickhouse = true;
+};
+
+// Reads the flags into `o`, and --orders-per-batch into g_orders_per_batch
+// (the sink's setting, for both backends). Prints the usage line and returns
+// false (main exits 2) on anything else.
+bool ParseFlags(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--orders") == 0 && i + 1 < argc) {
-      pairs = std::strtoull(argv[++i], nullptr, 10) / 2;
+      o->pairs = std::strtoull(argv[++i], nullptr, 10) / 2;
     } else if (std::strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
-      dir = argv[++i];
+      o->dir = argv[++i];
     } else if (std::strcmp(argv[i], "--orders-per-batch") == 0 && i + 1 < argc) {
       g_orders_per_batch = std::strtoull(argv[++i], nullptr, 10);
     } else if (std::strcmp(argv[i], "--no-clickhouse") == 0) {
-      clickhouse = false;
+      o->clickhouse = false;
     } else {
       std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR] [--orders-per-batch N] "
                            "[--no-clickhouse]\n");
-      return 2;
+      return false;
     }
   }
-  std::mt19937_64 rng(42);
-  std::vector<FinishedOrder> orders;
-  orders.reserve(2 * pairs);
-  for (uint64_t k = 0; k < pairs; ++k) MakePair(k, rng, &orders);
-  const double samples = 8.0 * static_cast<double>(pairs);
-  const double records = 8.0 * static_cast<double>(pairs);  // 7 stamps + 1 link
-  std::printf("store_write_bench: %llu orders (%.0f records, %.0f samples) of the demo's shape\n",
-              static_cast<unsigned long long>(2 * pairs), records, samples);
-  const std::string path = dir + "/ticktrace_store_write_bench.db";
-  Result by_policy[3];
+  return true;
+}
+
+// The orders through the sink into SQLite at `path`, once per detail policy
+// (all, tail, none), a line each; the file is removed afterwards.
+std::array<Result, 3> RunEveryPolicy(const std::string& path,
+                                     const std::vector<FinishedOrder>& orders, double samples,
+                                     double records) {
+  std::array<Result, 3> by_policy;
   int i = 0;
   for (store::DetailPolicy p :
        {store::DetailPolicy::kAll, store::DetailPolicy::kTail, store::DetailPolicy::kNone}) {
@@ -392,7 +396,11 @@ int main(int argc, char** argv) {
                 samples / r.analysis_cpu_s / 1e6, r.file_bytes / 1e6, r.file_bytes / records);
   }
   for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
-  // Lines for bench/run_all.sh: the store's targets (bytes per record, samples/s).
+  return by_policy;
+}
+
+// Lines for bench/run_all.sh: the store's targets (bytes per record, samples/s).
+void PrintSqliteTargets(const std::array<Result, 3>& by_policy, double samples, double records) {
   const double all_bytes = by_policy[0].file_bytes / records;
   const double tail_bytes = by_policy[1].file_bytes / records;
   const double writer_rate = samples / by_policy[0].writer_cpu_s / 1e6;
@@ -408,28 +416,36 @@ int main(int argc, char** argv) {
               "(store_write_bench, wall)|%.2f M samples/s|>= 1.5 M samples/s|%s|writer thread "
               "alone: %.2f M samples per CPU-second\n",
               wall_rate, wall_rate >= 1.5 ? "met" : "**missed**", writer_rate);
-  // ClickHouse, same orders, same run of this program (its own TARGET line).
-  // The backends' writers alone: the sink's batches recorded once, then
-  // written by this thread straight into each backend.
-  RecordingWriter recording;
-  RunSink(&recording, store::DetailPolicy::kAll, orders);
-  Result sqlite_alone;
-  {
-    ::unlink(path.c_str());
-    auto writer = store::SqliteWriter::OpenOrCreate(path);
-    if (!writer.ok()) {
-      std::fprintf(stderr, "store_write_bench: %s\n",
-                   std::string(writer.status().message()).c_str());
-      return 1;
-    }
-    sqlite_alone = ReplayBatches(writer->get(), recording.batches);
-    writer->reset();
-    for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
+}
+
+// SQLite's writer alone: the recorded batches replayed into a fresh file at
+// `path` (removed afterwards), with a line. Nullopt after saying why the file
+// did not open.
+std::optional<Result> ReplayIntoSqlite(const std::string& path, const RecordingWriter& recording,
+                                       double samples) {
+  ::unlink(path.c_str());
+  auto writer = store::SqliteWriter::OpenOrCreate(path);
+  if (!writer.ok()) {
+    std::fprintf(stderr, "store_write_bench: %s\n",
+                 std::string(writer.status().message()).c_str());
+    return std::nullopt;
   }
+  const Result sqlite_alone = ReplayBatches(writer->get(), recording.batches);
+  writer->reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
   std::printf("writer alone (%zu batches of the sink, this thread): sqlite %6.2f M samples/s wall  "
               "%6.2f M/s per writer CPU-s\n",
               recording.batches.size(), samples / sqlite_alone.seconds / 1e6,
               samples / sqlite_alone.writer_cpu_s / 1e6);
+  return sqlite_alone;
+}
+
+// ClickHouse, same orders, same run of this program: through the sink and
+// the writer alone, beside SQLite's figures (`sqlite_wall_rate`: through the
+// sink, --detail all), with its TARGET lines; or why it was skipped.
+void CompareClickHouse(bool clickhouse, const std::vector<FinishedOrder>& orders,
+                       const RecordingWriter& recording, const Result& sqlite_alone,
+                       double samples, double records, double sqlite_wall_rate) {
   std::string why = "--no-clickhouse";
   Result ch_alone;
   std::optional<Result> ch =
@@ -440,7 +456,7 @@ int main(int argc, char** argv) {
     std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
                 "(store_write_bench, wall)|not measured|>= 2 M samples/s|**missed**|skipped: %s\n",
                 why.c_str());
-    return 0;
+    return;
   }
   const double ch_rate = samples / ch->seconds / 1e6;
   const double ch_cpu_rate = samples / (ch->writer_cpu_s + ch->server_cpu_s) / 1e6;
@@ -448,13 +464,39 @@ int main(int argc, char** argv) {
               "writer+server CPU-s  %7.1f MB  %6.2f B/record  (SQLite, same orders: %.2f M "
               "samples/s wall)\n",
               ch_rate, ch->writer_cpu_s > 0 ? samples / ch->writer_cpu_s / 1e6 : 0.0, ch_cpu_rate,
-              ch->file_bytes / 1e6, ch->file_bytes / records, wall_rate);
+              ch->file_bytes / 1e6, ch->file_bytes / records, sqlite_wall_rate);
   PrintWriterAlone(samples, ch_alone, sqlite_alone);
   std::printf("TARGET|store|samples into ClickHouse, --detail all, through the store sink "
               "(store_write_bench, wall)|%.2f M samples/s|>= 2 M samples/s|%s|SQLite in the same "
               "run: %.2f M samples/s; writer thread + server: %.2f M samples per CPU-second; %.1f "
               "B/record on disk after merges\n",
-              ch_rate, ch_rate >= 2 ? "met" : "**missed**", wall_rate, ch_cpu_rate,
+              ch_rate, ch_rate >= 2 ? "met" : "**missed**", sqlite_wall_rate, ch_cpu_rate,
               ch->file_bytes / records);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!ParseFlags(argc, argv, &o)) return 2;
+  std::mt19937_64 rng(42);
+  std::vector<FinishedOrder> orders;
+  orders.reserve(2 * o.pairs);
+  for (uint64_t k = 0; k < o.pairs; ++k) MakePair(k, rng, &orders);
+  const double samples = 8.0 * static_cast<double>(o.pairs);
+  const double records = 8.0 * static_cast<double>(o.pairs);  // 7 stamps + 1 link
+  std::printf("store_write_bench: %llu orders (%.0f records, %.0f samples) of the demo's shape\n",
+              static_cast<unsigned long long>(2 * o.pairs), records, samples);
+  const std::string path = o.dir + "/ticktrace_store_write_bench.db";
+  const std::array<Result, 3> by_policy = RunEveryPolicy(path, orders, samples, records);
+  PrintSqliteTargets(by_policy, samples, records);
+  // The backends' writers alone: the sink's batches recorded once, then
+  // written by this thread straight into each backend.
+  RecordingWriter recording;
+  RunSink(&recording, store::DetailPolicy::kAll, orders);
+  const std::optional<Result> sqlite_alone = ReplayIntoSqlite(path, recording, samples);
+  if (!sqlite_alone) return 1;
+  const double wall_rate = samples / by_policy[0].seconds / 1e6;
+  CompareClickHouse(o.clickhouse, orders, recording, *sqlite_alone, samples, records, wall_rate);
   return 0;
 }
