@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "collector/stream/archive.h"
@@ -280,24 +281,39 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
+struct Options {
+  uint64_t records = 0;        // the archive of steps 1 and 2
+  uint64_t store_records = 0;  // step 2's archive, when different
+  uint64_t stamps = 0;         // per round of step 3 (at most half a ring)
+  int rounds = 0;              // of step 3
+  int replay_repeat = 1;       // step 1 this many times
+  bool replay_only = false;    // step 1 alone
+  std::optional<std::string> store_db;  // step 2's store; unset: bench.db in the work directory
+  int work_iters = 0;                   // Work() per stamp in step 3's paced rounds
+};
 
-int main(int argc, char** argv) {
-  // As ticktrace-collector's main(): keep freed memory (page faults are dear on a VM).
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  const uint64_t records = ArgOr(argc, argv, "--records", 10'000'000);
-  const uint64_t store_records = ArgOr(argc, argv, "--store-records", records);
-  const uint64_t stamps = ArgOr(argc, argv, "--stamps", 100000);
-  const int rounds = static_cast<int>(ArgOr(argc, argv, "--rounds", 41));
-  const std::string dir = "/tmp/collector_bench_" + std::to_string(getpid());
-  std::system(("mkdir -p " + dir).c_str());
-
-  // 1 and 2: replay.
-  const std::string archive = dir + "/bench.raw";
-  WriteArchive(archive, records);
+// The flags, each with its default; an argument it does not know is ignored.
+Options ParseFlags(int argc, char** argv) {
+  Options o;
+  o.records = ArgOr(argc, argv, "--records", 10'000'000);
+  o.store_records = ArgOr(argc, argv, "--store-records", o.records);
+  o.stamps = ArgOr(argc, argv, "--stamps", 100000);
+  o.rounds = static_cast<int>(ArgOr(argc, argv, "--rounds", 41));
   // --replay-repeat N: step 1 N times (this VM is shared: compare medians).
-  const int repeats = std::max<int>(1, static_cast<int>(ArgOr(argc, argv, "--replay-repeat", 1)));
+  o.replay_repeat = std::max<int>(1, static_cast<int>(ArgOr(argc, argv, "--replay-repeat", 1)));
+  // --replay-only: step 1 alone (comparing two builds' replay side by side).
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--replay-only") == 0) o.replay_only = true;
+  }
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--store-db") == 0) o.store_db = argv[i + 1];
+  }
+  o.work_iters = static_cast<int>(ArgOr(argc, argv, "--work-iters", 60));
+  return o;
+}
+
+// Step 1: the archive replayed with the store off, `repeats` times, a line each.
+void ReplayStoreOff(const std::string& archive, int repeats) {
   for (int rep = 0; rep < repeats; ++rep) {
     const ReplayResult off = Replay(archive, "");
     std::printf("replay, store off : %llu records in %.3f s wall (%.3f s reading+analysis): "
@@ -308,22 +324,17 @@ int main(int argc, char** argv) {
                 off.records / off.cpu_s / 1e6, static_cast<long long>(off.complete));
     std::fflush(stdout);
   }
-  // --replay-only: step 1 alone (comparing two builds' replay side by side).
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--replay-only") == 0) {
-      std::system(("rm -rf " + dir).c_str());
-      return 0;
-    }
-  }
+}
+
+// Step 2: `archive` (or one of --store-records, written into `dir`) replayed
+// into the SQLite store, every row written; a line.
+void ReplayStoreOn(const Options& o, const std::string& dir, const std::string& archive) {
   std::string store_archive = archive;
-  if (store_records != records) {
+  if (o.store_records != o.records) {
     store_archive = dir + "/bench_store.raw";
-    WriteArchive(store_archive, store_records);
+    WriteArchive(store_archive, o.store_records);
   }
-  std::string store_db = dir + "/bench.db";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--store-db") == 0) store_db = argv[i + 1];
-  }
+  const std::string store_db = o.store_db.value_or(dir + "/bench.db");
   const ReplayResult on = Replay(store_archive, store_db);
   std::printf("replay, store on  : %llu records in %.3f s wall until the last row is committed: "
               "%.2f M records/s (orders, samples and stamps rows: all of them; %lld samples: "
@@ -332,31 +343,12 @@ int main(int argc, char** argv) {
               on.records / on.wall_s / 1e6, static_cast<long long>(on.samples),
               on.samples / on.wall_s / 1e6);
   std::fflush(stdout);
+}
 
-  // 3: stamp cost without and with a collector draining.
-  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
-  const double hz = cal.ok() ? cal->tsc_hz : 2e9;
-  const std::string session = "bench_" + std::to_string(getpid());
-  ticktrace::Options opt;
-  opt.session = session;
-  opt.ring_records = 1u << 20;  // a round (half a ring) never fills it: no drops
-  opt.rings = 4;
-  if (ticktrace::Status s = ticktrace::Init(opt); !s.ok()) {
-    std::fprintf(stderr, "Init: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
-  const uint64_t n = std::min<uint64_t>(stamps, opt.ring_records / 2);
-  // Back to back (work 0: ~90M stamps/s, more than any collector analyses),
-  // and paced by ~200 ns of work per stamp (~5M stamps/s, a busy pipeline).
-  const int kPacedWork = static_cast<int>(ArgOr(argc, argv, "--work-iters", 60));
-  const double ns_per_tick = 1e9 / hz;
-  const std::vector<double> tight_without = StampRounds(rounds, n, true, ns_per_tick, 0);
-  const std::vector<double> paced_without = StampRounds(rounds, n, true, ns_per_tick, kPacedWork);
-  uint64_t probe = 1;
-  const uint64_t w0 = ticktrace::ReadTsc();
-  probe = Work(probe, kPacedWork * 100000);
-  const double work_ns = static_cast<double>(ticktrace::ReadTsc() - w0) * ns_per_tick / 100000;
-
+// Starts the ticktrace-collector binary that sits beside this program,
+// draining `session` (a session nobody writes when BENCH_IDLE_COLLECTOR is
+// set), stdout to /dev/null; given the TSC rate, it skips calibration.
+pid_t StartCollector(const std::string& session, double hz) {
   const std::string collector = SelfDir() + "/ticktrace-collector";
   const std::string hz_text = std::to_string(static_cast<long long>(hz));
   const pid_t pid = fork();
@@ -368,33 +360,92 @@ int main(int argc, char** argv) {
           "--tsc-hz", hz_text.c_str(), "--pipeline", "bench_stamp", nullptr);
     _exit(127);
   }
+  return pid;
+}
+
+// One of step 3's lines: the medians and their ratio, then every round.
+void PrintStampCost(const char* what, const std::vector<double>& without,
+                    const std::vector<double>& with, int rounds, uint64_t n) {
+  const double a = Median(without), b = Median(with);
+  std::printf("stamp() cost, %s: %.2f ns without a collector, %.2f ns with the collector "
+              "draining (median of %d rounds of %llu): ratio %.3f\n",
+              what, a, b, rounds, static_cast<unsigned long long>(n), b / a);
+  std::printf("    rounds without:");
+  for (double v : without) std::printf(" %.2f", v);
+  std::printf("\n    rounds with:   ");
+  for (double v : with) std::printf(" %.2f", v);
+  std::printf("\n");
+}
+
+// Step 3: stamp()'s cost without a collector and with the collector
+// draining, back to back and paced, and the collector's exit status. False
+// after saying why tracing did not start.
+bool MeasureStampCost(const Options& o) {
+  ticktrace::Result<ticktrace::Calibration> cal = ticktrace::Calibrate();
+  const double hz = cal.ok() ? cal->tsc_hz : 2e9;
+  const std::string session = "bench_" + std::to_string(getpid());
+  ticktrace::Options opt;
+  opt.session = session;
+  opt.ring_records = 1u << 20;  // a round (half a ring) never fills it: no drops
+  opt.rings = 4;
+  if (ticktrace::Status s = ticktrace::Init(opt); !s.ok()) {
+    std::fprintf(stderr, "Init: %s\n", std::string(s.message()).c_str());
+    return false;
+  }
+  const uint64_t n = std::min<uint64_t>(o.stamps, opt.ring_records / 2);
+  // Back to back (work 0: ~90M stamps/s, more than any collector analyses),
+  // and paced by ~200 ns of work per stamp (~5M stamps/s, a busy pipeline).
+  const int paced_work = o.work_iters;
+  const double ns_per_tick = 1e9 / hz;
+  const std::vector<double> tight_without = StampRounds(o.rounds, n, true, ns_per_tick, 0);
+  const std::vector<double> paced_without =
+      StampRounds(o.rounds, n, true, ns_per_tick, paced_work);
+  uint64_t probe = 1;
+  const uint64_t w0 = ticktrace::ReadTsc();
+  probe = Work(probe, paced_work * 100000);
+  const double work_ns = static_cast<double>(ticktrace::ReadTsc() - w0) * ns_per_tick / 100000;
+
+  const pid_t pid = StartCollector(session, hz);
   // Let it attach (calibration is skipped with --tsc-hz) and drain the warm-ups.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const std::vector<double> tight_with = StampRounds(rounds, n, false, ns_per_tick, 0);
-  const std::vector<double> paced_with = StampRounds(rounds, n, false, ns_per_tick, kPacedWork);
+  const std::vector<double> tight_with = StampRounds(o.rounds, n, false, ns_per_tick, 0);
+  const std::vector<double> paced_with = StampRounds(o.rounds, n, false, ns_per_tick, paced_work);
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
-  auto print = [&](const char* what, const std::vector<double>& without,
-                   const std::vector<double>& with) {
-    const double a = Median(without), b = Median(with);
-    std::printf("stamp() cost, %s: %.2f ns without a collector, %.2f ns with the collector "
-                "draining (median of %d rounds of %llu): ratio %.3f\n",
-                what, a, b, rounds, static_cast<unsigned long long>(n), b / a);
-    std::printf("    rounds without:");
-    for (double v : without) std::printf(" %.2f", v);
-    std::printf("\n    rounds with:   ");
-    for (double v : with) std::printf(" %.2f", v);
-    std::printf("\n");
-  };
-  print("back to back", tight_without, tight_with);
+  PrintStampCost("back to back", tight_without, tight_with, o.rounds, n);
   const std::string paced = "paced by " + std::to_string(static_cast<int>(work_ns)) +
                             " ns of work per stamp";
-  print(paced.c_str(), paced_without, paced_with);
+  PrintStampCost(paced.c_str(), paced_without, paced_with, o.rounds, n);
   std::printf("collector exit status %d (probe %llu)\n",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1,
               static_cast<unsigned long long>(probe & 1));
   ticktrace::RemoveSegment(ticktrace::CurrentSegmentName()).IgnoreError();
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // As ticktrace-collector's main(): keep freed memory (page faults are dear on a VM).
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  const Options o = ParseFlags(argc, argv);
+  const std::string dir = "/tmp/collector_bench_" + std::to_string(getpid());
+  std::system(("mkdir -p " + dir).c_str());
+
+  // 1 and 2: replay.
+  const std::string archive = dir + "/bench.raw";
+  WriteArchive(archive, o.records);
+  ReplayStoreOff(archive, o.replay_repeat);
+  if (o.replay_only) {
+    std::system(("rm -rf " + dir).c_str());
+    return 0;
+  }
+  ReplayStoreOn(o, dir, archive);
+
+  // 3: stamp cost without and with a collector draining.
+  if (!MeasureStampCost(o)) return 1;
   std::system(("rm -rf " + dir).c_str());
   return 0;
 }
