@@ -32,6 +32,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ticktrace/abi.h"
@@ -84,33 +85,59 @@ double Mean(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
-}  // namespace
+// The segment this run traces into, read as a collector would and open as
+// the shm file whose pages PunchOutRing removes (fd -1 when it did not open).
+struct Segment {
+  std::string name;
+  std::unique_ptr<ticktrace::SegmentReader> reader;
+  int fd = -1;
+};
 
-int main(int argc, char** argv) {
-  const int batches = argc > 1 ? std::max(1, std::atoi(argv[1])) : 100;
+// Starts tracing with a ring for every batch and opens its segment; false
+// after saying why not.
+bool OpenSegment(int batches, Segment* segment) {
   ticktrace::Options options;
   options.session = "first_pass_bench_" + std::to_string(getpid());
   options.ring_records = kRingRecords;
   options.rings = static_cast<uint32_t>(batches);
   if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
     std::fprintf(stderr, "first_pass_bench: %s\n", st.ToString().c_str());
-    return 1;
+    return false;
   }
-  const std::string name = ticktrace::CurrentSegmentName();
+  segment->name = ticktrace::CurrentSegmentName();
   absl::StatusOr<std::unique_ptr<ticktrace::SegmentReader>> opened =
-      ticktrace::SegmentReader::Open(name);
+      ticktrace::SegmentReader::Open(segment->name);
   if (!opened.ok()) {
     std::fprintf(stderr, "first_pass_bench: %s\n", opened.status().ToString().c_str());
-    return 1;
+    return false;
   }
-  ticktrace::SegmentReader& reader = **opened;
-  const int fd = shm_open(name.c_str(), O_RDWR, 0);
-  static const ticktrace::Tag tag("first_pass");
+  segment->reader = *std::move(opened);
+  segment->fd = shm_open(segment->name.c_str(), O_RDWR, 0);
+  return true;
+}
 
+// Punches the whole pages of `slot`'s records out of the shm file: the next
+// pass faults on each, as an unpopulated ring would.
+void PunchOutRing(int fd, uint32_t slot) {
+  const uint64_t records = ticktrace::abi::SlotsOffset(1024) +
+                           slot * ticktrace::abi::SlotStride(kRingRecords) +
+                           sizeof(ticktrace::abi::SlotControl);
+  const uint64_t first = (records + kPage - 1) / kPage * kPage;
+  const uint64_t last = (records + uint64_t{kRingRecords} * sizeof(Record)) / kPage * kPage;
+  if (fd >= 0) {
+    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(first),
+              static_cast<off_t>(last - first));
+  }
+}
+
+// Every batch on a new thread: its fresh, steady and unpopulated passes.
+// Counts in `not_fresh` the batches whose slot had been used before.
+std::vector<Batch> RunBatches(int batches, ticktrace::SegmentReader& reader, int fd,
+                              int* not_fresh) {
+  static const ticktrace::Tag tag("first_pass");
   std::vector<Batch> results(static_cast<size_t>(batches));
   std::vector<Record> sink;
   sink.reserve(kRingRecords);
-  int not_fresh = 0;
   for (int b = 0; b < batches; ++b) {
     std::thread([&, b] {
       const uint64_t id = uint64_t{static_cast<uint32_t>(b)} << 32;
@@ -118,31 +145,22 @@ int main(int argc, char** argv) {
       // This thread's slot: the one the b-th claim took.
       const uint32_t slot = static_cast<uint32_t>(b);
       const ticktrace::SlotView view = reader.Slot(slot);
-      if (view.tid != static_cast<uint32_t>(gettid()) || view.generation != 1) ++not_fresh;
+      if (view.tid != static_cast<uint32_t>(gettid()) || view.generation != 1) ++*not_fresh;
       Batch& r = results[static_cast<size_t>(b)];
       r.fresh_ns = PassNs(tag, id + 1);
       Drain(reader, slot, &sink);
       r.steady_ns = PassNs(tag, id + 1 + kPassStamps);
       Drain(reader, slot, &sink);
-      const uint64_t records = ticktrace::abi::SlotsOffset(1024) +
-                               slot * ticktrace::abi::SlotStride(kRingRecords) +
-                               sizeof(ticktrace::abi::SlotControl);
-      const uint64_t first = (records + kPage - 1) / kPage * kPage;
-      const uint64_t last = (records + uint64_t{kRingRecords} * sizeof(Record)) / kPage * kPage;
-      if (fd >= 0) {
-        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(first),
-                  static_cast<off_t>(last - first));
-      }
+      PunchOutRing(fd, slot);
       r.unpopulated_ns = PassNs(tag, id + 1 + 2 * kPassStamps);
       // Left undrained: the retired slot is not handed to the next batch's thread.
     }).join();
   }
-  uint64_t dropped = 0;
-  for (int b = 0; b < batches; ++b) dropped += reader.Slot(static_cast<uint32_t>(b)).dropped;
-  const ticktrace::TracerStatus status = ticktrace::TraceStatus();
-  if (fd >= 0) close(fd);
-  (void)ticktrace::RemoveSegment(name);
+  return results;
+}
 
+void PrintResults(int batches, const std::vector<Batch>& results,
+                  const ticktrace::TracerStatus& status, uint64_t dropped, int not_fresh) {
   std::vector<double> fresh, steady, unpopulated;
   for (const Batch& r : results) {
     fresh.push_back(r.fresh_ns);
@@ -166,5 +184,23 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(status.rings_reserved),
               static_cast<unsigned long long>(status.rings_refused),
               static_cast<unsigned long long>(dropped), not_fresh);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int batches = argc > 1 ? std::max(1, std::atoi(argv[1])) : 100;
+  Segment segment;
+  if (!OpenSegment(batches, &segment)) return 1;
+  int not_fresh = 0;
+  const std::vector<Batch> results = RunBatches(batches, *segment.reader, segment.fd, &not_fresh);
+  uint64_t dropped = 0;
+  for (int b = 0; b < batches; ++b) {
+    dropped += segment.reader->Slot(static_cast<uint32_t>(b)).dropped;
+  }
+  const ticktrace::TracerStatus status = ticktrace::TraceStatus();
+  if (segment.fd >= 0) close(segment.fd);
+  (void)ticktrace::RemoveSegment(segment.name);
+  PrintResults(batches, results, status, dropped, not_fresh);
   return 0;
 }
