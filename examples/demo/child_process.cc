@@ -73,7 +73,8 @@ absl::StatusOr<Child> Child::Spawn(const ChildSpec& spec) {
     if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) ChildFail("dup2");
     if (null_fd >= 0) dup2(null_fd, 0);
     if (setpgid(0, spec.process_group) != 0 && setpgid(0, 0) != 0) ChildFail("setpgid");
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) ChildFail("prctl(PR_SET_PDEATHSIG)");
+    if (prctl(PR_SET_PDEATHSIG, spec.parent_death_signal) != 0)
+      ChildFail("prctl(PR_SET_PDEATHSIG)");
     if (getppid() != parent) _exit(126);  // the demo died before prctl took effect
     // The demo's handlers are reset by exec; its blocked set is not.
     sigset_t none;

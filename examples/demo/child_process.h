@@ -9,6 +9,7 @@
 #ifndef TICKTRACE_EXAMPLES_DEMO_CHILD_PROCESS_H_
 #define TICKTRACE_EXAMPLES_DEMO_CHILD_PROCESS_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -27,6 +28,7 @@ struct ChildSpec {
   std::string log_path;           // stdout and stderr go here (truncated)
   pid_t process_group = 0;        // 0: a new group led by the child; else join this group
   std::vector<std::pair<std::string, std::string>> env;  // added to the demo's environment
+  int parent_death_signal = SIGTERM;                     // sent to the child when its parent dies
 };
 
 class Child {

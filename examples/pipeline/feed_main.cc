@@ -13,8 +13,7 @@ int main(int argc, char** argv) {
   using namespace ticktrace::examples;
   using ticktrace::BoundFlags;
   FeedOptions options;
-  options.stage.session = DefaultSession();
-  options.stage.work_ns = 500;
+  options.stage = DefaultStageOptions(/*work_ns=*/500);
   BoundFlags flags(StageCommand(
       "Generates market-data ticks, stamps md_rx and md_decoded, and queues them to "
       "ticktrace-example-strategy."));
@@ -26,21 +25,14 @@ int main(int argc, char** argv) {
                    "wait this long after attaching before the first tick (lets a running "
                    "collector discover every process first)"},
                   &options.start_delay_ms);
-  flags.ParseOrExit(kProgram, argc, argv);
+  StartStage(&flags, kProgram, argc, argv);
   if (options.rate_per_s < 0) ticktrace::ExitWithUsageError(kProgram, "--rate: must be >= 0");
-  InstallStopHandlers();
   const absl::StatusOr<FeedResult> result = RunFeed(options);
-  if (!result.ok()) {
-    // The message only: no status code name in front of it (docs/viewer.md#exit-status-and-errors:
-    // one line, the program's name, then what went wrong).
-    std::fprintf(stderr, "ticktrace-example-feed: %s\n",
-                 std::string(result.status().message()).c_str());
-    return kExitError;
-  }
+  if (!result.ok()) return StageFailed(kProgram, result.status());
   std::printf("feed: sent %llu ticks in %.2f s (%.0f ticks/s), queue full %llu times%s\n",
               static_cast<unsigned long long>(result->ticks_sent), result->elapsed_s,
               result->elapsed_s > 0 ? result->ticks_sent / result->elapsed_s : 0.0,
               static_cast<unsigned long long>(result->queue_full_waits),
               result->stopped ? " (stopped by a signal)" : "");
-  return result->stopped ? kExitStopped : kExitOk;
+  return StageExitCode(result->stopped);
 }

@@ -1,8 +1,11 @@
 #include "stage_flags.h"
 
+#include <cstdio>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "stage_runtime.h"
 
 namespace ticktrace::examples {
 
@@ -13,6 +16,25 @@ CommandSpec StageCommand(std::string summary) {
   spec.last_value_wins = true;
   return spec;
 }
+
+StageOptions DefaultStageOptions(uint64_t work_ns) {
+  StageOptions options;
+  options.session = DefaultSession();
+  options.work_ns = work_ns;
+  return options;
+}
+
+void StartStage(BoundFlags* flags, const char* program, int argc, char** argv) {
+  flags->ParseOrExit(program, argc, argv);
+  InstallStopHandlers();
+}
+
+int StageFailed(const char* program, const absl::Status& status) {
+  std::fprintf(stderr, "%s: %s\n", program, std::string(status.message()).c_str());
+  return kExitError;
+}
+
+int StageExitCode(bool stopped) { return stopped ? kExitStopped : kExitOk; }
 
 void AddStageFlags(BoundFlags* flags, StageOptions* options) {
   flags->AddString({"session", "NAME",

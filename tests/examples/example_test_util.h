@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -74,99 +75,46 @@ class TestChild {
   static absl::StatusOr<TestChild> Spawn(const std::string& path,
                                          const std::vector<std::string>& args,
                                          const std::string& log_path) {
-    const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (log_fd < 0) {
-      return absl::InternalError(absl::StrCat("cannot create ", log_path, ": ", std::strerror(errno)));
-    }
-    const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    std::vector<std::string> storage = {path};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      const int err = errno;
-      close(log_fd);
-      if (null_fd >= 0) close(null_fd);
-      return absl::InternalError(absl::StrCat("fork: ", std::strerror(err)));
-    }
-    if (pid == 0) {
-      // Only async-signal-safe calls until exec.
-      setpgid(0, 0);
-      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(126);
-      if (getppid() != parent) _exit(126);  // the test died before prctl took effect
-      if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) _exit(126);
-      if (null_fd >= 0) dup2(null_fd, 0);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      execv(path.c_str(), argv.data());
-      _exit(127);
-    }
-    setpgid(pid, pid);  // also here: the group exists before anyone signals it
-    close(log_fd);
-    if (null_fd >= 0) close(null_fd);
-    return TestChild(pid, log_path);
+    examples::ChildSpec spec;
+    spec.name = path;
+    spec.path = path;
+    spec.args = args;
+    spec.log_path = log_path;
+    spec.parent_death_signal = SIGKILL;  // nothing of a failed test outlives it
+    absl::StatusOr<examples::Child> child = examples::Child::Spawn(spec);
+    if (!child.ok()) return child.status();
+    return TestChild(*std::move(child));
   }
 
-  TestChild(TestChild&& o) noexcept
-      : pid_(std::exchange(o.pid_, -1)),
-        log_path_(std::move(o.log_path_)),
-        exited_(o.exited_),
-        exit_code_(o.exit_code_) {}
+  TestChild(TestChild&& o) noexcept : child_(std::exchange(o.child_, std::nullopt)) {}
   TestChild& operator=(TestChild&&) = delete;
   TestChild(const TestChild&) = delete;
   ~TestChild() {
-    if (pid_ <= 0) return;
-    kill(-pid_, SIGKILL);  // the group: whatever the program started in it too
-    if (!exited_) {
-      kill(pid_, SIGKILL);
+    if (!child_.has_value()) return;
+    kill(-child_->pid(), SIGKILL);  // the group: whatever the program started in it too
+    if (!child_->exited()) {
+      kill(child_->pid(), SIGKILL);
       int status = 0;
-      waitpid(pid_, &status, 0);
+      waitpid(child_->pid(), &status, 0);
     }
   }
 
-  pid_t pid() const { return pid_; }
-  const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return child_->pid(); }
+  const std::string& log_path() const { return child_->log_path(); }
 
   // Reaps the child if it has exited (non-blocking). True once exited.
-  bool Poll() {
-    if (exited_) return true;
-    int status = 0;
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    } else if (r < 0 && errno == ECHILD) {
-      exited_ = true;
-      exit_code_ = 255;
-    }
-    return exited_;
-  }
+  bool Poll() { return child_->Poll(); }
   // Polls every 10 ms until the child exits or `timeout` passes. Returns exited.
-  bool WaitFor(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!Poll() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return exited_;
-  }
+  bool WaitFor(std::chrono::milliseconds timeout) { return child_->WaitFor(timeout); }
   // REQUIRES: Poll() or WaitFor() returned true. Exit code, or 128 + signal.
-  int exit_code() const { return exit_code_; }
+  int exit_code() const { return child_->exit_code(); }
   // Sends `signo` to the child (not its group) while it runs.
-  void Signal(int signo) const {
-    if (!exited_) kill(pid_, signo);
-  }
+  void Signal(int signo) const { child_->Signal(signo); }
 
  private:
-  TestChild(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
+  explicit TestChild(examples::Child child) : child_(std::move(child)) {}
 
-  pid_t pid_;
-  std::string log_path_;
-  bool exited_ = false;
-  int exit_code_ = 0;
+  std::optional<examples::Child> child_;  // nullopt once moved from
 };
 
 // Starts <build>/bin/<program> with `args`; output to <log_dir>/<tag>.log.
