@@ -123,10 +123,7 @@ absl::Status ClickHouseStoreReader::ForEachSample(
     const std::function<void(const SampleRow&)>& visit) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
   std::optional<int64_t> stage_id;
-  if (filter.stage.has_value()) {
-    stage_id = StageIdOf(*dict, *filter.stage);
-    if (!stage_id.has_value()) return absl::OkStatus();  // no sample of that stage
-  }
+  if (!ResolveStageFilter(*dict, filter, &stage_id)) return absl::OkStatus();
   const SampleMatcher passes(filter);
   // A sample starts at or after its order's first stamp: orders that
   // start after `until` hold none of the window.
@@ -169,12 +166,6 @@ absl::StatusOr<std::vector<RankedOrder>> ClickHouseStoreReader::FindSlowest(
         out.push_back(r);
       }));
   return out;
-}
-
-absl::StatusOr<std::optional<OrderRow>> ClickHouseStoreReader::FindOrder(int64_t run_id,
-                                                                         int64_t order_id) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> all, OrderInstances(run_id, order_id));
-  return FirstInstance(std::move(all));
 }
 
 absl::StatusOr<std::vector<OrderRow>> ClickHouseStoreReader::OrderInstances(int64_t run_id,

@@ -188,6 +188,47 @@ bool GetSparseBuckets(Cursor* in, size_t size, std::vector<std::pair<uint32_t, u
   return true;
 }
 
+// An encoding's fixed part: the version, the count and, when the count is not
+// zero, sum, min, max and the near-zero count. The bucket lists follow.
+struct EncodedSummary {
+  uint64_t count = 0;
+  double sum = 0, min = 0, max = 0;
+  uint64_t near_zero = 0;
+};
+
+absl::Status BadEncoding(std::string_view bytes, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
+}
+
+// Reads the fixed part of `bytes` from `in`; an empty histogram must end there.
+absl::Status ReadSummary(std::string_view bytes, Cursor* in, EncodedSummary* s) {
+  uint8_t version = 0;
+  if (!in->Byte(&version)) return BadEncoding(bytes, "empty");
+  if (version != kEncodingVersion) {
+    return BadEncoding(bytes, absl::StrCat("unknown version ", version));
+  }
+  if (!in->Varint(&s->count)) return BadEncoding(bytes, "truncated count");
+  if (s->count == 0) {
+    if (!in->done()) return BadEncoding(bytes, "bytes after an empty histogram");
+    return absl::OkStatus();
+  }
+  if (!in->Double(&s->sum) || !in->Double(&s->min) || !in->Double(&s->max)) {
+    return BadEncoding(bytes, "truncated sum/min/max");
+  }
+  if (!(s->min <= s->max)) return BadEncoding(bytes, "min above max");
+  if (!in->Varint(&s->near_zero)) return BadEncoding(bytes, "truncated near-zero count");
+  return absl::OkStatus();
+}
+
+// The checks after the bucket lists: they add up to the count, nothing follows.
+absl::Status CheckBucketTotal(std::string_view bytes, const Cursor& in, uint64_t total,
+                              uint64_t count) {
+  if (total != count) return BadEncoding(bytes, "bucket counts do not add up to the count");
+  if (!in.done()) return BadEncoding(bytes, "trailing bytes");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string Histogram::Encode() const {
@@ -205,67 +246,39 @@ std::string Histogram::Encode() const {
 }
 
 absl::StatusOr<Histogram> Histogram::Decode(std::string_view bytes) {
-  const auto bad = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
-  };
   Cursor in(bytes);
-  uint8_t version = 0;
-  if (!in.Byte(&version)) return bad("empty");
-  if (version != kEncodingVersion) return bad(absl::StrCat("unknown version ", version));
+  EncodedSummary summary;
+  if (absl::Status s = ReadSummary(bytes, &in, &summary); !s.ok()) return s;
   Histogram h;
-  if (!in.Varint(&h.count_)) return bad("truncated count");
-  if (h.count_ == 0) {
-    if (!in.done()) return bad("bytes after an empty histogram");
-    return h;
-  }
-  if (!in.Double(&h.sum_) || !in.Double(&h.min_) || !in.Double(&h.max_)) {
-    return bad("truncated sum/min/max");
-  }
-  if (!(h.min_ <= h.max_)) return bad("min above max");
-  uint64_t total = 0;
-  if (!in.Varint(&h.near_zero_)) return bad("truncated near-zero count");
-  total = h.near_zero_;
+  h.count_ = summary.count;
+  if (h.count_ == 0) return h;
+  h.sum_ = summary.sum;
+  h.min_ = summary.min;
+  h.max_ = summary.max;
+  h.near_zero_ = summary.near_zero;
+  uint64_t total = h.near_zero_;
   if (!GetBuckets(&in, &h.positive_, &total) || !GetBuckets(&in, &h.negative_, &total)) {
-    return bad("bad bucket list");
+    return BadEncoding(bytes, "bad bucket list");
   }
-  if (total != h.count_) return bad("bucket counts do not add up to the count");
-  if (!in.done()) return bad("trailing bytes");
+  if (absl::Status s = CheckBucketTotal(bytes, in, total, h.count_); !s.ok()) return s;
   return h;
 }
 
 absl::Status Histogram::MergeEncoded(std::string_view bytes) {
-  const auto bad = [&](absl::string_view what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
-  };
   Cursor in(bytes);
-  uint8_t version = 0;
-  if (!in.Byte(&version)) return bad("empty");
-  if (version != kEncodingVersion) return bad(absl::StrCat("unknown version ", version));
-  uint64_t count = 0;
-  if (!in.Varint(&count)) return bad("truncated count");
-  if (count == 0) {
-    if (!in.done()) return bad("bytes after an empty histogram");
-    return absl::OkStatus();
-  }
-  double sum = 0, min = 0, max = 0;
-  if (!in.Double(&sum) || !in.Double(&min) || !in.Double(&max)) {
-    return bad("truncated sum/min/max");
-  }
-  if (!(min <= max)) return bad("min above max");
-  uint64_t near_zero = 0;
-  if (!in.Varint(&near_zero)) return bad("truncated near-zero count");
+  EncodedSummary in_summary;
+  if (absl::Status s = ReadSummary(bytes, &in, &in_summary); !s.ok()) return s;
+  const auto& [count, sum, min, max, near_zero] = in_summary;
+  if (count == 0) return absl::OkStatus();
   uint64_t total = near_zero;
   // Reused across calls on one thread: a merge of thousands of intervals
   // allocates them once.
   thread_local std::vector<std::pair<uint32_t, uint64_t>> positive, negative;
   if (!GetSparseBuckets(&in, kBuckets, &positive, &total) ||
       !GetSparseBuckets(&in, kBuckets, &negative, &total)) {
-    return bad("bad bucket list");
+    return BadEncoding(bytes, "bad bucket list");
   }
-  if (total != count) return bad("bucket counts do not add up to the count");
-  if (!in.done()) return bad("trailing bytes");
+  if (absl::Status s = CheckBucketTotal(bytes, in, total, count); !s.ok()) return s;
   if (count_ == 0) {
     min_ = min;
     max_ = max;

@@ -19,6 +19,14 @@ std::optional<int64_t> StageIdOf(const RunDictionary& dict, const std::string& s
   return std::nullopt;
 }
 
+bool ResolveStageFilter(const RunDictionary& dict, const SampleFilter& filter,
+                        std::optional<int64_t>* stage_id) {
+  stage_id->reset();
+  if (!filter.stage.has_value()) return true;
+  *stage_id = StageIdOf(dict, *filter.stage);
+  return stage_id->has_value();
+}
+
 std::vector<std::string> StageNamesOf(const RunDictionary& dict) {
   std::vector<std::string> names;
   for (const std::string& s : dict.stages) {
@@ -44,11 +52,6 @@ void SortByStart(std::vector<SampleRow>::iterator begin, std::vector<SampleRow>:
   std::stable_sort(begin, end, [](const SampleRow& a, const SampleRow& b) {
     return a.start_utc_ns < b.start_utc_ns;
   });
-}
-
-std::optional<OrderRow> FirstInstance(std::vector<OrderRow> instances) {
-  if (instances.empty()) return std::nullopt;
-  return std::move(instances.front());
 }
 
 absl::StatusOr<PackedDetail> UnpackOrderDetail(std::string_view where, std::string_view blob,
@@ -97,3 +100,14 @@ std::vector<std::pair<std::string, int64_t>> InPipelineOrder(
 }
 
 }  // namespace ticktrace::store::internal
+
+namespace ticktrace::store {
+
+absl::StatusOr<std::optional<OrderRow>> StoreReader::FindOrder(int64_t run_id, int64_t order_id) {
+  absl::StatusOr<std::vector<OrderRow>> instances = OrderInstances(run_id, order_id);
+  if (!instances.ok()) return instances.status();
+  if (instances->empty()) return std::nullopt;
+  return std::move(instances->front());
+}
+
+}  // namespace ticktrace::store

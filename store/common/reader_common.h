@@ -36,6 +36,12 @@ int64_t FloorTo(int64_t t, int64_t step);
 // The id of `stage` in the run's stages table, nullopt when it has none.
 std::optional<int64_t> StageIdOf(const RunDictionary& dict, const std::string& stage);
 
+// The stage `filter` names as the run's stage id in `*stage_id` (nullopt when
+// it names none: every stage passes). False when the run has no such stage,
+// so that no sample can match.
+bool ResolveStageFilter(const RunDictionary& dict, const SampleFilter& filter,
+                        std::optional<int64_t>* stage_id);
+
 // The run's stage names, by stage id, without the gaps of unknown ids.
 std::vector<std::string> StageNamesOf(const RunDictionary& dict);
 
@@ -54,9 +60,6 @@ class SampleMatcher {
 // Samples by start time, keeping the order of equal starts.
 void SortByStart(std::vector<SampleRow>::iterator begin, std::vector<SampleRow>::iterator end);
 inline void SortByStart(std::vector<SampleRow>* rows) { SortByStart(rows->begin(), rows->end()); }
-
-// FindOrder's answer from the order's instances (by instance): the first.
-std::optional<OrderRow> FirstInstance(std::vector<OrderRow> instances);
 
 // The packed detail of an order, or DataLoss naming `where` (the store) and
 // the order.

@@ -110,7 +110,6 @@ class SqliteStoreReader final : public StoreReader {
   absl::StatusOr<std::vector<RankedOrder>> FindSlowest(int64_t run_id, const std::string& stage,
                                                        int64_t limit,
                                                        const TimeWindow& window) override;
-  absl::StatusOr<std::optional<OrderRow>> FindOrder(int64_t run_id, int64_t order_id) override;
   absl::StatusOr<std::vector<OrderRow>> OrderInstances(int64_t run_id, int64_t order_id) override;
   absl::StatusOr<std::vector<int64_t>> RunsWithOrder(int64_t order_id) override;
   absl::StatusOr<std::vector<int64_t>> ChildOrders(int64_t run_id, int64_t order_id) override;

@@ -144,10 +144,7 @@ absl::Status SqliteStoreReader::ForEachSample(int64_t run_id, const SampleFilter
                                               const std::function<void(const SampleRow&)>& visit) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
   std::optional<int64_t> stage_id;
-  if (filter.stage.has_value()) {
-    stage_id = StageIdOf(*dict, *filter.stage);
-    if (!stage_id.has_value()) return absl::OkStatus();  // no sample of that stage
-  }
+  if (!ResolveStageFilter(*dict, filter, &stage_id)) return absl::OkStatus();
   TICKTRACE_ASSIGN_OR_RETURN(
       Statement s,
       Prepare(absl::StrCat("SELECT ", kOrderSampleColumns, " FROM orders WHERE run_id = ?",
@@ -257,12 +254,6 @@ absl::StatusOr<std::vector<RankedOrder>> SqliteStoreReader::FindSlowest(int64_t 
     TICKTRACE_RETURN_IF_ERROR(walked);
   }
   return top.Slowest();
-}
-
-absl::StatusOr<std::optional<OrderRow>> SqliteStoreReader::FindOrder(int64_t run_id,
-                                                                     int64_t order_id) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<OrderRow> all, OrderInstances(run_id, order_id));
-  return FirstInstance(std::move(all));
 }
 
 absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrderInstances(int64_t run_id,

@@ -171,7 +171,7 @@ class StoreReader {
     return FindSlowest(run_id, stage, limit, TimeWindow{});
   }
   // The first instance of the order, or nullopt when the run has no such order.
-  virtual absl::StatusOr<std::optional<OrderRow>> FindOrder(int64_t run_id, int64_t order_id) = 0;
+  absl::StatusOr<std::optional<OrderRow>> FindOrder(int64_t run_id, int64_t order_id);
   // Every instance of the order, by instance.
   virtual absl::StatusOr<std::vector<OrderRow>> OrderInstances(int64_t run_id,
                                                                int64_t order_id) = 0;
