@@ -127,4 +127,19 @@ absl::StatusOr<ResolvedQuery> ResolveQuery(store::StoreReader& store, const Quer
   return q;
 }
 
+absl::StatusOr<ResolvedQuery> ResolveHistogramQuery(store::StoreReader& store,
+                                                    const QueryOptions& options,
+                                                    const HistogramViewWords& words) {
+  if (options.process.has_value()) return absl::InvalidArgumentError(words.process_refusal);
+  if (options.exact) return absl::InvalidArgumentError(words.exact_refusal);
+  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
+  if (q.include_flagged != q.run_includes_flagged) {
+    return absl::InvalidArgumentError(absl::StrCat("run ", q.run.run_id, "'s interval histograms ",
+                                                   q.run_includes_flagged ? "include" : "exclude",
+                                                   " flagged samples, as its collector did; ",
+                                                   words.cannot, " them otherwise"));
+  }
+  return q;
+}
+
 }  // namespace ticktrace::view

@@ -63,6 +63,21 @@ struct ResolvedQuery {
 // process; InvalidArgument when --since is after --until.
 absl::StatusOr<ResolvedQuery> ResolveQuery(store::StoreReader& store, const QueryOptions& options);
 
+// What a view built from the stored interval histograms (intervals, diff)
+// says when asked what those cannot answer: --process (`process_refusal`),
+// --exact (`exact_refusal`), and flagged samples counted otherwise than the
+// run's histograms hold them ("...; <view> cannot <verb> them otherwise").
+struct HistogramViewWords {
+  const char* process_refusal;
+  const char* exact_refusal;
+  const char* cannot;  // e.g. "intervals cannot show"
+};
+
+// ResolveQuery for such a view: InvalidArgument in its words for the above.
+absl::StatusOr<ResolvedQuery> ResolveHistogramQuery(store::StoreReader& store,
+                                                    const QueryOptions& options,
+                                                    const HistogramViewWords& words);
+
 // The run's stage names in pipeline order, `total` last: stage_stats.position
 // where the collector wrote it, otherwise consecutive pairs of runs.pipeline,
 // then any other stage (spans) by name.

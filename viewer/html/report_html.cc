@@ -245,17 +245,31 @@ std::pair<double, double> SnapLogRange(double lo, double hi) {
   return {down(lo), up(hi)};
 }
 
+// The <svg> opening of one of a stage's two plots ("stage-<slug>-<what>",
+// `label` for screen readers).
+std::string StagePlotOpen(const StagePlots& stage, const char* what, const std::string& label) {
+  return SvgOpen(absl::StrCat("stage-", stage.slug, "-", what), kPlotWidth, kPlotHeight, label);
+}
+
+// A stage plot's frame, `left_px` wide for the y axis's labels.
+Frame StagePlotFrame(double left_px) {
+  return Frame{left_px, 14, kPlotWidth - left_px - 22, kPlotHeight - 14 - 52};
+}
+
+// The rest of a plot that has nothing to draw: `message` in the frame's middle.
+std::string EmptyPlot(const Frame& frame, const char* message) {
+  return Text(frame.x + frame.w / 2, frame.y + frame.h / 2, message, "middle", "axis-title") +
+         "</svg>\n";
+}
+
 std::string HistogramSvg(const StagePlots& stage) {
   const LogHistogram& h = stage.histogram;
-  const std::string id = absl::StrCat("stage-", stage.slug, "-histogram");
   std::string out =
-      SvgOpen(id, kPlotWidth, kPlotHeight, absl::StrCat("latency histogram of ", stage.stage));
-  const Frame frame{64, 14, kPlotWidth - 64 - 22, kPlotHeight - 14 - 52};
+      StagePlotOpen(stage, "histogram", absl::StrCat("latency histogram of ", stage.stage));
+  const Frame frame = StagePlotFrame(64);
   if (h.bins.empty()) {
-    out += Text(frame.x + frame.w / 2, frame.y + frame.h / 2,
-                h.total == 0 ? "no stored samples" : "no positive latencies to draw on a log axis",
-                "middle", "axis-title");
-    return out + "</svg>\n";
+    return out + EmptyPlot(frame, h.total == 0 ? "no stored samples"
+                                               : "no positive latencies to draw on a log axis");
   }
   const auto [wide_lo, wide_hi] = WidenLogRange(h.bins.front().lo_ns, h.bins.back().hi_ns, 0.6);
   const auto [lo, hi] = SnapLogRange(wide_lo, wide_hi);
@@ -284,15 +298,10 @@ std::string HistogramSvg(const StagePlots& stage) {
 
 std::string PercentileSvg(const StagePlots& stage) {
   const PercentileCurve& c = stage.percentiles;
-  const std::string id = absl::StrCat("stage-", stage.slug, "-percentiles");
   std::string out =
-      SvgOpen(id, kPlotWidth, kPlotHeight, absl::StrCat("latency by percentile of ", stage.stage));
-  const Frame frame{72, 14, kPlotWidth - 72 - 22, kPlotHeight - 14 - 52};
-  if (c.points.empty()) {
-    out += Text(frame.x + frame.w / 2, frame.y + frame.h / 2, "no stored samples", "middle",
-                "axis-title");
-    return out + "</svg>\n";
-  }
+      StagePlotOpen(stage, "percentiles", absl::StrCat("latency by percentile of ", stage.stage));
+  const Frame frame = StagePlotFrame(72);
+  if (c.points.empty()) return out + EmptyPlot(frame, "no stored samples");
   double lo = c.points.front().value_ns;
   double hi = std::max(c.max_ns, c.points.back().value_ns);
   LatencyAxis y_axis;

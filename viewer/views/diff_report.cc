@@ -116,22 +116,14 @@ ChangeVerdict JudgeChange(std::optional<double> before_ns, std::optional<double>
   return v;
 }
 
+// What the stored interval histograms cannot answer, in this view's words.
+constexpr HistogramViewWords kDiffRefusals{
+    "--process: diff compares interval histograms, which do not know processes",
+    "--exact: diff compares the stored interval histograms", "diff cannot count"};
+
 absl::StatusOr<DiffSide> ReadDiffSide(store::StoreReader& store, const QueryOptions& options,
                                       std::optional<int64_t> every_ns) {
-  if (options.process.has_value()) {
-    return absl::InvalidArgumentError(
-        "--process: diff compares interval histograms, which do not know processes");
-  }
-  if (options.exact) {
-    return absl::InvalidArgumentError("--exact: diff compares the stored interval histograms");
-  }
-  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
-  if (q.include_flagged != q.run_includes_flagged) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run ", q.run.run_id, "'s interval histograms ",
-        q.run_includes_flagged ? "include" : "exclude",
-        " flagged samples, as its collector did; diff cannot count them otherwise"));
-  }
+  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveHistogramQuery(store, options, kDiffRefusals));
   DiffSide side;
   side.store = store.path();
   side.run = q.run;

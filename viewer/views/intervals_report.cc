@@ -22,22 +22,15 @@ nlohmann::ordered_json OptionalInt(const std::optional<int64_t>& v) {
 
 }  // namespace
 
+// What the stored interval histograms cannot answer, in this view's words.
+constexpr HistogramViewWords kIntervalsRefusals{
+    "--process: interval statistics do not know processes (use summary --process)",
+    "--exact: intervals are the stored interval histograms", "intervals cannot show"};
+
 absl::StatusOr<IntervalsReport> BuildIntervals(store::StoreReader& store, const QueryOptions& options,
                                                std::optional<int64_t> every_ns) {
-  if (options.process.has_value()) {
-    return absl::InvalidArgumentError(
-        "--process: interval statistics do not know processes (use summary --process)");
-  }
-  if (options.exact) {
-    return absl::InvalidArgumentError("--exact: intervals are the stored interval histograms");
-  }
-  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q, ResolveQuery(store, options));
-  if (q.include_flagged != q.run_includes_flagged) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run ", q.run.run_id, "'s interval histograms ",
-        q.run_includes_flagged ? "include" : "exclude",
-        " flagged samples, as its collector did; intervals cannot show them otherwise"));
-  }
+  TICKTRACE_ASSIGN_OR_RETURN(ResolvedQuery q,
+                             ResolveHistogramQuery(store, options, kIntervalsRefusals));
   IntervalsReport report;
   report.run = q.run;
   report.interval_ns = q.run.interval_ns > 0 ? q.run.interval_ns : kDefaultIntervalNs;
