@@ -87,6 +87,107 @@ std::string ReadFirstLine(const char* path) {
 
 const char* YesNo(bool b) { return b ? "yes" : "no"; }
 
+void Add(TscEnvironment* env, std::string name, std::string value, std::string meaning,
+         bool warning) {
+  env->findings.push_back(
+      EnvironmentFinding{std::move(name), std::move(value), std::move(meaning), warning});
+}
+
+// Where the core of each read comes from. Linux writes IA32_TSC_AUX (node <<
+// 12 | cpu) only when the CPU reports rdtscp or rdpid. Without rdtscp,
+// libtrace never reads the register: it takes the core from getcpu()
+// instead, which is always this machine's.
+void AddAuxFinding(TscEnvironment* env) {
+  std::string aux_value = env->has_rdtscp ? "rdtscp aux" : "getcpu()";
+  std::string aux_meaning =
+      env->has_rdtscp
+          ? "the core of each read comes with it (aux = node << 12 | cpu): a span whose two "
+            "ends differ migrated"
+          : "the core of each read comes from getcpu() just after the TSC read: a migration "
+            "between the two is possible but rare, so migration flags stay meaningful";
+  bool aux_warning = false;
+  if (env->has_rdtscp) {
+    // Check the claim once on the core we are on. sched_getcpu() comes from
+    // the vDSO; both reads happen within a few ns, so a mismatch is rare
+    // enough to report.
+    uint32_t aux = 0;
+    const int before = sched_getcpu();
+    ReadTscp(&aux);
+    const int after = sched_getcpu();
+    if (before == after && before >= 0 && DecodeAux(aux).cpu != static_cast<uint32_t>(before)) {
+      aux_value = internal::Cat("aux cpu ", DecodeAux(aux).cpu, " != sched_getcpu() ", before);
+      aux_meaning =
+          "rdtscp's aux does not match the core the thread runs on: migration flags based on "
+          "aux are unreliable";
+      aux_warning = true;
+    }
+  }
+  Add(env, "tsc_aux", aux_value, aux_meaning, aux_warning);
+}
+
+// Whether there is a counter and how a read learns its core: tsc, rdtscp, tsc_aux.
+void AddCounterFindings(TscEnvironment* env) {
+  Add(env, "tsc", YesNo(env->has_tsc),
+      env->has_tsc ? "the CPU has a time-stamp counter (CPUID.1:EDX[4])"
+                   : "no time-stamp counter: ticktrace cannot time anything on this CPU",
+      !env->has_tsc);
+  Add(env, "rdtscp", env->has_rdtscp ? "yes" : "no (emulated)",
+      env->has_rdtscp
+          ? "rdtscp is available: stamp_rdtscp and spans record which core each read ran on"
+          : "CPUID does not report rdtscp: libtrace emulates it (lfence; rdtsc, then the core "
+            "from the vDSO's getcpu), so cores are still recorded, at a few ns more per read",
+      false);
+  AddAuxFinding(env);
+}
+
+// Whether ticks measure time: invariant_tsc, constant_tsc, nonstop_tsc.
+// `flags_known`: /proc/cpuinfo's flags were read.
+void AddRateFindings(TscEnvironment* env, bool flags_known) {
+  Add(env, "invariant_tsc", YesNo(env->invariant_tsc),
+      env->invariant_tsc
+          ? "the TSC ticks at a fixed rate through frequency changes and sleep states "
+            "(CPUID.80000007h:EDX[8]): ticks measure time"
+          : "the TSC may slow down or stop with the core's clock: tick counts are not time",
+      !env->invariant_tsc);
+  Add(env, "constant_tsc", flags_known ? YesNo(env->constant_tsc) : "unknown",
+      !flags_known ? "/proc/cpuinfo unreadable"
+      : env->constant_tsc
+          ? "the kernel sees a TSC rate that does not follow frequency scaling"
+          : "the kernel does not trust the TSC's rate to stay fixed under frequency scaling",
+      !env->constant_tsc);
+  Add(env, "nonstop_tsc", flags_known ? YesNo(env->nonstop_tsc) : "unknown",
+      !flags_known       ? "/proc/cpuinfo unreadable"
+      : env->nonstop_tsc ? "the TSC keeps counting in deep idle states"
+                         : "the TSC may stop in deep idle states: idle gaps would be lost",
+      !env->nonstop_tsc);
+}
+
+// Who else keeps time on this machine: clocksource, hypervisor.
+void AddClockFindings(TscEnvironment* env) {
+  if (env->clocksource.empty()) {
+    Add(env, "clocksource", "unknown",
+        "current_clocksource is unreadable; cannot tell whether the kernel trusts the TSC", true);
+  } else if (env->clocksource == "tsc") {
+    Add(env, "clocksource", env->clocksource,
+        "the kernel trusts the TSC: clock_gettime reads it in user space (~20-30 ns)", false);
+  } else {
+    Add(env, "clocksource", env->clocksource,
+        internal::Cat("the kernel does not use the TSC as its clock (", env->clocksource,
+                      "): it may distrust it, clock reads may be slower, and calibration "
+                      "against the clock pairs less tightly"),
+        true);
+  }
+  if (env->hypervisor) {
+    Add(env, "hypervisor", HypervisorName(env->hypervisor_vendor),
+        "running in a VM: the hypervisor sets TSC offsets and scaling, so subtracting TSC "
+        "values read on different cores is less trustworthy; prefer same-thread spans",
+        true);
+  } else {
+    Add(env, "hypervisor", "none", "bare metal (no hypervisor bit): the TSC is the hardware's own",
+        false);
+  }
+}
+
 }  // namespace
 
 TscEnvironment ProbeTscEnvironment() {
@@ -109,95 +210,9 @@ TscEnvironment ProbeTscEnvironment() {
   env.clocksource =
       ReadFirstLine("/sys/devices/system/clocksource/clocksource0/current_clocksource");
 
-  auto add = [&env](std::string name, std::string value, std::string meaning, bool warning) {
-    env.findings.push_back(
-        EnvironmentFinding{std::move(name), std::move(value), std::move(meaning), warning});
-  };
-
-  add("tsc", YesNo(env.has_tsc),
-      env.has_tsc ? "the CPU has a time-stamp counter (CPUID.1:EDX[4])"
-                  : "no time-stamp counter: ticktrace cannot time anything on this CPU",
-      !env.has_tsc);
-
-  add("rdtscp", env.has_rdtscp ? "yes" : "no (emulated)",
-      env.has_rdtscp
-          ? "rdtscp is available: stamp_rdtscp and spans record which core each read ran on"
-          : "CPUID does not report rdtscp: libtrace emulates it (lfence; rdtsc, then the core "
-            "from the vDSO's getcpu), so cores are still recorded, at a few ns more per read",
-      false);
-
-  // Linux writes IA32_TSC_AUX (node << 12 | cpu) only when the CPU reports
-  // rdtscp or rdpid. Without rdtscp, libtrace never reads the register: it
-  // takes the core from getcpu() instead, which is always this machine's.
-  std::string aux_value = env.has_rdtscp ? "rdtscp aux" : "getcpu()";
-  std::string aux_meaning =
-      env.has_rdtscp
-          ? "the core of each read comes with it (aux = node << 12 | cpu): a span whose two "
-            "ends differ migrated"
-          : "the core of each read comes from getcpu() just after the TSC read: a migration "
-            "between the two is possible but rare, so migration flags stay meaningful";
-  bool aux_warning = false;
-  if (env.has_rdtscp) {
-    // Check the claim once on the core we are on. sched_getcpu() comes from
-    // the vDSO; both reads happen within a few ns, so a mismatch is rare
-    // enough to report.
-    uint32_t aux = 0;
-    const int before = sched_getcpu();
-    ReadTscp(&aux);
-    const int after = sched_getcpu();
-    if (before == after && before >= 0 && DecodeAux(aux).cpu != static_cast<uint32_t>(before)) {
-      aux_value = internal::Cat("aux cpu ", DecodeAux(aux).cpu, " != sched_getcpu() ", before);
-      aux_meaning =
-          "rdtscp's aux does not match the core the thread runs on: migration flags based on "
-          "aux are unreliable";
-      aux_warning = true;
-    }
-  }
-  add("tsc_aux", aux_value, aux_meaning, aux_warning);
-
-  add("invariant_tsc", YesNo(env.invariant_tsc),
-      env.invariant_tsc
-          ? "the TSC ticks at a fixed rate through frequency changes and sleep states "
-            "(CPUID.80000007h:EDX[8]): ticks measure time"
-          : "the TSC may slow down or stop with the core's clock: tick counts are not time",
-      !env.invariant_tsc);
-
-  const bool flags_known = !flags.empty();
-  add("constant_tsc", flags_known ? YesNo(env.constant_tsc) : "unknown",
-      !flags_known ? "/proc/cpuinfo unreadable"
-      : env.constant_tsc
-          ? "the kernel sees a TSC rate that does not follow frequency scaling"
-          : "the kernel does not trust the TSC's rate to stay fixed under frequency scaling",
-      !env.constant_tsc);
-  add("nonstop_tsc", flags_known ? YesNo(env.nonstop_tsc) : "unknown",
-      !flags_known ? "/proc/cpuinfo unreadable"
-      : env.nonstop_tsc ? "the TSC keeps counting in deep idle states"
-                        : "the TSC may stop in deep idle states: idle gaps would be lost",
-      !env.nonstop_tsc);
-
-  if (env.clocksource.empty()) {
-    add("clocksource", "unknown", "current_clocksource is unreadable; cannot tell whether the "
-        "kernel trusts the TSC", true);
-  } else if (env.clocksource == "tsc") {
-    add("clocksource", env.clocksource,
-        "the kernel trusts the TSC: clock_gettime reads it in user space (~20-30 ns)", false);
-  } else {
-    add("clocksource", env.clocksource,
-        internal::Cat("the kernel does not use the TSC as its clock (", env.clocksource,
-                      "): it may distrust it, clock reads may be slower, and calibration "
-                      "against the clock pairs less tightly"),
-        true);
-  }
-
-  if (env.hypervisor) {
-    add("hypervisor", HypervisorName(env.hypervisor_vendor),
-        "running in a VM: the hypervisor sets TSC offsets and scaling, so subtracting TSC "
-        "values read on different cores is less trustworthy; prefer same-thread spans",
-        true);
-  } else {
-    add("hypervisor", "none", "bare metal (no hypervisor bit): the TSC is the hardware's own",
-        false);
-  }
+  AddCounterFindings(&env);
+  AddRateFindings(&env, !flags.empty());
+  AddClockFindings(&env);
   return env;
 }
 

@@ -14,7 +14,8 @@
 // the thread's first trace call, which attaches the ring; see trace.h). The
 // collector turns ticks into ns and joins TTT stamps by order ID.
 //
-// Differences from the seeds' macros, on purpose:
+// Differences from the usual logging START_MEASURE/END_MEASURE macros, on
+// purpose:
 //   - END_MEASURE takes a ticktrace::Tag (the stage's name), not a logger.
 //   - TTT_MEASURE records a TSC stamp keyed by an order ID, not wall-clock
 //     nanoseconds; the collector maps ticks to UTC through its anchor.

@@ -265,29 +265,30 @@ inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
                   abi::kLink, 0);
 }
 
-// A stage measured inside one thread: rdtsc + the rseq core (rdtscp where rseq
-// is not available) at construction and at end() (or
-// destruction, whichever comes first); one kSpan record carries the begin TSC,
-// the duration and both cores, so the collector can flag a migration.
-// Not copyable; the same thread must construct and end it.
-class Span {
+namespace internal {
+
+// What Span and FencedSpan share: `ReadEnd` takes the TSC and the core at
+// each end, `kFlags` marks the record. One kSpan record carries the begin
+// TSC, the duration and both cores, so the collector can flag a migration.
+template <uint64_t (*ReadEnd)(uint32_t*) noexcept, uint8_t kFlags>
+class SpanOf {
  public:
-  Span(const Tag& tag, uint64_t order_id) noexcept : order_id_(order_id), tag_id_(tag.id()) {
-    begin_tsc_ = internal::ReadTscAndCoreOrTscp(&begin_aux_);
+  SpanOf(const Tag& tag, uint64_t order_id) noexcept : order_id_(order_id), tag_id_(tag.id()) {
+    begin_tsc_ = ReadEnd(&begin_aux_);
   }
-  Span(const Span&) = delete;
-  Span& operator=(const Span&) = delete;
-  ~Span() { end(); }
+  SpanOf(const SpanOf&) = delete;
+  SpanOf& operator=(const SpanOf&) = delete;
+  ~SpanOf() { end(); }
 
   // Ends the span now. Later calls do nothing.
   void end() noexcept {
     if (ended_) return;
     uint32_t end_aux;
-    const uint64_t end_tsc = internal::ReadTscAndCoreOrTscp(&end_aux);
+    const uint64_t end_tsc = ReadEnd(&end_aux);
     ended_ = true;
-    uint8_t flags = 0;
-    const uint64_t payload = internal::SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
-    internal::Write(begin_tsc_, order_id_, payload, begin_aux_, tag_id_, abi::kSpan, flags);
+    uint8_t flags = kFlags;
+    const uint64_t payload = SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
+    Write(begin_tsc_, order_id_, payload, begin_aux_, tag_id_, abi::kSpan, flags);
   }
 
  private:
@@ -298,34 +299,22 @@ class Span {
   bool ended_ = false;
 };
 
+}  // namespace internal
+
+// A stage measured inside one thread: rdtsc + the rseq core (rdtscp where rseq
+// is not available) at construction and at end() (or destruction, whichever
+// comes first). Not copyable; the same thread must construct and end it.
+class Span : public internal::SpanOf<&internal::ReadTscAndCoreOrTscp, 0> {
+ public:
+  using SpanOf::SpanOf;
+};
+
 // As Span, but each end is `rdtscp; lfence`, so the measured code can neither
 // start before the begin read nor finish after the end read. For code of tens
 // of ns; the fences cost ~10-20 ns each.
-class FencedSpan {
+class FencedSpan : public internal::SpanOf<&ReadTscFencedEnd, abi::kRecordFenced> {
  public:
-  FencedSpan(const Tag& tag, uint64_t order_id) noexcept : order_id_(order_id), tag_id_(tag.id()) {
-    begin_tsc_ = ReadTscFencedEnd(&begin_aux_);
-  }
-  FencedSpan(const FencedSpan&) = delete;
-  FencedSpan& operator=(const FencedSpan&) = delete;
-  ~FencedSpan() { end(); }
-
-  void end() noexcept {
-    if (ended_) return;
-    uint32_t end_aux;
-    const uint64_t end_tsc = ReadTscFencedEnd(&end_aux);
-    ended_ = true;
-    uint8_t flags = abi::kRecordFenced;
-    const uint64_t payload = internal::SpanPayload(end_aux, begin_tsc_, end_tsc, &flags);
-    internal::Write(begin_tsc_, order_id_, payload, begin_aux_, tag_id_, abi::kSpan, flags);
-  }
-
- private:
-  uint64_t begin_tsc_;
-  uint64_t order_id_;
-  uint32_t begin_aux_;
-  uint16_t tag_id_;
-  bool ended_ = false;
+  using SpanOf::SpanOf;
 };
 
 // Records an interval measured elsewhere (START_MEASURE/END_MEASURE, the
