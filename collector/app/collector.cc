@@ -211,19 +211,24 @@ void MeasureCores(RunInfo* r) {
   }
 }
 
+// The analysis settings a live run and a replay both take from the flags.
+void ApplySettings(const CollectorOptions& o, const char* mode, RunInfo* r) {
+  r->pipeline = o.pipeline;
+  r->order_timeout_ms = o.order_timeout_ms;
+  r->include_flagged = o.include_flagged;
+  r->learn_orders = o.learn_orders;
+  r->max_open_orders = o.max_open_orders;
+  r->mode = mode;
+  r->correct_skew = o.correct_skew;
+}
+
 // Calibrates (or takes --tsc-hz) and probes the environment.
 absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   RunInfo r;
   r.session = o.session;
   r.host = o.host_name.empty() ? HostName() : o.host_name;
   r.started_utc_ns = RealtimeNowNs();
-  r.pipeline = o.pipeline;
-  r.order_timeout_ms = o.order_timeout_ms;
-  r.include_flagged = o.include_flagged;
-  r.learn_orders = o.learn_orders;
-  r.max_open_orders = o.max_open_orders;
-  r.mode = "live";
-  r.correct_skew = o.correct_skew;
+  ApplySettings(o, "live", &r);
   r.skew_interval_s = o.skew_interval_s;
   r.skew_cores = o.skew_cores;
   r.anchor_interval_ms = o.anchor_interval.count();
@@ -546,13 +551,7 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
   }
   info.started_utc_ns = RealtimeNowNs();
   if (!o.host_name.empty()) info.host = o.host_name;
-  info.pipeline = o.pipeline;
-  info.order_timeout_ms = o.order_timeout_ms;
-  info.include_flagged = o.include_flagged;
-  info.learn_orders = o.learn_orders;
-  info.max_open_orders = o.max_open_orders;
-  info.mode = "replay";
-  info.correct_skew = o.correct_skew;
+  ApplySettings(o, "replay", &info);
 
   Session session(o, out);
   if (absl::Status s = session.OpenStore(); !s.ok()) return s;
