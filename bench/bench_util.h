@@ -68,7 +68,7 @@ inline std::string Fmt(const char* format, double v) {
   return buf;
 }
 
-// The bracket around one measured call (seeds, 1.3). This CPU does not
+// The bracket around one measured call. This CPU does not
 // advertise rdtscp, so both ends are `lfence; rdtsc; lfence`: the leading
 // lfence waits for everything before it (what rdtscp would do at the end),
 // the trailing one keeps later instructions from starting early.

@@ -12,8 +12,8 @@
 //   clock_stamp    clock_gettime(CLOCK_MONOTONIC) written into the floor's ring layout
 //                  (same 32-byte record, ns in the tsc field): a clock-based tracer
 //   spdlog_async   spdlog async logger, file sink, policy overrun_oldest (never blocks):
-//                  logger->info("RDTSC {} {} {}", tag, order_id, ticks) — the seeds'
-//                  END_MEASURE with the tag, the order id and the TSC value
+//                  logger->info("RDTSC {} {} {}", tag, order_id, ticks) — a logging
+//                  END_MEASURE macro with the tag, the order id and the TSC value
 //   lttng          LTTng-UST tracepoint ticktrace_bench:stamp(tag_id, order_id),
 //                  recorded by a real session (run_all.sh starts it)
 //   lttng_disabled LTTng-UST tracepoint compiled in but not enabled

@@ -485,8 +485,8 @@ percentiles for the shape of the tail.
   \`overrun_oldest\`, which never blocks the caller) with a real file sink
   (\`basic_file_sink_mt\`, a file in the run's temporary directory on $(df -T /tmp | awk 'NR == 2 {print $2}')), pattern
   \`%H:%M:%S.%f %v\` (the time string is made by the worker), message
-  \`"RDTSC {} {} {}"\` with the tag, the order id and the TSC value — the seeds'
-  END_MEASURE. The queue is emptied between batches (untimed), so no call
+  \`"RDTSC {} {} {}"\` with the tag, the order id and the TSC value — what a logging
+  END_MEASURE macro does. The queue is emptied between batches (untimed), so no call
   takes the overrun path; a null sink would understate the cost (the worker
   competes for the same 2 cores).
 - \`lttng\`: LTTng-UST $(dpkg-query -W -f='${Version}' liblttng-ust-dev 2>/dev/null || echo '?') tracepoint

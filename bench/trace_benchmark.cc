@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "bench_setup.h"
+#include "bench_util.h"
 #include "benchmark/benchmark.h"
 #include "ticktrace/abi.h"
 #include "ticktrace/segment_reader.h"
@@ -135,34 +136,12 @@ __attribute__((noinline)) void BatchFencedSpan(const ticktrace::Tag& tag, uint64
 
 // ---- Draining this thread's ring between batches (untimed). ----
 
-std::unique_ptr<ticktrace::SegmentReader> g_reader;
-int g_slot = -1;
-std::vector<Record> g_drained;
-uint64_t g_records_drained = 0;
+// Set up in main() once this thread made its first trace call.
+ticktrace::bench::OwnRingDrainer g_ring;
+bool g_ring_attached = false;
 
 void DrainOwnRing() {
-  if (g_slot < 0) return;
-  for (;;) {
-    g_drained.clear();
-    absl::StatusOr<uint64_t> end = g_reader->Peek(static_cast<uint32_t>(g_slot), 1u << 16,
-                                                  &g_drained);
-    if (!end.ok()) {
-      std::fprintf(stderr, "drain: %s\n", std::string(end.status().message()).c_str());
-      std::exit(1);
-    }
-    if (g_drained.empty()) return;
-    g_records_drained += g_drained.size();
-    g_reader->Commit(static_cast<uint32_t>(g_slot), *end);
-  }
-}
-
-// Finds the slot the calling thread claimed (after its first trace call).
-void FindOwnSlot() {
-  const auto tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  for (uint32_t i = 0; i < g_reader->info().slot_count; ++i) {
-    const ticktrace::SlotView v = g_reader->Slot(i);
-    if (v.tid == tid && v.state == ticktrace::abi::kSlotOwned) g_slot = static_cast<int>(i);
-  }
+  if (g_ring_attached) g_ring.Drain();
 }
 
 double Median(std::vector<double> v) {
@@ -333,26 +312,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string segment = ticktrace::CurrentSegmentName();
-  absl::StatusOr<std::unique_ptr<ticktrace::SegmentReader>> reader =
-      ticktrace::SegmentReader::Open(segment);
-  if (!reader.ok()) {
-    std::fprintf(stderr, "SegmentReader::Open: %s\n",
-                 std::string(reader.status().message()).c_str());
-    (void)ticktrace::RemoveSegment(segment);
-    return 1;
-  }
-  g_reader = *std::move(reader);
   // Benchmarks with one thread run on this one: attach it (its first trace
   // call takes the slow path) and find its slot, so no batch pays for that.
   ticktrace::stamp(BenchTag(), 0);
-  FindOwnSlot();
-  DrainOwnRing();
-  AttachFloor();
-  if (g_slot < 0) {
-    std::fprintf(stderr, "could not find this thread's ring\n");
+  g_ring_attached = g_ring.Attach();
+  if (!g_ring_attached) {
     (void)ticktrace::RemoveSegment(segment);
     return 1;
   }
+  DrainOwnRing();
+  AttachFloor();
 
   Register();
   SummaryReporter reporter;
@@ -360,12 +329,13 @@ int main(int argc, char** argv) {
   DrainOwnRing();
   reporter.PrintSummary();
 
-  const ticktrace::SlotView v = g_reader->Slot(static_cast<uint32_t>(g_slot));
-  std::printf("ring: %llu records drained, %llu dropped (must be 0: a drop would mean the drop "
-              "path was measured)\n",
-              static_cast<unsigned long long>(g_records_drained),
-              static_cast<unsigned long long>(v.dropped));
-  g_reader.reset();
+  const ticktrace::SlotView v = g_ring.Slot();
+  std::printf(
+      "ring: %llu records drained, %llu dropped (must be 0: a drop would mean the drop "
+      "path was measured)\n",
+      static_cast<unsigned long long>(g_ring.drained()),
+      static_cast<unsigned long long>(v.dropped));
+  g_ring.Close();
   (void)ticktrace::RemoveSegment(segment);
   return v.dropped == 0 ? 0 : 2;
 }
