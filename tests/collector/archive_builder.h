@@ -24,13 +24,13 @@ namespace ticktrace::collect::testing {
 // A record of `kind` with no payload.
 inline abi::Record MakeRecord(abi::RecordKind kind, uint16_t tag, uint64_t order, uint64_t tsc,
                               uint32_t aux = abi::kAuxUnknown) {
-  abi::Record r{};
-  r.tsc = tsc;
-  r.order_id = order;
-  r.aux = aux;
-  r.tag_id = tag;
-  r.kind = kind;
-  return r;
+  return abi::Record{.tsc = tsc,
+                     .order_id = order,
+                     .payload = {},
+                     .aux = aux,
+                     .tag_id = tag,
+                     .kind = static_cast<uint8_t>(kind),
+                     .flags = 0};
 }
 
 inline abi::Record Stamp(uint16_t tag, uint64_t order, uint64_t tsc,

@@ -42,6 +42,15 @@ std::string AnchorUpdate(uint64_t tsc, int64_t utc_ns) {
   return chunk;
 }
 
+// An archive whose cores were measured: cpu 1 reads 30 ns ahead of cpu 0,
+// within 50 ns; process 1 with tags a and b.
+ArchiveBuilder SkewedCoresArchive() {
+  ArchiveBuilder b;
+  b.Raw(CoresUpdate({CoreSkew{0, 0, 0, true, 1}, CoreSkew{1, 30, 50, true, 1}}));
+  b.Process(1, {"a", "b"});
+  return b;
+}
+
 CollectorOptions Declared(const std::string& db, std::vector<std::string> pipeline) {
   CollectorOptions o;
   if (db.empty()) {
@@ -199,9 +208,7 @@ TEST(OutOfOrder, NegativeOnOneCoreIsOutOfOrder) {
 // is skew (kept in the percentiles); beyond them, negative. The stage
 // carries the cores' uncertainty.
 TEST(Skew, WithinTheBoundIsSkewBeyondIsNegative) {
-  ArchiveBuilder b;
-  b.Raw(CoresUpdate({CoreSkew{0, 0, 0, true, 1}, CoreSkew{1, 30, 50, true, 1}}));
-  b.Process(1, {"a", "b"});
+  ArchiveBuilder b = SkewedCoresArchive();
   // a on cpu 0, b on cpu 1. Uncertainty 0 + 50 = 50 ns.
   b.Records(1, {Stamp(0, 1, 1000, kCpu0), Stamp(1, 1, 980, kCpu1),     // -20: skew
                 Stamp(0, 2, 2000, kCpu0), Stamp(1, 2, 1900, kCpu1),     // -100: negative
@@ -226,9 +233,7 @@ TEST(Skew, WithinTheBoundIsSkewBeyondIsNegative) {
 
 // --correct-skew subtracts the measured offsets: cpu 1 reads 30 ns ahead.
 TEST(Skew, CorrectSkewSubtractsTheOffsets) {
-  ArchiveBuilder b;
-  b.Raw(CoresUpdate({CoreSkew{0, 0, 0, true, 1}, CoreSkew{1, 30, 50, true, 1}}));
-  b.Process(1, {"a", "b"});
+  ArchiveBuilder b = SkewedCoresArchive();
   b.Records(1, {Stamp(0, 1, 1000, kCpu0), Stamp(1, 1, 1100, kCpu1)});
   b.Clock(2000).Clock(3000).Clock(3000 + kLingerTicks);
   TempDir dir;

@@ -21,19 +21,17 @@ class SafetyForeignTest : public RelTest {
  protected:
   SafetyForeignTest() : RelTest("foreign") {}
 
-  // A producer of `orders` complete orders (tags a, b; ids 1..orders) that exits.
-  pid_t StartGenuineProducer(uint64_t orders, const std::string& log_name) {
-    return StartProducer({"--mode", "seq", "--rings", "2", "--ring", "65536", "--orders",
-                          absl::StrCat(orders)},
-                         log_name);
-  }
-
-  // Waits for `pid` to exit 0 and for the collector to drain and remove its segment.
-  void ExpectDrainedAndGone(pid_t pid, const std::string& log_name) {
-    EXPECT_EQ(WaitExit(pid, 60s), 0) << ReadFile(dir_.File(log_name));
-    Forget(pid);
-    EXPECT_TRUE(WaitFor([&] { return !FileExists(SegmentPath(session_, pid)); }, 60s))
+  // A producer of `orders` complete orders (tags a, b; ids 1..orders) runs to
+  // its end; the collector drains it, removes its segment and is stopped.
+  void DrainAGenuineProducerAndStop(uint64_t orders, pid_t collector) {
+    const pid_t producer = StartProducer(
+        {"--mode", "seq", "--rings", "2", "--ring", "65536", "--orders", absl::StrCat(orders)},
+        "producer.log");
+    EXPECT_EQ(WaitExit(producer, 60s), 0) << ReadFile(dir_.File("producer.log"));
+    Forget(producer);
+    EXPECT_TRUE(WaitFor([&] { return !FileExists(SegmentPath(session_, producer)); }, 60s))
         << ReadFile(log());
+    StopCollector(collector);
   }
 
   static int64_t Count(StoreQuery& q, const std::string& sql) { return q.Int(sql); }
@@ -57,9 +55,7 @@ TEST_F(SafetyForeignTest, AnotherUsersSegmentIsCountedAndNotDrained) {
   ASSERT_TRUE(PlantShmFile(Nobody(), planted, CraftSegment(1, 100, "intruder"), 0644));
 
   const pid_t collector = StartCollector({"--pipeline", "a,b"});
-  const pid_t producer = StartGenuineProducer(500, "producer.log");
-  ExpectDrainedAndGone(producer, "producer.log");
-  StopCollector(collector);
+  DrainAGenuineProducerAndStop(500, collector);
 
   const std::string text = ReadFile(log());
   EXPECT_EQ(Occurrences(text, planted + ": owned by uid " + std::to_string(Nobody().uid)), 1u)
@@ -88,9 +84,7 @@ TEST_F(SafetyForeignTest, AllowUidDrainsThatUsersSegments) {
 
   const pid_t collector = StartCollector(
       {"--pipeline", "a,b", "--allow-uid", absl::StrCat(Nobody().uid)});
-  const pid_t producer = StartGenuineProducer(500, "producer.log");
-  ExpectDrainedAndGone(producer, "producer.log");
-  StopCollector(collector);
+  DrainAGenuineProducerAndStop(500, collector);
 
   StoreQuery q(db());
   EXPECT_EQ(Counter(q, "segments_foreign"), 0);
@@ -136,9 +130,7 @@ TEST_F(SafetyForeignTest, OversizedSegmentIsRefusedBeforeMapping) {
   absl::PrintF("FIGURE safety oversized: header claims %d bytes; not mapped; collector VmSize "
                "%d KiB\n",
                header.segment_size, vm_kib);
-  const pid_t producer = StartGenuineProducer(200, "producer.log");
-  ExpectDrainedAndGone(producer, "producer.log");
-  StopCollector(collector);
+  DrainAGenuineProducerAndStop(200, collector);
 
   StoreQuery q(db());
   EXPECT_EQ(Counter(q, "segments_oversized"), 1);

@@ -181,6 +181,13 @@ class ReportModelStoreTest : public ::testing::Test {
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? std::move(*store) : nullptr;
   }
+  // The report's model of the known store (the model holds no reference to
+  // the store it was read from).
+  absl::StatusOr<ReportModel> Model(std::optional<int64_t> run_id, int slowest) {
+    std::unique_ptr<store::StoreReader> store = Open();
+    if (store == nullptr) return absl::InternalError("the known store did not open");
+    return BuildReportModel(*store, run_id, slowest);
+  }
 
   testing::TempDir dir_;
   std::string path_;
@@ -216,9 +223,7 @@ double HandRank(const std::vector<double>& sorted, double p) {
 }
 
 TEST_F(ReportModelStoreTest, PlotsHoldTheHandCountedValues) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  auto model = BuildReportModel(*store, std::nullopt, 3);
+  auto model = Model(std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(model->summary.run.run_id, KnownStore::kLatestRun);
   ASSERT_EQ(model->stages.size(), 4u);
@@ -308,9 +313,7 @@ std::vector<std::vector<std::string>> BreakdownCells(const std::string& html) {
 // The page's breakdown, cell by cell, against the story computed by hand
 // (nearest-rank percentiles of HandValues; three significant digits).
 TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  auto model = BuildReportModel(*store, std::nullopt, 3);
+  auto model = Model(std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string html = RenderReportHtml(*model);
   const std::vector<std::vector<std::string>> expected = {
@@ -339,9 +342,7 @@ TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
 // 100 (1000 + 1100 ns) and 99 (990 + 1099 ns). Bars are placed from the
 // chain's first stamp; 102's chain starts at order 50's md stamp.
 TEST_F(ReportModelStoreTest, WaterfallsAreTheHandPickedSlowestOrders) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  auto model = BuildReportModel(*store, std::nullopt, 3);
+  auto model = Model(std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(model->slowest.size(), 3u);
   struct Bar {
@@ -414,9 +415,7 @@ TEST_F(ReportModelStoreTest, WaterfallsAreTheHandPickedSlowestOrders) {
 }
 
 TEST_F(ReportModelStoreTest, UnknownRunIsNotFound) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  auto model = BuildReportModel(*store, 99, 3);
+  auto model = Model(99, 3);
   EXPECT_TRUE(absl::IsNotFound(model.status())) << model.status();
 }
 
@@ -440,9 +439,7 @@ TEST_F(ReportModelStoreTest, HostileNamesFromTheStoreAreEscaped) {
     std::remove(path_.c_str());
     testing::WriteStore(path_, runs);
   }
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  auto model = BuildReportModel(*store, std::nullopt, 100);
+  auto model = Model(std::nullopt, 100);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string html = RenderReportHtml(*model);
   EXPECT_EQ(html.find(hostile_tag), std::string::npos);
@@ -458,9 +455,7 @@ TEST_F(ReportModelStoreTest, HostileNamesFromTheStoreAreEscaped) {
 }
 
 TEST_F(ReportModelStoreTest, PageHasEverySectionAndTheLossBanner) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  auto model = BuildReportModel(*store, std::nullopt, 5);
+  auto model = Model(std::nullopt, 5);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::string html = RenderReportHtml(*model);
   for (const char* id : {"run-header", "loss-banner", "breakdown", "median-stack", "stages",

@@ -84,6 +84,28 @@ IntervalDelta Delta(const std::string& stage, int64_t start, std::vector<double>
   return d;
 }
 
+// A new store with one run begun at 1e9 Hz (1 tick = 1 ns), for the tests
+// that need nothing else of the run.
+class SqliteWriterRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<SqliteWriter>> w = SqliteWriter::OpenOrCreate(path_);
+    ASSERT_TRUE(w.ok()) << w.status();
+    w_ = std::move(*w);
+    RunMeta meta;
+    meta.tsc_hz = 1e9;
+    absl::StatusOr<int64_t> run = w_->BeginRun(meta);
+    ASSERT_TRUE(run.ok()) << run.status();
+    run_ = *run;
+  }
+
+  TempDir dir_;
+  const std::string path_ = dir_.path() + "/t.db";
+  std::unique_ptr<SqliteWriter> w_;
+  int64_t run_ = 0;
+  uint64_t already_ = 0;
+};
+
 TEST(SqliteWriter, NewStoreIsPrivateAndOfTheCurrentSchema) {
   TempDir dir;
   const std::string path = dir.path() + "/t.db";
@@ -167,21 +189,13 @@ TEST(SqliteWriter, IntervalsMergeAcrossWritesAndDetailIsQueryable) {
   EXPECT_EQ(QueryInt(path, "SELECT max(instance) FROM orders WHERE order_id = 2"), 2);
 }
 
-TEST(SqliteWriter, FlatRowsGiveBackEveryStampAndSample) {
-  TempDir dir;
-  const std::string path = dir.path() + "/t.db";
-  auto w = SqliteWriter::OpenOrCreate(path);
-  ASSERT_TRUE(w.ok()) << w.status();
-  RunMeta meta;
-  meta.tsc_hz = 1e9;  // 1 tick = 1 ns
-  const int64_t run = *(*w)->BeginRun(meta);
-  uint64_t already = 0;
-  ASSERT_TRUE((*w)->Write(run, {}, {}, {MakeOrder(7, kT0 + 100, 250, kFlagNegative)}, nullptr,
-                          &already)
-                  .ok());
-  w->reset();
+TEST_F(SqliteWriterRunTest, FlatRowsGiveBackEveryStampAndSample) {
+  ASSERT_TRUE(
+      w_->Write(run_, {}, {}, {MakeOrder(7, kT0 + 100, 250, kFlagNegative)}, nullptr, &already_)
+          .ok());
+  w_.reset();
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
   ASSERT_TRUE(ExpandDetail(db).ok());
   auto one = [&](const char* sql) {
     sqlite3_stmt* s = nullptr;
@@ -247,15 +261,7 @@ TEST(SqliteWriter, RestartsCountEveryResume) {
   EXPECT_EQ(QueryInt(path, "SELECT value FROM counters WHERE name = 'restarts'"), 3);
 }
 
-TEST(SqliteWriter, RetentionDeletesDetailAndKeepsIntervals) {
-  TempDir dir;
-  const std::string path = dir.path() + "/t.db";
-  auto w = SqliteWriter::OpenOrCreate(path);
-  ASSERT_TRUE(w.ok());
-  RunMeta meta;
-  meta.tsc_hz = 1e9;
-  const int64_t run = *(*w)->BeginRun(meta);
-  uint64_t already = 0;
+TEST_F(SqliteWriterRunTest, RetentionDeletesDetailAndKeepsIntervals) {
   std::vector<OrderDetail> orders;
   std::vector<IntervalDelta> deltas;
   for (int s = 0; s < 3; ++s) {  // 3 intervals, 10 orders each
@@ -267,42 +273,34 @@ TEST(SqliteWriter, RetentionDeletesDetailAndKeepsIntervals) {
     }
     deltas.push_back(Delta("a->b", kT0 + s * kSecond, v));
   }
-  ASSERT_TRUE((*w)->Write(run, deltas, {{kT0, 10, 0}, {kT0 + kSecond, 10, 0},
-                                        {kT0 + 2 * kSecond, 10, 0}},
-                          orders, nullptr, &already)
+  ASSERT_TRUE(w_->Write(run_, deltas,
+                        {{kT0, 10, 0}, {kT0 + kSecond, 10, 0}, {kT0 + 2 * kSecond, 10, 0}}, orders,
+                        nullptr, &already_)
                   .ok());
-  auto deleted = (*w)->ApplyRetention(run, kT0 + 2 * kSecond, 0, std::nullopt);
+  auto deleted = w_->ApplyRetention(run_, kT0 + 2 * kSecond, 0, std::nullopt);
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(*deleted, 20u);
-  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders"), 10);
-  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM stage_latencies"), 20);
-  EXPECT_EQ(QueryInt(path, "SELECT min(order_id) FROM orders"), 21);
-  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM intervals"), 3);
-  EXPECT_EQ(QueryInt(path, "SELECT sum(detail_deleted) FROM interval_detail"), 2);
+  EXPECT_EQ(QueryInt(path_, "SELECT count(*) FROM orders"), 10);
+  EXPECT_EQ(QueryInt(path_, "SELECT count(*) FROM stage_latencies"), 20);
+  EXPECT_EQ(QueryInt(path_, "SELECT min(order_id) FROM orders"), 21);
+  EXPECT_EQ(QueryInt(path_, "SELECT count(*) FROM intervals"), 3);
+  EXPECT_EQ(QueryInt(path_, "SELECT sum(detail_deleted) FROM interval_detail"), 2);
   // Intervals older than kT0 + 1 s go too.
-  ASSERT_TRUE((*w)->ApplyRetention(run, std::nullopt, 0, kT0 + kSecond).ok());
-  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM intervals"), 2);
+  ASSERT_TRUE(w_->ApplyRetention(run_, std::nullopt, 0, kT0 + kSecond).ok());
+  EXPECT_EQ(QueryInt(path_, "SELECT count(*) FROM intervals"), 2);
 }
 
-TEST(SqliteWriter, EndOfRunLeavesNothingInTheWal) {
-  TempDir dir;
-  const std::string path = dir.path() + "/t.db";
-  auto w = SqliteWriter::OpenOrCreate(path);
-  ASSERT_TRUE(w.ok());
-  RunMeta meta;
-  meta.tsc_hz = 1e9;
-  const int64_t run = *(*w)->BeginRun(meta);
-  uint64_t already = 0;
-  ASSERT_TRUE((*w)->Write(run, {Delta("a->b", kT0, {100})}, {{kT0, 1, 0}},
-                          {MakeOrder(1, kT0, 100)}, nullptr, &already)
+TEST_F(SqliteWriterRunTest, EndOfRunLeavesNothingInTheWal) {
+  ASSERT_TRUE(w_->Write(run_, {Delta("a->b", kT0, {100})}, {{kT0, 1, 0}}, {MakeOrder(1, kT0, 100)},
+                        nullptr, &already_)
                   .ok());
-  ASSERT_TRUE((*w)->EndRun(run, kT0 + kSecond).ok());
+  ASSERT_TRUE(w_->EndRun(run_, kT0 + kSecond).ok());
   struct stat st;
-  ASSERT_EQ(::stat((path + "-wal").c_str(), &st), 0);
+  ASSERT_EQ(::stat((path_ + "-wal").c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 0);
   // A copy of the main file alone holds the ended run.
-  const std::string copy = dir.path() + "/copy.db";
-  ASSERT_EQ(std::system(("cp '" + path + "' '" + copy + "'").c_str()), 0);
+  const std::string copy = dir_.path() + "/copy.db";
+  ASSERT_EQ(std::system(("cp '" + path_ + "' '" + copy + "'").c_str()), 0);
   EXPECT_EQ(QueryInt(copy, "SELECT ended_utc_ns FROM runs"), kT0 + kSecond);
   EXPECT_EQ(QueryInt(copy, "SELECT count(*) FROM orders"), 1);
 }

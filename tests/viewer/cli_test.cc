@@ -347,15 +347,9 @@ TEST_F(CliTest, TopStopsCleanlyOnSigint) {
 TEST(CliLiveTest, TopSeesCommitsOfARunningWriter) {
   testing::TempDir dir;
   const std::string db = dir.File("live.db");
-  // The collector's own writer holds the store (WAL, -wal/-shm present).
-  auto writer = store::SqliteWriter::OpenOrCreate(db);
-  ASSERT_TRUE(writer.ok()) << writer.status();
   store::RunMeta run;
-  run.session = "first";
-  run.host = "h";
-  run.tsc_hz = 1e9;
-  run.calibration_source = "given";
-  ASSERT_TRUE((*writer)->BeginRun(run).ok());
+  std::unique_ptr<store::Writer> writer = testing::OpenWriterWithRun(db, "first", &run);
+  ASSERT_NE(writer, nullptr);
   const pid_t pid = Spawn({"top", "--db", db, "--iterations", "400", "--interval-ms", "25"}, dir);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (testing::ReadFile(dir.File(".cli-stdout")).find("session first") == std::string::npos &&
@@ -363,12 +357,12 @@ TEST(CliLiveTest, TopSeesCommitsOfARunningWriter) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   run.session = "second";
-  const absl::StatusOr<int64_t> second = (*writer)->BeginRun(run);
+  const absl::StatusOr<int64_t> second = writer->BeginRun(run);
   ASSERT_TRUE(second.ok()) << second.status();
   store::Snapshot snapshot;
   snapshot.counters = {{"drained", 77}};
   uint64_t already_stored = 0;
-  ASSERT_TRUE((*writer)->Write(*second, {}, {}, {}, &snapshot, &already_stored).ok());
+  ASSERT_TRUE(writer->Write(*second, {}, {}, {}, &snapshot, &already_stored).ok());
   while (testing::ReadFile(dir.File(".cli-stdout")).find("session second") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -323,22 +323,20 @@ class HandStore : public ::testing::Test {
                          .process_begin = 1, .process_end = 2, .cpu_begin = 0, .cpu_end = 1,
                          .flags = store::kFlagCrossCore});
     // Its second instance: late records of process 2 only, in the next second.
-    OrderDetail late;
-    late.order_id = 7;
-    late.instance = 1;
-    late.first_utc_ns = kT0 + 11 * kSecond + 5;
-    late.first_tsc = 90'000;
-    late.first_tsc_utc_ns = late.first_utc_ns;
+    OrderDetail late{.order_id = 7,
+                     .instance = 1,
+                     .first_utc_ns = kT0 + 11 * kSecond + 5,
+                     .first_tsc = 90'000,
+                     .first_tsc_utc_ns = kT0 + 11 * kSecond + 5};
     late.stamps.push_back({.tag = "b", .process_id = 2, .tid = 22, .cpu = 1, .tsc = 90'000,
                            .flags = store::kFlagLate});
     // Order 8, a child of 7 in the same second, written first: its key is lower.
-    OrderDetail child;
-    child.order_id = 8;
-    child.parent_order_id = 7;
-    child.first_utc_ns = kT0 + 10 * kSecond + 900;
-    child.first_tsc = 60'000;
-    child.first_tsc_utc_ns = child.first_utc_ns;
-    child.missing = "b";
+    OrderDetail child{.order_id = 8,
+                      .parent_order_id = 7,
+                      .first_utc_ns = kT0 + 10 * kSecond + 900,
+                      .first_tsc = 60'000,
+                      .first_tsc_utc_ns = kT0 + 10 * kSecond + 900,
+                      .missing = "b"};
     child.stamps.push_back({.tag = "a", .process_id = 1, .tid = 11, .cpu = -1, .tsc = 60'000});
     child.samples.push_back({.stage = "total", .start_utc_ns = child.first_utc_ns,
                              .latency_ns = 0, .process_begin = 1, .process_end = 1});

@@ -239,29 +239,25 @@ uint64_t TscAt(int64_t utc_ns) {
 
 store::StampDetail Stamp(const std::string& tag, uint32_t process_id, uint32_t tid, int32_t cpu,
                          int64_t utc_ns, uint32_t flags = 0) {
-  store::StampDetail s;
-  s.tag = tag;
-  s.process_id = process_id;
-  s.tid = tid;
-  s.cpu = cpu;
-  s.tsc = TscAt(utc_ns);
-  s.utc_ns = utc_ns;
-  s.flags = flags;
-  return s;
+  return {.tag = tag,
+          .process_id = process_id,
+          .tid = tid,
+          .cpu = cpu,
+          .tsc = TscAt(utc_ns),
+          .utc_ns = utc_ns,
+          .flags = flags};
 }
 
 store::SampleDetail Sample(const std::string& stage, int64_t start, double latency, int32_t pb,
                            int32_t pe, int32_t cb, int32_t ce, uint32_t flags = 0) {
-  store::SampleDetail s;
-  s.stage = stage;
-  s.start_utc_ns = start;
-  s.latency_ns = latency;
-  s.process_begin = pb;
-  s.process_end = pe;
-  s.cpu_begin = cb;
-  s.cpu_end = ce;
-  s.flags = flags;
-  return s;
+  return {.stage = stage,
+          .start_utc_ns = start,
+          .latency_ns = latency,
+          .process_begin = pb,
+          .process_end = pe,
+          .cpu_begin = cb,
+          .cpu_end = ce,
+          .flags = flags};
 }
 
 // first_tsc / first_tsc_utc_ns from the order's own stamps.
@@ -342,13 +338,11 @@ std::vector<store::OrderDetail> Run2Orders() {
 
 store::ProcessRow Process(uint32_t id, uint32_t pid, const std::string& name,
                           const std::string& segment, int64_t first_seen_utc_ns) {
-  store::ProcessRow p;
-  p.process_id = id;
-  p.pid = pid;
-  p.name = name;
-  p.segment = segment;
-  p.first_seen_utc_ns = first_seen_utc_ns;
-  return p;
+  return {.process_id = id,
+          .pid = pid,
+          .name = name,
+          .segment = segment,
+          .first_seen_utc_ns = first_seen_utc_ns};
 }
 
 store::ThreadRow Thread(uint32_t process_id, uint32_t tid, const std::string& name,
@@ -386,13 +380,8 @@ std::vector<FixtureRun> KnownRuns(const KnownStoreOptions& options) {
     store::OrderDetail o;
     o.order_id = 1;
     o.first_utc_ns = r1.meta.started_utc_ns + 500;
-    store::StampDetail s;
-    s.tag = "md";
-    s.process_id = 1;
-    s.tid = 901;
-    s.cpu = 0;
-    s.tsc = 2000;
-    s.utc_ns = o.first_utc_ns;
+    store::StampDetail s{
+        .tag = "md", .process_id = 1, .tid = 901, .cpu = 0, .tsc = 2000, .utc_ns = o.first_utc_ns};
     o.stamps.push_back(s);
     s.tag = "gateway";
     s.tsc = 12000;
@@ -491,6 +480,25 @@ std::unique_ptr<store::StoreReader> OpenStore(const std::string& path) {
     return nullptr;
   }
   return std::move(*store);
+}
+
+std::unique_ptr<store::Writer> OpenWriterWithRun(const std::string& path,
+                                                 const std::string& session, store::RunMeta* run) {
+  absl::StatusOr<std::unique_ptr<store::SqliteWriter>> writer =
+      store::SqliteWriter::OpenOrCreate(path);
+  if (!writer.ok()) {
+    ADD_FAILURE() << path << ": " << writer.status();
+    return nullptr;
+  }
+  run->session = session;
+  run->host = "h";
+  run->tsc_hz = 1e9;
+  run->calibration_source = "given";
+  if (absl::Status begun = (*writer)->BeginRun(*run).status(); !begun.ok()) {
+    ADD_FAILURE() << path << ": " << begun;
+    return nullptr;
+  }
+  return std::move(*writer);
 }
 
 const SummaryStage* FindStage(const Summary& summary, const std::string& stage) {

@@ -139,6 +139,13 @@ FixtureRun GivenClockRun(const std::string& session);
 // (with the status) and null.
 std::unique_ptr<store::StoreReader> OpenStore(const std::string& path);
 
+// The collector's own writer on a new store at `path`, left open (WAL,
+// -wal/-shm beside the store) with a run of `session` begun and not ended, as
+// a running collector holds it. `run` is that run's meta, for more runs. A
+// failure is a test failure and null.
+std::unique_ptr<store::Writer> OpenWriterWithRun(const std::string& path,
+                                                 const std::string& session, store::RunMeta* run);
+
 // The row of `stage` in `summary`; none is a test failure and null.
 const SummaryStage* FindStage(const Summary& summary, const std::string& stage);
 

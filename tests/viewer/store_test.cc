@@ -113,16 +113,9 @@ TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
 TEST(StoreOpenTest, LiveModeReadsWhileAWriterHoldsTheStore) {
   testing::TempDir dir;
   const std::string path = dir.File("live.db");
-  // The collector's writer, open (WAL, -wal/-shm beside the store) with one
-  // run begun and not ended.
-  auto writer = store::SqliteWriter::OpenOrCreate(path);
-  ASSERT_TRUE(writer.ok()) << writer.status();
   store::RunMeta run;
-  run.session = "live";
-  run.host = "h";
-  run.tsc_hz = 1e9;
-  run.calibration_source = "given";
-  ASSERT_TRUE((*writer)->BeginRun(run).ok());
+  const std::unique_ptr<store::Writer> writer = testing::OpenWriterWithRun(path, "live", &run);
+  ASSERT_NE(writer, nullptr);
   for (store::OpenMode mode : {store::OpenMode::kLive, store::OpenMode::kSnapshot}) {
     auto store = store::StoreReader::Open(path, mode);
     ASSERT_TRUE(store.ok()) << store.status();

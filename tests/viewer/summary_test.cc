@@ -170,24 +170,24 @@ TEST_F(SummaryTest, FlaggedSamplesCountAsTheCollectorCountedThemByDefault) {
   testing::KnownStoreOptions options;
   options.include_flagged = true;  // a run collected with --include-flagged
   testing::WriteKnownStore(path, options);
-  auto store = store::StoreReader::Open(path);
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto unfiltered = BuildSummary(**store, QueryOptions());
+  const std::unique_ptr<store::StoreReader> store = testing::OpenStore(path);
+  ASSERT_NE(store, nullptr);
+  auto unfiltered = BuildSummary(*store, QueryOptions());
   ASSERT_TRUE(unfiltered.ok()) << unfiltered.status();
   EXPECT_TRUE(unfiltered->from_intervals);
-  EXPECT_TRUE(unfiltered->include_flagged);
   EXPECT_EQ(FindStage(*unfiltered, "md->strategy")->stats.count, 100);  // order 13 included
+  EXPECT_TRUE(unfiltered->include_flagged);
 
   QueryOptions q;
   q.since = TimeArg{TimeArg::Anchor::kRunStart, 0};
   q.exact = true;
-  auto filtered = BuildSummary(**store, q);
+  auto filtered = BuildSummary(*store, q);
   ASSERT_TRUE(filtered.ok()) << filtered.status();
   EXPECT_FALSE(filtered->from_intervals);
   EXPECT_EQ(FindStage(*filtered, "md->strategy")->stats.count, 100);  // order 13 included
 
   q.include_flagged = false;  // --exclude-flagged
-  auto excluded = BuildSummary(**store, q);
+  auto excluded = BuildSummary(*store, q);
   ASSERT_TRUE(excluded.ok()) << excluded.status();
   EXPECT_EQ(FindStage(*excluded, "md->strategy")->stats.count, 99);
   EXPECT_FALSE(excluded->include_flagged);
@@ -203,10 +203,10 @@ TEST(SummarySampledTest, SampledDetailIsNeverPresentedAsComplete) {
   testing::KnownStoreOptions options;
   options.detail_sampled = true;
   testing::WriteKnownStore(path, options);
-  auto store = store::StoreReader::Open(path);
-  ASSERT_TRUE(store.ok()) << store.status();
+  const std::unique_ptr<store::StoreReader> store = testing::OpenStore(path);
+  ASSERT_NE(store, nullptr);
 
-  auto summary = BuildSummary(**store, QueryOptions());
+  auto summary = BuildSummary(*store, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_TRUE(summary->from_intervals);
   EXPECT_TRUE(summary->detail_sampled);
@@ -221,7 +221,7 @@ TEST(SummarySampledTest, SampledDetailIsNeverPresentedAsComplete) {
 
   QueryOptions q;
   q.exact = true;
-  auto exact = BuildSummary(**store, q);
+  auto exact = BuildSummary(*store, q);
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_FALSE(exact->from_intervals);
   ASSERT_EQ(exact->stages[0].stage, "md->strategy");
@@ -237,7 +237,7 @@ TEST(SummarySampledTest, SampledDetailIsNeverPresentedAsComplete) {
   // 70, 80, 90, 100 and 101 kept detail.
   q = QueryOptions();
   q.since = TimeArg{TimeArg::Anchor::kAbsolute, KnownStore::FirstUtcNs(51)};
-  auto window = BuildSummary(**store, q);
+  auto window = BuildSummary(*store, q);
   ASSERT_TRUE(window.ok()) << window.status();
   EXPECT_EQ(window->detail.orders, 51);
   EXPECT_EQ(window->detail.orders_kept, 6);
