@@ -179,7 +179,15 @@ void Stitcher::ForgetOldInstances() {
     instance_expiry_.pop_front();
     auto it = next_instance_.find(id);
     // Opened again since: a later entry of the queue forgets it.
-    if (it != next_instance_.end() && it->second.opened_at == opened_at && !orders_.contains(id)) {
+    if (it == next_instance_.end() || it->second.opened_at != opened_at) continue;
+    if (orders_.contains(id)) {
+      // Still open or lingering: remembered from now on, and looked at
+      // again once it has been gone as long (without this entry it would
+      // never be forgotten). clock_ is the newest time: the queue stays in
+      // time order.
+      it->second.opened_at = clock_;
+      instance_expiry_.emplace_back(clock_, id);
+    } else {
       next_instance_.erase(it);
     }
   }
@@ -359,13 +367,11 @@ void Stitcher::FinishOrder(uint64_t order_id) {
   if (it != orders_.end() && !pool_[it->second].lingering) FinishOrderAt(it);
 }
 
-void Stitcher::EraseOrder(OrderMap::iterator it) {
-  orders_.erase(it);
-  if (++erased_since_rehash_ > orders_.size() + 4096) {
-    orders_.rehash(orders_.capacity());  // same capacity: clears tombstones, no shrink and regrow
-    erased_since_rehash_ = 0;
-  }
-}
+// Abseil's table clears its own tombstones: an insert that finds no room
+// left drops them in place when the table is at most 25/32 full, and grows
+// it otherwise (raw_hash_set's rehash_and_grow_if_necessary), so lookups of
+// absent keys do not probe ever longer.
+void Stitcher::EraseOrder(OrderMap::iterator it) { orders_.erase(it); }
 
 void Stitcher::FinishOrderAt(OrderMap::iterator it) {
   const uint64_t order_id = it->first;

@@ -177,6 +177,9 @@ class Stitcher {
   const std::vector<std::string>& pipeline() const { return pipeline_; }
   // Orders not emitted yet: open, and finished but lingering.
   size_t open_orders() const { return orders_.size(); }
+  // Ids whose next instance number is remembered (open, lingering, or seen
+  // within instance_memory_ticks() of the stream).
+  size_t remembered_ids() const { return next_instance_.size(); }
   // Orders whose last stage arrived, waiting for their clock ticks.
   bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
@@ -300,10 +303,6 @@ class Stitcher {
   // which). One table, so that a record finds its order with one probe.
   OrderMap orders_;
   size_t lingering_count_ = 0;  // the lingering ones among them
-  // Erases leave tombstones that make lookups of absent keys (every new
-  // order) probe ever longer; rehashing after as many erases as entries
-  // clears them at amortized O(1).
-  size_t erased_since_rehash_ = 0;
   void EraseOrder(OrderMap::iterator it);
   // Finished, lingering: (finish clock, id) in finishing order.
   std::deque<std::pair<uint64_t, uint64_t>> linger_queue_;
