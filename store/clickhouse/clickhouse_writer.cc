@@ -595,8 +595,10 @@ struct ClickHouseWriter::BatchRows {
 
 // Orders of a resumed run that may be stored already: their committed
 // (id, instance) -> first TSC, and each id's highest instance.
+// The orders stored before the resume that a batch may send again.
 struct ClickHouseWriter::StoredOrders {
-  std::map<std::pair<uint64_t, uint32_t>, uint64_t> first_tsc;
+  std::set<std::pair<uint64_t, uint32_t>> taken;         // (order id, instance)
+  std::set<std::pair<uint64_t, uint64_t>> id_first_tsc;  // (order id, first TSC): one order
   std::map<uint64_t, uint32_t> top_instance;
 };
 
@@ -641,7 +643,8 @@ absl::StatusOr<ClickHouseWriter::StoredOrders> ClickHouseWriter::ReadStoredOrder
         !absl::SimpleAtoi(f[2], &tsc)) {
       continue;
     }
-    stored.first_tsc[{id, instance}] = tsc;
+    stored.taken.emplace(id, instance);
+    stored.id_first_tsc.emplace(id, tsc);
     stored.top_instance[id] = std::max(stored.top_instance[id], instance);
   }
   return stored;
@@ -652,7 +655,6 @@ absl::Status ClickHouseWriter::AppendOrders(int64_t run_id, uint64_t batch,
                                             StoredOrders& stored_orders, uint64_t* already_stored,
                                             std::map<int64_t, uint64_t>* kept_by_interval,
                                             BatchRows* rows) {
-  auto& stored = stored_orders.first_tsc;
   auto& top_instance = stored_orders.top_instance;
   auto& kept = *kept_by_interval;
   RowBinaryWriter& order_rows = rows->orders;
@@ -661,11 +663,11 @@ absl::Status ClickHouseWriter::AppendOrders(int64_t run_id, uint64_t batch,
   std::string blob;
   for (const OrderDetail& o : orders) {
     uint32_t instance = o.instance;
-    if (auto it = stored.find({o.order_id, o.instance}); it != stored.end()) {
-      if (it->second == o.first_tsc) {
-        ++*already_stored;  // stored before the restart
-        continue;
-      }
+    if (stored_orders.id_first_tsc.contains({o.order_id, o.first_tsc})) {
+      ++*already_stored;  // stored before the restart, under whichever instance it got
+      continue;
+    }
+    if (stored_orders.taken.contains({o.order_id, o.instance})) {
       // The id was used again, and the collector no longer remembered it.
       instance = ++top_instance[o.order_id];
     }

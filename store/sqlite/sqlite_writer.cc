@@ -74,6 +74,7 @@ void AppendInt(std::string* out, int64_t v) {
 // The statements Write() steps for every batch, prepared once (Prepare()).
 struct SqliteWriter::Statements {
   Statement insert_order;
+  Statement instance_lookup;  // FreeInstanceIfReused
   Statement insert_name;
   Statement insert_stage;
   Statement read_interval;
@@ -256,6 +257,10 @@ absl::Status SqliteWriter::Prepare() {
        "INSERT OR IGNORE INTO orders(run_id, order_id, instance, parent_order_id, first_utc_ns, "
        "first_tsc, total_ns, complete, missing, flags, samples, detail) "
        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&st_->instance_lookup,
+       "SELECT EXISTS (SELECT 1 FROM orders WHERE run_id = ?1 AND order_id = ?2 "
+       "AND first_tsc = ?3), (SELECT max(instance) FROM orders WHERE run_id = ?1 "
+       "AND order_id = ?2)"},
       {&st_->insert_name, "INSERT INTO names(run_id, name_id, name) VALUES(?,?,?)"},
       {&st_->insert_stage, "INSERT INTO stages(run_id, stage_id, name, kind) VALUES(?,?,?,?)"},
       {&st_->read_interval, read_interval},
@@ -571,9 +576,10 @@ absl::StatusOr<bool> SqliteWriter::InsertOrder(int64_t run_id, const OrderDetail
   s.Bind(10, o.flags()).BindTextNoCopy(11, samples).BindBlobNoCopy(12, blob);
   if (absl::Status st = Check(s.Run(), "insert order"); !st.ok()) return st;
   if (sqlite3_changes(db_) != 0) return true;
-  // Its key is taken: the same order re-emitted after a restart (same
-  // first TSC: kept once), or a reuse of the id the collector no longer
-  // remembered (another first TSC): the next free instance.
+  // Its key is taken: the same order re-emitted after a restart (an order
+  // of this id with the same first TSC is stored, under whichever instance:
+  // kept once), or a reuse of the id the collector no longer remembered
+  // (no such first TSC): the next free instance.
   absl::StatusOr<std::optional<uint32_t>> fresh = FreeInstanceIfReused(run_id, o);
   if (!fresh.ok()) return fresh.status();
   if (!fresh->has_value()) return false;  // stored before a restart, with its samples
@@ -625,17 +631,19 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
 
 absl::StatusOr<std::optional<uint32_t>> SqliteWriter::FreeInstanceIfReused(
     int64_t run_id, const OrderDetail& o) {
-  absl::StatusOr<Statement> q = NewStatement(
-      "SELECT (SELECT first_tsc FROM orders WHERE run_id = ?1 AND order_id = ?2 "
-      "AND instance = ?3), (SELECT max(instance) FROM orders WHERE run_id = ?1 "
-      "AND order_id = ?2)",
-      "prepare instance lookup");
-  if (!q.ok()) return q.status();
-  q->Bind(1, run_id).Bind(2, AsInt(o.order_id)).Bind(3, o.instance);
-  const absl::StatusOr<bool> row = q->Step();
-  if (!row.ok() || !*row) return Error("instance lookup");
+  // Prepared once with the others: a restart re-emits up to a checkpoint's
+  // worth of orders, each of which comes here.
+  Statement& q = st_->instance_lookup;
+  q.Bind(1, run_id).Bind(2, AsInt(o.order_id)).Bind(3, AsInt(o.first_tsc));
+  const absl::StatusOr<bool> row = q.Step();
+  if (!row.ok() || !*row) {
+    const absl::Status error = Error("instance lookup");  // before Reset() clears the message
+    q.Reset();
+    return error;
+  }
   std::optional<uint32_t> fresh;
-  if (q->Int(0) != AsInt(o.first_tsc)) fresh = static_cast<uint32_t>(q->Int(1) + 1);
+  if (q.Int(0) == 0) fresh = static_cast<uint32_t>(q.Int(1) + 1);
+  q.Reset();
   return fresh;
 }
 

@@ -121,8 +121,9 @@ class SqliteWriter : public Writer {
                                    uint64_t* deleted);
   // The bytes of the store's pages in use (freed pages are kept for reuse).
   uint64_t LiveBytes();
-  // For an order whose (run, id, instance) is taken: nullopt when the stored
-  // one has its first TSC (the same order again), else the next free instance.
+  // For an order whose (run, id, instance) is taken: nullopt when an order of
+  // this id with its first TSC is stored (the same order again, perhaps
+  // under the instance the store gave it), else the next free instance.
   absl::StatusOr<std::optional<uint32_t>> FreeInstanceIfReused(int64_t run_id,
                                                                const OrderDetail& o);
 

@@ -209,6 +209,16 @@ Batch MakeBatch(uint64_t first, int n, int64_t interval_start) {
   return b;
 }
 
+// Id 2 used again when the collector no longer remembered it: instance 0
+// again, another first TSC (5000, not 1002): a second order of that id.
+OrderDetail ReusedId2() {
+  OrderDetail o = Order(2, kT0 + 10, 700);
+  o.first_tsc = 5000;
+  o.stamps[0].tsc = 5000;
+  o.stamps[1].tsc = 5300;
+  return o;
+}
+
 absl::Status WriteBatch(ClickHouseWriter& w, int64_t run, const Batch& b, uint64_t* already) {
   return w.Write(run, b.intervals, b.interval_orders, b.orders, &b.snapshot, already);
 }
@@ -355,13 +365,14 @@ TEST_F(ClickHouseWriterTest, ResumeDropsAnUncommittedBatchAndKeepsStoredOrdersOn
     run = *r;
     uint64_t already = 0;
     ASSERT_TRUE(WriteBatch(*w, run, MakeBatch(1, 3, kT0), &already).ok());
+    ASSERT_TRUE(w->Write(run, {}, {}, {ReusedId2()}, nullptr, &already).ok());  // batch 2
   }
   // What a collector that died in the middle of its next batch leaves: rows
-  // of batch 2 without their commit record, and its counters.
+  // of batch 3 without their commit record, and its counters.
   ASSERT_TRUE(ch_->Query("INSERT INTO tt.intervals (run_id, stage_id, start_utc_ns, batch, stage, "
                          "count, histogram) VALUES (1, 0, " + std::to_string(kT0) +
-                         ", 2, 'a->b', 50, '')").ok());
-  ASSERT_TRUE(ch_->Query("INSERT INTO tt.counters VALUES (1, 'samples', 2, 999)").ok());
+                         ", 3, 'a->b', 50, '')").ok());
+  ASSERT_TRUE(ch_->Query("INSERT INTO tt.counters VALUES (1, 'samples', 3, 999)").ok());
   std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port());
   ASSERT_NE(w, nullptr);
   absl::StatusOr<RunState> state = w->LookupRun(run);
@@ -374,13 +385,16 @@ TEST_F(ClickHouseWriterTest, ResumeDropsAnUncommittedBatchAndKeepsStoredOrdersOn
   EXPECT_EQ(*restarts, 1);
   EXPECT_EQ(Count(*ch_, "SELECT sum(count) FROM tt.intervals WHERE run_id = 1"), 6u);
   EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.counters WHERE run_id = 1 AND value = 999"), 0u);
-  // The journal re-sends orders 1..3 (stored) with 4..5 (new).
+  // The journal re-sends orders 1..3 and the second order of id 2 (all
+  // stored: each known by its id and first TSC, though two share the key
+  // (2, 0)) with 4..5 (new).
   Batch again = MakeBatch(1, 5, kT0);
+  again.orders.push_back(ReusedId2());
   uint64_t already = 0;
   ASSERT_TRUE(WriteBatch(*w, run, again, &already).ok());
-  EXPECT_EQ(already, 3u);
-  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.orders WHERE run_id = 1"), 5u);
-  EXPECT_EQ(Count(*ch_, "SELECT sum(orders_kept) FROM tt.interval_detail WHERE run_id = 1"), 5u);
+  EXPECT_EQ(already, 4u);
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.orders WHERE run_id = 1"), 6u);
+  EXPECT_EQ(Count(*ch_, "SELECT sum(orders_kept) FROM tt.interval_detail WHERE run_id = 1"), 6u);
   absl::StatusOr<RunState> after = w->LookupRun(run);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->counters["restarts"], 1);

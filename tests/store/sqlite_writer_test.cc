@@ -187,6 +187,15 @@ TEST(SqliteWriter, IntervalsMergeAcrossWritesAndDetailIsQueryable) {
   EXPECT_EQ(already, 1u);
   EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders WHERE order_id = 2"), 3);
   EXPECT_EQ(QueryInt(path, "SELECT max(instance) FROM orders WHERE order_id = 2"), 2);
+  // Once more, in one batch with the previous one re-emitted (a restart):
+  // the new one is instance 3; the re-emitted one is found under the
+  // instance the store gave it (2, not its own 0) and kept once.
+  OrderDetail later_still = MakeOrder(2, kT0 + 95 * kSecond, 900);
+  later_still.first_tsc = 99'500'000'000;
+  ASSERT_TRUE((*w)->Write(*run, {}, {}, {later_still, much_later}, nullptr, &already).ok());
+  EXPECT_EQ(already, 2u);
+  EXPECT_EQ(QueryInt(path, "SELECT count(*) FROM orders WHERE order_id = 2"), 4);
+  EXPECT_EQ(QueryInt(path, "SELECT max(instance) FROM orders WHERE order_id = 2"), 3);
 }
 
 TEST_F(SqliteWriterRunTest, FlatRowsGiveBackEveryStampAndSample) {
