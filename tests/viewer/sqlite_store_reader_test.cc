@@ -282,6 +282,16 @@ TEST(SqliteStoreReader, OpenSaysWhatIsWrongInOneLine) {
 
 // ---- hand-made store: every metadata method and one order in detail ----------
 
+// An order of `id` whose earliest own stamp is `first_tsc` at `first_utc_ns`.
+OrderDetail HandOrder(uint64_t id, int64_t first_utc_ns, uint64_t first_tsc) {
+  OrderDetail o;
+  o.order_id = id;
+  o.first_utc_ns = first_utc_ns;
+  o.first_tsc = first_tsc;
+  o.first_tsc_utc_ns = first_utc_ns;
+  return o;
+}
+
 class HandStore : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -302,11 +312,7 @@ class HandStore : public ::testing::Test {
 
     // Order 7 in run 2: stamps a (cpu 0) and b (cpu 1) 3000 ticks = 1500 ns
     // apart, a span "work" of 400 ns starting 1000 ticks after a.
-    OrderDetail o;
-    o.order_id = 7;
-    o.first_utc_ns = kT0 + 10 * kSecond + 100;
-    o.first_tsc = 50'000;
-    o.first_tsc_utc_ns = o.first_utc_ns;
+    OrderDetail o = HandOrder(7, kT0 + 10 * kSecond + 100, 50'000);
     o.total_ns = 1500;
     o.complete = true;
     o.stamps.push_back({.tag = "a", .process_id = 1, .tid = 11, .cpu = 0, .tsc = 50'000});
@@ -323,20 +329,14 @@ class HandStore : public ::testing::Test {
                          .process_begin = 1, .process_end = 2, .cpu_begin = 0, .cpu_end = 1,
                          .flags = store::kFlagCrossCore});
     // Its second instance: late records of process 2 only, in the next second.
-    OrderDetail late{.order_id = 7,
-                     .instance = 1,
-                     .first_utc_ns = kT0 + 11 * kSecond + 5,
-                     .first_tsc = 90'000,
-                     .first_tsc_utc_ns = kT0 + 11 * kSecond + 5};
+    OrderDetail late = HandOrder(7, kT0 + 11 * kSecond + 5, 90'000);
+    late.instance = 1;
     late.stamps.push_back({.tag = "b", .process_id = 2, .tid = 22, .cpu = 1, .tsc = 90'000,
                            .flags = store::kFlagLate});
     // Order 8, a child of 7 in the same second, written first: its key is lower.
-    OrderDetail child{.order_id = 8,
-                      .parent_order_id = 7,
-                      .first_utc_ns = kT0 + 10 * kSecond + 900,
-                      .first_tsc = 60'000,
-                      .first_tsc_utc_ns = kT0 + 10 * kSecond + 900,
-                      .missing = "b"};
+    OrderDetail child = HandOrder(8, kT0 + 10 * kSecond + 900, 60'000);
+    child.parent_order_id = 7;
+    child.missing = "b";
     child.stamps.push_back({.tag = "a", .process_id = 1, .tid = 11, .cpu = -1, .tsc = 60'000});
     child.samples.push_back({.stage = "total", .start_utc_ns = child.first_utc_ns,
                              .latency_ns = 0, .process_begin = 1, .process_end = 1});

@@ -342,7 +342,8 @@ store::ProcessRow Process(uint32_t id, uint32_t pid, const std::string& name,
           .pid = pid,
           .name = name,
           .segment = segment,
-          .first_seen_utc_ns = first_seen_utc_ns};
+          .first_seen_utc_ns = first_seen_utc_ns,
+          .exited_utc_ns = std::nullopt};
 }
 
 store::ThreadRow Thread(uint32_t process_id, uint32_t tid, const std::string& name,

@@ -151,7 +151,9 @@ double Rank(const std::vector<double>& sorted, double p) {
 const SummaryStage* CountedStage(const Summary& summary, const std::string& stage,
                                  const std::vector<double>& expected) {
   const SummaryStage* row = FindStage(summary, stage);
-  if (row != nullptr) EXPECT_EQ(row->stats.count, static_cast<int64_t>(expected.size())) << stage;
+  if (row != nullptr) {
+    EXPECT_EQ(row->stats.count, static_cast<int64_t>(expected.size())) << stage;
+  }
   return row;
 }
 // md->strategy values in the percentiles: never 13 (negative), always 7
