@@ -126,10 +126,15 @@ TEST_F(LiveTest, ProducerKilledMidRunIsAccountedFor) {
 // The collector is SIGKILLed twice while a producer runs and restarted on the
 // same session and store: no published record is lost or counted twice.
 TEST_F(LiveTest, CollectorKilledAndRestartedLosesAndDuplicatesNothing) {
+  // 60000 orders on a fixed schedule of one per 150 us: the producer runs
+  // for 9 s, longer than both kills and restarts take even under TSan (a
+  // restart there takes seconds; at 15 us per order the producer once ended
+  // before the second kill). Its 1 Mi-record ring holds every record while
+  // no collector runs.
   constexpr uint64_t kOrders = 60000;
   const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "500"};
   const std::string progress = dir_.File("progress");
-  const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "15000", "--orders",
+  const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "150000", "--orders",
                                  std::to_string(kOrders), "--progress", progress});
   const std::string journal = db() + ".ttjournal";
   pid_t c = StartCollector(args);
