@@ -34,6 +34,8 @@
 #include "collector/time/clock_sync.h"
 #include "collector/time/core_skew.h"
 #include "collector/drain/drain_loop.h"
+#include "collector/drain/drain_progress.h"
+#include "collector/drain/seed_scan.h"
 #include "collector/drain/drainer.h"
 #include "collector/stream/journal.h"
 #include "collector/metrics/collector_metrics.h"
@@ -391,6 +393,7 @@ class Session {
       c.emplace_back("segments_oversized", v(d->segments_oversized));
       c.emplace_back("segments_truncated", v(d->segments_truncated));
       c.emplace_back("records_in_refused_segments", v(d->records_in_refused_segments));
+      c.emplace_back("journal_cap_stalls", v(d->journal_cap_stalls));
     }
     if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
     // Chunks skipped as corrupt by this run's journal recovery or replay (ArchiveReader).
@@ -599,8 +602,14 @@ absl::Status CopyJournalInto(const std::string& journal_path, uint64_t valid_byt
 // resumed run) or created with the run info as its first chunk (a new run).
 struct JournalStart {
   std::optional<Journal> journal;  // empty: no journal
-  Journal::Recovered recovered;    // a resumed run's recovery
+  Journal::Recovered recovered;    // a resumed run's scan of its journal's tail
   absl::Status loss;               // DataLoss: the recovery skipped corrupt chunks
+  // A resumed run: what the drainer knows from the checkpoint and the tail
+  // (it drains at once), and the tail the analysis still has to read
+  // (JournalCatchUp) before the journal's live part.
+  std::optional<DrainerSeed> seed;
+  uint64_t replay_from = 0;
+  Clock::time_point recovery_start{};
 };
 
 // A resumed run counts itself as it starts (the store's count, so every
@@ -662,14 +671,12 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions&
 // the tail finds out first. Recovery re-emits every order the journal
 // finishes; the store must take all of them (it skips those it has), so the
 // writer waits instead of dropping until ResumeFromJournal flushes it.
-void ResumeWriter(const CollectorOptions& o, const RunPlan& plan,
-                  const store::RunState& resume_state, uint64_t checkpoint_emitted,
-                  uint64_t replay_from, Session& session, std::ostream& out) {
-  NullChunkVisitor scan;
-  absl::StatusOr<Journal::Recovered> pre = Journal::Recover(plan.journal_path, &scan, replay_from);
+void ResumeWriter(const CollectorOptions& o, const store::RunState& resume_state,
+                  uint64_t checkpoint_emitted, const Journal::Recovered& pre, Session& session,
+                  std::ostream& out) {
   std::optional<uint64_t> exact_through;
   std::vector<std::pair<uint64_t, uint32_t>> stored_keys;
-  if (pre.ok() && pre->corrupt_chunks > 0) {
+  if (pre.corrupt_chunks > 0) {
     const uint64_t sure = checkpoint_emitted;
     auto it = resume_state.counters.find(
         std::string(store::CounterName(store::Counter::kStoreStatsThrough)));
@@ -692,30 +699,29 @@ void ResumeWriter(const CollectorOptions& o, const RunPlan& plan,
 
 // A resumed run: the analysis continues from this run's checkpoint (if any)
 // and the journal's tail after it; the store skips what it holds already.
+// Only the checkpoint is loaded here, and the tail scanned (checksums and
+// the drainer's view: DrainerSeedScan), not analysed: the drain starts right
+// after, and the analysis reads the tail on its thread first
+// (AnalysisStage::CatchUp), without the store holding up the drain.
 absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const RunPlan& plan,
                                                const store::RunState& resume_state,
                                                Session& session, std::ostream& out) {
   JournalStart started;
   if (absl::Status s = CountRestart(plan, session, out); !s.ok()) return s;
-  const auto recovery_start = Clock::now();
+  started.recovery_start = Clock::now();
   absl::StatusOr<std::optional<Checkpoint>> checkpoint = LoadCheckpoint(o, plan, session);
   if (!checkpoint.ok()) return checkpoint.status();
   const uint64_t replay_from = checkpoint->has_value() ? (*checkpoint)->journal_offset : 0;
-  if (session.writer() != nullptr) {
-    ResumeWriter(o, plan, resume_state, checkpoint->has_value() ? (*checkpoint)->emitted : 0,
-                 replay_from, session, out);
-  }
-  absl::StatusOr<Journal::Recovered> r =
-      Journal::Recover(plan.journal_path, &session.analyzer(), replay_from);
-  if (session.writer() != nullptr) {
-    // Wait until the recovered orders are written, not only queued: a full
-    // queue would make the live mode drop the rows of the orders the journal
-    // left open or pending, which finish in the first passes.
-    session.writer()->Flush();
-    session.writer()->set_block_when_full(false);
-  }
+  started.replay_from = replay_from;
+  DrainerSeedScan scan(DrainerSeed::From(session.analyzer()), session.analyzer().stream_counters());
+  absl::StatusOr<Journal::Recovered> r = Journal::Recover(plan.journal_path, &scan, replay_from);
   if (!r.ok()) return r.status();
   started.recovered = *r;
+  started.seed = scan.Seed();
+  if (session.writer() != nullptr) {
+    ResumeWriter(o, resume_state, checkpoint->has_value() ? (*checkpoint)->emitted : 0,
+                 started.recovered, session, out);
+  }
   if (started.recovered.torn_tail) {
     out << "journal: cut at byte " << started.recovered.valid_bytes
         << " (a torn tail; everything before it was recovered)\n";
@@ -723,24 +729,21 @@ absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const 
   started.loss = session.NoteCorruptChunks(
       absl::StrCat("journal ", plan.journal_path), started.recovered.corrupt_skips,
       started.recovered.corrupt_chunks, started.recovered.corrupt_records_lost);
-  session.analyzer().mutable_counters().malformed_chunks += started.recovered.malformed_chunks;
-  if (!o.quiet) {
-    out << "recovered in "
-        << absl::StrFormat("%.2f",
-                           std::chrono::duration<double>(Clock::now() - recovery_start).count())
-        << " s: "
-        << (started.recovered.valid_bytes - std::max<uint64_t>(replay_from, kArchiveHeaderBytes))
-        << " journal bytes replayed"
-        << (replay_from > 0 ? absl::StrCat(" after the checkpoint at byte ", replay_from)
-                            : std::string(" (no checkpoint)"))
-        << "\n"
-        << std::flush;
-  }
-  // Orders the journal left pending finish at the first clock tick.
   absl::StatusOr<Journal> j = Journal::Continue(plan.journal_path, started.recovered);
   if (!j.ok()) return j.status();
   started.journal.emplace(*std::move(j));
-  if (session.writer() != nullptr) session.writer()->Submit();
+  // The journal before the checkpoint was freed by the run that wrote it;
+  // freeing it again (nothing left to free) tells this Journal so, so that
+  // its cap counts only what came after the checkpoint. A file system that
+  // cannot punch holes is said by the drain stage.
+  if (replay_from > 0) started.journal->FreeBefore(replay_from).IgnoreError();
+  if (!o.quiet) {
+    out << "draining again "
+        << absl::StrFormat(
+               "%.2f", std::chrono::duration<double>(Clock::now() - started.recovery_start).count())
+        << " s after loading the checkpoint; the analysis catches up on the journal meanwhile\n"
+        << std::flush;
+  }
   return started;
 }
 
@@ -788,32 +791,164 @@ absl::StatusOr<std::optional<ArchiveWriter>> OpenRawCopy(const CollectorOptions&
   return raw;
 }
 
+// Where the analysis stage takes its passes from: the journal, read back up
+// to the durable end the drain publishes (`tail`, `progress`), or, without a
+// journal, the in-memory queue.
+struct AnalysisFeed {
+  JournalTail* tail = nullptr;
+  DrainProgress* progress = nullptr;
+  PassQueue* queue = nullptr;
+  bool checkpoints = false;  // journal, store, --checkpoint-interval > 0, no --raw
+  // A resumed run: the journal's tail a restart found, [from, tail->offset()),
+  // analysed first (the drain runs meanwhile).
+  bool catch_up = false;
+  std::string tail_path;
+  uint64_t catch_up_from = 0;
+  Clock::time_point recovery_start{};
+  std::ostream* out = nullptr;
+};
+
 // The analysis stage: decodes, de-duplicates and stitches each drained pass,
-// feeds the sinks, takes the checkpoints the drain stage marked, and tells
-// the drain stage whether idle passes must still advance the stream clock.
-// Runs on its own thread until the queue is closed and empty.
-absl::Status RunAnalysisStage(const CollectorOptions& o, bool journaled, Session& session,
-                              PassQueue& queue, std::atomic<bool>& orders_pending,
-                              std::atomic<bool>& orders_open) {
-  absl::Status status;
-  PassQueue::Item item;
-  auto last_snapshot = Clock::now();
-  while (queue.Pop(&item)) {
-    absl::Status s = DispatchAll(item.bytes, &session.analyzer());
-    if (item.checkpoint_offset != 0) session.TakeCheckpoint(item.checkpoint_offset);
-    if (!s.ok() && status.ok()) status = s;
-    if (session.writer() != nullptr) session.writer()->Submit();
-    if (Clock::now() - last_snapshot >= o.snapshot_interval) {
-      session.Snapshot(&item.drainer, journaled ? &item.journal_syncs : nullptr);
-      last_snapshot = Clock::now();
+// feeds the sinks, takes checkpoints, and tells the drain stage whether idle
+// passes must still advance the stream clock. Runs on its own thread until
+// the drain has ended and everything it drained is analysed.
+class AnalysisStage {
+ public:
+  AnalysisStage(const CollectorOptions& o, const AnalysisFeed& feed, Session& session,
+                std::atomic<bool>& orders_pending, std::atomic<bool>& orders_open)
+      : o_(o),
+        feed_(feed),
+        session_(session),
+        orders_pending_(orders_pending),
+        orders_open_(orders_open) {}
+
+  absl::Status Run() {
+    if (feed_.queue != nullptr) {
+      PassQueue::Item item;
+      while (feed_.queue->Pop(&item)) {
+        Note(DispatchAll(item.bytes, &session_.analyzer()));
+        AfterBatch(&item.drainer, nullptr);
+      }
+      return status_;
+    }
+    // Batches of at most this many journal bytes (128 Ki records): a far
+    // behind analysis still submits, snapshots and checkpoints between them.
+    constexpr size_t kBatchBytes = 4u << 20;
+    JournalTail& tail = *feed_.tail;
+    PauseForTests();
+    if (feed_.catch_up) CatchUp(tail.offset());
+    DrainerCounters drainer;
+    uint64_t syncs = 0;
+    while (true) {
+      PauseForTests();
+      bool closed = false;
+      const uint64_t end =
+          feed_.progress->Wait(tail.offset(), std::chrono::milliseconds(100), &closed);
+      if (end <= tail.offset()) {
+        if (closed) break;
+        // Idle, or the drain stalled at the journal's cap: a checkpoint of
+        // what is analysed lets the drain stage free the journal.
+        MaybeCheckpoint(tail.offset());
+        continue;
+      }
+      const uint64_t malformed = tail.malformed_chunks();
+      Note(tail.Dispatch(end, kBatchBytes, &session_.analyzer()));
+      session_.analyzer().mutable_counters().malformed_chunks +=
+          tail.malformed_chunks() - malformed;
+      feed_.progress->SetAnalysed(tail.offset());
+      MaybeCheckpoint(tail.offset());
+      feed_.progress->ReadCounters(&drainer, &syncs);
+      AfterBatch(&drainer, &syncs);
+    }
+    return status_;
+  }
+
+ private:
+  void Note(const absl::Status& s) {
+    if (!s.ok() && status_.ok()) status_ = s;
+  }
+
+  // A resumed run's journal tail, [catch_up_from, until): read as a recovery
+  // reads it (corrupt chunks skipped: the restart's scan said and counted
+  // them), every order it finishes into the store, which skips those it
+  // holds. The store sink waits instead of dropping meanwhile
+  // (ResumeWriter), so this waits until the store has them, and then the
+  // sink drops and counts again when it falls far behind.
+  void CatchUp(uint64_t until) {
+    absl::StatusOr<Journal::Recovered> r =
+        Journal::Recover(feed_.tail_path, &session_.analyzer(), feed_.catch_up_from, until);
+    if (r.ok()) session_.analyzer().mutable_counters().malformed_chunks += r->malformed_chunks;
+    if (session_.writer() != nullptr) {
+      session_.writer()->Flush();
+      session_.writer()->set_block_when_full(false);
+      // Orders the journal left pending finish at the first clock tick.
+      session_.writer()->Submit();
+    }
+    feed_.progress->SetAnalysed(until);
+    if (!r.ok()) {
+      Note(r.status());
+      return;
+    }
+    if (o_.quiet) return;
+    *feed_.out << "recovered in "
+               << absl::StrFormat(
+                      "%.2f",
+                      std::chrono::duration<double>(Clock::now() - feed_.recovery_start).count())
+               << " s: " << (until - std::max<uint64_t>(feed_.catch_up_from, kArchiveHeaderBytes))
+               << " journal bytes replayed"
+               << (feed_.catch_up_from > 0
+                       ? absl::StrCat(" after the checkpoint at byte ", feed_.catch_up_from)
+                       : std::string(" (no checkpoint)"))
+               << " (the drain ran meanwhile)\n"
+               << std::flush;
+  }
+
+  // Every --checkpoint-interval, one at a time (the next once the store has
+  // written the last): the analysis's state after every chunk before
+  // `offset`, a chunk boundary (collector/stream/checkpoint.h). None while
+  // stopping: the store is being told to stop, and the run ends anyway.
+  void MaybeCheckpoint(uint64_t offset) {
+    if (!feed_.checkpoints || offset <= marked_offset_ || feed_.progress->stopping()) return;
+    const auto now = Clock::now();
+    if (now - last_checkpoint_ < o_.checkpoint_interval ||
+        session_.writer()->durable_checkpoint_offset() < marked_offset_) {
+      return;
+    }
+    session_.TakeCheckpoint(offset);
+    marked_offset_ = offset;
+    last_checkpoint_ = now;
+  }
+
+  void AfterBatch(const DrainerCounters* drainer, const uint64_t* journal_syncs) {
+    if (session_.writer() != nullptr) session_.writer()->Submit();
+    if (Clock::now() - last_snapshot_ >= o_.snapshot_interval) {
+      session_.Snapshot(drainer, journal_syncs);
+      last_snapshot_ = Clock::now();
     }
     // Pairs with the drain stage's relaxed loads: hints only (drain_loop.h).
-    const Stitcher& st = session.analyzer().stitcher();
-    orders_pending.store(st.has_pending(), std::memory_order_relaxed);
-    orders_open.store(st.open_orders() > 0, std::memory_order_relaxed);
+    const Stitcher& st = session_.analyzer().stitcher();
+    orders_pending_.store(st.has_pending(), std::memory_order_relaxed);
+    orders_open_.store(st.open_orders() > 0, std::memory_order_relaxed);
   }
-  return status;
-}
+
+  // The test hook (options.h): waits while the file exists.
+  void PauseForTests() const {
+    if (o_.test_pause_analysis_file.empty()) return;
+    while (::access(o_.test_pause_analysis_file.c_str(), F_OK) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  const CollectorOptions& o_;
+  const AnalysisFeed feed_;
+  Session& session_;
+  std::atomic<bool>& orders_pending_;
+  std::atomic<bool>& orders_open_;
+  absl::Status status_;
+  Clock::time_point last_snapshot_ = Clock::now();
+  Clock::time_point last_checkpoint_ = Clock::now();
+  uint64_t marked_offset_ = 0;  // the last checkpoint taken
+};
 
 // The signal handler's flag, or the embedding program's (options.h, stop).
 bool StopRequested(const CollectorOptions& o) {
@@ -867,17 +1002,43 @@ absl::Status RetireJournal(const RunPlan& plan, Session& session, std::optional<
 }
 
 // The stages of a live run: this thread drains (peek, journal, commit), so
-// the rings never wait for the analysis, which runs on its own thread behind
-// a bounded queue of passes. Returns when the drain loop does, the analysis
-// joined (its status in `analysis_status`).
+// the rings never wait for the analysis, which runs on its own thread and
+// reads the journal behind it (or, without a journal, takes the passes from a
+// bounded queue). Returns when the drain loop does, the analysis joined (its
+// status in `analysis_status`).
 DrainResult RunStages(const CollectorOptions& o, const RunInfo& info, Session& session,
                       Drainer& drainer, Journal* journal, ArchiveWriter* raw,
+                      const JournalStart& started, std::ostream& out,
                       absl::Status* analysis_status) {
-  PassQueue queue(o.max_queued_pass_bytes);
+  std::optional<JournalTail> tail;
+  std::optional<DrainProgress> progress;
+  std::optional<PassQueue> queue;
+  AnalysisFeed feed;
+  if (journal != nullptr) {
+    absl::StatusOr<JournalTail> opened = JournalTail::Open(journal->path(), journal->bytes());
+    if (!opened.ok()) {
+      DrainResult failed;
+      failed.status = opened.status();
+      return failed;
+    }
+    tail.emplace(*std::move(opened));
+    progress.emplace(journal->bytes());
+    feed.tail = &*tail;
+    feed.progress = &*progress;
+    feed.checkpoints =
+        session.writer() != nullptr && o.checkpoint_interval.count() > 0 && raw == nullptr;
+    feed.catch_up = started.seed.has_value();
+    feed.tail_path = journal->path();
+    feed.catch_up_from = started.replay_from;
+    feed.recovery_start = started.recovery_start;
+    feed.out = &out;
+  } else {
+    queue.emplace(o.max_queued_pass_bytes);
+    feed.queue = &*queue;
+  }
   std::atomic<bool> orders_pending{false}, orders_open{false};
   std::thread analysis([&] {
-    *analysis_status =
-        RunAnalysisStage(o, journal != nullptr, session, queue, orders_pending, orders_open);
+    *analysis_status = AnalysisStage(o, feed, session, orders_pending, orders_open).Run();
   });
   // The cores' offsets, re-measured on a thread of its own (never the drain path).
   SkewMonitor skew(info, info.skew_interval_s);
@@ -890,7 +1051,8 @@ DrainResult RunStages(const CollectorOptions& o, const RunInfo& info, Session& s
   stage.raw = raw;
   stage.sink = session.writer();
   stage.skew = &skew;
-  stage.queue = &queue;
+  stage.progress = feed.progress;
+  stage.queue = feed.queue;
   stage.orders_pending = &orders_pending;
   stage.orders_open = &orders_open;
   stage.stop_requested = [&o] { return StopRequested(o); };
@@ -899,15 +1061,17 @@ DrainResult RunStages(const CollectorOptions& o, const RunInfo& info, Session& s
     if (session.store() != nullptr) session.store()->RequestStop();
   };
   const DrainResult drained = RunDrainLoop(stage);
-  queue.Close();
+  if (progress.has_value()) progress->Close();
+  if (queue.has_value()) queue->Close();
   analysis.join();
   return drained;
 }
 
 // A live run: the plan (new run or resume), then the stages
 // (docs/collector.md, "The stages of the collector"):
-//   drain -> journal (this thread, drain_loop.h) -> PassQueue ->
-//   decode/stitch -> sinks (analysis thread) -> store writer (its thread).
+//   drain -> journal (this thread, drain_loop.h) -> the journal read back
+//   (JournalTail) -> decode/stitch -> sinks (analysis thread) -> store
+//   writer (its thread).
 absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
   // 1. The plan: everything that can refuse the run, before anything is created.
   absl::StatusOr<SessionLock> lock = SessionLock::Acquire(o.session);
@@ -953,11 +1117,14 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   DrainerOptions dopt;
   dopt.session = info.session;
   dopt.limits.allowed_uids = o.allow_uids;
-  Drainer drainer(dopt, DrainerSeed::From(session.analyzer()));
+  // A resumed run's seed comes from the checkpoint and the journal's tail
+  // (ResumeFromJournal): the analysis has not read that tail yet.
+  Drainer drainer(dopt, journal_start->seed.has_value() ? *journal_start->seed
+                                                        : DrainerSeed::From(session.analyzer()));
   absl::Status analysis_status;
   const DrainResult drained =
       RunStages(o, info, session, drainer, journal.has_value() ? &*journal : nullptr,
-                raw->has_value() ? &**raw : nullptr, &analysis_status);
+                raw->has_value() ? &**raw : nullptr, *journal_start, out, &analysis_status);
   absl::Status status = drained.status;
   if (status.ok()) status = analysis_status;
 

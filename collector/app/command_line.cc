@@ -92,6 +92,11 @@ constexpr FlagRow kFlagTable[] = {
      "replays only the journal after it, and free the journal before it; 0: never "
      "(the journal then grows for the whole run)",
      &CollectorFlags::checkpoint_interval, nullptr},
+    {"store", "journal-cap", "SIZE",
+     "the journal may hold this much (1048576, 64MiB, 2GiB; at least 1MiB) while the "
+     "analysis or the store is behind; past it the drain stops and the producers drop "
+     "and count; default 2GiB, about a minute at 1 M records/s",
+     &CollectorFlags::journal_cap, nullptr},
     {"store", "raw", "PATH",
      "also write every drained record to this new raw archive",
      &CollectorFlags::raw, nullptr},
@@ -205,6 +210,13 @@ absl::Status StoreOptionsFromFlags(const CollectorFlags& f, CollectorOptions& o)
   TICKTRACE_ASSIGN_OR_RETURN(const int64_t checkpoint_ns,
                              ParsePeriod("--checkpoint-interval", f.checkpoint_interval));
   o.checkpoint_interval = std::chrono::milliseconds(checkpoint_ns / 1'000'000);
+  uint64_t cap = 0;
+  if (!absl::SimpleAtoi(f.journal_cap, &cap)) cap = ParseSize(f.journal_cap);
+  if (cap < (1u << 20) || cap > (uint64_t{1} << 50)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--journal-cap '", f.journal_cap, "': must be a size from 1MiB to 1PiB (e.g. 512MiB, 2GiB)"));
+  }
+  o.journal_cap_bytes = cap;
   return absl::OkStatus();
 }
 
@@ -284,6 +296,10 @@ absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& f) {
       return absl::InvalidArgumentError(absl::StrCat("--cpu ", f.cpu, ": not a core number"));
     }
     o.cpu = static_cast<int>(cpu);
+  }
+  // A test hook, never a flag users see (options.h).
+  if (const char* pause = std::getenv("TICKTRACE_TEST_PAUSE_ANALYSIS_WHILE"); pause != nullptr) {
+    o.test_pause_analysis_file = pause;
   }
   TICKTRACE_RETURN_IF_ERROR(ValidateOptions(o));
   return o;

@@ -42,6 +42,7 @@ struct CollectorFlags {
   bool group_readable = false;
   std::string cpu;
   std::string checkpoint_interval = "5";
+  std::string journal_cap = "2GiB";
   std::string max_open_orders = "2000000";
   std::string detail = "all";
   std::string interval_s = "1";

@@ -74,7 +74,20 @@ struct CollectorOptions {
   // journal before it is freed once it is written. 0: none (the journal
   // grows for the whole run).
   std::chrono::milliseconds checkpoint_interval{5000};
-  size_t max_queued_pass_bytes = 16u << 20;       // drained, not yet analysed
+  // Without a journal: drained passes not yet analysed, at most (the drain
+  // waits beyond it). With a journal the journal is the buffer instead.
+  size_t max_queued_pass_bytes = 16u << 20;
+  // --journal-cap: the journal since the last freed checkpoint, at most. The
+  // default is about a minute at 1 M records/s (32 bytes a record plus its
+  // chunk framing: about 32 MB/s), time for the analysis or the store to
+  // catch up after a stall before the rings fill; past it the drain stops
+  // and the producers drop and count (docs/collector.md, "The journal as
+  // the buffer").
+  uint64_t journal_cap_bytes = uint64_t{2} << 30;
+  // FOR TESTS ONLY (TICKTRACE_TEST_PAUSE_ANALYSIS_WHILE, read by
+  // OptionsFromFlags): while this file exists the analysis thread reads
+  // nothing from the journal, as a slow analysis would not. Empty: never.
+  std::string test_pause_analysis_file;
   std::ostream* out = nullptr;            // reports; null: std::cout
   std::atomic<bool>* stop = nullptr;      // set to stop (besides signals)
   bool handle_signals = true;             // SIGINT/SIGTERM stop the run

@@ -61,10 +61,18 @@ class DrainLoop {
   size_t EncodePass(Clock::time_point pass_start, bool discover);
   // Durable first (journal, --raw), then the rings may reuse the cells.
   absl::Status Persist();
-  // The pass as the analysis gets it, with a checkpoint mark when one is due;
-  // frees the journal before the last durable checkpoint.
-  PassQueue::Item MakeItem(Clock::time_point pass_start);
+  // After the commit: the pass to the analysis (the journal's durable end,
+  // or without a journal a copy of the pass through the queue).
+  void Hand();
+  // Frees the journal before the last durable checkpoint.
   void FreeJournal();
+  // True while the journal holds at least the cap: what the disk holds
+  // since the last freed checkpoint, or, when stopping (no checkpoints
+  // then) or where holes cannot be punched, what the analysis has not read.
+  bool AtCap() const;
+  // At the cap: no pass (no read index moves); says so once per run and
+  // counts each stall; waits a little for the analysis and the checkpoints.
+  void StallAtCap();
   // Sleeps after a pass that carried chunks: busy, or backing off when idle.
   void Pace(Clock::time_point pass_start, size_t records);
   void BackOff(Clock::time_point now);
@@ -84,7 +92,6 @@ class DrainLoop {
   const std::chrono::microseconds busy_pass_every_;
   const std::chrono::milliseconds open_clock_every_;
   Clock::time_point last_anchor_ = t0_;
-  Clock::time_point last_checkpoint_mark_ = t0_;
   Clock::time_point last_clock_ = t0_;
   // Deep idle: after 1 s without a record the back-off may reach 4 x
   // max_idle_sleep (4 ms: ~250 wake-ups/s instead of ~700, under 1% of a core
@@ -92,9 +99,12 @@ class DrainLoop {
   Clock::time_point last_records_at_ = t0_;
   std::chrono::microseconds idle_sleep_{0};
   DrainerCounters counters_in_stream_;
-  uint64_t marked_offset_ = 0;  // the last checkpoint asked for
   bool freeing_works_ = true;   // false once the file system refused to punch a hole
   bool stopping_ = false;
+  bool stalled_ = false;   // at the journal's cap since the last pass
+  bool cap_said_ = false;  // the cap's stderr line is said once per run
+  // Reused from pass to pass: its capacity stays (a pass never allocates
+  // once the buffer has grown to the largest pass).
   std::string buf_;
   size_t clock_bytes_ = 0;  // buf_'s size with the pass's clock tick alone
 };
@@ -176,21 +186,43 @@ absl::Status DrainLoop::Persist() {
   return absl::OkStatus();
 }
 
-PassQueue::Item DrainLoop::MakeItem(Clock::time_point pass_start) {
+void DrainLoop::Hand() {
+  if (stage_.progress != nullptr) {
+    stage_.progress->Publish(journal_->bytes(), drainer_.counters(), journal_->syncs());
+    return;
+  }
+  // A copy, not a swap: buf_ keeps its capacity for the next pass.
   PassQueue::Item item;
-  item.bytes.swap(buf_);
+  item.bytes.assign(buf_);
   item.drainer = drainer_.counters();
-  item.journal_syncs = journal_ != nullptr ? journal_->syncs() : 0;
-  if (journal_ != nullptr && sink_ != nullptr && o_.checkpoint_interval.count() > 0 &&
-      raw_ == nullptr && !stopping_ &&
-      pass_start - last_checkpoint_mark_ >= o_.checkpoint_interval &&
-      sink_->durable_checkpoint_offset() >= marked_offset_) {
-    // One checkpoint at a time: the next is asked for once the last is written.
-    item.checkpoint_offset = marked_offset_ = journal_->bytes();
-    last_checkpoint_mark_ = pass_start;
+  stage_.queue->Push(std::move(item));  // waits while the analysis is far behind
+}
+
+bool DrainLoop::AtCap() const {
+  if (journal_ == nullptr || stage_.progress == nullptr) return false;
+  const uint64_t end = journal_->bytes();
+  const uint64_t from = freeing_works_ && !stopping_
+                            ? journal_->freed_before()
+                            : stage_.progress->analysed();  // acquire (drain_progress.h)
+  return end > from && end - from >= o_.journal_cap_bytes;
+}
+
+void DrainLoop::StallAtCap() {
+  if (!stalled_) {
+    stalled_ = true;
+    drainer_.CountJournalCapStall();
+    if (!cap_said_) {
+      cap_said_ = true;
+      std::cerr << "ticktrace-collector: the journal reached its cap (--journal-cap "
+                << o_.journal_cap_bytes
+                << " bytes): the analysis or the store is that far behind; not draining until "
+                   "checkpoints free room (the rings keep the records, or their producers "
+                   "drop and count them; journal_cap_stalls counts these stalls; said once)\n"
+                << std::flush;
+    }
   }
   FreeJournal();
-  return item;
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 void DrainLoop::FreeJournal() {
@@ -230,8 +262,14 @@ DrainResult DrainLoop::Run() {
     if (!stopping_ && (stage_.stop_requested() || pass_start >= deadline_)) {
       stopping_ = true;
       discover = true;  // catch segments that appeared since the last look
+      if (stage_.progress != nullptr) stage_.progress->SetStopping();
       if (stage_.on_stopping) stage_.on_stopping();
     }
+    if (AtCap()) {
+      StallAtCap();
+      continue;
+    }
+    stalled_ = false;
     const size_t records = EncodePass(pass_start, discover);
     const bool has_chunks = buf_.size() > clock_bytes_;
     const bool clock_due = (stage_.orders_pending->load(std::memory_order_relaxed) &&
@@ -248,7 +286,8 @@ DrainResult DrainLoop::Run() {
     result.status = Persist();
     if (!result.status.ok()) break;
     drainer_.CommitPass();
-    stage_.queue->Push(MakeItem(pass_start));  // waits while the analysis is far behind
+    Hand();
+    FreeJournal();
     if (stopping_) {
       if (records == 0 || ++final_passes > 1000) break;
       continue;

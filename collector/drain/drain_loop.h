@@ -1,10 +1,17 @@
 // The drain stage of a live run (docs/collector.md, "The stages of the
 // collector"): pass after pass over the session's rings, each pass made
-// durable in the journal (group commit) before any ring's read index moves,
-// then handed to the analysis thread through the PassQueue. It also puts the
-// stream's clock, UTC anchors, the cores' skew measurements and the drainer's
-// counters into the stream, marks checkpoints and frees the journal before
-// the last durable one. Runs on the calling thread.
+// durable in the journal (group commit) before any ring's read index moves.
+// The journal is the buffer between the drain and the analysis: after the
+// commit the loop publishes the journal's durable end (DrainProgress) and
+// goes on; the analysis thread reads the journal from the file at its own
+// pace. The drain never waits for it, except when the journal reaches its
+// cap (--journal-cap): then no read index moves until the analysis and its
+// checkpoints have freed room, the rings hold the records, and their
+// producers drop and count what does not fit. Without a journal (no store,
+// or use_journal off) passes go through the in-memory PassQueue instead. It
+// also puts the stream's clock, UTC anchors, the cores' skew measurements
+// and the drainer's counters into the stream, and frees the journal before
+// the last durable checkpoint. Runs on the calling thread.
 
 #ifndef TICKTRACE_COLLECTOR_DRAIN_LOOP_H_
 #define TICKTRACE_COLLECTOR_DRAIN_LOOP_H_
@@ -15,14 +22,15 @@
 #include <functional>
 
 #include "absl/status/status.h"
-#include "collector/stream/archive.h"
-#include "collector/time/core_skew.h"
-#include "collector/drain/drainer.h"
-#include "collector/stream/journal.h"
 #include "collector/app/options.h"
-#include "collector/drain/pass_queue.h"
 #include "collector/app/run_info.h"
+#include "collector/drain/drain_progress.h"
+#include "collector/drain/drainer.h"
+#include "collector/drain/pass_queue.h"
 #include "collector/sinks/store_sink.h"
+#include "collector/stream/archive.h"
+#include "collector/stream/journal.h"
+#include "collector/time/core_skew.h"
 
 namespace ticktrace::collect {
 
@@ -34,6 +42,9 @@ struct DrainStage {
   ArchiveWriter* raw = nullptr;  // null: no --raw copy
   StoreSink* sink = nullptr;     // null: no store (no checkpoints then)
   SkewMonitor* skew = nullptr;
+  // With a journal: where each durable pass is announced to the analysis.
+  DrainProgress* progress = nullptr;
+  // Without a journal: the passes themselves go to the analysis through it.
   PassQueue* queue = nullptr;
   // Written by the analysis thread after each pass: whether idle passes must
   // still advance the stream clock (orders waiting for their clock ticks, or
@@ -56,7 +67,7 @@ struct DrainResult {
 };
 
 // Drains until stage.stop_requested() or the duration, then until the rings are empty (at
-// most 1000 more passes). Closes nothing: the caller closes the queue.
+// most 1000 more passes). Closes nothing: the caller closes the queue or the progress.
 DrainResult RunDrainLoop(const DrainStage& stage);
 
 // Full disk (docs/collector.md): an append of a drained pass failed with

@@ -52,6 +52,7 @@ constexpr std::pair<const char*, uint64_t DrainerCounters::*> kNamedFields[] = {
     {"segments_oversized", &DrainerCounters::segments_oversized},
     {"segments_truncated", &DrainerCounters::segments_truncated},
     {"records_in_refused_segments", &DrainerCounters::records_in_refused_segments},
+    {"journal_cap_stalls", &DrainerCounters::journal_cap_stalls},
 };
 }  // namespace
 

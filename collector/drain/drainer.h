@@ -67,6 +67,10 @@ struct DrainerCounters {
   // segments, counted (pread) when each was refused; an unreadable segment's
   // records cannot be counted by a collector that cannot read them.
   uint64_t records_in_refused_segments = 0;
+  // Times the drain stopped because the journal reached its cap (the
+  // analysis or the store that far behind): the rings held the records
+  // meanwhile, and their producers counted what did not fit.
+  uint64_t journal_cap_stalls = 0;
 
   bool operator==(const DrainerCounters&) const = default;
   // (store counter name, value) of each field, for the stream (a kCounters
@@ -121,6 +125,9 @@ class Drainer {
   // attached). The drain loop syncs sooner when a ring is filling.
   double max_fill() const { return max_fill_; }
   const DrainerCounters& counters() const { return counters_; }
+  // The drain loop stopped draining at the journal's cap (it goes into the
+  // stream with the other counters at the next pass).
+  void CountJournalCapStall() { ++counters_.journal_cap_stalls; }
 
  private:
   struct SlotTrack {

@@ -1,5 +1,7 @@
-// PassQueue: the seam between the drain stage and the analysis stage
-// (docs/collector.md, "Stages").
+// PassQueue: the seam between the drain stage and the analysis stage when
+// there is no journal (no store, or use_journal off; docs/collector.md,
+// "Stages"). With a journal the passes are read back from it instead
+// (drain_progress.h), and nothing bounds the drain but the journal's cap.
 
 #ifndef TICKTRACE_COLLECTOR_PASS_QUEUE_H_
 #define TICKTRACE_COLLECTOR_PASS_QUEUE_H_
@@ -25,8 +27,6 @@ class PassQueue {
   struct Item {
     std::string bytes;  // whole chunks of one pass
     DrainerCounters drainer;
-    uint64_t journal_syncs = 0;
-    uint64_t checkpoint_offset = 0;  // non-zero: checkpoint after this pass, at this journal offset
   };
   explicit PassQueue(size_t max_bytes) : max_bytes_(max_bytes) {}
 

@@ -269,6 +269,7 @@ ArchiveReader& ArchiveReader::operator=(ArchiveReader&& o) noexcept {
     win_offset_ = o.win_offset_;
     window_bytes_ = o.window_bytes_;
     file_bytes_ = o.file_bytes_;
+    stop_at_ = o.stop_at_;
     io_status_ = std::move(o.io_status_);
   }
   return *this;
@@ -407,7 +408,7 @@ absl::Status ArchiveReader::ReadAll(ChunkVisitor* visitor) {
   if (fd_ < 0) return absl::FailedPreconditionError(absl::StrCat(path_, ": reader closed"));
   struct stat st;
   if (::fstat(fd_, &st) != 0) return ArchiveErrno("cannot stat", path_);
-  file_bytes_ = static_cast<uint64_t>(st.st_size);
+  file_bytes_ = std::min<uint64_t>(static_cast<uint64_t>(st.st_size), stop_at_);
   buf_.assign(std::max<size_t>(read_buffer_bytes_, kChunkHeaderBytes), 0);
   win_offset_ = valid_bytes_;
   window_bytes_ = 0;

@@ -151,6 +151,9 @@ class ArchiveReader {
   // Makes ReadAll start at byte `offset` (a chunk boundary, e.g. a
   // checkpoint's journal offset) instead of after the header.
   void StartAt(uint64_t offset) { valid_bytes_ = std::max<uint64_t>(offset, kArchiveHeaderBytes); }
+  // Makes ReadAll read as if the file ended at byte `end` (a live journal
+  // that grows while it is read: what a first reading found whole).
+  void StopAt(uint64_t end) { stop_at_ = end; }
 
   uint64_t valid_bytes() const { return valid_bytes_; }
   bool torn_tail() const { return torn_tail_; }
@@ -208,6 +211,7 @@ class ArchiveReader {
   uint64_t win_offset_ = 0;
   size_t window_bytes_ = 0;
   uint64_t file_bytes_ = 0;
+  uint64_t stop_at_ = UINT64_MAX;
   absl::Status io_status_;
 };
 

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -12,14 +15,15 @@ namespace ticktrace::collect {
 
 std::string JournalPath(const std::string& db_path) { return db_path + ".ttjournal"; }
 
-absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path,
-                                                    ChunkVisitor* visitor, uint64_t from_offset) {
+absl::StatusOr<Journal::Recovered> Journal::Recover(const std::string& path, ChunkVisitor* visitor,
+                                                    uint64_t from_offset, uint64_t until) {
   absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(path);
   if (!reader.ok()) return reader.status();
   if (reader->header().kind != ArchiveKind::kJournal) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a ticktrace journal"));
   }
   if (from_offset > 0) reader->StartAt(from_offset);
+  reader->StopAt(until);
   if (absl::Status s = reader->ReadAll(visitor); !s.ok()) return s;
   Recovered r;
   r.run_id = static_cast<int64_t>(reader->header().run_id);
@@ -93,6 +97,91 @@ absl::Status Journal::Remove() {
     return absl::InternalError(absl::StrCat(path, ": cannot remove journal"));
   }
   return s;
+}
+
+absl::StatusOr<JournalTail> JournalTail::Open(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot open the journal to read it: ", std::strerror(errno)));
+  }
+  return JournalTail(fd, path, offset);
+}
+
+JournalTail::JournalTail(JournalTail&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)),
+      path_(std::move(other.path_)),
+      offset_(other.offset_),
+      malformed_chunks_(other.malformed_chunks_),
+      buf_(std::move(other.buf_)) {}
+
+JournalTail& JournalTail::operator=(JournalTail&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+    offset_ = other.offset_;
+    malformed_chunks_ = other.malformed_chunks_;
+    buf_ = std::move(other.buf_);
+  }
+  return *this;
+}
+
+JournalTail::~JournalTail() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::Status JournalTail::Dispatch(uint64_t end, size_t max_bytes, ChunkVisitor* visitor) {
+  if (end <= offset_) return absl::OkStatus();
+  // Read up to `max_bytes` (more when one chunk is larger) into buf_, which
+  // never shrinks: a steady run neither allocates nor clears it per batch.
+  const uint64_t want = std::min<uint64_t>(end - offset_, std::max<size_t>(max_bytes, 1));
+  size_t have = 0;
+  if (buf_.size() < want) buf_.resize(static_cast<size_t>(want));
+  while (have < want) {
+    const ssize_t n = ::pread(fd_, buf_.data() + have, static_cast<size_t>(want) - have,
+                              static_cast<off_t>(offset_ + have));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "the file is shorter";
+      offset_ = end;  // skipped: the run goes on with what follows
+      return absl::DataLossError(
+          absl::StrCat(path_, ": cannot read the journal at byte ", offset_, ": ", why));
+    }
+    have += static_cast<size_t>(n);
+  }
+  const auto* p = reinterpret_cast<const uint8_t*>(buf_.data());
+  size_t at = 0;
+  while (at < have) {
+    absl::StatusOr<ChunkFrame> f = ParseChunkFrame(p + at, have - at);
+    if (absl::IsOutOfRange(f.status())) {
+      // The batch ends inside a chunk: read that chunk whole next (its
+      // header first when that is cut too; ParseChunkFrame has checked the
+      // payload size against kMaxChunkPayload when the header is whole).
+      size_t need = kChunkHeaderBytes;
+      if (have - at >= kChunkHeaderBytes) {
+        uint32_t payload = 0;
+        std::memcpy(&payload, p + at + 4, 4);
+        need += payload;
+      }
+      if (offset_ + at + need > end) {
+        f = absl::DataLossError("a chunk runs past the durable end");
+      } else {
+        offset_ += at;
+        return Dispatch(end, need, visitor);
+      }
+    }
+    if (!f.ok()) {
+      const uint64_t bad = offset_ + at;
+      offset_ = end;
+      return absl::DataLossError(absl::StrCat(path_, ": at byte ", bad, ": ", f.status().message(),
+                                              "; the journal up to byte ", end, " skipped"));
+    }
+    if (!DispatchChunk(*f, visitor).ok()) ++malformed_chunks_;
+    at += f->frame_bytes;
+  }
+  offset_ += at;
+  return absl::OkStatus();
 }
 
 }  // namespace ticktrace::collect

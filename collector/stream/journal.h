@@ -14,7 +14,8 @@
 // the rings are read again. The store may lag the journal; the rings never
 // wait for the store. The journal is removed when a run ends cleanly.
 //
-// Single owner thread (the collector's drain/analysis thread).
+// Journal: single owner thread (the collector's drain thread); the analysis
+// thread reads the same file through a JournalTail of its own.
 
 #ifndef TICKTRACE_COLLECTOR_JOURNAL_H_
 #define TICKTRACE_COLLECTOR_JOURNAL_H_
@@ -54,9 +55,11 @@ class Journal {
   // none; InvalidArgument when the file is not a journal; Internal when it
   // cannot be read.
   // `from_offset`: a checkpoint's journal offset (collector/stream/checkpoint.h):
-  // only the chunks from there on are read; 0 reads them all.
+  // only the chunks from there on are read; 0 reads them all. `until`: read
+  // as if the file ended there (a journal appended to meanwhile: the
+  // valid_bytes of an earlier Recover of it).
   static absl::StatusOr<Recovered> Recover(const std::string& path, ChunkVisitor* visitor,
-                                           uint64_t from_offset = 0);
+                                           uint64_t from_offset = 0, uint64_t until = UINT64_MAX);
 
   // Starts a new journal for `run_id`. The file must not exist; it is created
   // 0600 (0640 with `group_readable`), never through a symlink (private_file.h).
@@ -88,6 +91,7 @@ class Journal {
   uint64_t sync_ns_total() const { return sync_ns_total_; }
   uint64_t sync_ns_max() const { return sync_ns_max_; }
   uint64_t bytes() const { return writer_.bytes_written(); }
+  const std::string& path() const { return writer_.path(); }
 
  private:
   explicit Journal(ArchiveWriter writer) : writer_(std::move(writer)) {}
@@ -96,6 +100,41 @@ class Journal {
   uint64_t sync_ns_total_ = 0;
   uint64_t sync_ns_max_ = 0;
   uint64_t freed_before_ = 0;
+};
+
+// The analysis stage's reading side of a live journal: the chunks from an
+// offset on, read back (pread, from the page cache: they were just written)
+// up to the durable end the drain stage publishes (drain_progress.h). Its own
+// read-only descriptor, so it shares nothing with the Journal the drain
+// thread appends through. Single owner thread (the analysis thread).
+class JournalTail {
+ public:
+  // Opens `path` to read from byte `offset` (a chunk boundary).
+  static absl::StatusOr<JournalTail> Open(const std::string& path, uint64_t offset);
+  JournalTail(JournalTail&& other) noexcept;
+  JournalTail& operator=(JournalTail&& other) noexcept;
+  ~JournalTail();
+
+  // Dispatches the whole chunks in [offset(), min(end, offset() + max_bytes
+  // rounded up to a whole chunk)) to `visitor`. REQUIRES: `end` is a chunk
+  // boundary at or before the durable end. A chunk whose checksum or header
+  // does not hold (the file changed under us) is DataLoss: the rest up to
+  // `end` is skipped, so that the run goes on; a malformed payload is
+  // skipped and counted (malformed_chunks()), as a recovery counts it.
+  absl::Status Dispatch(uint64_t end, size_t max_bytes, ChunkVisitor* visitor);
+
+  uint64_t offset() const { return offset_; }
+  uint64_t malformed_chunks() const { return malformed_chunks_; }
+
+ private:
+  JournalTail(int fd, std::string path, uint64_t offset)
+      : fd_(fd), path_(std::move(path)), offset_(offset) {}
+  int fd_ = -1;
+  std::string path_;
+  uint64_t offset_ = 0;
+  uint64_t malformed_chunks_ = 0;
+  // The batch read from offset_ on; its size is the largest batch so far.
+  std::string buf_;
 };
 
 }  // namespace ticktrace::collect
