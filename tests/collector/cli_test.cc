@@ -116,6 +116,8 @@ TEST_F(CliTest, UsageErrorsExitTwoWithOneLine) {
            {"--pipeline", "a,b,a"},
            {"--session", "bad/name"},
            {"--raw", "r", "--replay", "p"},
+           {"--journal-cap", "1000"},
+           {"--journal-cap", "lots"},
            {"stray"},
            {"--include-flagged=maybe"},
            {"--flagfile=/nonexistent/flags"},
