@@ -393,7 +393,6 @@ class Session {
       c.emplace_back("segments_oversized", v(d->segments_oversized));
       c.emplace_back("segments_truncated", v(d->segments_truncated));
       c.emplace_back("records_in_refused_segments", v(d->records_in_refused_segments));
-      c.emplace_back("journal_cap_stalls", v(d->journal_cap_stalls));
     }
     if (journal_syncs != nullptr) c.emplace_back("journal_syncs", v(*journal_syncs));
     // Chunks skipped as corrupt by this run's journal recovery or replay (ArchiveReader).

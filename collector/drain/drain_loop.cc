@@ -217,7 +217,7 @@ void DrainLoop::StallAtCap() {
                 << o_.journal_cap_bytes
                 << " bytes): the analysis or the store is that far behind; not draining until "
                    "checkpoints free room (the rings keep the records, or their producers "
-                   "drop and count them; journal_cap_stalls counts these stalls; said once)\n"
+                   "drop and count them; said once)\n"
                 << std::flush;
     }
   }

@@ -69,7 +69,9 @@ struct DrainerCounters {
   uint64_t records_in_refused_segments = 0;
   // Times the drain stopped because the journal reached its cap (the
   // analysis or the store that far behind): the rings held the records
-  // meanwhile, and their producers counted what did not fit.
+  // meanwhile, and their producers counted what did not fit. In the stream
+  // (continued across restarts); not a store counter yet (the store's
+  // names, store/include/ticktrace/store/names.h, do not list it).
   uint64_t journal_cap_stalls = 0;
 
   bool operator==(const DrainerCounters&) const = default;
