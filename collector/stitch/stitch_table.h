@@ -94,6 +94,12 @@ class IdTable {
   }
 
   void Prefetch(uint64_t id) const noexcept { __builtin_prefetch(&slots_[Home(id)]); }
+  // The id's slot if it sits in its home slot (most do), else null: a
+  // cheap look for prefetching what the slot points to.
+  const Slot* AtHome(uint64_t id) const noexcept {
+    const Slot& s = slots_[Home(id)];
+    return s.meta != 0 && s.id == id ? &s : nullptr;
+  }
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }
   template <typename F>

@@ -333,11 +333,17 @@ void Stitcher::AddEvent(const StitchEvent& e) { AddRecord(e); }
 void Stitcher::AddEvents(std::span<const StitchEvent> events) {
   // Far enough ahead that the slot arrives before its record is handled,
   // near enough that it is still in cache then.
+  // Then, halfway, the cell its slot names.
   constexpr size_t kAhead = 8;
+  constexpr size_t kCellAhead = 4;
   const size_t n = events.size();
   for (size_t i = 0; i < n && i < kAhead; ++i) table_.Prefetch(events[i].order_id);
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) table_.Prefetch(events[i + kAhead].order_id);
+    if (i + kCellAhead < n) {
+      const IdTable::Slot* s = table_.AtHome(events[i + kCellAhead].order_id);
+      if (s != nullptr && s->state() != IdTable::kMemory) __builtin_prefetch(&Cell(s->value));
+    }
     AddRecord(events[i]);
   }
 }

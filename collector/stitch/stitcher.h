@@ -19,8 +19,14 @@
 //   - its pipeline's last stage arrived, two clock ticks (drain passes) later,
 //     so that records of earlier stages drained in the same or the next pass
 //     are not missed; or
-//   - no record of it arrived for timeout_ticks of the stream's clock; or
+//   - no record of it arrived for timeout_ticks of the stream's clock: it
+//     finishes at the first clock tick at or after its last record's clock
+//     plus timeout_ticks (one tick before, it is still open); or
 //   - the stream ends (Finish()).
+// Orders finishing at one tick finish in a fixed order: those whose last
+// stage came first, in the order they reached it; then the timed-out ones by
+// (last record's clock, id, instance); at the end of the stream the open
+// ones by (id, instance), children before their parents.
 // A parent waits for its children, and a fanned-out parent is finished once
 // its last linked child is emitted (two clock ticks later, then it lingers,
 // so that a child linked late still joins it). Time is only the stream's clock
@@ -40,10 +46,19 @@
 // their order was emitted. It is emitted as a partial instance flagged
 // `late` (orders.late, samples' and stamps' flag kFlagLate) and its records
 // are counted in late_records; it is never merged into the old instance nor
-// dropped. An id used again within the linger window of its previous use is
-// taken as that use (its repeated stages are counted in repeated_stages).
-// Every id seen costs one hash-map entry (its next instance number) for the
-// run: about 20 bytes per distinct id.
+// dropped.
+// An id used again while its previous use lingers (or has its last stage and
+// waits for its clock ticks) is a new instance when the record repeats the
+// pipeline's first stage of that order, or repeats a stage that a different
+// process stamped in it: a producer that restarts, or a second one reusing
+// the same ids, is not merged into the old orders. The old order then
+// finishes on its own (it leaves the id to the new one: records of the id
+// from then on are the new instance's). Any other record of a lingering
+// order joins it, a repeated stage of the process that stamped it included
+// (counted in repeated_stages). While the pipeline is being learned there
+// are no stages to tell, and such records join the lingering order.
+// An id is remembered (its next instance number, one 16-byte table slot)
+// from its first record until instance_memory_ticks() after its last use.
 //
 // Learning. Without a declared pipeline, orders finish by timeout only and
 // are held until `learn_orders` of them have finished (or the stream ends);
@@ -65,6 +80,15 @@
 // migrated when its begin and end cores differ; saturated when it lasted
 // 2^32 ticks or more (a lower bound). With correct_skew a cross-core
 // difference has the two cores' measured offsets subtracted first.
+//
+// Where it keeps things (docs/collector.md, "The stitcher's tables"): one
+// open-addressing table keyed by order id whose slot says whether the id is
+// an open order, a lingering one, or only remembered (its next instance);
+// orders in a pool of fixed cells with four records inline; the linger as a
+// FIFO of cells; the timeouts as a FIFO in deadline order (every order has
+// the same timeout, so the deadlines are pushed in order: the whole timing
+// wheel is one queue). So a record costs one probe, and nothing scans every
+// open order until the stream ends (Finish) or a pipeline is learned.
 //
 // Not thread-safe: one analysis thread owns a Stitcher.
 
@@ -104,7 +128,7 @@ struct StitchSettings {
   size_t learn_orders = 100;          // orders to learn the pipeline from
   size_t expected_open_orders = 1u << 16;  // hash-table space reserved up front
   uint64_t linger_ticks = 0;          // a finished order waits this long before it is emitted
-  // Open and lingering orders at most (memory: ~230 B each); a record that
+  // Open and lingering orders at most (memory: ~200 B each); a record that
   // would open one more is counted in records_over_open_limit. 0: no limit.
   uint64_t max_open_orders = 0;
   std::vector<CoreSkew> cores;        // measured offsets (RunInfo.cores); empty: not measured
