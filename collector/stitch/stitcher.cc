@@ -130,6 +130,7 @@ uint8_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
 }
 
 int Stitcher::PositionOf(uint32_t name_id) {
+  if (name_id < position_by_name_.size()) [[likely]] return position_by_name_[name_id];
   while (position_by_name_.size() <= name_id && position_by_name_.size() < tag_names_->size()) {
     const auto it = pipeline_index_.find(tag_names_->Name(position_by_name_.size()));
     position_by_name_.push_back(it == pipeline_index_.end() ? -1 : it->second);
