@@ -130,7 +130,9 @@ uint8_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
 }
 
 int Stitcher::PositionOf(uint32_t name_id) {
-  if (name_id < position_by_name_.size()) [[likely]] return position_by_name_[name_id];
+  if (name_id < position_by_name_.size()) [[likely]] {
+    return position_by_name_[name_id];
+  }
   while (position_by_name_.size() <= name_id && position_by_name_.size() < tag_names_->size()) {
     const auto it = pipeline_index_.find(tag_names_->Name(position_by_name_.size()));
     position_by_name_.push_back(it == pipeline_index_.end() ? -1 : it->second);
@@ -225,8 +227,7 @@ uint32_t Stitcher::OrderIndex(uint64_t order_id, const StitchEvent* e) {
   // One probe: the slot says whether the id is open, lingering, or only
   // remembered (its next instance), or new.
   size_t slot = table_.Find(order_id);
-  const bool at_limit =
-      settings_.max_open_orders > 0 && live_orders_ >= settings_.max_open_orders;
+  const bool at_limit = settings_.max_open_orders > 0 && live_orders_ >= settings_.max_open_orders;
   if (!table_.Found(slot)) {
     if (at_limit) return kNoOrder;  // bounded memory: not kept (counted by the caller)
     const uint32_t idx = NewOrder(order_id, 0);

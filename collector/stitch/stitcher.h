@@ -128,7 +128,7 @@ struct StitchSettings {
   size_t learn_orders = 100;          // orders to learn the pipeline from
   size_t expected_open_orders = 1u << 16;  // hash-table space reserved up front
   uint64_t linger_ticks = 0;          // a finished order waits this long before it is emitted
-  // Open and lingering orders at most (memory: ~200 B each); a record that
+  // Open and lingering orders at most (memory: ~230 B each); a record that
   // would open one more is counted in records_over_open_limit. 0: no limit.
   uint64_t max_open_orders = 0;
   std::vector<CoreSkew> cores;        // measured offsets (RunInfo.cores); empty: not measured

@@ -80,9 +80,9 @@ TEST_F(StitchRulesTest, ReuseAfterTheLingerWindowIsTheNextInstance) {
   st.AdvanceClock(500);
   st.AdvanceClock(600);
   st.AdvanceClock(700);
-  EXPECT_EQ(rec_.lines, (std::vector<std::string>{
-                            "1 7#0 complete records=3 a->b=10 b->c=10 total=20",
-                            "2 7#1 complete records=3 a->b=50 b->c=20 total=70"}));
+  EXPECT_EQ(rec_.lines,
+            (std::vector<std::string>{"1 7#0 complete records=3 a->b=10 b->c=10 total=20",
+                                      "2 7#1 complete records=3 a->b=50 b->c=20 total=70"}));
   EXPECT_EQ(st.counters().reused_ids, 1u);
   EXPECT_EQ(st.counters().repeated_stages, 0u);
 }
@@ -133,9 +133,9 @@ TEST_F(StitchRulesTest, ARepeatedFirstStageAfterTheLastStartsANewInstance) {
   st.AddEvent(Ev("a", 3, 40));  // pending: a new use
   st.AddEvent(Ev("b", 3, 45));
   st.Finish();
-  EXPECT_EQ(rec_.lines, (std::vector<std::string>{
-                            "1 3#0 complete records=3 a->b=10 b->c=10 total=20",
-                            "2 3#1 incomplete records=2 a->b=5"}));
+  EXPECT_EQ(rec_.lines,
+            (std::vector<std::string>{"1 3#0 complete records=3 a->b=10 b->c=10 total=20",
+                                      "2 3#1 incomplete records=2 a->b=5"}));
 }
 
 // A late earlier stage, and a re-sent stage of the process that stamped it,
@@ -153,8 +153,8 @@ TEST_F(StitchRulesTest, LateRecordsJoinTheirLingeringOrder) {
   st.AdvanceClock(1199);
   EXPECT_TRUE(rec_.lines.empty());
   st.AdvanceClock(1200);
-  EXPECT_EQ(rec_.lines, (std::vector<std::string>{
-                            "1 1#0 complete records=4 a->b=10 b->c=10 total=20"}));
+  EXPECT_EQ(rec_.lines,
+            (std::vector<std::string>{"1 1#0 complete records=4 a->b=10 b->c=10 total=20"}));
   EXPECT_EQ(st.counters().repeated_stages, 1u);
   EXPECT_EQ(st.counters().reused_ids, 0u);
 }
@@ -173,9 +173,9 @@ TEST_F(StitchRulesTest, AStageRepeatedByAnotherProcessStartsANewInstance) {
   st.AddEvent(Ev("b", 1, 500, 2));
   st.AddEvent(Ev("c", 1, 520, 2));
   st.Finish();
-  EXPECT_EQ(rec_.lines, (std::vector<std::string>{
-                            "1 1#0 complete records=3 a->b=10 b->c=10 total=20",
-                            "2 1#1 late incomplete records=2 b->c=20"}));
+  EXPECT_EQ(rec_.lines,
+            (std::vector<std::string>{"1 1#0 complete records=3 a->b=10 b->c=10 total=20",
+                                      "2 1#1 late incomplete records=2 b->c=20"}));
   EXPECT_EQ(st.counters().orders_late, 1u);
 }
 
@@ -233,10 +233,10 @@ TEST_F(StitchRulesTest, FanOutParentAfterItsChildrenAndCyclesRefused) {
   st.AdvanceClock(200);  // both children finish; the parent becomes pending
   st.AdvanceClock(300);
   st.AdvanceClock(400);
-  EXPECT_EQ(rec_.lines, (std::vector<std::string>{
-                            "1 2#0 complete records=2 a->b=10 b->c=20 total=30",
-                            "2 3#0 complete records=2 a->b=15 b->c=45 total=60",
-                            "3 1#0 fanned records=1"}));
+  EXPECT_EQ(rec_.lines,
+            (std::vector<std::string>{"1 2#0 complete records=2 a->b=10 b->c=20 total=30",
+                                      "2 3#0 complete records=2 a->b=15 b->c=45 total=60",
+                                      "3 1#0 fanned records=1"}));
   EXPECT_EQ(st.counters().links_rejected, 2u);
   EXPECT_EQ(st.counters().orders_fanned_out, 1u);
 }
@@ -274,8 +274,8 @@ TEST_F(StitchRulesTest, ALongOrderKeepsEveryRecord) {
   st.AddEvent(Ev("b", 1, 20));
   st.AddEvent(Ev("c", 1, 50));
   st.Finish();
-  EXPECT_EQ(rec_.lines, (std::vector<std::string>{
-                            "1 1#0 complete records=7 a->b=12 b->c=30 total=42"}));
+  EXPECT_EQ(rec_.lines,
+            (std::vector<std::string>{"1 1#0 complete records=7 a->b=12 b->c=30 total=42"}));
   EXPECT_EQ(st.counters().outside_pipeline, 3u);
   EXPECT_EQ(st.counters().repeated_stages, 1u);
 }
@@ -363,8 +363,7 @@ TEST_F(StitchRulesTest, TheSameStreamGivesTheSameOrdersAndACheckpointChangesNoth
     after.Finish();
     EXPECT_EQ(rec_.lines, first) << "cut at step " << cut;
     EXPECT_EQ(after.counters().repeated_stages, whole.counters().repeated_stages);
-    EXPECT_EQ(after.counters().records_over_open_limit,
-              whole.counters().records_over_open_limit);
+    EXPECT_EQ(after.counters().records_over_open_limit, whole.counters().records_over_open_limit);
   }
 }
 
