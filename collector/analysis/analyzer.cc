@@ -150,6 +150,11 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
   const uint32_t tid = thread.tid;
   const uint32_t process_id = c.process_id;
 
+  // Records go to the stitcher in batches (it looks their ids up ahead),
+  // small enough to stay in L1; a link flushes the batch first, so the
+  // stitcher sees the ring's order.
+  constexpr size_t kStitchBatch = 256;
+  batch_.clear();
   for (size_t i = skip; i < c.count; ++i) {
     const abi::Record r = c.RecordAt(i);
     switch (r.kind) {
@@ -179,10 +184,16 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
           e.duration_ticks = r.payload.span.duration_ticks;
           if (r.flags & abi::kRecordSpanSaturated) ++counters_.spans_saturated;
         }
-        stitcher_.AddEvent(e);
+        batch_.push_back(e);
+        if (batch_.size() == kStitchBatch) {
+          stitcher_.AddEvents(batch_);
+          batch_.clear();
+        }
         break;
       }
       case abi::kLink:
+        stitcher_.AddEvents(batch_);
+        batch_.clear();
         stitcher_.AddLink(r.order_id, r.payload.parent_order_id);
         break;
       default:
@@ -190,6 +201,8 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
         break;
     }
   }
+  stitcher_.AddEvents(batch_);
+  batch_.clear();
 }
 
 void Analyzer::OnSlotDropped(const SlotDroppedChunk& c) {

@@ -143,6 +143,7 @@ class Analyzer : public ChunkVisitor {
   NameTable tag_names_;
   StageStats stats_;
   Stitcher stitcher_;
+  std::vector<StitchEvent> batch_;  // OnRecords' scratch: one chunk's records for the stitcher
   std::string run_info_json_;
   std::vector<RunInfoUpdate> core_measurements_;
   std::map<std::string, uint64_t> stream_counters_;

@@ -630,9 +630,10 @@ absl::Status CountRestart(const RunPlan& plan, Session& session, std::ostream& o
 // This run's checkpoint, loaded into the analysis: the analysis as it stood
 // at a journal offset, so only the journal after it is replayed
 // (collector/stream/checkpoint.h). nullopt when there is none (another
-// run's is removed).
+// run's is removed; one of another format is refused in one line).
 absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions& o,
-                                                         const RunPlan& plan, Session& session) {
+                                                         const RunPlan& plan, Session& session,
+                                                         std::ostream& out) {
   const std::string checkpoint_path = CheckpointPath(plan.local_state);
   if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
   absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
@@ -655,6 +656,12 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions&
   }
   if (checkpoint.ok()) {
     ::unlink(checkpoint_path.c_str());  // another run's, left behind: not ours to use
+  } else if (absl::IsFailedPrecondition(checkpoint.status())) {
+    // Another collector's format: its state cannot be read, so the run is
+    // analysed again from the journal's start (the store skips what it holds).
+    out << "warning: " << checkpoint.status().message()
+        << " is not used; replaying the journal from its start\n";
+    ::unlink(checkpoint_path.c_str());
   } else if (!absl::IsNotFound(checkpoint.status())) {
     return absl::DataLossError(absl::StrCat(
         checkpoint.status().message(), "; the journal before it is gone, so run ", plan.resume_run,
@@ -708,7 +715,7 @@ absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const 
   JournalStart started;
   if (absl::Status s = CountRestart(plan, session, out); !s.ok()) return s;
   started.recovery_start = Clock::now();
-  absl::StatusOr<std::optional<Checkpoint>> checkpoint = LoadCheckpoint(o, plan, session);
+  absl::StatusOr<std::optional<Checkpoint>> checkpoint = LoadCheckpoint(o, plan, session, out);
   if (!checkpoint.ok()) return checkpoint.status();
   const uint64_t replay_from = checkpoint->has_value() ? (*checkpoint)->journal_offset : 0;
   started.replay_from = replay_from;

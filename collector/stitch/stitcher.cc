@@ -34,7 +34,7 @@ Stitcher::Stitcher(const StitchSettings& settings, const TimeBase& time_base,
     for (size_t i = 0; i < pipeline_.size(); ++i) pipeline_index_.emplace(pipeline_[i], int(i));
   }
   total_stage_ = stats_->StageId("total", StageKind::kTotal);
-  orders_.reserve(settings_.expected_open_orders);
+  table_.Reset(settings_.expected_open_orders);
   SetCores(settings_.cores);
 }
 
@@ -130,6 +130,9 @@ uint8_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
 }
 
 int Stitcher::PositionOf(uint32_t name_id) {
+  if (name_id < position_by_name_.size()) [[likely]] {
+    return position_by_name_[name_id];
+  }
   while (position_by_name_.size() <= name_id && position_by_name_.size() < tag_names_->size()) {
     const auto it = pipeline_index_.find(tag_names_->Name(position_by_name_.size()));
     position_by_name_.push_back(it == pipeline_index_.end() ? -1 : it->second);
@@ -142,67 +145,170 @@ bool Stitcher::StampLike(const Event& e, int pos) const {
   return pos >= 0 && (e.kind == abi::kStamp || e.kind == abi::kSpan || e.kind == abi::kMeasure);
 }
 
-uint32_t Stitcher::OrderIndex(uint64_t order_id) {
-  // One probe for both the lookup and the insert. A finished order still
-  // lingering takes its late records.
-  auto [it, inserted] = orders_.try_emplace(order_id, 0);
-  if (!inserted) return it->second;
-  if (settings_.max_open_orders > 0 && orders_.size() > settings_.max_open_orders) {
-    orders_.erase(it);  // bounded memory: this order is not kept (counted by the caller)
-    return kNoOrder;
+Stitcher::EventSpan Stitcher::Events(const Order& o) const {
+  if (o.overflow == 0) return EventSpan{o.inline_events, o.inline_events + o.count};
+  const std::vector<Event>& v = overflow_[o.overflow - 1];
+  return EventSpan{v.data(), v.data() + v.size()};
+}
+
+void Stitcher::PushEvent(Order& o, const Event& ev) {
+  if (o.overflow == 0 && o.count < kInlineEvents) {
+    o.inline_events[o.count++] = ev;
+    return;
   }
+  if (o.overflow == 0) {
+    // A long order: all its events move to one vector, kept contiguous.
+    if (overflow_free_.empty()) {
+      overflow_.emplace_back();
+      o.overflow = static_cast<uint32_t>(overflow_.size());
+    } else {
+      o.overflow = overflow_free_.back() + 1;
+      overflow_free_.pop_back();
+    }
+    overflow_[o.overflow - 1].assign(o.inline_events, o.inline_events + o.count);
+  }
+  overflow_[o.overflow - 1].push_back(ev);
+  ++o.count;
+}
+
+void Stitcher::Touch(Order& o, uint32_t idx) {
+  if (o.last_activity == clock_) return;  // its entry for this clock is queued
+  o.last_activity = clock_;
+  if (settings_.timeout_ticks > 0) timeouts_.push_back(TickCell{clock_, idx});
+}
+
+void Stitcher::PushMemoryLook(size_t slot) {
+  if (settings_.timeout_ticks == 0) return;  // no timeout: remembered for the run (as before)
+  IdTable::Slot& s = table_.at(slot);
+  const uint32_t tag = next_tag_;
+  next_tag_ = (next_tag_ + 1) & IdTable::kTagMask;
+  s.Set(s.state(), tag);
+  memory_looks_.push_back(MemoryLook{clock_, s.id, tag});
+}
+
+uint32_t Stitcher::NewOrder(uint64_t order_id, uint32_t instance) {
   uint32_t idx;
   if (!free_.empty()) {
     idx = free_.back();
     free_.pop_back();
   } else {
-    idx = static_cast<uint32_t>(pool_.size());
-    pool_.emplace_back();
+    idx = pool_.Add();
   }
-  Order& o = pool_[idx];
+  Order& o = Cell(idx);
+  o.id = order_id;
   o.live = true;
+  o.instance = std::min(instance, kMaxInstance);
+  if (instance > 0) ++counters_.reused_ids;
   o.last_activity = clock_;
-  InstanceMemory& m = next_instance_[order_id];
-  o.instance = std::min<uint32_t>(m.next, (1u << 27) - 1);
-  if (m.next > 0) ++counters_.reused_ids;
-  if (m.next < (1u << 27) - 1) ++m.next;
-  m.opened_at = clock_;
-  if (settings_.timeout_ticks > 0) instance_expiry_.emplace_back(clock_, order_id);
-  it->second = idx;
+  if (settings_.timeout_ticks > 0) timeouts_.push_back(TickCell{clock_, idx});
+  ++live_orders_;
   return idx;
+}
+
+// Truth for reused ids (stitcher.h, "Lingering and instances"): a record
+// that repeats the first stage of an order whose last stage has arrived, or
+// repeats a stage another process stamped in it, is a new use of the id.
+bool Stitcher::StartsNewInstance(const Order& o, const StitchEvent& e) {
+  if (!pipeline_known_) return false;
+  const int pos = PositionOf(e.name_id);
+  if (pos < 0 || (e.kind != abi::kStamp && e.kind != abi::kSpan && e.kind != abi::kMeasure)) {
+    return false;
+  }
+  for (const Event& ev : Events(o)) {
+    if (ev.name_id == (e.name_id & (kMaxNameIds - 1)) &&
+        (pos == 0 || ev.process_id != e.process_id)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t Stitcher::OrderIndex(uint64_t order_id, const StitchEvent* e) {
+  // One probe: the slot says whether the id is open, lingering, or only
+  // remembered (its next instance), or new.
+  size_t slot = table_.Find(order_id);
+  const bool at_limit = settings_.max_open_orders > 0 && live_orders_ >= settings_.max_open_orders;
+  if (!table_.Found(slot)) {
+    if (at_limit) return kNoOrder;  // bounded memory: not kept (counted by the caller)
+    const uint32_t idx = NewOrder(order_id, 0);
+    slot = table_.Insert(slot, order_id, idx, IdTable::kOpen, 0);
+    PushMemoryLook(slot);
+    return idx;
+  }
+  IdTable::Slot& s = table_.at(slot);
+  switch (s.state()) {
+    case IdTable::kOpen:
+      if (e != nullptr && Cell(s.value).pending && StartsNewInstance(Cell(s.value), *e)) break;
+      return s.value;
+    case IdTable::kLingering:
+      // A late record joins its finished order, unless it is a new use.
+      if (e != nullptr && StartsNewInstance(Cell(s.value), *e)) break;
+      return s.value;
+    case IdTable::kMemory: {
+      if (at_limit) return kNoOrder;
+      const uint32_t idx = NewOrder(order_id, s.value);
+      s.value = idx;
+      s.SetState(IdTable::kOpen);
+      PushMemoryLook(slot);
+      return idx;
+    }
+    case IdTable::kEmpty:
+      break;
+  }
+  // A new instance while the previous one still finishes: that one goes on
+  // by its cell (its pending entry, the linger FIFO) and leaves the table;
+  // the id's records from now on are the new one's.
+  if (at_limit) return kNoOrder;
+  const uint32_t idx = NewOrder(order_id, Cell(s.value).instance + 1);
+  s.value = idx;
+  s.SetState(IdTable::kOpen);
+  PushMemoryLook(slot);
+  return idx;
+}
+
+void Stitcher::LeaveTable(uint32_t idx) {
+  const Order& o = Cell(idx);
+  const size_t slot = table_.Find(o.id);
+  if (!table_.Found(slot)) return;
+  IdTable::Slot& s = table_.at(slot);
+  if (s.state() == IdTable::kMemory || s.value != idx) return;  // a newer instance has it
+  s.value = std::min<uint32_t>(o.instance + 1, kMaxInstance);
+  s.SetState(IdTable::kMemory);
 }
 
 void Stitcher::ForgetOldInstances() {
   const uint64_t keep = instance_memory_ticks();
-  while (!instance_expiry_.empty() && clock_ - instance_expiry_.front().first > keep) {
-    const auto [opened_at, id] = instance_expiry_.front();
-    instance_expiry_.pop_front();
-    auto it = next_instance_.find(id);
-    // Opened again since: a later entry of the queue forgets it.
-    if (it == next_instance_.end() || it->second.opened_at != opened_at) continue;
-    if (orders_.contains(id)) {
-      // Still open or lingering: remembered from now on, and looked at
-      // again once it has been gone as long (without this entry it would
-      // never be forgotten). clock_ is the newest time: the queue stays in
-      // time order.
-      it->second.opened_at = clock_;
-      instance_expiry_.emplace_back(clock_, id);
+  while (!memory_looks_.empty() && clock_ - memory_looks_.front().at > keep) {
+    const MemoryLook look = memory_looks_.front();
+    memory_looks_.pop_front();
+    const size_t slot = table_.Find(look.id);
+    // Opened again since: a later look decides.
+    if (!table_.Found(slot) || table_.at(slot).tag() != look.tag) continue;
+    if (table_.at(slot).state() == IdTable::kMemory) {
+      table_.Erase(slot);
     } else {
-      next_instance_.erase(it);
+      // Still open or lingering: remembered, and looked at again once it
+      // has been gone as long. clock_ is the newest time: the FIFO stays in
+      // time order.
+      PushMemoryLook(slot);
     }
   }
 }
 
 Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
-  auto it = orders_.find(order_id);
-  if (it == orders_.end() || pool_[it->second].lingering) return nullptr;
-  return &pool_[it->second];
+  const size_t slot = table_.Find(order_id);
+  if (!table_.Found(slot) || table_.at(slot).state() != IdTable::kOpen) return nullptr;
+  return &Cell(table_.at(slot).value);
 }
 
 Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
-  if (auto o = orders_.find(order_id); o != orders_.end()) return &pool_[o->second];
+  const size_t slot = table_.Find(order_id);
+  if (table_.Found(slot) && table_.at(slot).state() != IdTable::kMemory) {
+    return &Cell(table_.at(slot).value);
+  }
+  if (held_.empty()) return nullptr;
   auto it = held_.find(order_id);
-  return it == held_.end() ? nullptr : &pool_[it->second];
+  return it == held_.end() ? nullptr : &Cell(it->second);
 }
 
 uint32_t Stitcher::TransitionStage(uint32_t from_name, uint32_t to_name) {
@@ -224,7 +330,33 @@ uint32_t Stitcher::SpanStage(uint32_t name_id) {
   return static_cast<uint32_t>(span_stage_[name_id]);
 }
 
-void Stitcher::AddEvent(const StitchEvent& e) {
+void Stitcher::AddEvent(const StitchEvent& e) { AddRecord(e); }
+
+void Stitcher::AddEvents(std::span<const StitchEvent> events) {
+  // Far enough ahead that the slot arrives before its record is handled,
+  // near enough that it is still in cache then.
+  // Then, halfway, the cell its slot names.
+  constexpr size_t kAhead = 8;
+  constexpr size_t kCellAhead = 4;
+  const size_t n = events.size();
+  for (size_t i = 0; i < n && i < kAhead; ++i) table_.Prefetch(events[i].order_id);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) table_.Prefetch(events[i + kAhead].order_id);
+    if (i + kCellAhead < n) {
+      const IdTable::Slot* s = table_.AtHome(events[i + kCellAhead].order_id);
+      if (s != nullptr && s->state() != IdTable::kMemory) __builtin_prefetch(&Cell(s->value));
+    }
+    AddRecord(events[i]);
+  }
+}
+
+void Stitcher::MarkPending(uint32_t idx) {
+  Order& o = Cell(idx);
+  o.pending = true;
+  pending_current_.push_back(PendingRef{o.id, idx, o.instance});
+}
+
+inline void Stitcher::AddRecord(const StitchEvent& e) {
   if ((e.kind == abi::kSpan || e.kind == abi::kMeasure) && e.order_id == 0) {
     // An interval with no order: a sample of its tag, nothing to stitch.
     StitchedSample sample;
@@ -235,12 +367,12 @@ void Stitcher::AddEvent(const StitchEvent& e) {
     ++counters_.standalone_samples;
     return;
   }
-  const uint32_t idx = OrderIndex(e.order_id);
+  const uint32_t idx = OrderIndex(e.order_id, &e);
   if (idx == kNoOrder) {
     ++counters_.records_over_open_limit;
     return;
   }
-  Order& o = pool_[idx];
+  Order& o = Cell(idx);
   Event ev;
   ev.tsc = e.tsc;
   ev.aux = e.aux;
@@ -251,15 +383,12 @@ void Stitcher::AddEvent(const StitchEvent& e) {
   ev.flags = e.flags & 7u;
   ev.process_id = e.process_id;
   ev.tid = e.tid;
-  o.events.push_back(ev);
+  PushEvent(o, ev);
   if (o.lingering) return;  // a late record joins its finished order; the linger runs on
-  o.last_activity = clock_;
+  Touch(o, idx);
   if (pipeline_known_ && !o.pending && !pipeline_.empty()) {
     const int pos = PositionOf(e.name_id);
-    if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(o.events.back(), pos)) {
-      o.pending = true;
-      pending_current_.push_back(e.order_id);
-    }
+    if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(ev, pos)) MarkPending(idx);
   }
 }
 
@@ -279,59 +408,57 @@ void Stitcher::AddLink(uint64_t child, uint64_t parent) {
     }
     p = a->parent_id;
   }
-  const uint32_t ci = OrderIndex(child);
+  const uint32_t ci = OrderIndex(child, nullptr);
   if (ci == kNoOrder) {
     ++counters_.records_over_open_limit;
     return;
   }
-  if (pool_[ci].has_parent) {
-    if (pool_[ci].parent_id != parent) ++counters_.links_rejected;
-    pool_[ci].last_activity = clock_;
+  Order& c = Cell(ci);
+  if (c.has_parent) {
+    if (c.parent_id != parent) ++counters_.links_rejected;
+    if (!c.lingering) Touch(c, ci);
     return;
   }
-  const uint32_t pi = OrderIndex(parent);  // may grow pool_: take references after it
+  const uint32_t pi = OrderIndex(parent, nullptr);
   if (pi == kNoOrder) {
     ++counters_.records_over_open_limit;
     return;
   }
-  Order& c = pool_[ci];
-  Order& po = pool_[pi];
+  Order& po = Cell(pi);
   c.has_parent = true;
   c.parent_id = parent;
-  c.last_activity = clock_;
+  if (!c.lingering) Touch(c, ci);
   ++po.open_children;
   po.has_children = true;
-  po.last_activity = clock_;
+  if (!po.lingering) Touch(po, pi);
 }
 
 void Stitcher::AdvanceClock(uint64_t tsc) {
   if (!clock_seen_) {
     // Orders that arrived before the first clock start their timeout now.
-    for (auto& [id, idx] : orders_) {
-      if (!pool_[idx].lingering) pool_[idx].last_activity = tsc;
+    timeouts_.clear();
+    for (uint32_t idx = 0; idx < pool_.size(); ++idx) {
+      Order& o = Cell(idx);
+      if (!o.live || o.lingering || o.held) continue;
+      o.last_activity = tsc;
+      if (settings_.timeout_ticks > 0) timeouts_.push_back(TickCell{tsc, idx});
     }
-    last_sweep_clock_ = tsc;
     clock_seen_ = true;
   }
   clock_ = std::max(clock_, tsc);
-  for (uint64_t id : pending_previous_) {
-    auto it = orders_.find(id);
-    if (it == orders_.end()) continue;
-    Order& o = pool_[it->second];
-    if (!o.pending || o.lingering) continue;
+  for (const PendingRef& ref : pending_previous_) {
+    Order& o = Cell(ref.idx);
+    if (!o.live || o.id != ref.id || o.instance != ref.instance) continue;
+    if (!o.pending || o.lingering || o.held) continue;
     if (o.open_children == 0) {
-      FinishOrderAt(it);
+      FinishOrderAt(ref.idx);
     } else {
       o.pending = false;  // a parent that reached the end: its children decide; timeout later
     }
   }
   pending_previous_.swap(pending_current_);
   pending_current_.clear();
-  const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
-  if (settings_.timeout_ticks > 0 && clock_ - last_sweep_clock_ >= sweep_every) {
-    last_sweep_clock_ = clock_;
-    SweepTimeouts();
-  }
+  FinishTimedOut();
   ExpireLingering(/*all=*/false);
   ForgetOldInstances();
   if (!pipeline_known_ && held_order_.size() >= settings_.learn_orders) Learn();
@@ -339,97 +466,117 @@ void Stitcher::AdvanceClock(uint64_t tsc) {
 
 bool Stitcher::NeedsClock(uint64_t now_tsc) const {
   if (!pending_current_.empty() || !pending_previous_.empty()) return true;
-  if (!linger_queue_.empty() && now_tsc > linger_queue_.front().first &&
-      now_tsc - linger_queue_.front().first >= settings_.linger_ticks) {
+  if (!linger_.empty() && now_tsc > linger_.front().at &&
+      now_tsc - linger_.front().at >= settings_.linger_ticks) {
     return true;
   }
-  if (settings_.timeout_ticks == 0 || orders_.size() == lingering_count_) return false;
-  const uint64_t sweep_every = std::max<uint64_t>(1, settings_.timeout_ticks / 8);
-  return now_tsc > last_sweep_clock_ && now_tsc - last_sweep_clock_ >= sweep_every;
+  if (settings_.timeout_ticks == 0) return false;
+  if (!timed_out_parents_.empty()) return true;
+  // The front may be an entry that moved on since (then the tick finds
+  // nothing and drops it): a clock chunk too many, never one too few.
+  return !timeouts_.empty() && now_tsc >= timeouts_.front().at &&
+         now_tsc - timeouts_.front().at >= settings_.timeout_ticks;
 }
 
-void Stitcher::SweepTimeouts() {
-  std::vector<std::pair<uint64_t, uint64_t>> due;  // (last activity, order id)
-  for (const auto& [id, idx] : orders_) {
-    const Order& o = pool_[idx];
-    if (!o.lingering && o.open_children == 0 &&
-        clock_ - o.last_activity >= settings_.timeout_ticks) {
-      due.emplace_back(o.last_activity, id);
-    }
+// Every open order whose last record is timeout_ticks old or older, unless
+// it waits for linked children, finishes at this clock, in the order of
+// (last activity, id, instance): a pure function of the stream.
+void Stitcher::FinishTimedOut() {
+  if (settings_.timeout_ticks == 0) return;
+  due_.clear();
+  auto consider = [this](uint32_t idx, uint64_t at) {
+    const Order& o = Cell(idx);
+    if (!o.live || o.lingering || o.held || o.last_activity != at) return;  // moved on
+    if (clock_ - o.last_activity < settings_.timeout_ticks) return;
+    if (o.open_children > 0) return;  // its last child's emission brings it back
+    due_.emplace_back(o.last_activity, o.id, o.instance, idx);
+  };
+  while (!timeouts_.empty() && clock_ - timeouts_.front().at >= settings_.timeout_ticks) {
+    const TickCell t = timeouts_.front();
+    timeouts_.pop_front();
+    consider(t.idx, t.at);
   }
-  // Sorted, so that the result does not depend on hash-map iteration order.
-  std::sort(due.begin(), due.end());
-  for (const auto& [last, id] : due) FinishOrder(id);
+  for (const PendingRef& ref : timed_out_parents_) {
+    const Order& o = Cell(ref.idx);
+    if (o.live && o.id == ref.id && o.instance == ref.instance) consider(ref.idx, o.last_activity);
+  }
+  timed_out_parents_.clear();
+  if (due_.empty()) return;
+  std::sort(due_.begin(), due_.end());
+  due_.erase(std::unique(due_.begin(), due_.end()), due_.end());
+  for (const auto& [last, id, instance, idx] : due_) {
+    const Order& o = Cell(idx);
+    if (o.live && !o.lingering && !o.held && o.id == id) FinishOrderAt(idx);
+  }
 }
 
-void Stitcher::FinishOrder(uint64_t order_id) {
-  auto it = orders_.find(order_id);
-  if (it != orders_.end() && !pool_[it->second].lingering) FinishOrderAt(it);
-}
-
-// Abseil's table clears its own tombstones: an insert that finds no room
-// left drops them in place when the table is at most 25/32 full, and grows
-// it otherwise (raw_hash_set's rehash_and_grow_if_necessary), so lookups of
-// absent keys do not probe ever longer.
-void Stitcher::EraseOrder(OrderMap::iterator it) { orders_.erase(it); }
-
-void Stitcher::FinishOrderAt(OrderMap::iterator it) {
-  const uint64_t order_id = it->first;
-  const uint32_t idx = it->second;
+void Stitcher::FinishOrderAt(uint32_t idx) {
+  Order& o = Cell(idx);
   if (settings_.linger_ticks > 0 && !finishing_) {
-    // It stays in orders_ (its id leads late records to it), marked lingering.
-    Order& o = pool_[idx];
+    // It stays in the table (its id leads late records to it), lingering.
     o.lingering = 1;
     o.pending = 0;
     o.last_activity = clock_;
     ++lingering_count_;
-    linger_queue_.emplace_back(clock_, order_id);
+    linger_.push_back(TickCell{clock_, idx});
+    const size_t slot = table_.Find(o.id);
+    if (table_.Found(slot) && table_.at(slot).value == idx &&
+        table_.at(slot).state() == IdTable::kOpen) {
+      table_.at(slot).SetState(IdTable::kLingering);
+    }
     return;
   }
-  EraseOrder(it);
-  EmitFinished(order_id, idx);
+  LeaveTable(idx);
+  EmitFinished(idx);
 }
 
 void Stitcher::ExpireLingering(bool all) {
-  while (!linger_queue_.empty()) {
-    const auto [finished_at, order_id] = linger_queue_.front();
-    if (!all && clock_ - finished_at < settings_.linger_ticks) break;
-    linger_queue_.pop_front();
-    auto it = orders_.find(order_id);
-    if (it == orders_.end() || !pool_[it->second].lingering) continue;
-    const uint32_t idx = it->second;
-    Order& o = pool_[idx];
+  while (!linger_.empty()) {
+    const TickCell t = linger_.front();
+    if (!all && clock_ - t.at < settings_.linger_ticks) break;
+    linger_.pop_front();
+    Order& o = Cell(t.idx);
+    if (!o.live || !o.lingering) continue;
     o.lingering = 0;
     --lingering_count_;
     if (o.open_children > 0) {
       // A child linked to it while it lingered: it waits for its children
       // again (and finishes by its timeout, or at the end), open.
+      const size_t slot = table_.Find(o.id);
+      if (table_.Found(slot) && table_.at(slot).value == t.idx &&
+          table_.at(slot).state() == IdTable::kLingering) {
+        table_.at(slot).SetState(IdTable::kOpen);
+      }
       o.last_activity = clock_;
+      if (settings_.timeout_ticks > 0) timeouts_.push_back(TickCell{clock_, t.idx});
       continue;
     }
-    EraseOrder(it);
-    EmitFinished(order_id, idx);
+    LeaveTable(t.idx);
+    EmitFinished(t.idx);
   }
 }
 
-void Stitcher::EmitFinished(uint64_t order_id, uint32_t idx) {
+void Stitcher::EmitFinished(uint32_t idx) {
+  --live_orders_;
+  Order& o = Cell(idx);
   if (pipeline_known_) {
-    Emit(order_id, pool_[idx]);
+    Emit(o);
     Release(idx, /*held=*/false);
   } else {
     // Hold it for learning; its parent may finish now.
-    if (pool_[idx].has_parent) {
-      if (Order* p = FindAny(pool_[idx].parent_id); p && p->open_children > 0) --p->open_children;
+    if (o.has_parent) {
+      if (Order* p = FindAny(o.parent_id); p && p->open_children > 0) --p->open_children;
     }
     // An id used again while learning is a second order: both are held (and
     // later emitted) by pool index; the map finds the latest as a parent.
-    held_.insert_or_assign(order_id, idx);
-    held_order_.emplace_back(order_id, idx);
+    o.held = 1;
+    held_.insert_or_assign(o.id, idx);
+    held_order_.emplace_back(o.id, idx);
   }
 }
 
 void Stitcher::Release(uint32_t idx, bool held) {
-  Order& o = pool_[idx];
+  Order& o = Cell(idx);
   if (!held && o.has_parent) {
     if (Order* p = FindAny(o.parent_id); p && p->open_children > 0 && --p->open_children == 0) {
       // A fanned-out parent whose linked children have all finished is
@@ -437,16 +584,22 @@ void Stitcher::Release(uint32_t idx, bool held) {
       // links), not only at its timeout: the tick stages of a fan-out show
       // while the run goes on.
       if (pipeline_known_ && !p->lingering && !p->pending && FindOpen(o.parent_id) == p) {
-        p->pending = 1;
-        pending_current_.push_back(o.parent_id);
+        MarkPending(table_.at(table_.Find(o.parent_id)).value);  // FindOpen: its slot has it
+      } else if (!p->lingering && !p->held && settings_.timeout_ticks > 0 &&
+                 clock_ - p->last_activity >= settings_.timeout_ticks) {
+        // Its timeout passed while it waited: it finishes at the next clock.
+        const size_t slot = table_.Find(p->id);
+        if (table_.Found(slot) && table_.at(slot).state() == IdTable::kOpen) {
+          timed_out_parents_.push_back(PendingRef{p->id, table_.at(slot).value, p->instance});
+        }
       }
     }
   }
-  o.events.clear();
-  o.parent_id = o.last_activity = 0;
-  o.open_children = 0;
-  o.has_parent = o.has_children = o.pending = o.live = o.lingering = 0;
-  o.instance = 0;
+  if (o.overflow != 0) {
+    overflow_[o.overflow - 1].clear();
+    overflow_free_.push_back(o.overflow - 1);
+  }
+  o = Order{};
   free_.push_back(idx);
 }
 
@@ -455,7 +608,7 @@ void Stitcher::Release(uint32_t idx, bool held) {
 // ancestors (the earliest up the chain).
 inline void Stitcher::BuildChain(const Order& o) {
   chain_.assign(pipeline_.size(), ChainEntry{});
-  for (const Event& e : o.events) {
+  for (const Event& e : Events(o)) {
     const int pos = PositionOf(e.name_id);
     if (!StampLike(e, pos)) {
       if (e.kind == abi::kStamp) ++counters_.outside_pipeline;
@@ -473,7 +626,7 @@ inline void Stitcher::BuildChain(const Order& o) {
   for (int depth = 0; has_parent && depth < kMaxLinkDepth; ++depth) {
     const Order* a = FindAny(parent);
     if (a == nullptr) break;
-    for (const Event& e : a->events) {
+    for (const Event& e : Events(*a)) {
       const int pos = PositionOf(e.name_id);
       if (!StampLike(e, pos)) continue;
       ChainEntry& c = chain_[pos];
@@ -518,9 +671,10 @@ inline void Stitcher::AddSpansAndStamps(const Order& o, uint8_t late_flag) {
   StitchedOrder& out = out_;
   bool want_stamps = false;
   for (const StitchedOrderSink* sink : sinks_) want_stamps = want_stamps || sink->WantsStamps();
-  out.records = static_cast<uint32_t>(o.events.size());
-  if (want_stamps) out.stamps.reserve(o.events.size());
-  for (const Event& e : o.events) {
+  const EventSpan events = Events(o);
+  out.records = static_cast<uint32_t>(events.size());
+  if (want_stamps) out.stamps.reserve(events.size());
+  for (const Event& e : events) {
     const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
     int32_t span_sample = -1;
     uint8_t flags = late_flag;
@@ -552,7 +706,7 @@ inline void Stitcher::Classify(const Order& o, bool late) {
   if (late) {
     out.complete = false;
     ++counters_.orders_late;
-    counters_.late_records += o.events.size();
+    counters_.late_records += o.count;
   } else if (o.has_children) {
     out.complete = true;  // its chain continues in its children
     out.fanned_out = true;
@@ -568,7 +722,7 @@ inline void Stitcher::Classify(const Order& o, bool late) {
   }
 }
 
-void Stitcher::Emit(uint64_t order_id, Order& o) {
+void Stitcher::Emit(Order& o) {
   ++emitted_;
   BuildChain(o);
   // A reused id's instance without the first stage: records that came after
@@ -579,7 +733,7 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
   StitchedOrder& out = out_;
   out.Clear();
   out.seq = emitted_;
-  out.order_id = order_id;
+  out.order_id = o.id;
   out.instance = o.instance;
   out.late = late;
   out.has_parent = o.has_parent;
@@ -589,9 +743,10 @@ void Stitcher::Emit(uint64_t order_id, Order& o) {
   uint64_t chain_start = 0;
   if (first != nullptr) {
     chain_start = first->event->tsc;
-  } else if (!o.events.empty()) {
-    chain_start = o.events.front().tsc;
-    for (const Event& e : o.events) chain_start = std::min(chain_start, e.tsc);
+  } else if (o.count > 0) {
+    const EventSpan events = Events(o);
+    chain_start = events.begin()->tsc;
+    for (const Event& e : events) chain_start = std::min(chain_start, e.tsc);
   }
   out.chain_start_tsc = chain_start;
   AddSpansAndStamps(o, late_flag);
@@ -618,11 +773,11 @@ void Stitcher::Learn() {
   absl::flat_hash_map<uint32_t, std::pair<double, uint64_t>> offsets;
   absl::flat_hash_map<uint32_t, uint64_t> first_tsc;  // scratch, per order
   for (const auto& [id, idx] : held_order_) {
-    const Order* o = &pool_[idx];
+    const Order* o = &Cell(idx);
     first_tsc.clear();
     const Order* a = o;
     for (int depth = 0; a != nullptr && depth <= kMaxLinkDepth; ++depth) {
-      for (const Event& e : a->events) {
+      for (const Event& e : Events(*a)) {
         if (e.kind != abi::kStamp) continue;
         auto [it, inserted] = first_tsc.emplace(e.name_id, e.tsc);
         if (!inserted) it->second = std::min(it->second, e.tsc);
@@ -655,30 +810,28 @@ void Stitcher::Learn() {
   if (on_learned && !held_order_.empty()) on_learned(pipeline_, held_order_.size());
 
   // Emit what was held, in the order it finished (children before parents).
-  for (const auto& [id, idx] : held_order_) Emit(id, pool_[idx]);
+  for (const auto& [id, idx] : held_order_) Emit(Cell(idx));
   held_.clear();
   for (const auto& [id, idx] : held_order_) Release(idx, /*held=*/true);
   held_order_.clear();
 
-  // Open orders that already reached the last stage finish soon.
+  // Open orders that already reached the last stage finish soon, in the
+  // order of their ids (then instances).
   if (!pipeline_.empty()) {
-    std::vector<uint64_t> ids;
-    for (const auto& [id, idx] : orders_) {
-      Order& o = pool_[idx];
-      if (o.lingering) continue;
-      for (const Event& e : o.events) {
+    std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> ready;
+    for (uint32_t idx = 0; idx < pool_.size(); ++idx) {
+      const Order& o = Cell(idx);
+      if (!o.live || o.lingering || o.held || o.pending) continue;
+      for (const Event& e : Events(o)) {
         const int pos = PositionOf(e.name_id);
         if (pos == static_cast<int>(pipeline_.size()) - 1 && StampLike(e, pos)) {
-          ids.push_back(id);
+          ready.emplace_back(o.id, o.instance, idx);
           break;
         }
       }
     }
-    std::sort(ids.begin(), ids.end());
-    for (uint64_t id : ids) {
-      pool_[orders_.find(id)->second].pending = true;
-      pending_current_.push_back(id);
-    }
+    std::sort(ready.begin(), ready.end());
+    for (const auto& [id, instance, idx] : ready) MarkPending(idx);
   }
 }
 
@@ -691,26 +844,39 @@ void Stitcher::Finish() {
   // parent pending (Release appends to pending_current_), which would move a
   // list being walked. Those parents are finished by the loop below.
   for (auto* list : {&pending_previous_, &pending_current_}) {
-    std::vector<uint64_t> ids;
-    ids.swap(*list);
-    for (uint64_t id : ids) {
-      Order* o = FindOpen(id);
-      if (o != nullptr && o->pending && o->open_children == 0) FinishOrder(id);
+    std::vector<PendingRef> refs;
+    refs.swap(*list);
+    for (const PendingRef& ref : refs) {
+      const Order& o = Cell(ref.idx);
+      if (o.live && o.id == ref.id && o.instance == ref.instance && o.pending && !o.lingering &&
+          !o.held && o.open_children == 0) {
+        FinishOrderAt(ref.idx);
+      }
     }
   }
   pending_previous_.clear();
   pending_current_.clear();
-  // Nothing lingers now (ExpireLingering above; finishing_: no more lingering).
-  while (!orders_.empty()) {
-    std::vector<uint64_t> ready;
-    for (const auto& [id, idx] : orders_) {
-      if (pool_[idx].open_children == 0) ready.push_back(id);
+  timed_out_parents_.clear();
+  // Nothing lingers now (ExpireLingering above; finishing_: no more
+  // lingering). The open orders, those without open children first, in the
+  // order of (id, instance); a parent follows its children.
+  std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> ready;
+  while (live_orders_ > 0) {
+    ready.clear();
+    for (bool any : {false, true}) {
+      for (uint32_t idx = 0; idx < pool_.size(); ++idx) {
+        const Order& o = Cell(idx);
+        if (!o.live || o.held || o.lingering) continue;
+        if (any || o.open_children == 0) ready.emplace_back(o.id, o.instance, idx);
+      }
+      if (!ready.empty()) break;  // `any`: cannot happen without a cycle
     }
-    if (ready.empty()) {
-      for (const auto& [id, idx] : orders_) ready.push_back(id);  // cannot happen without a cycle
-    }
+    if (ready.empty()) break;
     std::sort(ready.begin(), ready.end());
-    for (uint64_t id : ready) FinishOrder(id);
+    for (const auto& [id, instance, idx] : ready) {
+      const Order& o = Cell(idx);
+      if (o.live && !o.held && !o.lingering && o.id == id) FinishOrderAt(idx);
+    }
   }
   if (!pipeline_known_) Learn();
 }

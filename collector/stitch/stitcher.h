@@ -19,8 +19,14 @@
 //   - its pipeline's last stage arrived, two clock ticks (drain passes) later,
 //     so that records of earlier stages drained in the same or the next pass
 //     are not missed; or
-//   - no record of it arrived for timeout_ticks of the stream's clock; or
+//   - no record of it arrived for timeout_ticks of the stream's clock: it
+//     finishes at the first clock tick at or after its last record's clock
+//     plus timeout_ticks (one tick before, it is still open); or
 //   - the stream ends (Finish()).
+// Orders finishing at one tick finish in a fixed order: those whose last
+// stage came first, in the order they reached it; then the timed-out ones by
+// (last record's clock, id, instance); at the end of the stream the open
+// ones by (id, instance), children before their parents.
 // A parent waits for its children, and a fanned-out parent is finished once
 // its last linked child is emitted (two clock ticks later, then it lingers,
 // so that a child linked late still joins it). Time is only the stream's clock
@@ -40,10 +46,19 @@
 // their order was emitted. It is emitted as a partial instance flagged
 // `late` (orders.late, samples' and stamps' flag kFlagLate) and its records
 // are counted in late_records; it is never merged into the old instance nor
-// dropped. An id used again within the linger window of its previous use is
-// taken as that use (its repeated stages are counted in repeated_stages).
-// Every id seen costs one hash-map entry (its next instance number) for the
-// run: about 20 bytes per distinct id.
+// dropped.
+// An id used again while its previous use lingers (or has its last stage and
+// waits for its clock ticks) is a new instance when the record repeats the
+// pipeline's first stage of that order, or repeats a stage that a different
+// process stamped in it: a producer that restarts, or a second one reusing
+// the same ids, is not merged into the old orders. The old order then
+// finishes on its own (it leaves the id to the new one: records of the id
+// from then on are the new instance's). Any other record of a lingering
+// order joins it, a repeated stage of the process that stamped it included
+// (counted in repeated_stages). While the pipeline is being learned there
+// are no stages to tell, and such records join the lingering order.
+// An id is remembered (its next instance number, one 16-byte table slot)
+// from its first record until instance_memory_ticks() after its last use.
 //
 // Learning. Without a declared pipeline, orders finish by timeout only and
 // are held until `learn_orders` of them have finished (or the stream ends);
@@ -66,28 +81,38 @@
 // 2^32 ticks or more (a lower bound). With correct_skew a cross-core
 // difference has the two cores' measured offsets subtracted first.
 //
+// Where it keeps things (docs/collector.md, "The stitcher's tables"): one
+// open-addressing table keyed by order id whose slot says whether the id is
+// an open order, a lingering one, or only remembered (its next instance);
+// orders in a pool of fixed cells with four records inline; the linger as a
+// FIFO of cells; the timeouts as a FIFO in deadline order (every order has
+// the same timeout, so the deadlines are pushed in order: the whole timing
+// wheel is one queue). So a record costs one probe, and nothing scans every
+// open order until the stream ends (Finish) or a pipeline is learned.
+//
 // Not thread-safe: one analysis thread owns a Stitcher.
 
 #ifndef TICKTRACE_COLLECTOR_STITCHER_H_
 #define TICKTRACE_COLLECTOR_STITCHER_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "collector/analysis/name_table.h"
 #include "collector/sinks/order_rows.h"
 #include "collector/app/run_info.h"
 #include "collector/sinks/stage_stats.h"
 #include "collector/sinks/stage_stats_sink.h"
 #include "collector/stream/state_codec.h"
+#include "collector/stitch/stitch_table.h"
 #include "collector/stitch/stitched_order.h"
 #include "collector/time/time_base.h"
 #include "ticktrace/abi.h"
@@ -154,6 +179,9 @@ class Stitcher {
   // Adds a stamp, span or interval. kSpan/kMeasure with order_id 0 become
   // standalone samples of their tag.
   void AddEvent(const StitchEvent& e);
+  // The same for each of `events` in turn, looking their ids up a few
+  // records ahead (a prefetch) so that their table slots are in cache.
+  void AddEvents(std::span<const StitchEvent> events);
   // `child` continues `parent`'s chain.
   void AddLink(uint64_t child, uint64_t parent);
   // A drain pass started at `tsc`: finishes due orders.
@@ -176,10 +204,10 @@ class Stitcher {
   bool pipeline_learned() const { return learned_; }
   const std::vector<std::string>& pipeline() const { return pipeline_; }
   // Orders not emitted yet: open, and finished but lingering.
-  size_t open_orders() const { return orders_.size(); }
+  size_t open_orders() const { return live_orders_; }
   // Ids whose next instance number is remembered (open, lingering, or seen
   // within instance_memory_ticks() of the stream).
-  size_t remembered_ids() const { return next_instance_.size(); }
+  size_t remembered_ids() const { return table_.size(); }
   // Orders whose last stage arrived, waiting for their clock ticks.
   bool has_pending() const { return !pending_current_.empty() || !pending_previous_.empty(); }
   const StitchCounters& counters() const { return counters_; }
@@ -199,7 +227,6 @@ class Stitcher {
   std::function<void(const std::vector<std::string>& pipeline, size_t orders)> on_learned;
 
  private:
-  using OrderMap = absl::flat_hash_map<uint64_t, uint32_t>;  // order id -> pool index
   // 32 bytes: an order in flight costs its Events, so kind and flags share a
   // word with the name id (names are capped at kMaxNameIds).
   struct Event {
@@ -213,23 +240,36 @@ class Stitcher {
     uint32_t tid;
   };
   static_assert(sizeof(Event) == 32);
-  struct Order {  // its id is the key in open_/lingering_/held_
+  static constexpr uint32_t kInlineEvents = 4;
+  static constexpr uint32_t kMaxInstance = (1u << 26) - 1;  // an id's uses saturate here
+  // One cell of the order pool (stitch_table.h's OrderPool): 168 bytes.
+  // Four events inline; a longer order moves all of them into one of
+  // overflow_'s vectors (reused, so no allocation per order once warm) and
+  // keeps them contiguous there: PairFlags compares their addresses.
+  struct Order {
+    uint64_t id = 0;
     uint64_t parent_id = 0;
     uint64_t last_activity = 0;  // stream clock at the last record; lingering: at its finish
     uint32_t open_children = 0;
-    uint32_t instance : 27 = 0;  // saturates at 2^27 - 1 uses of one id
+    uint32_t instance : 26 = 0;
     uint32_t has_parent : 1 = 0;
     uint32_t has_children : 1 = 0;
     uint32_t pending : 1 = 0;    // last stage seen; finishing soon
-    uint32_t live : 1 = 0;       // slot in use
+    uint32_t live : 1 = 0;       // cell in use
     uint32_t lingering : 1 = 0;  // finished, waiting linger_ticks before it is emitted
-    // Three inline: 128 bytes per Order, so an order in flight costs ~230 B
-    // with its hash-table slot (visibility_bench: 229 MiB peak for 1 M open
-    // orders, against 259 MiB with four inline). Longer orders spill to the
-    // heap; collector_bench's four-record orders replay as fast either way.
-    absl::InlinedVector<Event, 3> events;
+    uint32_t held : 1 = 0;       // finished while learning the pipeline
+    uint32_t count = 0;          // events
+    uint32_t overflow = 0;       // 0: events inline; else 1 + index into overflow_
+    Event inline_events[kInlineEvents];
   };
-  static_assert(sizeof(Order) <= 128);
+  static_assert(sizeof(Order) == 40 + 32 * kInlineEvents);
+  struct EventSpan {
+    const Event* first;
+    const Event* last;
+    const Event* begin() const { return first; }
+    const Event* end() const { return last; }
+    size_t size() const { return static_cast<size_t>(last - first); }
+  };
   struct ChainEntry {
     const Event* event = nullptr;
     bool own = false;
@@ -240,13 +280,44 @@ class Stitcher {
     double offset_ns = 0;
     double bound_ns = 0;
   };
+  // (clock, pool index): the linger FIFO and the timeout queue.
+  struct TickCell {
+    uint64_t at;
+    uint32_t idx;
+  };
+  // (clock, id, tag): when an id's instance memory is looked at.
+  struct MemoryLook {
+    uint64_t at;
+    uint64_t id;
+    uint32_t tag;
+  };
+  // An order whose last stage arrived, by cell; id and instance tell a cell
+  // reused since from the order that was put on the list.
+  struct PendingRef {
+    uint64_t id;
+    uint32_t idx;
+    uint32_t instance;
+  };
 
-  // The open order's pool index, created if absent; kNoOrder when creating
-  // it would exceed max_open_orders.
+  // The open order's pool index for a record of `order_id` (`e`: the record,
+  // null for a link), created if absent; kNoOrder when creating it would
+  // exceed max_open_orders.
   static constexpr uint32_t kNoOrder = UINT32_MAX;
-  uint32_t OrderIndex(uint64_t order_id);
+  uint32_t OrderIndex(uint64_t order_id, const StitchEvent* e);
+  uint32_t NewOrder(uint64_t order_id, uint32_t instance);
+  bool StartsNewInstance(const Order& o, const StitchEvent& e);
   Order* FindOpen(uint64_t order_id);  // open, not lingering
   Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
+  Order& Cell(uint32_t idx) { return pool_.at(idx); }
+  const Order& Cell(uint32_t idx) const { return pool_.at(idx); }
+  EventSpan Events(const Order& o) const;
+  void PushEvent(Order& o, const Event& ev);
+  // The order's last record was at clock_ now: its timeout is due at
+  // clock_ + timeout_ticks (one more entry of timeouts_).
+  void Touch(Order& o, uint32_t idx);
+  void PushMemoryLook(size_t slot);
+  // The order leaves the table: its slot keeps the id's next instance.
+  void LeaveTable(uint32_t idx);
   // The flags of a sample, and what it carries of the cores' clocks. Its
   // value in ns is needed only to decide them; the sinks convert again.
   uint8_t PairFlags(const Event& a, const Event& b, bool same_ring,
@@ -254,13 +325,14 @@ class Stitcher {
   template <typename E>
   uint8_t SpanFlagsOf(const E& e, StitchedSample* sample) const;
   const CoreClock* Core(uint32_t aux) const;
+  void AddRecord(const StitchEvent& e);
   void ExpireLingering(bool all);
-  void EmitFinished(uint64_t order_id, uint32_t idx);  // after lingering: emit or hold
+  void EmitFinished(uint32_t idx);  // after lingering: emit or hold
   int PositionOf(uint32_t name_id);
   bool StampLike(const Event& e, int pos) const;
-  void SweepTimeouts();
-  void FinishOrder(uint64_t order_id);  // from open_: emit or hold
-  void FinishOrderAt(OrderMap::iterator it);  // REQUIRES: an open (not lingering) order
+  void FinishTimedOut();
+  void FinishOrderAt(uint32_t idx);  // REQUIRES: an open (not lingering, not held) order
+  void MarkPending(uint32_t idx);
   // SaveState and LoadState in parts, in the order written (stitcher_state.cc).
   void SaveHeader(StateWriter& w) const;
   bool LoadHeader(StateReader& r);
@@ -268,9 +340,9 @@ class Stitcher {
   bool LoadPool(StateReader& r);
   void SaveTables(StateWriter& w) const;
   bool LoadTables(StateReader& r);
-  void SaveInstancesAndCounters(StateWriter& w) const;
-  void LoadInstancesAndCounters(StateReader& r);
-  void Emit(uint64_t order_id, Order& o);  // REQUIRES: pipeline_known_
+  void SaveCounters(StateWriter& w) const;
+  void LoadCounters(StateReader& r);
+  void Emit(Order& o);  // REQUIRES: pipeline_known_
   // Emit's steps, in order, each on out_ and chain_.
   void BuildChain(const Order& o);
   std::pair<const ChainEntry*, const ChainEntry*> AddStageSamples(uint8_t late_flag);
@@ -279,7 +351,6 @@ class Stitcher {
   StitchView View() const { return StitchView{&time_, tag_names_, stats_, &pipeline_}; }
   void Release(uint32_t idx, bool held);
   void Learn();
-  void MarkPendingIfComplete(uint32_t index);
   uint32_t TransitionStage(uint32_t from_name, uint32_t to_name);
   uint32_t SpanStage(uint32_t name_id);
 
@@ -297,42 +368,53 @@ class Stitcher {
   absl::flat_hash_map<std::string, int> pipeline_index_;
   std::vector<int> position_by_name_;  // tag name id -> pipeline position or -1
 
-  std::deque<Order> pool_;  // a deque: growing never moves (or re-faults) the orders
-  std::vector<uint32_t> free_;
-  // Open and lingering orders: id -> pool index (Order::lingering tells
-  // which). One table, so that a record finds its order with one probe.
-  OrderMap orders_;
+  // The orders, in cells that never move (stitch_table.h).
+  OrderPool<Order> pool_;
+  std::vector<uint32_t> free_;  // cells to reuse, the last freed first
+  std::vector<std::vector<Event>> overflow_;  // events of orders longer than kInlineEvents
+  std::vector<uint32_t> overflow_free_;
+  // Every id the stitcher knows, one slot each: an open order, a lingering
+  // one (the slot holds its cell) or the instance memory an emitted id
+  // leaves (the slot holds its next instance number). One probe per record.
+  IdTable table_;
+  size_t live_orders_ = 0;      // open and lingering cells (max_open_orders counts these)
   size_t lingering_count_ = 0;  // the lingering ones among them
-  void EraseOrder(OrderMap::iterator it);
-  // Finished, lingering: (finish clock, id) in finishing order.
-  std::deque<std::pair<uint64_t, uint64_t>> linger_queue_;
+  // Finished, lingering: (finish clock, cell) in finishing order, so in
+  // clock order; the front is the next to emit.
+  Fifo<TickCell> linger_;
+  // (last activity, cell) for every clock at which an open order got a
+  // record: the timeouts in deadline order (one timeout for every order, so
+  // a FIFO is the whole timing wheel). An entry whose cell moved on since
+  // (a later record, finished, reused) is skipped when it comes up.
+  Fifo<TickCell> timeouts_;
+  // Parents whose timeout passed while they waited for children; the last
+  // child is emitted now: they finish at the next clock.
+  std::vector<PendingRef> timed_out_parents_;
+  std::vector<std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>> due_;  // scratch
   bool finishing_ = false;  // Finish(): no lingering
-  // Ids of recent orders -> the next instance's number, and the clock when
-  // the id was last opened. Bounded: an id unseen for instance_memory_ticks()
-  // of the stream is forgotten (instance_expiry_ in opening order), so memory
-  // follows the order rate, not the run's length. A reuse after that starts
-  // at instance 0 again; the store tells it from a re-emitted order by its
-  // first TSC and gives it the next free instance (store/sqlite/sqlite_writer.cc).
-  struct InstanceMemory {
-    uint32_t next = 0;
-    uint64_t opened_at = 0;
-  };
-  absl::flat_hash_map<uint64_t, InstanceMemory> next_instance_;
-  std::deque<std::pair<uint64_t, uint64_t>> instance_expiry_;  // (opened at, id)
+  // When the table looks at an id's instance memory again: each opening of
+  // an id queues a look instance_memory_ticks() later, tagged; the slot
+  // keeps the tag of its latest, so an older look finds a newer tag and
+  // passes. A look that finds the id gone (instance memory only) forgets it;
+  // one that finds it open or lingering queues another. Memory follows the
+  // order rate, not the run's length. A reuse after that starts at instance
+  // 0 again; the store tells it from a re-emitted order by its first TSC and
+  // gives it the next free instance (store/sqlite/sqlite_writer.cc).
+  Fifo<MemoryLook> memory_looks_;
+  uint32_t next_tag_ = 0;  // IdTable::kTagBits wide; it wraps
   uint64_t instance_memory_ticks() const {
     return 2 * settings_.timeout_ticks + 2 * settings_.linger_ticks;
   }
   void ForgetOldInstances();
   std::vector<CoreClock> core_clock_;  // by cpu number
-  absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning
+  absl::flat_hash_map<uint64_t, uint32_t> held_;  // finished while learning: id -> latest cell
   // (order id, pool index) in finishing order; an id may appear more than once.
   std::vector<std::pair<uint64_t, uint32_t>> held_order_;
-  std::vector<uint64_t> pending_current_, pending_previous_;
+  std::vector<PendingRef> pending_current_, pending_previous_;
 
   uint64_t emitted_ = 0;  // FinishedOrder::seq of the last emitted order
   uint64_t clock_ = 0;
   bool clock_seen_ = false;
-  uint64_t last_sweep_clock_ = 0;
 
   absl::flat_hash_map<uint64_t, uint32_t> transition_stage_;
   std::vector<int64_t> span_stage_;  // tag name id -> stage id or -1

@@ -1,14 +1,14 @@
 // Stitcher::SaveState / LoadState: the stitcher's part of a checkpoint
 // (collector/stream/checkpoint.h). Kept apart from the stitching itself.
 //
-// Only live orders are written, each with its pool index, so that every map
-// and queue that names an order by index reads the same after LoadState.
-// Nothing the stitcher decides depends on hash-map iteration order (sweeps
-// and the final flush sort), so a restored stitcher emits the same orders in
-// the same order, with the same sequence numbers, as the one saved.
+// Only live cells are written, each with its pool index, so that every FIFO
+// and list that names an order by cell reads the same after LoadState; the
+// id table is written sorted by id and rebuilt (its layout is not state).
+// Nothing the stitcher decides depends on where an id sits in the table (the
+// timeouts and the final flush sort), so a restored stitcher emits the same
+// orders in the same order, with the same sequence numbers, as the one saved.
 
 #include <algorithm>
-#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,56 +18,12 @@
 namespace ticktrace::collect {
 namespace {
 
-template <typename Map>
-void PutIdMap(StateWriter& w, const Map& m) {
-  std::vector<std::pair<uint64_t, uint32_t>> v(m.begin(), m.end());
-  std::sort(v.begin(), v.end());  // the same bytes for the same state
-  w.Put<uint64_t>(v.size());
-  for (const auto& [id, idx] : v) {
-    w.Put<uint64_t>(id);
-    w.Put<uint32_t>(idx);
-  }
-}
-
-template <typename Map>
-bool GetIdMap(StateReader& r, size_t pool_size, Map* m) {
-  const uint64_t n = r.GetCount(12);
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
-    const uint64_t id = r.Get<uint64_t>();
-    const uint32_t idx = r.Get<uint32_t>();
-    if (idx >= pool_size) return false;
-    (*m)[id] = idx;
-  }
-  return r.ok();
-}
-
-void PutIds(StateWriter& w, const std::vector<uint64_t>& v) {
-  w.Put<uint64_t>(v.size());
-  for (uint64_t id : v) w.Put<uint64_t>(id);
-}
-
-bool GetIds(StateReader& r, std::vector<uint64_t>* v) {
-  const uint64_t n = r.GetCount(8);
-  v->clear();
-  for (uint64_t i = 0; i < n && r.ok(); ++i) v->push_back(r.Get<uint64_t>());
-  return r.ok();
-}
-
-// (clock ticks, order id) queues: the linger queue, instance expiry.
-void PutTickIds(StateWriter& w, const std::deque<std::pair<uint64_t, uint64_t>>& q) {
-  w.Put<uint64_t>(q.size());
-  for (const auto& [at, id] : q) {
-    w.Put<uint64_t>(at);
-    w.Put<uint64_t>(id);
-  }
-}
-
-void GetTickIds(StateReader& r, std::deque<std::pair<uint64_t, uint64_t>>* q) {
-  const uint64_t n = r.GetCount(16);
-  q->clear();
-  for (uint64_t i = 0; i < n && r.ok(); ++i) {
-    const uint64_t at = r.Get<uint64_t>();
-    q->emplace_back(at, r.Get<uint64_t>());
+void PutTickCells(StateWriter& w, size_t n, auto&& at) {
+  w.Put<uint64_t>(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto t = at(i);
+    w.Put<uint64_t>(t.at);
+    w.Put<uint32_t>(t.idx);
   }
 }
 
@@ -107,12 +63,12 @@ void Stitcher::SaveState(StateWriter& w) const {
   SaveHeader(w);
   SavePool(w);
   SaveTables(w);
-  SaveInstancesAndCounters(w);
+  SaveCounters(w);
 }
 
 bool Stitcher::LoadState(StateReader& r) {
   if (!LoadHeader(r) || !LoadPool(r) || !LoadTables(r)) return false;
-  LoadInstancesAndCounters(r);
+  LoadCounters(r);
   // Caches of stage ids by name: refilled on use from the restored StageStats.
   transition_stage_.clear();
   span_stage_.clear();
@@ -129,7 +85,7 @@ void Stitcher::SaveHeader(StateWriter& w) const {
 
   w.Put<uint64_t>(clock_);
   w.Put<uint8_t>(clock_seen_);
-  w.Put<uint64_t>(last_sweep_clock_);
+  w.Put<uint32_t>(next_tag_);
   w.Put<uint64_t>(emitted_);
 
   w.Put<uint64_t>(time_.later_anchors.size());
@@ -151,7 +107,7 @@ bool Stitcher::LoadHeader(StateReader& r) {
 
   clock_ = r.Get<uint64_t>();
   clock_seen_ = r.Get<uint8_t>() != 0;
-  last_sweep_clock_ = r.Get<uint64_t>();
+  next_tag_ = r.Get<uint32_t>() & IdTable::kTagMask;
   emitted_ = r.Get<uint64_t>();
 
   const uint64_t anchors = r.GetCount(16);
@@ -164,127 +120,186 @@ bool Stitcher::LoadHeader(StateReader& r) {
   return true;
 }
 
-// Live orders by pool index.
+// The free list in its order (the next cells reused are the same), then the
+// live cells by pool index.
 void Stitcher::SavePool(StateWriter& w) const {
   w.Put<uint64_t>(pool_.size());
+  w.Put<uint64_t>(free_.size());
+  for (uint32_t idx : free_) w.Put<uint32_t>(idx);
   uint64_t live = 0;
-  for (const Order& o : pool_) live += o.live;
+  for (uint32_t idx = 0; idx < pool_.size(); ++idx) live += Cell(idx).live;
   w.Put<uint64_t>(live);
   for (uint32_t idx = 0; idx < pool_.size(); ++idx) {
-    const Order& o = pool_[idx];
+    const Order& o = Cell(idx);
     if (!o.live) continue;
     w.Put<uint32_t>(idx);
+    w.Put<uint64_t>(o.id);
     w.Put<uint64_t>(o.parent_id);
     w.Put<uint64_t>(o.last_activity);
     w.Put<uint32_t>(o.open_children);
     w.Put<uint32_t>(o.instance);
     w.Put<uint8_t>(static_cast<uint8_t>(o.has_parent | o.has_children << 1 | o.pending << 2 |
-                                        o.lingering << 3));
-    w.Put<uint64_t>(o.events.size());
-    for (const Event& e : o.events) PutEvent(w, e);
+                                        o.lingering << 3 | o.held << 4));
+    const EventSpan events = Events(o);
+    w.Put<uint64_t>(events.size());
+    for (const Event& e : events) PutEvent(w, e);
   }
 }
 
 bool Stitcher::LoadPool(StateReader& r) {
   const uint64_t pool_size = r.Get<uint64_t>();
-  const uint64_t live = r.GetCount(4 + 8 + 8 + 4 + 4 + 1 + 8);
-  if (!r.ok() || pool_size > (uint64_t{1} << 32) || live > pool_size) return false;
-  pool_.clear();
-  pool_.resize(pool_size);
+  std::vector<uint32_t> free_cells(r.GetCount(4));
+  for (uint32_t& idx : free_cells) idx = r.Get<uint32_t>();
+  const uint64_t live = r.GetCount(4 + 8 + 8 + 8 + 4 + 4 + 1 + 8);
+  // Every cell is free or live, and both lists were in the input: a corrupt
+  // size cannot make the pool huge.
+  if (!r.ok() || pool_size != free_cells.size() + live || pool_size >= (uint64_t{1} << 32)) {
+    return false;
+  }
+  pool_.Reset(static_cast<uint32_t>(pool_size));
+  overflow_.clear();
+  overflow_free_.clear();
+  live_orders_ = 0;
+  lingering_count_ = 0;
   const size_t name_limit = std::min<size_t>(kMaxNameIds, tag_names_->size());
   for (uint64_t i = 0; i < live && r.ok(); ++i) {
     const uint32_t idx = r.Get<uint32_t>();
-    if (idx >= pool_size || pool_[idx].live) return false;
-    Order& o = pool_[idx];
+    if (idx >= pool_size || Cell(idx).live) return false;
+    Order& o = Cell(idx);
     o.live = 1;
+    o.id = r.Get<uint64_t>();
     o.parent_id = r.Get<uint64_t>();
     o.last_activity = r.Get<uint64_t>();
     o.open_children = r.Get<uint32_t>();
-    o.instance = r.Get<uint32_t>() & ((1u << 27) - 1);
+    o.instance = std::min(r.Get<uint32_t>(), kMaxInstance);
     const uint8_t bits = r.Get<uint8_t>();
     o.has_parent = bits & 1;
     o.has_children = (bits >> 1) & 1;
     o.pending = (bits >> 2) & 1;
     o.lingering = (bits >> 3) & 1;
+    o.held = (bits >> 4) & 1;
+    if (o.lingering && o.held) return false;
+    if (!o.held) ++live_orders_;
+    if (o.lingering) ++lingering_count_;
     const uint64_t events = r.GetCount(8 + 4 * 4 + 2 + 8);
     for (uint64_t k = 0; k < events && r.ok(); ++k) {
       Event e{};
       if (!GetEvent(r, name_limit, &e)) return false;
-      o.events.push_back(e);
+      PushEvent(o, e);
     }
   }
-  free_.clear();
-  for (uint64_t idx = pool_size; idx-- > 0;) {
-    if (!pool_[idx].live) free_.push_back(static_cast<uint32_t>(idx));
+  for (uint32_t idx : free_cells) {
+    if (idx >= pool_size || Cell(idx).live) return false;
   }
-  return true;
+  free_ = std::move(free_cells);
+  return r.ok();
 }
 
-// The tables that name orders by pool index: open, then lingering orders
-// (the layout of the two tables this one replaced), the linger queue, the
-// orders held for learning, the pending ones.
+// The id table (sorted by id), the FIFOs in their order, the orders held for
+// learning, the pending ones.
 void Stitcher::SaveTables(StateWriter& w) const {
-  std::vector<std::pair<uint64_t, uint32_t>> open, lingering;
-  for (const auto& [id, idx] : orders_) {
-    (pool_[idx].lingering ? lingering : open).emplace_back(id, idx);
+  std::vector<IdTable::Slot> slots;
+  slots.reserve(table_.size());
+  table_.ForEach([&slots](const IdTable::Slot& s) { slots.push_back(s); });
+  std::sort(slots.begin(), slots.end(),
+            [](const IdTable::Slot& a, const IdTable::Slot& b) { return a.id < b.id; });
+  w.Put<uint64_t>(slots.size());
+  for (const IdTable::Slot& s : slots) {
+    w.Put<uint64_t>(s.id);
+    w.Put<uint32_t>(s.value);
+    w.Put<uint32_t>(s.meta);
   }
-  PutIdMap(w, open);
-  PutIdMap(w, lingering);
-  PutTickIds(w, linger_queue_);
-  PutIdMap(w, held_);
+  PutTickCells(w, linger_.size(), [this](size_t i) { return linger_[i]; });
+  PutTickCells(w, timeouts_.size(), [this](size_t i) { return timeouts_[i]; });
+  w.Put<uint64_t>(memory_looks_.size());
+  for (size_t i = 0; i < memory_looks_.size(); ++i) {
+    w.Put<uint64_t>(memory_looks_[i].at);
+    w.Put<uint64_t>(memory_looks_[i].id);
+    w.Put<uint32_t>(memory_looks_[i].tag);
+  }
   w.Put<uint64_t>(held_order_.size());
   for (const auto& [id, idx] : held_order_) {
     w.Put<uint64_t>(id);
     w.Put<uint32_t>(idx);
   }
-  PutIds(w, pending_current_);
-  PutIds(w, pending_previous_);
+  for (const auto* list : {&pending_current_, &pending_previous_, &timed_out_parents_}) {
+    w.Put<uint64_t>(list->size());
+    for (const PendingRef& p : *list) {
+      w.Put<uint64_t>(p.id);
+      w.Put<uint32_t>(p.idx);
+      w.Put<uint32_t>(p.instance);
+    }
+  }
 }
 
 bool Stitcher::LoadTables(StateReader& r) {
-  const size_t pool_size = pool_.size();
-  orders_.clear();
-  lingering_count_ = 0;
-  held_.clear();
-  absl::flat_hash_map<uint64_t, uint32_t> open, lingering;
-  if (!GetIdMap(r, pool_size, &open) || !GetIdMap(r, pool_size, &lingering)) return false;
-  for (const auto& [id, idx] : open) {
-    if (!pool_[idx].live || pool_[idx].lingering) return false;
-    orders_.emplace(id, idx);
-  }
-  for (const auto& [id, idx] : lingering) {
-    if (!pool_[idx].live || !pool_[idx].lingering || !orders_.emplace(id, idx).second) {
-      return false;  // an order both open and lingering, or its flag says otherwise
+  const uint32_t pool_size = pool_.size();
+  const uint64_t slots = r.GetCount(16);
+  table_.Reset(std::max<size_t>(slots, settings_.expected_open_orders));
+  for (uint64_t i = 0; i < slots && r.ok(); ++i) {
+    const uint64_t id = r.Get<uint64_t>();
+    const uint32_t value = r.Get<uint32_t>();
+    const uint32_t meta = r.Get<uint32_t>();
+    const auto state = static_cast<IdTable::State>(meta & 3);
+    if (state == IdTable::kEmpty) return false;
+    if (state != IdTable::kMemory) {
+      // An open or lingering slot names a live cell of its id, in that state.
+      if (value >= pool_size) return false;
+      const Order& o = Cell(value);
+      if (!o.live || o.held || o.id != id || bool(o.lingering) != (state == IdTable::kLingering)) {
+        return false;
+      }
     }
+    const size_t slot = table_.Find(id);
+    if (table_.Found(slot)) return false;  // an id twice
+    table_.Insert(slot, id, value, state, meta >> 2);
   }
-  lingering_count_ = lingering.size();
-  GetTickIds(r, &linger_queue_);
-  if (!GetIdMap(r, pool_size, &held_)) return false;
-  const uint64_t ho = r.GetCount(12);
+  auto get_cells = [&r, pool_size](Fifo<TickCell>* q) {
+    q->clear();
+    const uint64_t n = r.GetCount(12);
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      const uint64_t at = r.Get<uint64_t>();
+      const uint32_t idx = r.Get<uint32_t>();
+      if (idx >= pool_size) return false;
+      q->push_back(TickCell{at, idx});
+    }
+    return r.ok();
+  };
+  if (!get_cells(&linger_) || !get_cells(&timeouts_)) return false;
+  memory_looks_.clear();
+  const uint64_t looks = r.GetCount(20);
+  for (uint64_t i = 0; i < looks && r.ok(); ++i) {
+    const uint64_t at = r.Get<uint64_t>();
+    const uint64_t id = r.Get<uint64_t>();
+    memory_looks_.push_back(MemoryLook{at, id, r.Get<uint32_t>() & IdTable::kTagMask});
+  }
+  held_.clear();
   held_order_.clear();
-  for (uint64_t i = 0; i < ho && r.ok(); ++i) {
+  const uint64_t held = r.GetCount(12);
+  for (uint64_t i = 0; i < held && r.ok(); ++i) {
     const uint64_t id = r.Get<uint64_t>();
     const uint32_t idx = r.Get<uint32_t>();
-    if (idx >= pool_size) return false;
+    if (idx >= pool_size || !Cell(idx).held || Cell(idx).id != id) return false;
     held_order_.emplace_back(id, idx);
+    held_.insert_or_assign(id, idx);  // the latest of an id, as when they were held
   }
-  return GetIds(r, &pending_current_) && GetIds(r, &pending_previous_);
+  for (auto* list : {&pending_current_, &pending_previous_, &timed_out_parents_}) {
+    list->clear();
+    const uint64_t n = r.GetCount(16);
+    for (uint64_t i = 0; i < n && r.ok(); ++i) {
+      PendingRef p;
+      p.id = r.Get<uint64_t>();
+      p.idx = r.Get<uint32_t>();
+      p.instance = r.Get<uint32_t>();
+      if (p.idx >= pool_size) return false;
+      list->push_back(p);
+    }
+  }
+  return r.ok();
 }
 
-// What the stitcher remembers of each id (its next instance), and its counters.
-void Stitcher::SaveInstancesAndCounters(StateWriter& w) const {
-  std::vector<std::pair<uint64_t, InstanceMemory>> memory(next_instance_.begin(),
-                                                           next_instance_.end());
-  std::sort(memory.begin(), memory.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  w.Put<uint64_t>(memory.size());
-  for (const auto& [id, m] : memory) {
-    w.Put<uint64_t>(id);
-    w.Put<uint32_t>(m.next);
-    w.Put<uint64_t>(m.opened_at);
-  }
-  PutTickIds(w, instance_expiry_);
-
+// The counters.
+void Stitcher::SaveCounters(StateWriter& w) const {
   const StitchCounters& c = counters_;
   for (uint64_t v : {c.orders_complete, c.orders_incomplete, c.orders_fanned_out,
                      c.outside_pipeline, c.repeated_stages, c.links_rejected,
@@ -300,19 +315,7 @@ void Stitcher::SaveInstancesAndCounters(StateWriter& w) const {
 }
 
 // The caller checks r.ok().
-void Stitcher::LoadInstancesAndCounters(StateReader& r) {
-  const uint64_t memory = r.GetCount(20);
-  next_instance_.clear();
-  next_instance_.reserve(memory);
-  for (uint64_t i = 0; i < memory && r.ok(); ++i) {
-    const uint64_t id = r.Get<uint64_t>();
-    InstanceMemory m;
-    m.next = r.Get<uint32_t>();
-    m.opened_at = r.Get<uint64_t>();
-    next_instance_[id] = m;
-  }
-  GetTickIds(r, &instance_expiry_);
-
+void Stitcher::LoadCounters(StateReader& r) {
   StitchCounters& c = counters_;
   for (uint64_t* v : {&c.orders_complete, &c.orders_incomplete, &c.orders_fanned_out,
                       &c.outside_pipeline, &c.repeated_stages, &c.links_rejected,

@@ -108,7 +108,13 @@ absl::StatusOr<Checkpoint> ReadCheckpointFile(const std::string& path) {
   };
   StateReader r(bytes);
   if (r.Get<uint64_t>() != kCheckpointMagic) return bad("wrong magic");
-  if (r.Get<uint32_t>() != kCheckpointVersion) return bad("unknown version");
+  const uint32_t version = r.Get<uint32_t>();
+  if (!r.ok()) return bad("cut short");
+  if (version != kCheckpointVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": a checkpoint of format ", version, " (this collector reads format ",
+                     kCheckpointVersion, ")"));
+  }
   r.Get<uint32_t>();
   Checkpoint c;
   c.run_id = r.Get<int64_t>();

@@ -15,10 +15,14 @@
 // with, and the journal always holds everything after the checkpoint.
 //
 // File layout (little-endian):
-//   +0  u64 magic "TTCKPT01"   +8  u32 version (1)   +12 u32 reserved (0)
+//   +0  u64 magic "TTCKPT01"   +8  u32 version (2)   +12 u32 reserved (0)
 //   +16 i64 run_id            +24 u64 journal offset (replay from here)
 //   +32 u64 orders emitted    +40 u64 state bytes   +48 u64 checksum of state
 //   +56 state (Analyzer::SaveState)
+// The version names the state's format. 2: the stitcher's id table, order
+// cells and FIFOs (collector/stitch/stitch_table.h); 1 (the stitcher's hash
+// maps) is refused, and that run is resumed by replaying its journal from
+// the start.
 // Thread-safe functions (no shared state).
 
 #ifndef TICKTRACE_COLLECTOR_CHECKPOINT_H_
@@ -33,7 +37,7 @@
 namespace ticktrace::collect {
 
 inline constexpr uint64_t kCheckpointMagic = 0x3130545043574354ull;  // "TTCKPT01"
-inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointVersion = 2;
 inline constexpr size_t kCheckpointHeaderBytes = 56;
 
 struct Checkpoint {
@@ -52,8 +56,9 @@ std::string CheckpointPath(const std::string& db_path);
 absl::Status WriteCheckpointFile(const std::string& path, const Checkpoint& c,
                                  bool group_readable);
 
-// NotFound when there is none; DataLoss when it is not a whole, valid
-// checkpoint (wrong magic or version, cut short, checksum mismatch).
+// NotFound when there is none; FailedPrecondition when it is a checkpoint of
+// another version (its message says which, in one line); DataLoss when it is
+// not a whole, valid checkpoint (wrong magic, cut short, checksum mismatch).
 absl::StatusOr<Checkpoint> ReadCheckpointFile(const std::string& path);
 
 }  // namespace ticktrace::collect

@@ -278,6 +278,20 @@ TEST(CheckpointTest, FileRoundTripsAndRejectsDamage) {
     fclose(f);
   }
   EXPECT_TRUE(absl::IsDataLoss(ReadCheckpointFile(path).status()));
+
+  // The same file written by a collector of format 1 (the version at +8):
+  // refused as another format, in one line that names both, so that the
+  // collector replays the journal instead.
+  bytes[kCheckpointHeaderBytes + 10] ^= 0x20;
+  bytes[8] = 1;
+  {
+    FILE* f = fopen(path.c_str(), "wb");
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  }
+  const absl::Status old = ReadCheckpointFile(path).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(old)) << old;
+  EXPECT_EQ(old.message(), path + ": a checkpoint of format 1 (this collector reads format 2)");
 }
 
 }  // namespace
