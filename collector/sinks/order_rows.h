@@ -28,8 +28,14 @@ struct FinishedOrder {
 
 // `order` as the store takes it: samples in the stitcher's order (transitions
 // in pipeline order, spans in record order, 'total' last), stamps in record
-// order; a late instance's stamps carry store::kFlagLate.
+// order; a late instance's stamps carry store::kFlagLate. UTC comes from the
+// anchor segment of the order's chain start, found once (utc_segment.h).
 FinishedOrder ToFinishedOrder(const StitchedOrder& order, const StitchView& view);
+// The same into `detail`, whatever it held: its vectors and strings keep
+// their capacity, so a detail filled again allocates nothing once it has held
+// an order as large.
+void FillOrderDetail(const StitchedOrder& order, const StitchView& view,
+                     store::OrderDetail* detail);
 
 // Receives finished orders. Called on the analysis thread.
 class OrderSink : public StitchedOrderSink {

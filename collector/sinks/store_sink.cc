@@ -51,7 +51,7 @@ struct StoreSink::TailInterval {
 };
 
 StoreSink::StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOptions& options)
-    : backend_(backend), run_id_(run_id), options_(options) {
+    : backend_(backend), run_id_(run_id), options_(options), stats_(options.include_flagged) {
   options_.interval_ns = std::max<int64_t>(1, options_.interval_ns);
   options_.tail_one_in = std::max<uint64_t>(1, options_.tail_one_in);
   building_.reserve(options_.max_orders_per_transaction);
@@ -66,46 +66,82 @@ int64_t StoreSink::IntervalOf(int64_t utc_ns) const {
   return utc_ns - (((utc_ns % n) + n) % n);
 }
 
-void StoreSink::Aggregate(const FinishedOrder& f, int64_t interval) {
-  const uint32_t excluded = options_.include_flagged ? 0 : store::kFlagsExcludedByDefault;
-  for (const store::SampleDetail& s : f.order.samples) {
-    auto [it, fresh] = deltas_.try_emplace({s.stage, interval});
-    store::IntervalDelta& d = it->second;
-    if (fresh) {
-      d.stage = s.stage;
-      d.kind = store::StageKindOfName(s.stage);
-      d.start_utc_ns = interval;
+int64_t StoreSink::NowNs() const {
+  if (options_.now_ns) return options_.now_ns();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+store::OrderDetail StoreSink::Recycled() {
+  while (!reuse_.empty()) {
+    std::vector<store::OrderDetail>& v = reuse_.back();
+    if (!v.empty()) {
+      store::OrderDetail d = std::move(v.back());
+      v.pop_back();
+      return d;
     }
-    ++d.samples_all;
-    for (size_t i = 0; i < store::kFlagNames.size(); ++i) {
-      if (s.flags & store::kFlagNames[i].bit) ++d.flag_counts[i];
-    }
-    if ((s.flags & excluded) == 0) d.histogram.Add(s.latency_ns);
+    reuse_.pop_back();
   }
-  ++orders_per_interval_[interval];
+  return store::OrderDetail{};
+}
+
+void StoreSink::Recycle(store::OrderDetail&& detail) {
+  if (reuse_.empty()) reuse_.emplace_back();
+  if (reuse_.back().size() < options_.max_orders_per_transaction) {
+    reuse_.back().push_back(std::move(detail));
+  }
 }
 
 void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
+  slots_.resize(order.order.samples.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i] = stats_.SlotOfName(order.order.samples[i].stage);
+  }
+  Take(std::move(order));
+}
+
+void StoreSink::OnStitchedOrder(const StitchedOrder& order, const StitchView& view) {
+  if (order.stamps.size() != order.records) {  // as OrderSink::OnStitchedOrder
+    OnOrderNotStored(order.samples.size(), order.records);
+    return;
+  }
+  slots_.resize(order.samples.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i] = stats_.SlotOfStage(order.samples[i].stage_id, *view.stages);
+  }
+  FinishedOrder f;
+  f.seq = order.seq;
+  f.order = Recycled();
+  FillOrderDetail(order, view, &f.order);
+  Take(std::move(f));
+}
+
+void StoreSink::Take(FinishedOrder&& order) {
+  if (orders_gathered_++ == 0) gathering_since_ns_ = NowNs();
   last_seq_ = std::max(last_seq_, order.seq);
   const int64_t interval = IntervalOf(order.order.first_utc_ns);
   newest_first_utc_ns_ = std::max(newest_first_utc_ns_, order.order.first_utc_ns);
   // Re-emitted after a restart: what the store holds of it stays as it is.
   if (order.seq > skip_stats_through_ && order.seq <= identity_through_ &&
       stored_keys_.contains({order.order.order_id, order.order.instance})) {
+    Recycle(std::move(order.order));
     return;  // after a corrupt chunk: known by its key, not its number
   }
-  if (order.seq != 0 && order.seq <= skip_stats_through_) {
-    if (order.seq <= skip_detail_through_) return;
-  } else {
-    Aggregate(order, interval);
+  if (order.seq == 0 || order.seq > skip_stats_through_) {
+    stats_.AddOrder(interval, order.order.samples, slots_.data());
   }
-  if (order.seq != 0 && order.seq <= skip_detail_through_) return;
+  if (order.seq != 0 && order.seq <= skip_detail_through_) {
+    Recycle(std::move(order.order));
+    return;
+  }
   switch (options_.detail) {
     case store::DetailPolicy::kAll:
       Keep(std::move(order.order));
       break;
     case store::DetailPolicy::kNone:
       ++local_.orders_detail_skipped;
+      Recycle(std::move(order.order));
       break;
     case store::DetailPolicy::kTail: {
       store::OrderDetail d = std::move(order.order);
@@ -126,7 +162,7 @@ void StoreSink::OnFinishedOrder(FinishedOrder&& order) {
 void StoreSink::Keep(store::OrderDetail&& detail) {
   building_samples_ += detail.samples.size() + detail.stamps.size();
   building_.push_back(std::move(detail));
-  if (building_.size() >= options_.max_orders_per_transaction) Submit();
+  if (building_.size() >= options_.max_orders_per_transaction) HandOver();
 }
 
 void StoreSink::OfferToTail(store::OrderDetail&& detail, int64_t interval) {
@@ -151,6 +187,7 @@ void StoreSink::OfferToTail(store::OrderDetail&& detail, int64_t interval) {
   }
   if (p->refs == 0) {
     ++local_.orders_detail_skipped;
+    Recycle(std::move(p->detail));
   } else {
     t->pending.push_back(std::move(p));
   }
@@ -163,6 +200,7 @@ void StoreSink::SettleTail(int64_t before_interval) {
         Keep(std::move(p->detail));
       } else {
         ++local_.orders_detail_skipped;
+        Recycle(std::move(p->detail));
       }
     }
     tail_.erase(tail_.begin());
@@ -170,12 +208,16 @@ void StoreSink::SettleTail(int64_t before_interval) {
 }
 
 void StoreSink::Submit() {
+  if (orders_gathered_ == 0 && building_.empty()) return;  // nothing since the last handover
+  // (Detail kept without an order gathered: tail choices settled by SettleAll.)
+  if (orders_gathered_ > 0 && NowNs() - gathering_since_ns_ < options_.submit_every_ns) return;
+  HandOver();
+}
+
+void StoreSink::HandOver() {
+  orders_gathered_ = 0;
   Batch b;
-  b.intervals.reserve(deltas_.size());
-  for (auto& [key, d] : deltas_) b.intervals.push_back(std::move(d));
-  deltas_.clear();
-  for (const auto& [start, n] : orders_per_interval_) b.interval_orders.push_back({start, n, 0});
-  orders_per_interval_.clear();
+  stats_.TakeDeltas(&b.intervals, &b.interval_orders);
   b.orders.swap(building_);
   building_.reserve(options_.max_orders_per_transaction);
   b.samples = building_samples_;
@@ -188,7 +230,12 @@ void StoreSink::Submit() {
     std::lock_guard lock(mu_);
     spent.swap(spent_);
   }
-  spent.clear();  // frees the written detail here, off the writer thread
+  // The written detail is filled again (two batches' worth at most); the rest
+  // is freed here, off the writer thread.
+  for (std::vector<store::OrderDetail>& v : spent) {
+    if (reuse_.size() < 2) reuse_.push_back(std::move(v));
+  }
+  spent.clear();
   std::unique_lock lock(mu_);
   if (b.intervals.empty() && b.orders.empty() &&
       (b.last_seq <= detail_through_ || (!queue_.empty() && !queue_.back().checkpoint))) {
@@ -212,6 +259,7 @@ void StoreSink::Submit() {
       written_.stamps_not_stored += o.stamps.size();
     }
     written_.orders_not_stored += b.orders.size();
+    if (reuse_.size() < 2) reuse_.push_back(std::move(b.orders));
     b.orders.clear();
     b.samples = 0;
   }
@@ -224,7 +272,7 @@ void StoreSink::Submit() {
 }
 
 void StoreSink::SubmitCheckpoint(Checkpoint checkpoint) {
-  Submit();
+  HandOver();
   Batch b;
   b.last_seq = last_seq_;
   b.checkpoint = std::make_unique<Checkpoint>(std::move(checkpoint));
@@ -234,6 +282,7 @@ void StoreSink::SubmitCheckpoint(Checkpoint checkpoint) {
 }
 
 void StoreSink::SetSnapshot(store::Snapshot snapshot) {
+  HandOver();
   std::lock_guard lock(mu_);
   snapshot_ = std::move(snapshot);
   work_cv_.notify_one();
@@ -242,7 +291,7 @@ void StoreSink::SetSnapshot(store::Snapshot snapshot) {
 void StoreSink::SettleAll() { SettleTail(std::numeric_limits<int64_t>::max()); }
 
 void StoreSink::Flush() {
-  Submit();
+  HandOver();
   std::unique_lock lock(mu_);
   idle_cv_.wait(lock, [this] {
     return (queue_.empty() && !snapshot_.has_value() && !busy_) || !thread_.joinable();
@@ -368,6 +417,8 @@ bool StoreSink::TakeWork(Transaction* t) {
       ++it;
     }
   }
+  // One delta per (stage, interval): a backend writes each interval row once.
+  MergePerKey(&t->work.intervals, &t->work.interval_orders);
   t->snapshot.swap(snapshot_);
   busy_ = true;
   // What the store holds, and the sink's counts, in the same transaction

@@ -12,6 +12,18 @@
 //     per stage and interval the slowest `tail_slowest`, every flagged or
 //     incomplete order and 1 in `tail_one_in` of the rest; `none`).
 //
+// Handover: what the analysis thread gathered (detail, interval statistics)
+// goes to the writer thread in batches, by size (max_orders_per_transaction)
+// or by time (submit_every_ns after the first order gathered), not after every
+// pass of the analysis: each handover costs a queue entry, a histogram per
+// touched stage and interval, and, in the backend, a write of each interval
+// row. Flush, a checkpoint, a new snapshot and Stop hand everything over at
+// once, so a snapshot's statistics and the interval rows move together.
+//
+// Steady state allocates nothing per sample or stamp: the interval
+// statistics are flat arrays by stage (interval_stats.h), and the detail of
+// orders the writer has written comes back to be filled again.
+//
 // Behind (live mode): when more than `max_queued_samples` samples of detail
 // wait, detail is not queued and counted (orders_not_stored, ...); the
 // interval statistics and the snapshot are still written, first, at every
@@ -38,6 +50,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,8 +63,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "collector/stream/checkpoint.h"
+#include "collector/sinks/interval_stats.h"
 #include "collector/sinks/order_rows.h"
+#include "collector/stream/checkpoint.h"
 #include "ticktrace/store/writer.h"
 
 namespace ticktrace::collect {
@@ -59,6 +73,12 @@ namespace ticktrace::collect {
 struct StoreSinkOptions {
   size_t max_queued_samples = 1u << 20;
   size_t max_orders_per_transaction = 20000;
+  // Gathered work goes to the writer at the first Submit() this long after
+  // the first order of it came (wall clock: an idle stream's last orders
+  // still reach the store), or sooner by size.
+  int64_t submit_every_ns = 200'000'000;
+  // The clock Submit() reads, in ns (tests); unset: std::chrono::steady_clock.
+  std::function<int64_t()> now_ns;
   bool block_when_full = false;
   int64_t interval_ns = 1'000'000'000;
   store::DetailPolicy detail = store::DetailPolicy::kAll;
@@ -104,12 +124,20 @@ class StoreSink : public OrderSink {
   void Start();
   // OrderSink. Analysis thread.
   void OnFinishedOrder(FinishedOrder&& order) override;
+  // From the stitcher: the detail is filled into a recycled OrderDetail and
+  // the statistics go by the stitcher's stage ids.
+  void OnStitchedOrder(const StitchedOrder& order, const StitchView& view) override;
   // Always true: the interval statistics need every order's rows.
   bool WantsRows() const override { return true; }
-  // Hands what was gathered (detail, interval statistics) to the writer.
+  // The end of a pass: hands what was gathered (detail, interval statistics)
+  // to the writer when it is due (see "Handover" above).
   void Submit();
-  // Replaces the snapshot written with the next transaction.
+  // Hands over what was gathered, then replaces the snapshot written with
+  // the next transaction.
   void SetSnapshot(store::Snapshot snapshot);
+  // Orders gathered on the analysis thread since the last handover (kept
+  // detail and statistics-only orders alike). Analysis thread.
+  size_t orders_gathered() const { return orders_gathered_; }
   // Queues a checkpoint behind everything submitted so far. The writer
   // thread writes it to options.checkpoint_path once the store holds all of
   // that (collector/stream/checkpoint.h), then durable_checkpoint_offset() says so.
@@ -175,7 +203,13 @@ class StoreSink : public OrderSink {
   };
 
   int64_t IntervalOf(int64_t utc_ns) const;
-  void Aggregate(const FinishedOrder& f, int64_t interval);
+  // OnFinishedOrder's work; slots_ holds the stage slots of its samples.
+  void Take(FinishedOrder&& order);
+  void HandOver();
+  int64_t NowNs() const;
+  // A written or dropped OrderDetail to fill again, or a fresh one.
+  store::OrderDetail Recycled();
+  void Recycle(store::OrderDetail&& detail);
   void Keep(store::OrderDetail&& detail);
   void OfferToTail(store::OrderDetail&& detail, int64_t interval);
   void SettleTail(int64_t before_interval);
@@ -193,8 +227,12 @@ class StoreSink : public OrderSink {
   StoreSinkOptions options_;
 
   // Analysis thread only.
-  std::map<std::pair<std::string, int64_t>, store::IntervalDelta> deltas_;
-  std::map<int64_t, uint64_t> orders_per_interval_;
+  IntervalStats stats_;
+  std::vector<uint32_t> slots_;  // the current order's samples' stage slots
+  size_t orders_gathered_ = 0;
+  int64_t gathering_since_ns_ = 0;  // NowNs() at the first order gathered
+  // Details to fill again: batches the writer has written, taken from the back.
+  std::vector<std::vector<store::OrderDetail>> reuse_;
   std::vector<store::OrderDetail> building_;
   size_t building_samples_ = 0;
   uint64_t tail_seen_ = 0;
