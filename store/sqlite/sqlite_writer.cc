@@ -578,23 +578,34 @@ absl::Status SqliteWriter::WriteIntervals(int64_t run_id,
   return absl::OkStatus();
 }
 
+const uint32_t* SqliteWriter::IdMemo::Find(size_t i, const std::string& name) const {
+  if (i >= at.size()) return nullptr;
+  for (const Way& w : at[i].ways) {
+    if (w.name != nullptr && *w.name == name) return &w.id;
+  }
+  return nullptr;
+}
+
+void SqliteWriter::IdMemo::Remember(size_t i, const std::string& name, uint32_t id) {
+  if (i >= at.size()) at.resize(i + 1);
+  Position& p = at[i];
+  p.ways[p.next] = Way{&name, id};
+  p.next = (p.next + 1) % kWays;
+}
+
 absl::StatusOr<uint32_t> SqliteWriter::MemoNameId(int64_t run_id, IdMemo* memo, size_t i,
                                                   const std::string& name) {
-  if (i < memo->at.size() && *memo->at[i].first == name) return memo->at[i].second;
+  if (const uint32_t* id = memo->Find(i, name)) return *id;
   absl::StatusOr<uint32_t> id = NameId(run_id, name);
-  if (!id.ok()) return id;
-  if (i >= memo->at.size()) memo->at.resize(i + 1);
-  memo->at[i] = {&name, *id};
+  if (id.ok()) memo->Remember(i, name, *id);
   return id;
 }
 
 absl::StatusOr<uint32_t> SqliteWriter::MemoStageId(int64_t run_id, IdMemo* memo, size_t i,
                                                    const std::string& name) {
-  if (i < memo->at.size() && *memo->at[i].first == name) return memo->at[i].second;
+  if (const uint32_t* id = memo->Find(i, name)) return *id;
   absl::StatusOr<uint32_t> id = StageId(run_id, name, StageKindOfName(name));
-  if (!id.ok()) return id;
-  if (i >= memo->at.size()) memo->at.resize(i + 1);
-  memo->at[i] = {&name, *id};
+  if (id.ok()) memo->Remember(i, name, *id);
   return id;
 }
 

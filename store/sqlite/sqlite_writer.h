@@ -100,10 +100,23 @@ class SqliteWriter : public Writer {
   absl::StatusOr<uint32_t> StageId(int64_t run_id, const std::string& name, StageKind kind);
   absl::Status LoadDictionaries(int64_t run_id);
   // A batch's memo of the ids NameId/StageId gave: the tag at each position
-  // of an order's stamps (samples) is mostly the tag the previous order had
-  // there, so a string compare replaces a hash lookup per stamp.
+  // of an order's stamps (samples) is mostly one of the few that orders of
+  // the batch had there (one per order shape), so a string compare or two
+  // replaces a hash lookup per stamp.
   struct IdMemo {
-    std::vector<std::pair<const std::string*, uint32_t>> at;  // the batch's strings
+    static constexpr size_t kWays = 4;  // shapes remembered per position
+    struct Way {
+      const std::string* name = nullptr;  // one of the batch's strings
+      uint32_t id = 0;
+    };
+    struct Position {
+      std::array<Way, kWays> ways{};
+      size_t next = 0;  // the way replaced next
+    };
+    std::vector<Position> at;
+    // The id remembered for `name` at position i, or nullptr.
+    const uint32_t* Find(size_t i, const std::string& name) const;
+    void Remember(size_t i, const std::string& name, uint32_t id);
   };
   absl::StatusOr<uint32_t> MemoNameId(int64_t run_id, IdMemo* memo, size_t i,
                                       const std::string& name);
