@@ -176,7 +176,7 @@ TEST(StoreDocsSql, EveryExampleRunsAndTheCountableOnesGiveTheHandAnswer) {
 
   // Per minute from the intervals: kT .. kT + 11 s share minute 29409833
   // (kT / 60 s = 29409833.3), kT + 100 s is minute 29409835.
-  const Rows per_minute = Query(db, ExampleWith(examples, "60000000000"));
+  const Rows per_minute = Query(db, ExampleWith(examples, "start_utc_ns / 60000000000"));
   EXPECT_EQ(per_minute, (Rows{{"strat_out->gw_in", "29409833", "12", "650.0", "1200.0"},
                               {"strat_out->gw_in", "29409835", "1", "50.0", "50.0"}}));
 
