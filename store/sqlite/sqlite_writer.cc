@@ -517,8 +517,9 @@ absl::Status SqliteWriter::MergeStoredInterval(int64_t run_id, uint32_t stage_id
   return status;
 }
 
-absl::StatusOr<SqliteWriter::OpenInterval*> SqliteWriter::FindOpenInterval(
-    int64_t run_id, uint32_t stage_id, const IntervalDelta& d) {
+absl::StatusOr<SqliteWriter::OpenInterval*> SqliteWriter::FindOpenInterval(int64_t run_id,
+                                                                           uint32_t stage_id,
+                                                                           const IntervalDelta& d) {
   std::unique_ptr<OpenInterval>& open = open_intervals_[{stage_id, d.start_utc_ns}];
   if (open == nullptr) {
     // Not written lately (a new interval, or one forgotten, or a resumed

@@ -174,8 +174,7 @@ class SqliteWriter : public Writer {
   // and decoding it. Histograms are large (Histogram::kBuckets), so only
   // the intervals within kOpenIntervals of the newest are kept.
   static constexpr int64_t kOpenIntervals = 4;
-  absl::flat_hash_map<std::pair<uint32_t, int64_t>, std::unique_ptr<OpenInterval>>
-      open_intervals_;
+  absl::flat_hash_map<std::pair<uint32_t, int64_t>, std::unique_ptr<OpenInterval>> open_intervals_;
   int64_t open_intervals_run_ = -1;
   int64_t newest_interval_start_ = std::numeric_limits<int64_t>::min();
 
