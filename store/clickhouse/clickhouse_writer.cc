@@ -661,6 +661,7 @@ absl::Status ClickHouseWriter::AppendOrders(int64_t run_id, uint64_t batch,
   RowBinaryWriter& new_names = rows->new_names;
   RowBinaryWriter& new_stages = rows->new_stages;
   std::string blob;
+  std::vector<uint32_t> name_ids;
   for (const OrderDetail& o : orders) {
     uint32_t instance = o.instance;
     if (stored_orders.id_first_tsc.contains({o.order_id, o.first_tsc})) {
@@ -671,16 +672,10 @@ absl::Status ClickHouseWriter::AppendOrders(int64_t run_id, uint64_t batch,
       // The id was used again, and the collector no longer remembered it.
       instance = ++top_instance[o.order_id];
     }
+    name_ids.clear();
+    for (const StampDetail& sd : o.stamps) name_ids.push_back(NameId(sd.tag, new_names));
     blob.clear();
-    if (absl::Status s = PackOrderDetail(
-            o,
-            [&](const std::string& tag) -> absl::StatusOr<uint32_t> {
-              return NameId(tag, new_names);
-            },
-            &blob);
-        !s.ok()) {
-      return s;
-    }
+    PackOrderDetail(o, name_ids, &blob);
     RowBinaryWriter& b = order_rows;
     b.I64(run_id);
     b.I64(o.first_utc_ns);

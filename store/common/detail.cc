@@ -148,36 +148,44 @@ absl::Status PackOrderDetail(
     const OrderDetail& o,
     const std::function<absl::StatusOr<uint32_t>(const std::string& name)>& name_id,
     std::string* out) {
-  PackedDetail packed;
-  packed.first_tsc_utc_delta_ns = o.first_tsc_utc_ns - o.first_utc_ns;
-  packed.stamps.reserve(o.stamps.size());
+  std::vector<uint32_t> ids;
+  ids.reserve(o.stamps.size());
   for (const StampDetail& sd : o.stamps) {
     absl::StatusOr<uint32_t> name = name_id(sd.tag);
     if (!name.ok()) return name.status();
-    packed.stamps.push_back(PackedStamp{
-        .name_id = *name,
-        .is_span = sd.is_span,
-        .process_id = sd.process_id,
-        .tid = sd.tid,
-        .cpu = sd.cpu,
-        .cpu_end = sd.cpu_end,
-        .tsc_delta = static_cast<int64_t>(sd.tsc - o.first_tsc),
-        .duration_ns = RoundNs(sd.duration_ns),
-        .flags = sd.flags,
-    });
+    ids.push_back(*name);
   }
-  packed.samples.reserve(o.samples.size());
-  for (const SampleDetail& sd : o.samples) {
-    packed.samples.push_back(PackedSample{
-        .start_delta_ns = sd.start_utc_ns - o.first_utc_ns,
-        .process_begin = sd.process_begin,
-        .process_end = sd.process_end,
-        .cpu_begin = sd.cpu_begin,
-        .cpu_end = sd.cpu_end,
-    });
-  }
-  PackDetail(packed, out);
+  PackOrderDetail(o, ids, out);
   return absl::OkStatus();
+}
+
+void PackOrderDetail(const OrderDetail& o, absl::Span<const uint32_t> name_ids, std::string* out) {
+  // Field for field what PackDetail writes for the PackedDetail of `o`
+  // (the layout above), without building it.
+  out->push_back(static_cast<char>(kDetailVersion));
+  PutVarint(out, ZigZag(o.first_tsc_utc_ns - o.first_utc_ns));
+  PutVarint(out, o.stamps.size());
+  for (size_t i = 0; i < o.stamps.size(); ++i) {
+    const StampDetail& s = o.stamps[i];
+    PutVarint(out, name_ids[i]);
+    PutVarint(out, (static_cast<uint64_t>(s.flags) << 1) | (s.is_span ? 1 : 0));
+    PutVarint(out, s.process_id);
+    PutVarint(out, s.tid);
+    PutVarint(out, PlusOne(s.cpu));
+    PutVarint(out, ZigZag(static_cast<int64_t>(s.tsc - o.first_tsc)));
+    if (s.is_span) {
+      PutVarint(out, PlusOne(s.cpu_end));
+      PutVarint(out, ZigZag(RoundNs(s.duration_ns)));
+    }
+  }
+  PutVarint(out, o.samples.size());
+  for (const SampleDetail& s : o.samples) {
+    PutVarint(out, ZigZag(s.start_utc_ns - o.first_utc_ns));
+    PutVarint(out, PlusOne(s.process_begin));
+    PutVarint(out, PlusOne(s.process_end));
+    PutVarint(out, PlusOne(s.cpu_begin));
+    PutVarint(out, PlusOne(s.cpu_end));
+  }
 }
 
 }  // namespace ticktrace::store

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 
 namespace ticktrace::store {
 
@@ -99,6 +100,12 @@ absl::Status PackOrderDetail(
     const OrderDetail& order,
     const std::function<absl::StatusOr<uint32_t>(const std::string& name)>& name_id,
     std::string* out);
+// The same encoding with the stamps' name ids already resolved, one per
+// stamp in order (REQUIRES: name_ids.size() == order.stamps.size()): what a
+// writer that resolves names once per batch calls, with no callback and no
+// intermediate PackedDetail per order.
+void PackOrderDetail(const OrderDetail& order, absl::Span<const uint32_t> name_ids,
+                     std::string* out);
 // Decodes untrusted bytes: InvalidArgument when they are not a packed detail.
 absl::StatusOr<PackedDetail> UnpackDetail(std::string_view bytes);
 

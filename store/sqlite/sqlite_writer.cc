@@ -92,6 +92,13 @@ struct SqliteWriter::Statements {
   Statement update_drift;
 };
 
+// An interval row as the store holds it (the sums of every delta written).
+struct SqliteWriter::OpenInterval {
+  uint64_t samples_all = 0;
+  std::array<uint64_t, kFlagNames.size()> flags{};
+  Histogram histogram;
+};
+
 absl::Status SqliteWriter::CheckExisting(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
@@ -403,6 +410,7 @@ absl::StatusOr<int64_t> SqliteWriter::ResumeRun(int64_t run_id) {
   if (!row.ok() || !*row) return Error("count the restart");
   const int64_t restarts = s->Int(0);
   if (absl::Status st = LoadDictionaries(run_id); !st.ok()) return st;
+  open_intervals_run_ = -1;  // what the store holds is read back, once per interval
   return restarts;
 }
 
@@ -453,6 +461,11 @@ absl::Status SqliteWriter::Write(int64_t run_id, const std::vector<IntervalDelta
   if (dictionaries_run_ != run_id) {
     if (absl::Status s = LoadDictionaries(run_id); !s.ok()) return s;
   }
+  if (open_intervals_run_ != run_id) {
+    open_intervals_.clear();
+    open_intervals_run_ = run_id;
+    newest_interval_start_ = std::numeric_limits<int64_t>::min();
+  }
   absl::Status st = Exec(in_migration_ ? "SAVEPOINT write_batch" : "BEGIN");
   if (!st.ok()) return st;
   st = WriteIntervals(run_id, intervals);
@@ -464,10 +477,16 @@ absl::Status SqliteWriter::Write(int64_t run_id, const std::vector<IntervalDelta
   }
   if (st.ok()) st = WriteOrders(run_id, orders, already_stored);
   if (st.ok() && snapshot != nullptr) st = WriteSnapshot(run_id, *snapshot);
-  if (st.ok()) return Exec(in_migration_ ? "RELEASE write_batch" : "COMMIT");
+  if (st.ok()) st = Exec(in_migration_ ? "RELEASE write_batch" : "COMMIT");
+  if (st.ok()) {
+    ForgetOldIntervals();
+    return st;
+  }
   Exec(in_migration_ ? "ROLLBACK TO write_batch" : "ROLLBACK").IgnoreError();
-  // The dictionaries may hold ids the rollback took back.
+  // The dictionaries may hold ids the rollback took back, the open
+  // intervals sums it did not keep.
   dictionaries_run_ = -1;
+  open_intervals_run_ = -1;
   return st;
 }
 
@@ -498,27 +517,55 @@ absl::Status SqliteWriter::MergeStoredInterval(int64_t run_id, uint32_t stage_id
   return status;
 }
 
+absl::StatusOr<SqliteWriter::OpenInterval*> SqliteWriter::FindOpenInterval(int64_t run_id,
+                                                                           uint32_t stage_id,
+                                                                           const IntervalDelta& d) {
+  std::unique_ptr<OpenInterval>& open = open_intervals_[{stage_id, d.start_utc_ns}];
+  if (open == nullptr) {
+    // Not written lately (a new interval, or one forgotten, or a resumed
+    // run): what the store holds, once.
+    auto loaded = std::make_unique<OpenInterval>();
+    if (absl::Status status = MergeStoredInterval(run_id, stage_id, d, &loaded->samples_all,
+                                                  &loaded->flags, &loaded->histogram);
+        !status.ok()) {
+      open_intervals_.erase({stage_id, d.start_utc_ns});
+      return status;
+    }
+    open = std::move(loaded);
+  }
+  newest_interval_start_ = std::max(newest_interval_start_, d.start_utc_ns);
+  return open.get();
+}
+
+void SqliteWriter::ForgetOldIntervals() {
+  const int64_t span_ns = kOpenIntervals * std::max<int64_t>(1, interval_ns_);
+  if (newest_interval_start_ < std::numeric_limits<int64_t>::min() + span_ns) return;
+  const int64_t oldest_kept = newest_interval_start_ - span_ns;
+  absl::erase_if(open_intervals_,
+                 [&](const auto& entry) { return entry.first.second < oldest_kept; });
+}
+
 absl::Status SqliteWriter::WriteIntervals(int64_t run_id,
                                           const std::vector<IntervalDelta>& intervals) {
   for (const IntervalDelta& d : intervals) {
     absl::StatusOr<uint32_t> stage = StageId(run_id, d.stage, d.kind);
     if (!stage.ok()) return stage.status();
-    // Merge with what an earlier delta of this (stage, interval) stored.
-    Histogram merged = d.histogram;
-    uint64_t samples_all = d.samples_all;
-    std::array<uint64_t, kFlagNames.size()> flags = d.flag_counts;
-    if (absl::Status status =
-            MergeStoredInterval(run_id, *stage, d, &samples_all, &flags, &merged);
-        !status.ok()) {
-      return status;
-    }
+    // Merged in memory with what earlier deltas of this (stage, interval)
+    // stored; the sum replaces the row.
+    absl::StatusOr<OpenInterval*> open = FindOpenInterval(run_id, *stage, d);
+    if (!open.ok()) return open.status();
+    OpenInterval& o = **open;
+    o.samples_all += d.samples_all;
+    for (size_t f = 0; f < o.flags.size(); ++f) o.flags[f] += d.flag_counts[f];
+    o.histogram.Merge(d.histogram);
+    const Histogram& merged = o.histogram;
     Statement& w = st_->write_interval;
     int i = 1;
-    for (int64_t v : {run_id, static_cast<int64_t>(*stage), d.start_utc_ns, AsInt(samples_all),
+    for (int64_t v : {run_id, static_cast<int64_t>(*stage), d.start_utc_ns, AsInt(o.samples_all),
                       AsInt(merged.count())}) {
       w.Bind(i++, v);
     }
-    for (uint64_t f : flags) w.Bind(i++, AsInt(f));
+    for (uint64_t f : o.flags) w.Bind(i++, AsInt(f));
     if (merged.count() > 0) {
       w.BindDouble(i++, merged.min());
       w.BindDouble(i++, merged.max());
@@ -532,12 +579,44 @@ absl::Status SqliteWriter::WriteIntervals(int64_t run_id,
   return absl::OkStatus();
 }
 
-absl::Status SqliteWriter::SampleCellsJson(int64_t run_id, const OrderDetail& o,
+const uint32_t* SqliteWriter::IdMemo::Find(size_t i, const std::string& name) const {
+  if (i >= at.size()) return nullptr;
+  for (const Way& w : at[i].ways) {
+    if (w.name != nullptr && *w.name == name) return &w.id;
+  }
+  return nullptr;
+}
+
+void SqliteWriter::IdMemo::Remember(size_t i, const std::string& name, uint32_t id) {
+  if (i >= at.size()) at.resize(i + 1);
+  Position& p = at[i];
+  p.ways[p.next] = Way{&name, id};
+  p.next = (p.next + 1) % kWays;
+}
+
+absl::StatusOr<uint32_t> SqliteWriter::MemoNameId(int64_t run_id, IdMemo* memo, size_t i,
+                                                  const std::string& name) {
+  if (const uint32_t* id = memo->Find(i, name)) return *id;
+  absl::StatusOr<uint32_t> id = NameId(run_id, name);
+  if (id.ok()) memo->Remember(i, name, *id);
+  return id;
+}
+
+absl::StatusOr<uint32_t> SqliteWriter::MemoStageId(int64_t run_id, IdMemo* memo, size_t i,
+                                                   const std::string& name) {
+  if (const uint32_t* id = memo->Find(i, name)) return *id;
+  absl::StatusOr<uint32_t> id = StageId(run_id, name, StageKindOfName(name));
+  if (id.ok()) memo->Remember(i, name, *id);
+  return id;
+}
+
+absl::Status SqliteWriter::SampleCellsJson(int64_t run_id, const OrderDetail& o, IdMemo* memo,
                                            std::string* samples) {
   // samples: [[stage_id, latency_ns, flags], ...] in seq order (docs/store.md).
   samples->assign(1, '[');
-  for (const SampleDetail& sd : o.samples) {
-    absl::StatusOr<uint32_t> stage = StageId(run_id, sd.stage, StageKindOfName(sd.stage));
+  for (size_t n = 0; n < o.samples.size(); ++n) {
+    const SampleDetail& sd = o.samples[n];
+    absl::StatusOr<uint32_t> stage = MemoStageId(run_id, memo, n, sd.stage);
     if (!stage.ok()) return stage.status();
     if (samples->size() > 1) samples->push_back(',');
     samples->push_back('[');
@@ -598,14 +677,18 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
   std::map<int64_t, Kept> kept;  // by interval start
   std::string blob;
   std::string samples;
+  std::vector<uint32_t> name_ids;
+  IdMemo name_memo, stage_memo;  // this batch's: they point into `orders`
   for (const OrderDetail& o : orders) {
-    blob.clear();
-    if (absl::Status s = PackOrderDetail(
-            o, [&](const std::string& tag) { return NameId(run_id, tag); }, &blob);
-        !s.ok()) {
-      return s;
+    name_ids.resize(o.stamps.size());
+    for (size_t i = 0; i < o.stamps.size(); ++i) {
+      absl::StatusOr<uint32_t> id = MemoNameId(run_id, &name_memo, i, o.stamps[i].tag);
+      if (!id.ok()) return id.status();
+      name_ids[i] = *id;
     }
-    if (absl::Status s = SampleCellsJson(run_id, o, &samples); !s.ok()) return s;
+    blob.clear();
+    PackOrderDetail(o, name_ids, &blob);
+    if (absl::Status s = SampleCellsJson(run_id, o, &stage_memo, &samples); !s.ok()) return s;
     absl::StatusOr<bool> inserted = InsertOrder(run_id, o, samples, blob);
     if (!inserted.ok()) return inserted.status();
     if (!*inserted) {
@@ -826,6 +909,11 @@ absl::StatusOr<uint64_t> SqliteWriter::ApplyRetention(
     absl::StatusOr<int> n =
         DeleteDetail(run_id, "start_utc_ns < ?2", *intervals_before_utc_ns, kAll, &deleted);
     if (!n.ok()) return n.status();
+    if (open_intervals_run_ == run_id) {
+      absl::erase_if(open_intervals_, [&](const auto& entry) {
+        return entry.first.second < *intervals_before_utc_ns;
+      });
+    }
     for (const char* sql : {"DELETE FROM intervals WHERE run_id = ? AND start_utc_ns < ?",
                             "DELETE FROM interval_detail WHERE run_id = ? AND start_utc_ns < ?"}) {
       absl::StatusOr<Statement> s = NewStatement(sql, "prepare");

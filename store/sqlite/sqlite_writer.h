@@ -7,10 +7,12 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -97,6 +99,37 @@ class SqliteWriter : public Writer {
   absl::StatusOr<uint32_t> NameId(int64_t run_id, const std::string& name);
   absl::StatusOr<uint32_t> StageId(int64_t run_id, const std::string& name, StageKind kind);
   absl::Status LoadDictionaries(int64_t run_id);
+  // A batch's memo of the ids NameId/StageId gave: the tag at each position
+  // of an order's stamps (samples) is mostly one of the few that orders of
+  // the batch had there (one per order shape), so a string compare or two
+  // replaces a hash lookup per stamp.
+  struct IdMemo {
+    static constexpr size_t kWays = 4;  // shapes remembered per position
+    struct Way {
+      const std::string* name = nullptr;  // one of the batch's strings
+      uint32_t id = 0;
+    };
+    struct Position {
+      std::array<Way, kWays> ways{};
+      size_t next = 0;  // the way replaced next
+    };
+    std::vector<Position> at;
+    // The id remembered for `name` at position i, or nullptr.
+    const uint32_t* Find(size_t i, const std::string& name) const;
+    void Remember(size_t i, const std::string& name, uint32_t id);
+  };
+  absl::StatusOr<uint32_t> MemoNameId(int64_t run_id, IdMemo* memo, size_t i,
+                                      const std::string& name);
+  absl::StatusOr<uint32_t> MemoStageId(int64_t run_id, IdMemo* memo, size_t i,
+                                       const std::string& name);
+  // The open interval of (stage, d's interval) as the store holds it, with
+  // what the store held read back once when it is not in memory.
+  struct OpenInterval;
+  absl::StatusOr<OpenInterval*> FindOpenInterval(int64_t run_id, uint32_t stage_id,
+                                                 const IntervalDelta& d);
+  // Forgets intervals older than the newest few: a delta for one of them
+  // (an order finished long after it began) reads its row back again.
+  void ForgetOldIntervals();
   absl::Status WriteIntervals(int64_t run_id, const std::vector<IntervalDelta>& intervals);
   // Adds what an earlier delta stored for (stage, d's interval) to the sums.
   absl::Status MergeStoredInterval(int64_t run_id, uint32_t stage_id, const IntervalDelta& d,
@@ -106,7 +139,8 @@ class SqliteWriter : public Writer {
   absl::Status WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
                            uint64_t* already_stored);
   // orders.samples of `o` (its stages named in `stages`, added when new).
-  absl::Status SampleCellsJson(int64_t run_id, const OrderDetail& o, std::string* samples);
+  absl::Status SampleCellsJson(int64_t run_id, const OrderDetail& o, IdMemo* memo,
+                               std::string* samples);
   // Inserts `o` (under the next free instance when its id was reused); false
   // when the same order was stored before a restart.
   absl::StatusOr<bool> InsertOrder(int64_t run_id, const OrderDetail& o, std::string_view samples,
@@ -134,6 +168,15 @@ class SqliteWriter : public Writer {
   int64_t dictionaries_run_ = -1;
   absl::flat_hash_map<std::string, uint32_t> names_;
   absl::flat_hash_map<std::string, uint32_t> stages_;
+  // The intervals the recent batches wrote, by (stage id, start), as stored
+  // (committed or in the open transaction; a rollback clears them all): a
+  // delta merges here and the sum is written, without reading the row back
+  // and decoding it. Histograms are large (Histogram::kBuckets), so only
+  // the intervals within kOpenIntervals of the newest are kept.
+  static constexpr int64_t kOpenIntervals = 4;
+  absl::flat_hash_map<std::pair<uint32_t, int64_t>, std::unique_ptr<OpenInterval>> open_intervals_;
+  int64_t open_intervals_run_ = -1;
+  int64_t newest_interval_start_ = std::numeric_limits<int64_t>::min();
 
   struct Statements;
   std::unique_ptr<Statements> st_;

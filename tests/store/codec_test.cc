@@ -106,6 +106,47 @@ TEST(PackedDetail, RoundTrip) {
   EXPECT_EQ(bytes.size(), 31u);
 }
 
+// The same order as RoundTrip above, given as an OrderDetail whose names a
+// writer resolved per batch: the same fields back, the same 31 bytes.
+TEST(PackedDetail, OrderWithResolvedNamesPacksTheSameFields) {
+  OrderDetail o;
+  o.first_utc_ns = 10'000;
+  o.first_tsc = 500;
+  o.first_tsc_utc_ns = 10'000 - 1500;
+  o.stamps.push_back({.tag = "x", .process_id = 1, .tid = 4242, .cpu = 0, .tsc = 500});
+  o.stamps.push_back({.tag = "y", .is_span = true, .process_id = 2, .tid = 7, .cpu = -1,
+                      .cpu_end = 1, .tsc = 483, .duration_ns = -250.4, .flags = 1 | 8});
+  o.samples.push_back({.stage = "x->y", .start_utc_ns = 10'000, .process_begin = 1,
+                       .process_end = 2, .cpu_begin = 0, .cpu_end = -1});
+  o.samples.push_back({.stage = "total", .start_utc_ns = 9'991, .process_begin = -1,
+                       .process_end = -1, .cpu_begin = 5, .cpu_end = 6});
+  const uint32_t ids[] = {3, 4};
+  std::string bytes = "kept";  // appended to, not replaced
+  PackOrderDetail(o, ids, &bytes);
+  ASSERT_EQ(bytes.substr(0, 4), "kept");
+  absl::StatusOr<PackedDetail> back = UnpackDetail(std::string_view(bytes).substr(4));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->first_tsc_utc_delta_ns, -1500);
+  ASSERT_EQ(back->stamps.size(), 2u);
+  EXPECT_EQ(back->stamps[0].name_id, 3u);
+  EXPECT_EQ(back->stamps[0].tid, 4242u);
+  EXPECT_EQ(back->stamps[0].tsc_delta, 0);
+  EXPECT_EQ(back->stamps[1].name_id, 4u);
+  EXPECT_TRUE(back->stamps[1].is_span);
+  EXPECT_EQ(back->stamps[1].cpu, -1);
+  EXPECT_EQ(back->stamps[1].cpu_end, 1);
+  EXPECT_EQ(back->stamps[1].tsc_delta, -17);
+  EXPECT_EQ(back->stamps[1].duration_ns, -250);
+  EXPECT_EQ(back->stamps[1].flags, 9u);
+  ASSERT_EQ(back->samples.size(), 2u);
+  EXPECT_EQ(back->samples[0].start_delta_ns, 0);
+  EXPECT_EQ(back->samples[1].start_delta_ns, -9);
+  EXPECT_EQ(back->samples[1].process_begin, -1);
+  EXPECT_EQ(back->samples[1].cpu_begin, 5);
+  EXPECT_EQ(back->samples[1].cpu_end, 6);
+  EXPECT_EQ(bytes.size(), 4u + 31u);
+}
+
 TEST(PackedDetail, RejectsLiesAndTruncation) {
   EXPECT_FALSE(UnpackDetail("").ok());
   EXPECT_FALSE(UnpackDetail(std::string("\x01\x00\x7f", 3)).ok());  // 127 stamps in 3 bytes

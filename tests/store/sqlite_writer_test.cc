@@ -314,5 +314,57 @@ TEST_F(SqliteWriterRunTest, EndOfRunLeavesNothingInTheWal) {
   EXPECT_EQ(QueryInt(copy, "SELECT count(*) FROM orders"), 1);
 }
 
+// Interval sums are kept in memory between writes: a later writer on the
+// same store (a restart), an interval written again after the writer moved
+// past it, and a batch that failed and was rolled back must all still give
+// the sums of exactly what was committed.
+TEST_F(SqliteWriterRunTest, IntervalSumsAreWhatWasCommitted) {
+  ASSERT_TRUE(w_->Write(run_, {Delta("a->b", kT0, {100, 300})}, {}, {}, nullptr, &already_).ok());
+  // Ten intervals later: kT0 is no longer among the newest the writer keeps.
+  ASSERT_TRUE(
+      w_->Write(run_, {Delta("a->b", kT0 + 10 * kSecond, {7})}, {}, {}, nullptr, &already_).ok());
+  // A late delta of kT0: merged with the stored 100 and 300.
+  ASSERT_TRUE(w_->Write(run_, {Delta("a->b", kT0, {200})}, {}, {}, nullptr, &already_).ok());
+  const std::string k0 = std::to_string(kT0);
+  EXPECT_EQ(QueryInt(path_, "SELECT count FROM intervals WHERE start_utc_ns = " + k0), 3);
+  EXPECT_EQ(QueryInt(path_, "SELECT sum_ns FROM intervals WHERE start_utc_ns = " + k0), 600);
+
+  // A batch that fails after its interval was merged: a trigger refuses
+  // its counter, the whole batch is rolled back.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TRIGGER refuse BEFORE INSERT ON counters WHEN new.name = "
+                           "'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  Snapshot refused;
+  refused.counters.emplace_back("refused", 1);
+  EXPECT_FALSE(
+      w_->Write(run_, {Delta("a->b", kT0, {1000})}, {}, {}, &refused, &already_).ok());
+  EXPECT_EQ(QueryInt(path_, "SELECT count FROM intervals WHERE start_utc_ns = " + k0), 3);
+  // The next batch adds to 100, 200 and 300, not to the refused 1000.
+  ASSERT_TRUE(w_->Write(run_, {Delta("a->b", kT0, {50})}, {}, {}, nullptr, &already_).ok());
+  EXPECT_EQ(QueryInt(path_, "SELECT count FROM intervals WHERE start_utc_ns = " + k0), 4);
+  EXPECT_EQ(QueryInt(path_, "SELECT sum_ns FROM intervals WHERE start_utc_ns = " + k0), 650);
+  EXPECT_EQ(QueryInt(path_, "SELECT min_ns FROM intervals WHERE start_utc_ns = " + k0), 50);
+
+  // Another writer resumes the run: it starts from what the store holds.
+  w_.reset();
+  absl::StatusOr<std::unique_ptr<SqliteWriter>> again = SqliteWriter::OpenOrCreate(path_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE((*again)->ResumeRun(run_).ok());
+  ASSERT_TRUE(
+      (*again)->Write(run_, {Delta("a->b", kT0, {350})}, {}, {}, nullptr, &already_).ok());
+  EXPECT_EQ(QueryInt(path_, "SELECT count FROM intervals WHERE start_utc_ns = " + k0), 5);
+  EXPECT_EQ(QueryInt(path_, "SELECT sum_ns FROM intervals WHERE start_utc_ns = " + k0), 1000);
+  EXPECT_EQ(QueryInt(path_, "SELECT max_ns FROM intervals WHERE start_utc_ns = " + k0), 350);
+  EXPECT_EQ(QueryInt(path_, "SELECT samples_all FROM intervals WHERE start_utc_ns = " + k0), 5);
+}
+
 }  // namespace
 }  // namespace ticktrace::store
