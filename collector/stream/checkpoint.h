@@ -33,7 +33,7 @@
 namespace ticktrace::collect {
 
 inline constexpr uint64_t kCheckpointMagic = 0x3130545043574354ull;  // "TTCKPT01"
-inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointVersion = 2;  // 2: StageStats counts core_unknown
 inline constexpr size_t kCheckpointHeaderBytes = 56;
 
 struct Checkpoint {
