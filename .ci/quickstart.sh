@@ -45,6 +45,9 @@ if [ "$mode" = test ]; then
   packages+=(clickhouse-server clickhouse-client)
   # ip(8) for the tests that stand two hosts up in network namespaces.
   packages+=(iproute2)
+  # systemd-analyze, with which install_consumer verifies the installed unit
+  # (without it that test is reported as skipped, not passed).
+  packages+=(systemd)
 fi
 
 bash "$root/.ci/install-packages.sh" "${packages[@]}"

@@ -383,6 +383,11 @@ std::vector<std::pair<std::string, int64_t>> Analyzer::CounterValues() const {
   for (const auto& [stage, n] : s.missing_by_stage) {
     out.emplace_back("missing_stage:" + stage, v(n));
   }
+  // Per stage, only where it happened: the viewer names it in the stage's confidence.
+  for (const StageSummary& stage : stats_.Summaries()) {
+    if (stage.core_unknown > 0)
+      out.emplace_back("core_unknown:" + stage.stage, v(stage.core_unknown));
+  }
   return out;
 }
 

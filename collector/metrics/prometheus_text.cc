@@ -104,13 +104,21 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     }
   }
 
-  // Counters: one metric each; "missing_stage:<stage>" as one labelled metric.
-  std::string missing;
+  // Counters: one metric each; "missing_stage:<stage>" and "core_unknown:<stage>"
+  // as one labelled metric each.
+  std::string missing, core_unknown;
   for (const auto& [name, value] : s.counters) {
     constexpr absl::string_view kMissing = "missing_stage:";
+    constexpr absl::string_view kCoreUnknown = "core_unknown:";
     if (absl::StartsWith(name, kMissing)) {
       absl::StrAppend(&missing, "ticktrace_missing_stage_total{stage=\"",
                       EscapeLabelValue(absl::string_view(name).substr(kMissing.size())), "\"} ",
+                      value, "\n");
+      continue;
+    }
+    if (absl::StartsWith(name, kCoreUnknown)) {
+      absl::StrAppend(&core_unknown, "ticktrace_stage_core_unknown_samples_total{stage=\"",
+                      EscapeLabelValue(absl::string_view(name).substr(kCoreUnknown.size())), "\"} ",
                       value, "\n");
       continue;
     }
@@ -127,6 +135,9 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
   AppendMetricHeader(&out, "ticktrace_missing_stage_total", "counter",
                "Orders that finished without the stage.");
   out += missing;
+  AppendMetricHeader(&out, "ticktrace_stage_core_unknown_samples_total", "counter",
+                     "Samples of the stage with an unknown core at either end.");
+  out += core_unknown;
 
   AppendMetricHeader(&out, "ticktrace_collector_info", "gauge",
                "The collector's version, git commit and session (value 1).");

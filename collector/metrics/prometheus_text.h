@@ -9,6 +9,7 @@
 //   ticktrace_<counter>_total                      each store counter (drained, dropped,
 //                                                  orders_stored, ...)
 //   ticktrace_missing_stage_total{stage}           orders missing that stage
+//   ticktrace_stage_core_unknown_samples_total{stage}  samples with an unknown core
 //   ticktrace_collector_lag_seconds                now - newest clock anchor analysed
 //   ticktrace_collector_cpu_seconds_total          the collector process's CPU time
 //   ticktrace_collector_info{version,commit,session} 1

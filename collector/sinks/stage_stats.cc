@@ -14,8 +14,8 @@ uint32_t StageStats::StageId(std::string_view name, StageKind kind) {
   return id;
 }
 
-void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags,
-                     double start_offset_ns, double uncertainty_ns) {
+void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns,
+                     double uncertainty_ns, bool core_unknown) {
   Stage& s = *stages_[stage_id];
   ++samples_;
   ++s.samples_all;
@@ -26,6 +26,7 @@ void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags,
   if (flags & kFlagSkew) ++s.skew;
   if (flags & kFlagOutOfOrder) ++s.out_of_order;
   if (flags & kFlagLate) ++s.late;
+  if (core_unknown) ++s.core_unknown;
   s.uncertainty_ns = std::max(s.uncertainty_ns, uncertainty_ns);
   if ((flags & kFlagsExcludedByDefault) == 0 || include_flagged_) s.histogram.Add(latency_ns);
 }
@@ -59,6 +60,7 @@ std::vector<StageSummary> StageStats::Summaries() const {
     m.skew = s.skew;
     m.out_of_order = s.out_of_order;
     m.late = s.late;
+    m.core_unknown = s.core_unknown;
     m.uncertainty_ns = s.uncertainty_ns;
     out.push_back(std::move(m));
     mean_offset.push_back(s.samples_all ? s.offset_sum_ns / static_cast<double>(s.samples_all)
@@ -94,8 +96,8 @@ void StageStats::SaveState(StateWriter& w) const {
     w.PutString(names_.Name(id));
     w.Put<uint8_t>(static_cast<uint8_t>(s.kind));
     w.PutString(s.histogram.Encode());
-    for (uint64_t v : {s.samples_all, s.migrated, s.negative, s.cross_core, s.skew,
-                       s.out_of_order, s.late}) {
+    for (uint64_t v : {s.samples_all, s.migrated, s.negative, s.cross_core, s.skew, s.out_of_order,
+                       s.late, s.core_unknown}) {
       w.Put<uint64_t>(v);
     }
     w.Put<double>(s.uncertainty_ns);
@@ -105,7 +107,7 @@ void StageStats::SaveState(StateWriter& w) const {
 
 bool StageStats::LoadState(StateReader& r) {
   samples_ = r.Get<uint64_t>();
-  const uint64_t n = r.GetCount(8 + 1 + 8 + 7 * 8 + 16);
+  const uint64_t n = r.GetCount(8 + 1 + 8 + 8 * 8 + 16);
   for (uint64_t id = 0; id < n && r.ok(); ++id) {
     const std::string name = r.GetString();
     const uint8_t kind = r.Get<uint8_t>();
@@ -118,7 +120,7 @@ bool StageStats::LoadState(StateReader& r) {
     s.kind = static_cast<StageKind>(kind);
     s.histogram = *std::move(h);
     for (uint64_t* v : {&s.samples_all, &s.migrated, &s.negative, &s.cross_core, &s.skew,
-                        &s.out_of_order, &s.late}) {
+                        &s.out_of_order, &s.late, &s.core_unknown}) {
       *v = r.Get<uint64_t>();
     }
     s.uncertainty_ns = r.Get<double>();

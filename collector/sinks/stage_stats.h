@@ -57,6 +57,10 @@ struct StageSummary {
   double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0;
   uint64_t migrated = 0, negative = 0, cross_core = 0;
   uint64_t skew = 0, out_of_order = 0, late = 0;
+  // Samples with an unknown core at either end: neither same-core nor
+  // cross-core (a thread that moved during a read, a fenced stamp, an
+  // interval measured elsewhere, a producer without rseq).
+  uint64_t core_unknown = 0;
   // The largest uncertainty of the stage's cross-core samples (the sum of
   // their two cores' bound_ns); 0 when none was cross-core or the cores'
   // offsets were not measured.
@@ -74,9 +78,10 @@ class StageStats {
   // Adds one sample. `start_offset_ns`: when the stage started, relative to
   // its order's chain start (orders the stages for display).
   // `uncertainty_ns`: how far the value may be off through the cores' clock
-  // offsets (0 on one core or when unknown).
+  // offsets (0 on one core or when unknown). `core_unknown`: the core of
+  // either end is not known.
   void Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns,
-           double uncertainty_ns = 0);
+           double uncertainty_ns = 0, bool core_unknown = false);
 
   bool include_flagged() const { return include_flagged_; }
   uint64_t samples() const { return samples_; }
@@ -103,6 +108,7 @@ class StageStats {
     uint64_t samples_all = 0;
     uint64_t migrated = 0, negative = 0, cross_core = 0;
     uint64_t skew = 0, out_of_order = 0, late = 0;
+    uint64_t core_unknown = 0;
     double uncertainty_ns = 0;
     double offset_sum_ns = 0;
   };

@@ -12,6 +12,12 @@
 
 namespace ticktrace::collect {
 
+// A sample whose core is unknown at either end: not known to be on one core,
+// nor on two, so it is counted on its own (StageSummary::core_unknown).
+inline bool CoreUnknown(const StitchedSample& s) {
+  return s.begin_aux == abi::kAuxUnknown || s.end_aux == abi::kAuxUnknown;
+}
+
 class StageStatsSink : public StitchedOrderSink {
  public:
   // `stats` must outlive the sink.
@@ -22,12 +28,13 @@ class StageStatsSink : public StitchedOrderSink {
     for (const StitchedSample& s : order.samples) {
       // When the stage started relative to the chain's start (display order).
       stats_->Add(s.stage_id, s.LatencyNs(time), s.flags,
-                  time.DiffNs(s.begin_tsc, order.chain_start_tsc), s.uncertainty_ns);
+                  time.DiffNs(s.begin_tsc, order.chain_start_tsc), s.uncertainty_ns,
+                  CoreUnknown(s));
     }
   }
   bool WantsStamps() const override { return false; }
   void OnStandaloneSample(const StitchedSample& s, const StitchView& view) override {
-    stats_->Add(s.stage_id, s.LatencyNs(*view.time), s.flags, 0, s.uncertainty_ns);
+    stats_->Add(s.stage_id, s.LatencyNs(*view.time), s.flags, 0, s.uncertainty_ns, CoreUnknown(s));
   }
 
  private:

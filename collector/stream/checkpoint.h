@@ -20,8 +20,8 @@
 //   +32 u64 orders emitted    +40 u64 state bytes   +48 u64 checksum of state
 //   +56 state (Analyzer::SaveState)
 // The version names the state's format. 2: the stitcher's id table, order
-// cells and FIFOs (collector/stitch/stitch_table.h); 1 (the stitcher's hash
-// maps) is refused, and that run is resumed by replaying its journal from
+// cells and FIFOs (collector/stitch/stitch_table.h), and the stage
+// statistics' core_unknown counts; 1 (the stitcher's hash maps) is refused, and that run is resumed by replaying its journal from
 // the start.
 // Thread-safe functions (no shared state).
 

@@ -60,7 +60,10 @@ absl::Status InitTracing(const std::string& session) {
   if (!options.ok()) return ToAbslStatus(options.status());
   options->session = session;
   if (Status s = options->Validate(); !s.ok()) return ToAbslStatus(s);
-  return ToAbslStatus(Init(*options));
+  if (Status s = Init(*options); !s.ok()) return ToAbslStatus(s);
+  // Each stage traces from this one thread: its ring is claimed here, before
+  // the first order, so that order's stages do not hold the one-time attach.
+  return ToAbslStatus(AttachThisThread());
 }
 
 std::string DefaultSession() {

@@ -44,7 +44,8 @@ absl::Status PinToCpu(int cpu);
 int CurrentCpu();
 
 // Creates this process's trace segment in `session` (other settings from the
-// TICKTRACE_* environment). REQUIRES: no trace call happened yet.
+// TICKTRACE_* environment) and attaches the calling thread, the one that
+// traces. REQUIRES: no trace call happened yet.
 absl::Status InitTracing(const std::string& session);
 
 // The default session for a program: $TICKTRACE_SESSION, else "default".

@@ -393,12 +393,14 @@ abi::SlotControl* ClaimSlot(ProcessSegment& seg) {
   return nullptr;
 }
 
-void Attach() {
+// Attaches the calling thread (REQUIRES: it never tried). Returns OK when it
+// owns a ring, otherwise why its calls will be counted no-ops.
+Status Attach() {
   std::lock_guard<std::mutex> lock(g_mu);
   Result<ProcessSegment*> seg = SegmentLocked();
   if (!seg.ok()) {
     tls_cold.mode = ThreadMode::kNoSegment;
-    return;
+    return seg.status();
   }
   abi::SlotControl* slot = ClaimSlot(**seg);
   abi::SegmentHeader* header = (*seg)->header;
@@ -406,7 +408,9 @@ void Attach() {
   if (slot == nullptr) {
     header->threads_without_slot.fetch_add(1, std::memory_order_relaxed);
     tls_cold.mode = ThreadMode::kSlotless;
-    return;
+    return Status(ErrorCode::kResourceExhausted,
+                  internal::Cat("segment ", (*seg)->name, ": all ", header->slot_count,
+                                " rings are taken (TICKTRACE_RINGS sets how many)"));
   }
   if (const int err = ReserveRing(**seg, slot); err != 0) {
     // /dev/shm cannot hold the ring: the claim is undone and the thread's
@@ -421,7 +425,9 @@ void Attach() {
     g_rings_refused.fetch_add(1, std::memory_order_relaxed);
     g_last_refusal_errno.store(err, std::memory_order_relaxed);
     tls_cold.mode = ThreadMode::kSlotless;
-    return;
+    return Status(ErrorCode::kResourceExhausted,
+                  internal::Cat("segment ", (*seg)->name, ": /dev/shm cannot hold a ring of ",
+                                header->slot_stride, " bytes: ", std::strerror(err)));
   }
   g_rings_reserved.fetch_add(1, std::memory_order_relaxed);
   slot->tid = static_cast<uint32_t>(gettid());
@@ -443,6 +449,7 @@ void Attach() {
   internal::tls_ring.next_write = w;
   internal::tls_ring.write_limit = r + capacity;
   internal::tls_ring.mask = capacity - 1;
+  return Status();
 }
 
 bool ValidSession(std::string_view s) {
@@ -608,16 +615,54 @@ const volatile uint32_t* ThreadRseqCpuId() noexcept {
   return &area->cpu_id;
 }
 
+// Points the calling thread's core reads at its rseq cpu_id, or at its own
+// kAuxUnknown without rseq. Whatever the attach's outcome: ReadTscAndCore()
+// needs only this, and a non-null pointer marks the thread as attached.
+void SetCoreSource() noexcept {
+  internal::ThreadRing& ring = internal::tls_ring;
+  ring.no_rseq_cpu_id = abi::kAuxUnknown;
+  const volatile uint32_t* cpu = ThreadRseqCpuId();
+  ring.rseq_cpu_id = cpu != nullptr ? cpu : &ring.no_rseq_cpu_id;
+}
+
 }  // namespace
+
+Status AttachThisThread() {
+  Status status;
+  switch (tls_cold.mode) {
+    case ThreadMode::kUnattached:
+      status = Attach();
+      break;
+    case ThreadMode::kAttached:
+      break;
+    case ThreadMode::kSlotless:
+      status = Status(ErrorCode::kResourceExhausted,
+                      "this thread found no ring earlier: its trace calls are counted no-ops");
+      break;
+    case ThreadMode::kNoSegment: {
+      std::lock_guard<std::mutex> lock(g_mu);
+      status = Status(ErrorCode::kUnavailable,
+                      g_segment_error != nullptr ? *g_segment_error : "no segment");
+      break;
+    }
+    case ThreadMode::kExited:
+      status = Status(ErrorCode::kFailedPrecondition, "this thread is exiting");
+      break;
+  }
+  SetCoreSource();
+  return status;
+}
 
 namespace internal {
 
+void AttachOnFirstCall() noexcept {
+  if (tls_cold.mode == ThreadMode::kUnattached) (void)Attach();
+  SetCoreSource();
+}
+
 void WriteSlow(const abi::Record& record) noexcept {
-  if (tls_cold.mode == ThreadMode::kUnattached) {
-    Attach();
-    // Whatever the outcome: ReadTscAndCore() only needs the rseq area.
-    tls_ring.rseq_cpu_id = ThreadRseqCpuId();
-  }
+  // Reached unattached only from record_interval(), whose TSCs the caller read.
+  if (tls_cold.mode == ThreadMode::kUnattached) AttachOnFirstCall();
   switch (tls_cold.mode) {
     case ThreadMode::kAttached: {
       ThreadRing& ring = tls_ring;

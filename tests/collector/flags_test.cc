@@ -360,5 +360,44 @@ TEST_F(FlagsTest, MalformedChunksAreSkippedAndCounted) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM processes"), 1);
 }
 
+// A sample whose core is unknown at either end is neither same-core nor
+// cross-core: counted per stage as core_unknown (and stored as the counter
+// "core_unknown:<stage>"), never as cross_core. By hand, stages a->b and
+// total (a chain of a and b): orders 1 and 2 have an unknown end, 3 is on
+// cpu 0 throughout, 4 crosses from cpu 0 to cpu 1. Span parse: order 3's end
+// is unknown, order 4's both ends are on cpu 0.
+TEST_F(FlagsTest, AnUnknownCoreIsCountedPerStageNeverAsSameOrCrossCore) {
+  ArchiveBuilder b;
+  b.Process(1, {"a", "b", "parse"});
+  b.Records(1, {
+                   Stamp(0, 1, 1000, kNoCpu),
+                   Stamp(1, 1, 2000, 0),
+                   Stamp(0, 2, 3000, 0),
+                   Stamp(1, 2, 4000, kNoCpu),
+                   Stamp(0, 3, 5000, 0),
+                   SpanRecord(2, 3, 5100, 100, 0, kNoCpu),
+                   Stamp(1, 3, 6000, 0),
+                   Stamp(0, 4, 7000, 0),
+                   SpanRecord(2, 4, 7100, 100, 0, 0),
+                   Stamp(1, 4, 8000, 1),
+               });
+  RunSummary s = Replay(b, Pipeline({"a", "b"}));
+  for (const char* name : {"a->b", "total"}) {
+    const StageSummary* stage = s.stage(name);
+    ASSERT_NE(stage, nullptr) << name;
+    EXPECT_EQ(stage->samples_all, 4u) << name;
+    EXPECT_EQ(stage->core_unknown, 2u) << name;
+    EXPECT_EQ(stage->cross_core, 1u) << name;
+  }
+  const StageSummary* parse = s.stage("parse");
+  ASSERT_NE(parse, nullptr);
+  EXPECT_EQ(parse->samples_all, 2u);
+  EXPECT_EQ(parse->core_unknown, 1u);
+  EXPECT_EQ(parse->migrated, 0u);
+  EXPECT_EQ(StoredCounter("core_unknown:a->b"), 2);
+  EXPECT_EQ(StoredCounter("core_unknown:total"), 2);
+  EXPECT_EQ(StoredCounter("core_unknown:parse"), 1);
+}
+
 }  // namespace
 }  // namespace ticktrace::collect

@@ -124,8 +124,8 @@ MetricsSnapshot HandMadeSnapshot() {
   StageMetrics odd;
   odd.stage = "say \"hi\"\\now";  // a label value that must be escaped
   s.stages.push_back(odd);
-  s.counters = {{"drained", 42}, {"dropped", 3}, {"orders_stored", 7},
-                {"missing_stage:b", 5}, {"collector_cpu_ms", 10}};
+  s.counters = {{"drained", 42},        {"dropped", 3},           {"orders_stored", 7},
+                {"missing_stage:b", 5}, {"core_unknown:a->b", 4}, {"collector_cpu_ms", 10}};
   s.analysed_until_utc_ns = 1'000'000'000;
   return s;
 }
@@ -156,6 +156,8 @@ TEST(PrometheusTextTest, HistogramBucketsSumCountFlagsAndCounters) {
   EXPECT_EQ(SampleValue(text, "ticktrace_dropped_total "), 3);
   EXPECT_EQ(SampleValue(text, "ticktrace_orders_stored_total "), 7);
   EXPECT_EQ(SampleValue(text, "ticktrace_missing_stage_total{stage=\"b\"} "), 5);
+  EXPECT_EQ(SampleValue(text, "ticktrace_stage_core_unknown_samples_total{stage=\"a->b\"} "), 4);
+  EXPECT_EQ(text.find("ticktrace_core_unknown:"), std::string::npos) << text;
   EXPECT_EQ(text.find("collector_cpu_ms"), std::string::npos);  // scrape-time CPU instead
   EXPECT_NE(text.find("stage=\"say \\\"hi\\\"\\\\now\""), std::string::npos) << text;
   EXPECT_NE(text.find("ticktrace_collector_info{version=\"1.2.3\",commit=\"abc1234\","

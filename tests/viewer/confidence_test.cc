@@ -49,6 +49,19 @@ TEST(Confidence, FlaggedFromOnePercent) {
   EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"flagged 25%"});
 }
 
+// A few per mille of samples with no known core is noise (a thread that
+// moved during a read); 5 per mille is named, before "flagged".
+TEST(Confidence, CoreUnknownFromFivePerMille) {
+  ConfidenceInputs in = Healthy();
+  in.core_unknown = 4;  // 0.4%
+  EXPECT_TRUE(ConfidenceReasons(in).empty());
+  in.core_unknown = 5;  // 0.5%
+  EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"core unknown 0.5%"});
+  in.core_unknown = 1000;  // every sample
+  in.flagged = 20;         // 2%
+  EXPECT_EQ(ConfidenceReasons(in), (std::vector<std::string>{"core unknown 100%", "flagged 2.0%"}));
+}
+
 TEST(Confidence, FewSamplesAndDetailSampledInOrder) {
   ConfidenceInputs in = Healthy();
   in.count = 99;

@@ -356,13 +356,13 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   ASSERT_TRUE(stages.is_array());
   ASSERT_EQ(stages.size(), 4u);
   for (const auto& s : stages) {
-    EXPECT_EQ(s.size(), 17u);
+    EXPECT_EQ(s.size(), 18u);
     EXPECT_TRUE(s.at("stage").is_string());
     // "ok" or a list of reasons; these stages have under 100 samples or not.
     EXPECT_TRUE(s.at("confidence").is_string() || s.at("confidence").is_array());
     EXPECT_TRUE(s.at("uncertainty_ns").is_null() || s.at("uncertainty_ns").is_number());
-    for (const char* name : {"count", "migrated", "negative", "cross_core", "skew",
-                             "out_of_order", "late"}) {
+    for (const char* name : {"count", "migrated", "negative", "cross_core", "skew", "out_of_order",
+                             "late", "core_unknown"}) {
       EXPECT_TRUE(s.at(name).is_number_integer()) << name;
     }
     for (const char* name : {"min_ns", "p50_ns", "p90_ns", "max_ns", "mean_ns"}) {

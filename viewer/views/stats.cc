@@ -54,6 +54,14 @@ std::vector<std::string> ConfidenceReasons(const ConfidenceInputs& in) {
       (!in.p50_ns.has_value() || in.uncertainty_ns > kUncertaintyShare * p50)) {
     reasons.push_back(absl::StrFormat("cross-core \u00b1%.0f ns", in.uncertainty_ns));
   }
+  // Such a sample may have crossed cores, by an offset nobody measured.
+  if (in.samples_all > 0 && in.core_unknown > 0) {
+    const double share = static_cast<double>(in.core_unknown) / static_cast<double>(in.samples_all);
+    if (share >= kCoreUnknownShare) {
+      reasons.push_back(
+          absl::StrFormat("core unknown %.*f%%", share < 0.1 ? 1 : 0, std::min(share, 1.0) * 100));
+    }
+  }
   if (in.samples_all > 0 && in.flagged > 0) {
     const double share = static_cast<double>(in.flagged) / static_cast<double>(in.samples_all);
     if (share >= kFlaggedShare) {

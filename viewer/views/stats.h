@@ -37,6 +37,7 @@ struct ConfidenceInputs {
   int64_t samples_all = 0;           // every sample of the stage
   int64_t flagged = 0;               // samples carrying a flag that makes them doubtful
   int64_t cross_core = 0;
+  int64_t core_unknown = 0;  // samples with an unknown core at either end
   std::optional<double> p50_ns;
   double uncertainty_ns = 0;         // the cores' offset uncertainty (0: none or unknown)
   std::optional<double> tsc_step_ns; // the run's TSC step
@@ -48,10 +49,11 @@ inline constexpr double kQuantisedSteps = 20;          // p50 under 20 TSC steps
 inline constexpr double kUncertaintyShare = 0.10;      // uncertainty over 10% of p50
 inline constexpr double kFlaggedShare = 0.01;          // 1% of the samples flagged
 inline constexpr int64_t kFewSamples = 100;            // p99 needs 100 samples
+inline constexpr double kCoreUnknownShare = 0.005;     // 5 per mille with no known core
 
 // The reasons not to trust a stage's figures as printed, in a fixed order:
-// "quantised", "cross-core ±X ns", "flagged N%", "few samples", "detail
-// sampled". Empty: ok.
+// "quantised", "cross-core ±X ns", "core unknown N%", "flagged N%", "few
+// samples", "detail sampled". Empty: ok.
 std::vector<std::string> ConfidenceReasons(const ConfidenceInputs& in);
 
 }  // namespace ticktrace::view

@@ -26,6 +26,7 @@ constexpr const char* kJsonCounters[] = {"late_records", "orders_late"};
 // The verdict of each stage (stats.h, ConfidenceReasons).
 void SetConfidence(Summary* summary) {
   for (SummaryStage& s : summary->stages) {
+    s.core_unknown = CounterValue(*summary, "core_unknown:" + s.stage);
     ConfidenceInputs in;
     in.count = s.stats.count;
     in.samples_all = std::max(s.samples_all, s.stats.count);
@@ -36,6 +37,7 @@ void SetConfidence(Summary* summary) {
                             s.migrated + s.negative + s.out_of_order + s.skew + s.late);
     }
     in.cross_core = s.cross_core;
+    in.core_unknown = s.core_unknown;
     in.p50_ns = s.stats.p50_ns;
     in.uncertainty_ns = s.uncertainty_ns;
     in.tsc_step_ns = summary->run.tsc_step_ns;
@@ -300,27 +302,27 @@ std::string RenderSummaryJson(const Summary& summary) {
   j["counters"] = std::move(counters);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const SummaryStage& s : summary.stages) {
-    stages.push_back({{"stage", s.stage},
-                      {"count", s.stats.count},
-                      {"min_ns", OptionalNumber(s.stats.min_ns)},
-                      {"p50_ns", OptionalNumber(s.stats.p50_ns)},
-                      {"p90_ns", OptionalNumber(s.stats.p90_ns)},
-                      {"p99_ns", OptionalNumber(s.stats.p99_ns)},
-                      {"p999_ns", OptionalNumber(s.stats.p999_ns)},
-                      {"max_ns", OptionalNumber(s.stats.max_ns)},
-                      {"mean_ns", OptionalNumber(s.stats.mean_ns)},
-                      {"migrated", s.migrated},
-                      {"negative", s.negative},
-                      {"cross_core", s.cross_core},
-                      {"skew", s.skew},
-                      {"out_of_order", s.out_of_order},
-                      {"late", s.late},
-                      {"uncertainty_ns", s.uncertainty_ns > 0
-                                             ? nlohmann::ordered_json(s.uncertainty_ns)
-                                             : nlohmann::ordered_json(nullptr)},
-                      {"confidence", s.confidence.empty()
-                                         ? nlohmann::ordered_json("ok")
-                                         : nlohmann::ordered_json(s.confidence)}});
+    stages.push_back(
+        {{"stage", s.stage},
+         {"count", s.stats.count},
+         {"min_ns", OptionalNumber(s.stats.min_ns)},
+         {"p50_ns", OptionalNumber(s.stats.p50_ns)},
+         {"p90_ns", OptionalNumber(s.stats.p90_ns)},
+         {"p99_ns", OptionalNumber(s.stats.p99_ns)},
+         {"p999_ns", OptionalNumber(s.stats.p999_ns)},
+         {"max_ns", OptionalNumber(s.stats.max_ns)},
+         {"mean_ns", OptionalNumber(s.stats.mean_ns)},
+         {"migrated", s.migrated},
+         {"negative", s.negative},
+         {"cross_core", s.cross_core},
+         {"skew", s.skew},
+         {"out_of_order", s.out_of_order},
+         {"late", s.late},
+         {"core_unknown", s.core_unknown},
+         {"uncertainty_ns", s.uncertainty_ns > 0 ? nlohmann::ordered_json(s.uncertainty_ns)
+                                                 : nlohmann::ordered_json(nullptr)},
+         {"confidence", s.confidence.empty() ? nlohmann::ordered_json("ok")
+                                             : nlohmann::ordered_json(s.confidence)}});
   }
   j["stages"] = std::move(stages);
   return j.dump(2) + "\n";

@@ -26,6 +26,9 @@ struct SummaryStage {
   int64_t skew = 0;
   int64_t out_of_order = 0;
   int64_t late = 0;
+  // Samples with an unknown core at either end, over the whole run (the
+  // store's counter "core_unknown:<stage>").
+  int64_t core_unknown = 0;
   int64_t samples_all = 0;   // every sample, in the percentiles or not
   double uncertainty_ns = 0; // the cores' offset uncertainty of its cross-core samples
   // Why its figures are not to be taken as printed (ConfidenceReasons); empty: ok.

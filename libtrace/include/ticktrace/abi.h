@@ -35,7 +35,8 @@
 //                                             collector for the retired -> free transition.
 //   SlotControl line 1 (write_index, dropped) the owning thread only, on its hot path.
 //   SlotControl line 2 (read_index) ......... the collector only.
-//   Record[] ................................ the owning thread only, in [read_index, write_index + capacity).
+//   Record[] ................................ the owning thread only, in [read_index, write_index +
+//   capacity).
 //
 // The collector never writes to line 1 or to the records; the producer reads
 // line 2 only when its cached copy of read_index says the ring is full. The
@@ -59,7 +60,7 @@
 //
 // Slot state machine (SlotControl::state):
 //
-//   kSlotFree --CAS by a thread's first trace call--> kSlotOwned
+//   kSlotFree --CAS by a thread's attach (AttachThisThread or first call)--> kSlotOwned
 //   kSlotOwned --owning thread exits (release)------> kSlotRetired
 //   kSlotRetired --collector drained it (CAS)-------> kSlotFree
 //   kSlotRetired --claimer sees read == write (CAS)-> kSlotOwned  (already drained)

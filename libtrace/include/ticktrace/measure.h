@@ -10,8 +10,8 @@
 //   ...
 //   TICKTRACE_TTT_MEASURE(kOrderOut, order_id);     // one kStamp record for this order
 //
-// Nothing here formats, converts to ns, allocates or calls the kernel (after
-// the thread's first trace call, which attaches the ring; see trace.h). The
+// Nothing here formats, converts to ns, allocates or calls the kernel once
+// the thread is attached (AttachThisThread(); see trace.h). The
 // collector turns ticks into ns and joins TTT stamps by order ID.
 //
 // Differences from the usual logging START_MEASURE/END_MEASURE macros, on

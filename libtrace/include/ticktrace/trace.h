@@ -11,9 +11,14 @@
 //   ticktrace::link(child_order_id, parent_id);   // this order was caused by that one
 //
 // Each call writes one 32-byte record into the calling thread's ring in this
-// process's shared-memory segment (layout: ticktrace/abi.h). The first call on
-// a thread attaches: it creates the segment if needed (see Init) and claims a
-// ring; that call takes locks and system calls. Every later call is the fast
+// process's shared-memory segment (layout: ticktrace/abi.h). A thread must be
+// attached before it writes: the segment created if needed (see Init), a ring
+// claimed and its pages reserved and mapped. That takes locks, system calls
+// and, for a large ring, milliseconds. Call AttachThisThread() at the start of
+// every traced thread so that no order pays for it. A thread that has not
+// called it attaches in its first trace call, *before* that call reads the
+// TSC: the call's record then says when the call ended, and no stage holds
+// the attach. Every later call is the fast
 // path: a TSC read, a 32-byte store and a release store of the write index —
 // inline, noexcept, no lock, no allocation, no system call, and no
 // __tls_get_addr (the per-thread block uses the initial-exec TLS model).
@@ -99,6 +104,16 @@ struct TracerStatus {
   uint64_t dropped_without_segment = 0;  // as DroppedWithoutSegment()
 };
 
+// Attaches the calling thread now: creates this process's segment if it does
+// not exist yet (from Options::FromEnvironment() unless Init ran), claims a
+// ring and reserves and maps its pages. Call it once at the start of every
+// traced thread, outside anything measured; later calls return at once.
+// Returns OK when the thread owns a ring; otherwise why its trace calls will
+// be counted no-ops: the segment's creation error (as Init's), or
+// kResourceExhausted when no ring is free or /dev/shm cannot hold one.
+// A cold path: takes a lock and makes system calls. Any thread may call it.
+Status AttachThisThread();
+
 // A cold-path query for logs and health checks: takes a lock; do not call it
 // on a hot path. Any thread may call it, at any time.
 TracerStatus TraceStatus();
@@ -128,12 +143,26 @@ struct ThreadRing {
   uint64_t next_write;                 // our copy of *write_index
   uint64_t write_limit;                // cached read_index + capacity: IndexBefore it, there is room
   uint64_t mask;                       // capacity - 1
-  // The kernel's rseq cpu_id of this thread (glibc >= 2.35 registers it), set
-  // on the thread's first trace call; nullptr before it, or without rseq.
+  // Where this thread's core is read: the kernel's rseq cpu_id (glibc >= 2.35
+  // registers it), or &no_rseq_cpu_id without rseq. Set when the thread
+  // attaches, whatever the outcome; nullptr means "not attached yet", so the
+  // one branch a stamp already takes on it also sends a first call to attach.
   const volatile uint32_t* rseq_cpu_id;
+  // abi::kAuxUnknown once set: what a thread without rseq reads as its core.
+  uint32_t no_rseq_cpu_id;
 };
 
 extern constinit thread_local ThreadRing tls_ring __attribute__((tls_model("initial-exec")));
+
+// Attaches the calling thread if it never tried (a first trace call without
+// AttachThisThread()), then sets its rseq_cpu_id. Never inline.
+void AttachOnFirstCall() noexcept;
+
+// For the calls that do not read the core through rseq_cpu_id: attaches a
+// thread's first call before its TSC is read. One load and a predicted branch.
+inline void AttachIfFirstCall() noexcept {
+  if (__builtin_expect(tls_ring.rseq_cpu_id == nullptr, 0)) AttachOnFirstCall();
+}
 
 // Attaches the thread, or refreshes the cached read index when the ring looks
 // full, then writes `record` or counts it as dropped. Never inline: it keeps
@@ -191,11 +220,12 @@ inline void Write(uint64_t tsc, uint64_t order_id, uint64_t payload, uint32_t au
 // whatever executed before it has retired). Different (the thread moved in
 // between), or no rseq: kAuxUnknown. The aux holds the cpu only (node bits 0);
 // compare cores with abi::AuxCpu. Two plain loads beside rdtsc: ~0.6 ns.
+// A thread not attached yet attaches first, so its TSC is read after it.
 inline uint64_t ReadTscAndCore(uint32_t* aux) noexcept {
   const volatile uint32_t* cpu = tls_ring.rseq_cpu_id;
   if (__builtin_expect(cpu == nullptr, 0)) {
-    *aux = abi::kAuxUnknown;
-    return ReadTsc();
+    AttachOnFirstCall();
+    cpu = tls_ring.rseq_cpu_id;
   }
   const uint32_t before = *cpu;
   // Compiler barriers only: the loads and rdtsc stay in program order.
@@ -210,8 +240,15 @@ inline uint64_t ReadTscAndCore(uint32_t* aux) noexcept {
 // As ReadTscAndCore where rseq is available; otherwise rdtscp (its aux).
 // For spans, whose two ends must each know their core.
 inline uint64_t ReadTscAndCoreOrTscp(uint32_t* aux) noexcept {
-  if (__builtin_expect(tls_ring.rseq_cpu_id == nullptr, 0)) return ReadTscp(aux);
+  AttachIfFirstCall();
+  if (__builtin_expect(tls_ring.rseq_cpu_id == &tls_ring.no_rseq_cpu_id, 0)) return ReadTscp(aux);
   return ReadTscAndCore(aux);
+}
+
+// rdtscp;lfence, after attaching a thread's first call (FencedSpan's ends).
+inline uint64_t ReadTscFencedEndAttached(uint32_t* aux) noexcept {
+  AttachIfFirstCall();
+  return ReadTscFencedEnd(aux);
 }
 
 inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_tsc,
@@ -236,8 +273,8 @@ inline uint64_t SpanPayload(uint32_t end_aux, uint64_t begin_tsc, uint64_t end_t
 }  // namespace internal
 
 // The order `order_id` reached the stage `tag` now. Plain rdtsc, and the core
-// from the kernel's rseq area (kAuxUnknown without rseq, when the thread moved
-// during the read, and for a thread's very first record, which attaches it).
+// from the kernel's rseq area (kAuxUnknown without rseq, or when the thread
+// moved during the read).
 inline void stamp(const Tag& tag, uint64_t order_id) noexcept {
   uint32_t aux;
   const uint64_t tsc = internal::ReadTscAndCore(&aux);
@@ -246,6 +283,7 @@ inline void stamp(const Tag& tag, uint64_t order_id) noexcept {
 
 // As stamp(), read with rdtscp so the record says which core it was taken on.
 inline void stamp_rdtscp(const Tag& tag, uint64_t order_id) noexcept {
+  internal::AttachIfFirstCall();
   uint32_t aux;
   const uint64_t tsc = ReadTscp(&aux);
   internal::Write(tsc, order_id, 0, aux, tag.id(), abi::kStamp, 0);
@@ -254,6 +292,7 @@ inline void stamp_rdtscp(const Tag& tag, uint64_t order_id) noexcept {
 // As stamp(), read as lfence; rdtsc; lfence so that no instruction moves across
 // it: for micro-measurements between two stamps a few tens of ns apart.
 inline void stamp_fenced(const Tag& tag, uint64_t order_id) noexcept {
+  internal::AttachIfFirstCall();
   internal::Write(ReadTscFencedBegin(), order_id, 0, abi::kAuxUnknown, tag.id(), abi::kStamp,
                   abi::kRecordFenced);
 }
@@ -261,6 +300,7 @@ inline void stamp_fenced(const Tag& tag, uint64_t order_id) noexcept {
 // `child_order_id` was caused by `parent_order_id` (one tick fans out into
 // orders): the collector continues the child's stage chain from its parent's.
 inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
+  internal::AttachIfFirstCall();
   internal::Write(ReadTsc(), child_order_id, parent_order_id, abi::kAuxUnknown, abi::kTagInvalid,
                   abi::kLink, 0);
 }
@@ -312,13 +352,16 @@ class Span : public internal::SpanOf<&internal::ReadTscAndCoreOrTscp, 0> {
 // As Span, but each end is `rdtscp; lfence`, so the measured code can neither
 // start before the begin read nor finish after the end read. For code of tens
 // of ns; the fences cost ~10-20 ns each.
-class FencedSpan : public internal::SpanOf<&ReadTscFencedEnd, abi::kRecordFenced> {
+class FencedSpan
+    : public internal::SpanOf<&internal::ReadTscFencedEndAttached, abi::kRecordFenced> {
  public:
   using SpanOf::SpanOf;
 };
 
 // Records an interval measured elsewhere (START_MEASURE/END_MEASURE, the
 // interval timer): `tag` took from `begin_tsc` to `end_tsc`. `order_id` may be 0.
+// The caller read both TSCs: a thread's first call attaches after them, so
+// call AttachThisThread() before `begin_tsc` is read.
 inline void record_interval(const Tag& tag, uint64_t begin_tsc, uint64_t end_tsc,
                             uint64_t order_id = 0) noexcept {
   uint8_t flags = 0;
