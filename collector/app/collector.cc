@@ -877,16 +877,14 @@ class AnalysisStage {
   // A resumed run's journal tail, [catch_up_from, until): read as a recovery
   // reads it (corrupt chunks skipped: the restart's scan said and counted
   // them), every order it finishes into the store, which skips those it
-  // holds. The store sink waits instead of dropping meanwhile
-  // (ResumeWriter), so this waits until the store has them, and then the
-  // sink drops and counts again when it falls far behind.
+  // holds. The store sink waits instead of dropping (ResumeWriter), so this
+  // waits until the store has them.
   void CatchUp(uint64_t until) {
     absl::StatusOr<Journal::Recovered> r =
         Journal::Recover(feed_.tail_path, &session_.analyzer(), feed_.catch_up_from, until);
     if (r.ok()) session_.analyzer().mutable_counters().malformed_chunks += r->malformed_chunks;
     if (session_.writer() != nullptr) {
       session_.writer()->Flush();
-      session_.writer()->set_block_when_full(false);
       // Orders the journal left pending finish at the first clock tick.
       session_.writer()->Submit();
     }
@@ -1063,6 +1061,9 @@ DrainResult RunStages(const CollectorOptions& o, const RunInfo& info, Session& s
   stage.orders_open = &orders_open;
   stage.stop_requested = [&o] { return StopRequested(o); };
   // A store that does not answer must not hold the exit (the journal keeps it).
+  // The store sink keeps waiting for a store that answers (its writer's
+  // failures free the queue too), so the journal's backlog is stored before
+  // the run ends.
   stage.on_stopping = [&session] {
     if (session.store() != nullptr) session.store()->RequestStop();
   };
@@ -1108,8 +1109,12 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     fresh = *std::move(live);
   }
   const RunInfo info = resumed ? *plan.resume_info : *std::move(fresh);
+  // With a journal, the analysis may wait for the store (the journal holds
+  // the backlog up to --journal-cap; the drain never waits for either), so
+  // every order's detail is stored. Without one, the store sink drops and
+  // counts detail when it falls far behind instead.
   absl::Status started = session.Start(info, resumed ? plan.resume_run : 0,
-                                       /*block_when_full=*/false);
+                                       /*block_when_full=*/o.use_journal);
   if (!started.ok()) return started;
   absl::StatusOr<JournalStart> journal_start =
       resumed ? ResumeFromJournal(o, plan, resume_state, session, out)

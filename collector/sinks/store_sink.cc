@@ -207,6 +207,14 @@ void StoreSink::SettleTail(int64_t before_interval) {
   }
 }
 
+void StoreSink::set_block_when_full(bool block) {
+  {
+    std::lock_guard lock(mu_);
+    options_.block_when_full = block;
+  }
+  idle_cv_.notify_all();
+}
+
 void StoreSink::Submit() {
   if (orders_gathered_ == 0 && building_.empty()) return;  // nothing since the last handover
   // (Detail kept without an order gathered: tail choices settled by SettleAll.)
@@ -249,7 +257,7 @@ void StoreSink::HandOver() {
   if (options_.block_when_full) {
     idle_cv_.wait(lock, [&] {
       return queued_samples_ == 0 || queued_samples_ + b.samples <= options_.max_queued_samples ||
-             stop_;
+             stop_ || !options_.block_when_full;
     });
   } else if (queued_samples_ + b.samples > options_.max_queued_samples && queued_samples_ > 0) {
     // Behind: this detail is not kept (interval_detail shows where); the

@@ -173,7 +173,10 @@ class StoreSink : public OrderSink {
   // The highest sequence number through which the store holds statistics
   // and detail decisions (0: none yet).
   uint64_t stored_through() const;
-  void set_block_when_full(bool block) { options_.block_when_full = block; }
+  // Whether Submit() waits for the writer when it is far behind (true) or
+  // drops and counts the detail (false). Any thread: a Submit() waiting is
+  // woken to look again.
+  void set_block_when_full(bool block);
 
  private:
   struct Pending;        // an order held for the tail choice
