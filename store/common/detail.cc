@@ -144,21 +144,6 @@ int64_t RoundNs(double ns) {
   return std::llround(std::clamp(ns, -9.0e18, 9.0e18));
 }
 
-absl::Status PackOrderDetail(
-    const OrderDetail& o,
-    const std::function<absl::StatusOr<uint32_t>(const std::string& name)>& name_id,
-    std::string* out) {
-  std::vector<uint32_t> ids;
-  ids.reserve(o.stamps.size());
-  for (const StampDetail& sd : o.stamps) {
-    absl::StatusOr<uint32_t> name = name_id(sd.tag);
-    if (!name.ok()) return name.status();
-    ids.push_back(*name);
-  }
-  PackOrderDetail(o, ids, out);
-  return absl::OkStatus();
-}
-
 void PackOrderDetail(const OrderDetail& o, absl::Span<const uint32_t> name_ids, std::string* out) {
   // Field for field what PackDetail writes for the PackedDetail of `o`
   // (the layout above), without building it.

@@ -10,7 +10,6 @@
 #define TICKTRACE_STORE_DETAIL_H_
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,16 +93,10 @@ void PackDetail(const PackedDetail& detail, std::string* out);
 int64_t RoundNs(double ns);
 
 // Packs `order`'s stamps and samples (what the packed BLOB holds) and
-// appends the encoding to `out`; each stamp's tag becomes an id through
-// `name_id` (the backend's names dictionary), whose error is returned.
-absl::Status PackOrderDetail(
-    const OrderDetail& order,
-    const std::function<absl::StatusOr<uint32_t>(const std::string& name)>& name_id,
-    std::string* out);
-// The same encoding with the stamps' name ids already resolved, one per
-// stamp in order (REQUIRES: name_ids.size() == order.stamps.size()): what a
-// writer that resolves names once per batch calls, with no callback and no
-// intermediate PackedDetail per order.
+// appends the encoding to `out`, with the stamps' name ids already resolved
+// by the backend's names dictionary, one per stamp in order (REQUIRES:
+// name_ids.size() == order.stamps.size()): no intermediate PackedDetail per
+// order.
 void PackOrderDetail(const OrderDetail& order, absl::Span<const uint32_t> name_ids,
                      std::string* out);
 // Decodes untrusted bytes: InvalidArgument when they are not a packed detail.
