@@ -1,9 +1,10 @@
 // One row per sample and per stamp, for SQL that wants them: TEMP tables
-// `samples` and `stamps` on a connection, decoded from schema 2's packed
-// order detail (docs/store.md, "Flat rows"). Their columns are schema 1's
-// (plus `instance`), so queries written for one row per stamp keep working.
-// The tests and the benches read stores this way; the SQLite reader uses
-// only ParseSampleCells (orders.samples).
+// `samples` and `stamps` on a connection, decoded from the packed order
+// detail that the view `orders` gives (docs/store.md, "Flat rows"). Their
+// columns are schema 1's (plus `instance`), so queries written for one row
+// per stamp keep working.
+// The tests and the benches read stores this way; the SQLite reader and the
+// block decoder (sqlite_blocks.h) use only ParseSampleCells (orders.samples).
 
 #ifndef TICKTRACE_STORE_SQLITE_EXPAND_H_
 #define TICKTRACE_STORE_SQLITE_EXPAND_H_

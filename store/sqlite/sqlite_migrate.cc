@@ -2,16 +2,20 @@
 // "Migration"). Schema 1 kept one row per stamp, sample and order; schema 2
 // packs each order's detail into one row and adds interval statistics, which
 // the migration computes from the old samples, so that an old run answers
-// window queries like a new one.
+// window queries like a new one; schema 3 keeps orders in blocks
+// (sqlite_blocks.h), and a schema-2 store's rows move into them as they are.
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "store/sqlite/sqlite_blocks.h"
+#include "store/sqlite/sqlite_expand.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_statement.h"
 #include "store/sqlite/sqlite_writer.h"
@@ -179,17 +183,11 @@ absl::Status MigrateRunV1(SqliteWriter* writer, int64_t run_id, bool include_fla
   return flush();
 }
 
-}  // namespace
-
-absl::Status MigrateToCurrent(SqliteWriter* writer, int from_version, const std::string& path) {
-  if (from_version != 1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": no migration from store schema ", from_version));
-  }
+// Schema 1 to the current one: the old rows become orders, written as new
+// ones are, and each run's intervals are computed from its samples.
+absl::Status MigrateFromV1(SqliteWriter* writer, const std::string& path) {
   sqlite3* db = writer->db();
-  absl::Status s = Exec(db, "BEGIN IMMEDIATE", path);
-  if (!s.ok()) return s;
-  writer->set_in_migration(true);
+  absl::Status s;
   for (const char* sql : {
            "ALTER TABLE orders RENAME TO v1_orders",
            "ALTER TABLE samples RENAME TO v1_samples",
@@ -230,9 +228,167 @@ absl::Status MigrateToCurrent(SqliteWriter* writer, int from_version, const std:
     if (s.ok()) s = MigrateRunV1(writer, run_id, include_flagged, path);
   }
   for (const char* sql : {"DROP TABLE v1_samples", "DROP TABLE v1_stamps", "DROP TABLE v1_orders",
-                          "DROP TABLE v1_stage_stats",
-                          "UPDATE meta SET value = '2' WHERE key = 'schema_version'"}) {
+                          "DROP TABLE v1_stage_stats"}) {
     if (s.ok()) s = Exec(db, sql, path);
+  }
+  return s;
+}
+
+// One schema-2 run's orders (a row each) into schema 3's blocks, in the
+// order they were stored; interval_detail's key ranges follow the new keys.
+absl::Status MigrateRunV2(sqlite3* db, int64_t run_id, int64_t interval_ns,
+                          const std::string& path) {
+  interval_ns = std::max<int64_t>(1, interval_ns);
+  absl::StatusOr<Statement> rows = Statement::Prepare(
+      db,
+      "SELECT order_id, instance, parent_order_id, first_utc_ns, first_tsc, total_ns, complete, "
+      "missing, flags, samples, detail FROM v2_orders WHERE run_id = ? ORDER BY order_key",
+      path);
+  absl::StatusOr<Statement> put_block = Statement::Prepare(
+      db, "INSERT INTO order_blocks(run_id, start_utc_ns, orders, detail) VALUES(?,?,?,?)", path);
+  absl::StatusOr<Statement> put_id = Statement::Prepare(
+      db, "INSERT OR IGNORE INTO order_ids(run_id, id_page, block_key) VALUES(?,?,?)", path);
+  absl::StatusOr<Statement> put_keys = Statement::Prepare(
+      db,
+      "INSERT INTO interval_detail(run_id, start_utc_ns, orders, orders_kept, first_order_key, "
+      "last_order_key) VALUES(?1,?2,?3,?3,?4,?5) ON CONFLICT(run_id, start_utc_ns) DO UPDATE "
+      "SET first_order_key = excluded.first_order_key, last_order_key = excluded.last_order_key",
+      path);
+  if (!rows.ok() || !put_block.ok() || !put_id.ok() || !put_keys.ok()) {
+    return MigrationError(db, path);
+  }
+  struct Block {
+    int64_t count = 0;
+    std::string orders = "[";
+    std::string detail;
+    std::vector<int64_t> pages;
+  };
+  struct Keys {
+    int64_t count = 0, first = 0, last = 0;
+  };
+  std::map<int64_t, Block> open;  // by interval start
+  std::map<int64_t, Keys> keys;
+  const auto flush = [&](int64_t start, Block& b) -> absl::Status {
+    if (b.count == 0) return absl::OkStatus();
+    b.orders.push_back(']');
+    put_block->Reset();
+    put_block->Bind(1, run_id).Bind(2, start).BindTextNoCopy(3, b.orders);
+    put_block->BindBlobNoCopy(4, b.detail);
+    if (!put_block->Run().ok()) return MigrationError(db, path);
+    const int64_t block_key = sqlite3_last_insert_rowid(db);
+    Keys& k = keys[start];
+    if (k.count == 0) k.first = block_key * kOrdersPerBlock;
+    k.count += b.count;
+    k.last = block_key * kOrdersPerBlock + b.count - 1;
+    std::sort(b.pages.begin(), b.pages.end());
+    b.pages.erase(std::unique(b.pages.begin(), b.pages.end()), b.pages.end());
+    for (const int64_t page : b.pages) {
+      put_id->Reset();
+      put_id->Bind(1, run_id).Bind(2, page).Bind(3, block_key);
+      if (!put_id->Run().ok()) return MigrationError(db, path);
+    }
+    b = Block();
+    return absl::OkStatus();
+  };
+  rows->Bind(1, run_id);
+  for (;;) {
+    const absl::StatusOr<bool> row = rows->Step();
+    if (!row.ok()) return MigrationError(db, path);
+    if (!*row) break;
+    const Statement& r = *rows;
+    const int64_t order_id = r.Int(0);
+    const std::string_view samples = r.Blob(9);
+    if (!ParseSampleCells(samples).ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": migration: order ", order_id, " of run ",
+                                              run_id, " has unreadable samples; left as it was"));
+    }
+    const int64_t first_utc_ns = r.Int(3);
+    const int64_t start =
+        first_utc_ns - (((first_utc_ns % interval_ns) + interval_ns) % interval_ns);
+    if (open.size() > 64 && open.find(start) == open.end()) {
+      for (auto& [s, b] : open) {
+        if (absl::Status st = flush(s, b); !st.ok()) return st;
+      }
+      open.clear();
+    }
+    Block& b = open[start];
+    const std::string_view detail = r.Blob(10);
+    if (b.count > 0) b.orders.push_back(',');
+    AppendBlockOrderJson(order_id, r.Int(1), r.OptionalInt(2), first_utc_ns, start, r.Int(4),
+                         r.OptionalInt(5), r.Int(6) != 0, r.IsNull(7) ? "" : r.Blob(7),
+                         static_cast<uint32_t>(r.Int(8)), samples, b.detail.size(), detail.size(),
+                         &b.orders);
+    b.detail.append(detail);
+    b.pages.push_back(IdPage(order_id));
+    if (++b.count == kOrdersPerBlock) {
+      if (absl::Status st = flush(start, b); !st.ok()) return st;
+    }
+  }
+  for (auto& [s, b] : open) {
+    if (absl::Status st = flush(s, b); !st.ok()) return st;
+  }
+  for (const auto& [start, k] : keys) {
+    put_keys->Reset();
+    put_keys->Bind(1, run_id).Bind(2, start).Bind(3, k.count).Bind(4, k.first).Bind(5, k.last);
+    if (!put_keys->Run().ok()) return MigrationError(db, path);
+  }
+  return absl::OkStatus();
+}
+
+// Schema 2 to 3: the orders table becomes blocks; `orders` and
+// `stage_latencies` become views over them.
+absl::Status MigrateFromV2(SqliteWriter* writer, const std::string& path) {
+  sqlite3* db = writer->db();
+  absl::Status s;
+  // The view goes first: renaming `orders` would rewrite it to v2_orders.
+  for (const char* sql :
+       {"DROP VIEW IF EXISTS stage_latencies", "DROP INDEX IF EXISTS orders_by_id",
+        "ALTER TABLE orders RENAME TO v2_orders",
+        // Keys of the old rows: each interval gets its new range below.
+        "UPDATE interval_detail SET first_order_key = NULL, "
+        "last_order_key = NULL"}) {
+    if (s.ok()) s = Exec(db, sql, path);
+  }
+  if (s.ok()) s = Exec(db, SqliteSchemaSql(), path);
+  if (s.ok()) s = writer->PrepareStatements();
+  std::vector<std::pair<int64_t, int64_t>> runs;  // run_id, interval_ns
+  if (s.ok()) {
+    absl::StatusOr<Statement> q =
+        Statement::Prepare(db, "SELECT run_id, interval_ns FROM runs ORDER BY run_id", path);
+    if (!q.ok()) {
+      s = MigrationError(db, path);
+    } else if (!q->ForEachRow([&] { runs.emplace_back(q->Int(0), q->Int(1)); }).ok()) {
+      s = MigrationError(db, path);
+    }
+  }
+  for (const auto& [run_id, interval_ns] : runs) {
+    if (s.ok()) s = MigrateRunV2(db, run_id, interval_ns, path);
+  }
+  if (s.ok()) s = Exec(db, "DROP TABLE v2_orders", path);
+  return s;
+}
+
+}  // namespace
+
+absl::Status MigrateToCurrent(SqliteWriter* writer, int from_version, const std::string& path) {
+  if (from_version != 1 && from_version != 2) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": no migration from store schema ", from_version));
+  }
+  sqlite3* db = writer->db();
+  absl::Status s = Exec(db, "BEGIN IMMEDIATE", path);
+  if (!s.ok()) return s;
+  writer->set_in_migration(true);
+  if (from_version == 2) {
+    s = MigrateFromV2(writer, path);
+  } else {
+    s = MigrateFromV1(writer, path);
+  }
+  if (s.ok()) {
+    s = Exec(db,
+             absl::StrCat("UPDATE meta SET value = '", kSqliteSchemaVersion,
+                          "' WHERE key = 'schema_version'"),
+             path);
   }
   writer->set_in_migration(false);
   if (!s.ok()) {

@@ -161,7 +161,7 @@ class TempDir {
   // A path inside; removed with the directory (with SQLite's companions).
   std::string File(const std::string& name) {
     const std::string f = absl::StrCat(path_, "/", name);
-    for (const char* suffix : {"", "-wal", "-shm", "-journal", ".schema1.bak"}) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal", ".schema1.bak", ".schema2.bak"}) {
       files_.push_back(f + suffix);
     }
     return f;

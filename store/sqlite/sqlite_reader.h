@@ -1,4 +1,4 @@
-// The SQLite backend of StoreReader (ticktrace/store/reader.h): schema 2
+// The SQLite backend of StoreReader (ticktrace/store/reader.h): schema 3
 // (docs/store.md, DDL in store/sqlite/sqlite_schema_sql.inc), read-only.
 // Private to the store library: store/open.cc (OpenReader) is its only
 // caller, through OpenSqliteStoreReader.
@@ -10,17 +10,18 @@
 //   window statistics, intervals   `intervals` rows merged (Histogram), one
 //                                  index range per stage: no detail is read
 //                                  (sqlite_reader_intervals.cc)
-//   samples, stamps, orders        one `orders` row per order instance: its
-//                                  samples (orders.samples, sqlite_expand.h)
-//                                  and, for their context and the stamps, its
-//                                  packed detail; the slowest orders by the
-//                                  intervals' maxima (see FindSlowest)
-//                                  (sqlite_reader_orders.cc)
+//   samples, stamps, orders        order_blocks rows of up to 256 orders of one
+//                                  interval (sqlite_blocks.h): each order's
+//                                  samples in its JSON element and, for their
+//                                  context and the stamps, its packed detail;
+//                                  the slowest orders by the intervals' maxima
+//                                  (see FindSlowest) (sqlite_reader_orders.cc)
 //
-// Orders are stored by order_key (roughly the order they finished in); the
-// only index on them is (run_id, order_id, instance). Queries that walk a key
-// range write `+o.run_id` so that SQLite keeps to the rowid range instead of
-// scanning the run through that index.
+// Blocks are stored by block_key (roughly the order their orders finished
+// in); an order's key is block_key * 256 + its place. An order is found by id
+// through order_ids (run, id page, block), by time through interval_detail's
+// key ranges. Queries that walk a key range write `+b.run_id` so that SQLite
+// keeps to the rowid range.
 #ifndef TICKTRACE_STORE_SQLITE_SQLITE_READER_H_
 #define TICKTRACE_STORE_SQLITE_SQLITE_READER_H_
 
@@ -40,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "store/common/packed_rows.h"
+#include "store/sqlite/sqlite_blocks.h"
 #include "store/sqlite/sqlite_expand.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_statement.h"
@@ -47,7 +49,7 @@
 
 namespace ticktrace::store::internal {
 
-// Opens the SQLite store at `path` for reading (schema 2; a schema-1 store
+// Opens the SQLite store at `path` for reading (schema 3; an older store
 // is migrated first, see StoreReader::Open).
 absl::StatusOr<std::unique_ptr<StoreReader>> OpenSqliteStoreReader(const std::string& path,
                                                                    OpenMode mode);
@@ -137,7 +139,23 @@ class SqliteStoreReader final : public StoreReader {
   // The run's dictionaries, read once (again with `refresh`, or when the run
   // is new to this reader: a live store grows them).
   absl::StatusOr<const RunDictionary*> Dictionary(int64_t run_id, bool refresh);
-  static OrderKeyFields OrderFields(const Statement& s);
+  static OrderKeyFields OrderFields(const store::BlockOrder& o);
+
+  // Calls `visit` on every order of the blocks `s` selects (kBlockColumns,
+  // sqlite_reader_orders.cc); a block that does not decode is DataLoss.
+  absl::Status ForEachBlockOrder(
+      Statement& s, const std::function<absl::Status(const store::BlockOrder&)>& visit);
+  // An order found by id, its packed detail decoded (order.detail is empty).
+  struct FoundOrder {
+    store::BlockOrder order;
+    store::PackedDetail detail;
+  };
+  // The run's orders of `order_id` (of `instance` when set), by instance.
+  absl::StatusOr<std::vector<FoundOrder>> OrdersWithId(int64_t run_id, int64_t order_id,
+                                                       std::optional<int64_t> instance);
+  // A statement over one interval's blocks in its key range (BindRange).
+  absl::StatusOr<Statement> PrepareRangeScan(absl::string_view what);
+  static void BindRange(Statement& s, int64_t run_id, const KeyRange& r);
 
   // The intervals of the stage that may hold an order of `window`, by bound,
   // largest first (ties: earlier first).
@@ -154,12 +172,9 @@ class SqliteStoreReader final : public StoreReader {
                            std::optional<int64_t> stage_id, const TimeWindow& window,
                            const std::function<void(const SampleRow&)>& visit);
 
-  // orders.samples of `order_id`, parsed.
-  absl::StatusOr<std::vector<store::SampleCell>> Cells(std::string_view text, int64_t order_id);
-
-  // Appends the samples (of `stage_id` when set) of the order at `s`'s
-  // current row (kOrderSampleColumns) to `out`, in samples order.
-  absl::Status OrderSamples(const Statement& s, const RunDictionary& dict,
+  // Appends the samples (of `stage_id` when set) of `o` to `out`, in
+  // samples order.
+  absl::Status OrderSamples(const store::BlockOrder& o, const RunDictionary& dict,
                             std::optional<int64_t> stage_id, std::vector<SampleRow>* out);
 
   // Calls `visit(start, samples_all, flags, encoded histogram)` for each

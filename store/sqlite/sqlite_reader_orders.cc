@@ -1,7 +1,9 @@
-// The SQLite StoreReader's samples, orders and stamps: one `orders` row per
-// order instance, its samples in orders.samples and its context and stamps in
-// the packed detail; the slowest orders through the intervals' maxima and
-// order-key ranges (sqlite_reader.h, docs/store.md).
+// The SQLite StoreReader's samples, orders and stamps: orders in blocks of
+// one interval (order_blocks, sqlite_blocks.h), found by id through the id
+// pages of order_ids and by time through interval_detail's key ranges; each
+// order's samples in its JSON element, their context and its stamps in its
+// packed detail; the slowest orders through the intervals' maxima
+// (sqlite_reader.h, docs/store.md).
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -16,6 +18,7 @@
 #include <iostream>
 #include <limits>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +28,7 @@
 #include "store/common/packed_rows.h"
 #include "store/common/reader_common.h"
 #include "store/common/window_rows.h"
+#include "store/sqlite/sqlite_blocks.h"
 #include "store/sqlite/sqlite_expand.h"
 #include "store/sqlite/sqlite_reader.h"
 #include "store/sqlite/sqlite_schema.h"
@@ -37,24 +41,19 @@
 namespace ticktrace::store::internal {
 namespace sqlite_reader {
 
-// An order with what its samples need: OrderFields() reads the first four,
-// OrderSamples() the detail and the samples.
-constexpr char kOrderSampleColumns[] =
-    "order_id, instance, first_utc_ns, first_tsc, detail, samples";
+// The columns ForEachBlockOrder reads.
+constexpr char kBlockColumns[] = "b.block_key, b.start_utc_ns, b.orders, b.detail";
 
-constexpr char kOrderColumns[] =
-    "order_id, instance, parent_order_id, first_utc_ns, total_ns, complete, missing, flags";
-
-OrderRow ReadOrder(const Statement& s, int first = 0) {
+OrderRow ReadOrder(const store::BlockOrder& o) {
   OrderRow row;
-  row.order_id = s.Int(first + 0);
-  row.instance = s.Int(first + 1);
-  row.parent_order_id = s.OptionalInt(first + 2);
-  row.first_utc_ns = s.Int(first + 3);
-  row.total_ns = s.OptionalDouble(first + 4);
-  row.complete = s.Int(first + 5) != 0;
-  row.missing = s.Text(first + 6);
-  row.late = (static_cast<uint32_t>(s.Int(first + 7)) & store::kFlagLate) != 0;
+  row.order_id = o.order_id;
+  row.instance = o.instance;
+  row.parent_order_id = o.parent_order_id;
+  row.first_utc_ns = o.first_utc_ns;
+  if (o.total_ns.has_value()) row.total_ns = static_cast<double>(*o.total_ns);
+  row.complete = o.complete;
+  row.missing = o.missing;
+  row.late = (o.flags & store::kFlagLate) != 0;
   return row;
 }
 
@@ -139,6 +138,49 @@ absl::StatusOr<std::optional<std::pair<int64_t, int64_t>>> SqliteStoreReader::Sa
   return Span(std::make_pair(s.Int(0), s.Int(1) + dict->interval_ns - 1));
 }
 
+absl::Status SqliteStoreReader::ForEachBlockOrder(
+    Statement& s, const std::function<absl::Status(const store::BlockOrder&)>& visit) {
+  return s.ForEachRow([&]() -> absl::Status {
+    absl::StatusOr<std::vector<store::BlockOrder>> orders =
+        store::ParseBlock(s.Int(0), s.Int(1), s.Blob(2), s.Blob(3));
+    if (!orders.ok()) {
+      return absl::DataLossError(absl::StrCat(path_, ": ", orders.status().message()));
+    }
+    for (const store::BlockOrder& o : *orders) TICKTRACE_RETURN_IF_ERROR(visit(o));
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<SqliteStoreReader::FoundOrder>> SqliteStoreReader::OrdersWithId(
+    int64_t run_id, int64_t order_id, std::optional<int64_t> instance) {
+  // The blocks of the id's page (a block or two for ids handed out in
+  // sequence), then the id among their orders.
+  TICKTRACE_ASSIGN_OR_RETURN(
+      Statement s,
+      Prepare(absl::StrCat("SELECT ", kBlockColumns,
+                           " FROM order_ids i JOIN order_blocks b ON b.block_key = i.block_key "
+                           "WHERE i.run_id = ? AND i.id_page = ?"),
+              "reading an order"));
+  s.Bind(1, run_id).Bind(2, store::IdPage(order_id));
+  std::vector<FoundOrder> found;
+  TICKTRACE_RETURN_IF_ERROR(ForEachBlockOrder(s, [&](const store::BlockOrder& o) -> absl::Status {
+    if (o.order_id != order_id || (instance.has_value() && o.instance != *instance)) {
+      return absl::OkStatus();
+    }
+    TICKTRACE_ASSIGN_OR_RETURN(store::PackedDetail detail,
+                               UnpackOrderDetail(path_, o.detail, order_id));
+    FoundOrder f{o, std::move(detail)};
+    f.order.detail = {};  // points into the row, gone after the next step
+    found.push_back(std::move(f));
+    return absl::OkStatus();
+  }));
+  std::sort(found.begin(), found.end(), [](const FoundOrder& a, const FoundOrder& b) {
+    return std::tie(a.order.instance, a.order.order_key) <
+           std::tie(b.order.instance, b.order.order_key);
+  });
+  return found;
+}
+
 absl::Status SqliteStoreReader::ForEachSample(int64_t run_id, const SampleFilter& filter,
                                               bool ordered,
                                               const std::function<void(const SampleRow&)>& visit) {
@@ -147,41 +189,56 @@ absl::Status SqliteStoreReader::ForEachSample(int64_t run_id, const SampleFilter
   if (!ResolveStageFilter(*dict, filter, &stage_id)) return absl::OkStatus();
   TICKTRACE_ASSIGN_OR_RETURN(
       Statement s,
-      Prepare(absl::StrCat("SELECT ", kOrderSampleColumns, " FROM orders WHERE run_id = ?",
-                           ordered ? " ORDER BY order_id, instance, order_key" : ""),
+      Prepare(absl::StrCat("SELECT ", kBlockColumns, " FROM order_blocks b WHERE b.run_id = ?"),
               "reading samples"));
   s.Bind(1, run_id);
   const SampleMatcher passes(filter);
   std::vector<SampleRow> rows;
-  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
+  // The ordered form: by order id, instance and key, each order's samples by
+  // start.
+  struct Keyed {
+    int64_t order_key;
+    SampleRow row;
+  };
+  std::vector<Keyed> sorted;
+  TICKTRACE_RETURN_IF_ERROR(ForEachBlockOrder(s, [&](const store::BlockOrder& o) -> absl::Status {
     rows.clear();
-    TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
-    // The ordered form gives an order's samples by start.
+    if (absl::Status st = OrderSamples(o, *dict, stage_id, &rows); !st.ok()) return st;
     if (ordered) SortByStart(&rows);
-    for (const SampleRow& r : rows) {
-      if (passes(r)) visit(r);
+    for (SampleRow& r : rows) {
+      if (!passes(r)) continue;
+      if (ordered) {
+        sorted.push_back({o.order_key, std::move(r)});
+      } else {
+        visit(r);
+      }
     }
     return absl::OkStatus();
-  });
-  TICKTRACE_RETURN_IF_ERROR(walked);
+  }));
+  if (ordered) {
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Keyed& a, const Keyed& b) {
+      return std::tie(a.row.order_id, a.row.instance, a.order_key) <
+             std::tie(b.row.order_id, b.row.instance, b.order_key);
+    });
+    for (const Keyed& k : sorted) visit(k.row);
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<SampleRow>> SqliteStoreReader::SamplesOfOrder(int64_t run_id,
                                                                          int64_t order_id) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, true));
-  TICKTRACE_ASSIGN_OR_RETURN(Statement s,
-                             Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
-                                                  " FROM orders WHERE run_id = ? AND order_id = ? "
-                                                  "ORDER BY instance"),
-                                     "reading an order's samples"));
-  s.Bind(1, run_id).Bind(2, order_id);
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<FoundOrder> found,
+                             OrdersWithId(run_id, order_id, std::nullopt));
   std::vector<SampleRow> out;
-  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
-    TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, std::nullopt, &out));
-    return absl::OkStatus();
-  });
-  TICKTRACE_RETURN_IF_ERROR(walked);
+  for (const FoundOrder& f : found) {
+    const OrderKeyFields fields = OrderFields(f.order);
+    for (size_t seq = 0; seq < f.order.cells.size(); ++seq) {
+      const store::SampleCell& c = f.order.cells[seq];
+      out.push_back(MakeSampleRow(*dict, fields, f.detail, static_cast<int64_t>(seq), c.stage_id,
+                                  c.latency_ns, c.flags));
+    }
+  }
   SortByStart(&out);
   return out;
 }
@@ -219,6 +276,21 @@ absl::StatusOr<std::vector<SlowCandidate>> SqliteStoreReader::SlowestCandidates(
   return candidates;
 }
 
+absl::StatusOr<Statement> SqliteStoreReader::PrepareRangeScan(absl::string_view what) {
+  // The blocks of one interval among its key range (blocks hold one
+  // interval each).
+  return Prepare(absl::StrCat("SELECT ", kBlockColumns,
+                              " FROM order_blocks b WHERE b.block_key BETWEEN ?1 AND ?2 AND "
+                              "+b.run_id = ?3 AND b.start_utc_ns = ?4"),
+                 what);
+}
+
+void SqliteStoreReader::BindRange(Statement& s, int64_t run_id, const KeyRange& r) {
+  s.Reset();
+  s.Bind(1, r.first_key / store::kOrdersPerBlock).Bind(2, r.last_key / store::kOrdersPerBlock);
+  s.Bind(3, run_id).Bind(4, r.start_utc_ns);
+}
+
 absl::StatusOr<std::vector<RankedOrder>> SqliteStoreReader::FindSlowest(int64_t run_id,
                                                                         const std::string& stage,
                                                                         int64_t limit,
@@ -229,10 +301,7 @@ absl::StatusOr<std::vector<RankedOrder>> SqliteStoreReader::FindSlowest(int64_t 
   if (!stage_id.has_value()) return std::vector<RankedOrder>();
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<SlowCandidate> candidates,
                              SlowestCandidates(run_id, *stage_id, window, dict->interval_ns));
-  TICKTRACE_ASSIGN_OR_RETURN(
-      Statement scan, Prepare("SELECT order_id, samples FROM orders WHERE order_key BETWEEN ?1 AND "
-                              "?2 AND +run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5",
-                              "ranking orders"));
+  TICKTRACE_ASSIGN_OR_RETURN(Statement scan, PrepareRangeScan("ranking orders"));
   TopOrders top(limit);
   for (const SlowCandidate& c : candidates) {
     const std::optional<int64_t> k = top.kth();
@@ -240,57 +309,67 @@ absl::StatusOr<std::vector<RankedOrder>> SqliteStoreReader::FindSlowest(int64_t 
     const int64_t lo = std::max(c.range.start_utc_ns, window.since_utc_ns.value_or(kMinTime));
     const int64_t hi =
         std::min(c.range.start_utc_ns + dict->interval_ns, window.until_utc_ns.value_or(kMaxTime));
-    scan.Reset();
-    scan.Bind(1, c.range.first_key).Bind(2, c.range.last_key).Bind(3, run_id).Bind(4, lo);
-    scan.Bind(5, hi);
-    const absl::Status walked = scan.ForEachRow([&]() -> absl::Status {
-      TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleCell> cells,
-                                 Cells(scan.Blob(1), scan.Int(0)));
-      for (const store::SampleCell& cell : cells) {
-        if (cell.stage_id == *stage_id) top.Offer({cell.latency_ns, scan.Int(0), cell.flags});
-      }
-      return absl::OkStatus();
-    });
-    TICKTRACE_RETURN_IF_ERROR(walked);
+    BindRange(scan, run_id, c.range);
+    TICKTRACE_RETURN_IF_ERROR(
+        ForEachBlockOrder(scan, [&](const store::BlockOrder& o) -> absl::Status {
+          if (o.first_utc_ns < lo || o.first_utc_ns >= hi) return absl::OkStatus();
+          for (const store::SampleCell& cell : o.cells) {
+            if (cell.stage_id == *stage_id) top.Offer({cell.latency_ns, o.order_id, cell.flags});
+          }
+          return absl::OkStatus();
+        }));
   }
   return top.Slowest();
 }
 
 absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrderInstances(int64_t run_id,
                                                                         int64_t order_id) {
-  TICKTRACE_ASSIGN_OR_RETURN(Statement s,
-                             Prepare(absl::StrCat("SELECT ", kOrderColumns,
-                                                  " FROM orders WHERE run_id = ? AND order_id = ? "
-                                                  "ORDER BY instance"),
-                                     "reading an order"));
-  s.Bind(1, run_id).Bind(2, order_id);
-  return s.Collect([](const Statement& row) { return ReadOrder(row); });
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<FoundOrder> found,
+                             OrdersWithId(run_id, order_id, std::nullopt));
+  std::vector<OrderRow> out;
+  out.reserve(found.size());
+  for (const FoundOrder& f : found) out.push_back(ReadOrder(f.order));
+  return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::RunsWithOrder(int64_t order_id) {
-  // One index seek per run: (run_id, order_id, instance).
+  // The runs whose id page holds a block, then the id in those blocks.
   TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s, Prepare("SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM orders o "
-                           "WHERE o.run_id = r.run_id AND o.order_id = ?) ORDER BY r.run_id",
+      Statement s, Prepare("SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM order_ids i "
+                           "WHERE i.run_id = r.run_id AND i.id_page = ?) ORDER BY r.run_id",
                            "finding an order's runs"));
-  s.Bind(1, order_id);
-  return s.Collect([](const Statement& row) { return row.Int(0); });
+  s.Bind(1, store::IdPage(order_id));
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<int64_t> candidates,
+                             s.Collect([](const Statement& row) { return row.Int(0); }));
+  std::vector<int64_t> out;
+  for (const int64_t run_id : candidates) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<FoundOrder> found,
+                               OrdersWithId(run_id, order_id, std::nullopt));
+    if (!found.empty()) out.push_back(run_id);
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteStoreReader::ChildOrders(int64_t run_id,
                                                                     int64_t order_id) {
-  // parent_order_id has no index: a scan of the run's orders (about 1 s
-  // per 10 M orders).
+  // parent_order_id has no index: a scan of the run's orders.
   TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s, Prepare("SELECT order_id FROM orders WHERE run_id = ? AND parent_order_id = ? "
-                           "ORDER BY first_utc_ns, order_id, instance",
-                           "finding an order's children"));
-  s.Bind(1, run_id).Bind(2, order_id);
+      Statement s,
+      Prepare(absl::StrCat("SELECT ", kBlockColumns, " FROM order_blocks b WHERE b.run_id = ?"),
+              "finding an order's children"));
+  s.Bind(1, run_id);
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> children;  // first_utc_ns, id, instance
+  TICKTRACE_RETURN_IF_ERROR(ForEachBlockOrder(s, [&](const store::BlockOrder& o) -> absl::Status {
+    if (o.parent_order_id == order_id)
+      children.emplace_back(o.first_utc_ns, o.order_id, o.instance);
+    return absl::OkStatus();
+  }));
+  std::sort(children.begin(), children.end());
   std::vector<int64_t> out;
   std::set<int64_t> seen;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] {
-    if (seen.insert(s.Int(0)).second) out.push_back(s.Int(0));
-  }));
+  for (const auto& c : children) {
+    if (seen.insert(std::get<1>(c)).second) out.push_back(std::get<1>(c));
+  }
   return out;
 }
 
@@ -301,33 +380,29 @@ absl::StatusOr<std::vector<OrderRow>> SqliteStoreReader::OrdersByTime(
     return std::tie(a.first_utc_ns, a.order_id, a.instance) <
            std::tie(b.first_utc_ns, b.order_id, b.instance);
   };
+  const auto keep = [&](const store::BlockOrder& o) -> absl::Status {
+    out.push_back(ReadOrder(o));
+    return absl::OkStatus();
+  };
   if (!limit.has_value() || *limit < 0) {
-    TICKTRACE_ASSIGN_OR_RETURN(Statement s,
-                               Prepare(absl::StrCat("SELECT ", kOrderColumns,
-                                                    " FROM orders WHERE run_id = ? "
-                                                    "ORDER BY first_utc_ns, order_id, instance"),
-                                       "listing orders"));
+    TICKTRACE_ASSIGN_OR_RETURN(
+        Statement s,
+        Prepare(absl::StrCat("SELECT ", kBlockColumns, " FROM order_blocks b WHERE b.run_id = ?"),
+                "listing orders"));
     s.Bind(1, run_id);
-    TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(ReadOrder(s)); }));
+    TICKTRACE_RETURN_IF_ERROR(ForEachBlockOrder(s, keep));
+    std::sort(out.begin(), out.end(), by_time);
     return out;
   }
   // The first `limit`: interval by interval (each one's orders sorted),
   // without sorting the run.
-  TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
   TICKTRACE_ASSIGN_OR_RETURN(std::vector<KeyRange> ranges, KeyRanges(run_id, TimeWindow{}));
-  TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s,
-      Prepare(absl::StrCat("SELECT ", kOrderColumns,
-                           " FROM orders o WHERE order_key BETWEEN ?1 AND ?2 AND "
-                           "+run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5"),
-              "listing orders"));
+  TICKTRACE_ASSIGN_OR_RETURN(Statement s, PrepareRangeScan("listing orders"));
   for (const KeyRange& r : ranges) {
     if (static_cast<int64_t>(out.size()) >= *limit) break;
-    s.Reset();
-    s.Bind(1, r.first_key).Bind(2, r.last_key).Bind(3, run_id).Bind(4, r.start_utc_ns);
-    s.Bind(5, r.start_utc_ns + dict->interval_ns);
+    BindRange(s, run_id, r);
     const size_t begin = out.size();
-    TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { out.push_back(ReadOrder(s)); }));
+    TICKTRACE_RETURN_IF_ERROR(ForEachBlockOrder(s, keep));
     std::sort(out.begin() + static_cast<std::ptrdiff_t>(begin), out.end(), by_time);
   }
   if (static_cast<int64_t>(out.size()) > *limit) out.resize(static_cast<size_t>(*limit));
@@ -344,8 +419,8 @@ absl::StatusOr<std::vector<StampRow>> SqliteStoreReader::StampsOfInstance(int64_
   return ReadStamps(run_id, order_id, instance);
 }
 
-OrderKeyFields SqliteStoreReader::OrderFields(const Statement& s) {
-  return OrderKeyFields{s.Int(0), s.Int(1), s.Int(2), s.Int(3)};
+OrderKeyFields SqliteStoreReader::OrderFields(const store::BlockOrder& o) {
+  return OrderKeyFields{o.order_id, o.instance, o.first_utc_ns, o.first_tsc};
 }
 
 absl::StatusOr<std::vector<KeyRange>> SqliteStoreReader::KeyRanges(int64_t run_id,
@@ -371,51 +446,36 @@ absl::Status SqliteStoreReader::ScanSamples(int64_t run_id, const std::vector<Ke
                                             const TimeWindow& window,
                                             const std::function<void(const SampleRow&)>& visit) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
-  TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s,
-      Prepare(absl::StrCat("SELECT ", kOrderSampleColumns,
-                           " FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND "
-                           "+run_id = ?3 AND first_utc_ns >= ?4 AND first_utc_ns < ?5"),
-              "reading samples"));
+  TICKTRACE_ASSIGN_OR_RETURN(Statement s, PrepareRangeScan("reading samples"));
   std::vector<SampleRow> rows;
   for (const KeyRange& r : ranges) {
-    s.Reset();
-    s.Bind(1, r.first_key).Bind(2, r.last_key).Bind(3, run_id);
-    s.Bind(4, std::max(r.start_utc_ns, window.since_utc_ns.value_or(kMinTime)));
-    s.Bind(5, std::min(r.start_utc_ns + dict->interval_ns, window.until_utc_ns.value_or(kMaxTime)));
-    const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
+    const int64_t lo = std::max(r.start_utc_ns, window.since_utc_ns.value_or(kMinTime));
+    const int64_t hi =
+        std::min(r.start_utc_ns + dict->interval_ns, window.until_utc_ns.value_or(kMaxTime));
+    BindRange(s, run_id, r);
+    TICKTRACE_RETURN_IF_ERROR(ForEachBlockOrder(s, [&](const store::BlockOrder& o) -> absl::Status {
+      if (o.first_utc_ns < lo || o.first_utc_ns >= hi) return absl::OkStatus();
       rows.clear();
-      TICKTRACE_RETURN_IF_ERROR(OrderSamples(s, *dict, stage_id, &rows));
+      if (absl::Status st = OrderSamples(o, *dict, stage_id, &rows); !st.ok()) return st;
       for (const SampleRow& sample : rows) visit(sample);
       return absl::OkStatus();
-    });
-    TICKTRACE_RETURN_IF_ERROR(walked);
+    }));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<store::SampleCell>> SqliteStoreReader::Cells(std::string_view text,
-                                                                        int64_t order_id) {
-  absl::StatusOr<std::vector<store::SampleCell>> cells = store::ParseSampleCells(text);
-  if (!cells.ok()) {
-    return absl::DataLossError(
-        absl::StrCat(path_, ": order ", order_id, ": ", cells.status().message()));
-  }
-  return cells;
-}
-
-absl::Status SqliteStoreReader::OrderSamples(const Statement& s, const RunDictionary& dict,
+absl::Status SqliteStoreReader::OrderSamples(const store::BlockOrder& o, const RunDictionary& dict,
                                              std::optional<int64_t> stage_id,
                                              std::vector<SampleRow>* out) {
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::SampleCell> cells, Cells(s.Blob(5), s.Int(0)));
   bool wanted = false;
-  for (const store::SampleCell& c : cells) wanted = wanted || !stage_id || c.stage_id == *stage_id;
+  for (const store::SampleCell& c : o.cells)
+    wanted = wanted || !stage_id || c.stage_id == *stage_id;
   if (!wanted) return absl::OkStatus();
   TICKTRACE_ASSIGN_OR_RETURN(const store::PackedDetail detail,
-                             UnpackOrderDetail(path_, s.Blob(4), s.Int(0)));
-  const OrderKeyFields order = OrderFields(s);
-  for (size_t seq = 0; seq < cells.size(); ++seq) {
-    const store::SampleCell& c = cells[seq];
+                             UnpackOrderDetail(path_, o.detail, o.order_id));
+  const OrderKeyFields order = OrderFields(o);
+  for (size_t seq = 0; seq < o.cells.size(); ++seq) {
+    const store::SampleCell& c = o.cells[seq];
     if (stage_id && c.stage_id != *stage_id) continue;
     out->push_back(MakeSampleRow(dict, order, detail, static_cast<int64_t>(seq), c.stage_id,
                                  c.latency_ns, c.flags));
@@ -426,30 +486,21 @@ absl::Status SqliteStoreReader::OrderSamples(const Statement& s, const RunDictio
 absl::StatusOr<std::vector<StampRow>> SqliteStoreReader::ReadStamps(
     int64_t run_id, int64_t order_id, std::optional<int64_t> instance) {
   TICKTRACE_ASSIGN_OR_RETURN(const RunDictionary* dict, Dictionary(run_id, false));
-  TICKTRACE_ASSIGN_OR_RETURN(
-      Statement s,
-      Prepare(absl::StrCat("SELECT order_id, instance, first_utc_ns, first_tsc, detail "
-                           "FROM orders WHERE run_id = ? AND order_id = ?",
-                           instance.has_value() ? " AND instance = ?" : "", " ORDER BY instance"),
-              "reading an order's stamps"));
-  s.Bind(1, run_id).Bind(2, order_id);
-  if (instance.has_value()) s.Bind(3, *instance);
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<FoundOrder> found,
+                             OrdersWithId(run_id, order_id, instance));
   std::vector<StampRow> out;
-  const absl::Status walked = s.ForEachRow([&]() -> absl::Status {
-    TICKTRACE_ASSIGN_OR_RETURN(store::PackedDetail detail,
-                               UnpackOrderDetail(path_, s.Blob(4), order_id));
+  for (const FoundOrder& f : found) {
     bool known = true;
-    for (const store::PackedStamp& p : detail.stamps)
+    for (const store::PackedStamp& p : f.detail.stamps) {
       known = known && p.name_id < dict->names.size();
+    }
     if (!known) {
       TICKTRACE_ASSIGN_OR_RETURN(dict, Dictionary(run_id, true));
     }
-    std::vector<StampRow> rows = MakeStampRows(*dict, OrderFields(s), detail);
+    std::vector<StampRow> rows = MakeStampRows(*dict, OrderFields(f.order), f.detail);
     out.insert(out.end(), std::make_move_iterator(rows.begin()),
                std::make_move_iterator(rows.end()));
-    return absl::OkStatus();
-  });
-  TICKTRACE_RETURN_IF_ERROR(walked);
+  }
   return out;
 }
 

@@ -15,8 +15,10 @@ struct sqlite3;
 namespace ticktrace::store {
 
 // meta.schema_version written by this code. 1: one row per stamp, sample and
-// order (before interval statistics). 2: intervals, packed order detail.
-inline constexpr int kSqliteSchemaVersion = 2;
+// order (before interval statistics). 2: intervals, packed order detail, a
+// row per order. 3: orders in blocks (order_blocks, order_ids), `orders` a
+// view.
+inline constexpr int kSqliteSchemaVersion = 3;
 inline constexpr int kOldestMigratableVersion = 1;
 
 // The DDL of a new store, with its meta rows.

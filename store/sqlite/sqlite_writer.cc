@@ -73,8 +73,9 @@ void AppendInt(std::string* out, int64_t v) {
 
 // The statements Write() steps for every batch, prepared once (Prepare()).
 struct SqliteWriter::Statements {
-  Statement insert_order;
-  Statement instance_lookup;  // FreeInstanceIfReused
+  Statement insert_block;
+  Statement insert_order_id;
+  Statement blocks_of_page;  // StoredIdsOfPage
   Statement insert_name;
   Statement insert_stage;
   Statement read_interval;
@@ -90,6 +91,24 @@ struct SqliteWriter::Statements {
   Statement update_pipeline;
   Statement insert_anchor;
   Statement update_drift;
+};
+
+// A block being filled: its orders' JSON elements and packed details.
+struct SqliteWriter::PendingBlock {
+  int64_t start_utc_ns = 0;
+  int64_t count = 0;
+  std::string orders;  // "[" and the elements so far
+  std::string detail;
+  std::vector<int64_t> pages;  // of its orders' ids
+};
+
+// One id page: a bit per id of the page the store holds (committed or in the
+// open transaction), and, once an id of it came again, every (id, instance,
+// first TSC) held.
+struct SqliteWriter::IdPageState {
+  std::array<uint64_t, (size_t{1} << kIdPageBits) / 64> bits{};
+  uint64_t used_batch = 0;
+  std::optional<std::vector<BlockId>> known;
 };
 
 // An interval row as the store holds it (the sums of every delta written).
@@ -192,17 +211,17 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
       if (!backup.ok()) {
         s = backup.status();
       } else {
-        if (options.on_migration) {
+        s = MigrateToCurrent(writer.get(), *version, path);
+        if (s.ok() && options.on_migration) {
           options.on_migration(absl::StrCat(path, ": store schema ", *version,
                                             " migrated in place to schema ",
                                             kSqliteSchemaVersion, "; the old store is kept at ",
                                             *backup));
         }
-        s = MigrateToCurrent(writer.get(), *version, path);
       }
     }
   }
-  if (s.ok() && !writer->st_->insert_order.prepared()) s = writer->Prepare();
+  if (s.ok() && !writer->st_->insert_block.prepared()) s = writer->Prepare();
   if (!s.ok()) {
     writer.reset();
     if (create) {
@@ -240,7 +259,7 @@ absl::StatusOr<Statement> SqliteWriter::NewStatement(std::string_view sql,
 absl::Status SqliteWriter::Exec(const char* sql) { return internal::ExecSql(db_, sql, path_); }
 
 absl::Status SqliteWriter::Prepare() {
-  if (st_->insert_order.prepared()) return absl::OkStatus();
+  if (st_->insert_block.prepared()) return absl::OkStatus();
   const std::string flag_columns = [] {
     std::vector<std::string> names;
     for (const FlagName& f : kFlagNames) names.emplace_back(f.name);
@@ -260,14 +279,13 @@ absl::Status SqliteWriter::Prepare() {
     Statement* stmt;
     std::string sql;
   } statements[] = {
-      {&st_->insert_order,
-       "INSERT OR IGNORE INTO orders(run_id, order_id, instance, parent_order_id, first_utc_ns, "
-       "first_tsc, total_ns, complete, missing, flags, samples, detail) "
-       "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"},
-      {&st_->instance_lookup,
-       "SELECT EXISTS (SELECT 1 FROM orders WHERE run_id = ?1 AND order_id = ?2 "
-       "AND first_tsc = ?3), (SELECT max(instance) FROM orders WHERE run_id = ?1 "
-       "AND order_id = ?2)"},
+      {&st_->insert_block,
+       "INSERT INTO order_blocks(run_id, start_utc_ns, orders, detail) VALUES(?,?,?,?)"},
+      {&st_->insert_order_id,
+       "INSERT OR IGNORE INTO order_ids(run_id, id_page, block_key) VALUES(?,?,?)"},
+      {&st_->blocks_of_page,
+       "SELECT b.block_key, b.orders FROM order_ids i JOIN order_blocks b "
+       "ON b.block_key = i.block_key WHERE i.run_id = ? AND i.id_page = ?"},
       {&st_->insert_name, "INSERT INTO names(run_id, name_id, name) VALUES(?,?,?)"},
       {&st_->insert_stage, "INSERT INTO stages(run_id, stage_id, name, kind) VALUES(?,?,?,?)"},
       {&st_->read_interval, read_interval},
@@ -341,6 +359,10 @@ absl::StatusOr<int64_t> SqliteWriter::BeginRun(const RunMeta& run) {
   if (absl::Status st = Check(s->Run(), "insert into runs"); !st.ok()) return st;
   interval_ns_ = run.interval_ns;
   const int64_t run_id = sqlite3_last_insert_rowid(db_);
+  // A new run holds no orders: every id page it gets is in memory.
+  id_pages_.clear();
+  id_pages_run_ = run_id;
+  id_pages_complete_ = true;
   if (run.clock_error_ns.has_value()) {
     // runs.clock_error_ns (multi-host); a schema-2 store made before the
     // column gets it here, once (ALTER TABLE ADD COLUMN is additive).
@@ -385,16 +407,25 @@ absl::StatusOr<RunState> SqliteWriter::LookupRun(int64_t run_id) {
 
 absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> SqliteWriter::LastStoredOrders(
     int64_t run_id, uint64_t count) {
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  if (count == 0) return out;
   absl::StatusOr<Statement> s = NewStatement(
-      "SELECT order_id, instance FROM orders WHERE run_id = ? ORDER BY order_key DESC LIMIT ?",
+      "SELECT block_key, orders FROM order_blocks WHERE run_id = ? ORDER BY block_key DESC",
       "prepare last orders");
   if (!s.ok()) return s.status();
-  s->Bind(1, run_id).Bind(2, static_cast<int64_t>(std::min<uint64_t>(count, INT64_MAX)));
-  absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> out =
-      s->Collect([](const Statement& q) {
-        return std::pair(static_cast<uint64_t>(q.Int(0)), static_cast<uint32_t>(q.Int(1)));
-      });
-  if (!out.ok()) return Error("last orders");
+  s->Bind(1, run_id);
+  // Newest block first, and in a block the last order first (order keys).
+  for (;;) {
+    const absl::StatusOr<bool> row = s->Step();
+    if (!row.ok()) return Error("last orders");
+    if (!*row) break;
+    absl::StatusOr<std::vector<BlockId>> ids = ParseBlockIds(s->Int(0), s->Blob(1));
+    if (!ids.ok()) return absl::DataLossError(absl::StrCat(path_, ": ", ids.status().message()));
+    for (auto it = ids->rbegin(); it != ids->rend() && out.size() < count; ++it) {
+      out.emplace_back(static_cast<uint64_t>(it->order_id), static_cast<uint32_t>(it->instance));
+    }
+    if (out.size() >= count) break;
+  }
   return out;
 }
 
@@ -411,6 +442,7 @@ absl::StatusOr<int64_t> SqliteWriter::ResumeRun(int64_t run_id) {
   const int64_t restarts = s->Int(0);
   if (absl::Status st = LoadDictionaries(run_id); !st.ok()) return st;
   open_intervals_run_ = -1;  // what the store holds is read back, once per interval
+  ForgetIdPages();           // the ids stored before the restart are read back, once per page
   return restarts;
 }
 
@@ -487,6 +519,7 @@ absl::Status SqliteWriter::Write(int64_t run_id, const std::vector<IntervalDelta
   // intervals sums it did not keep.
   dictionaries_run_ = -1;
   open_intervals_run_ = -1;
+  ForgetIdPages();
   return st;
 }
 
@@ -631,51 +664,141 @@ absl::Status SqliteWriter::SampleCellsJson(int64_t run_id, const OrderDetail& o,
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> SqliteWriter::InsertOrder(int64_t run_id, const OrderDetail& o,
-                                               std::string_view samples, std::string_view blob) {
-  Statement& s = st_->insert_order;
-  s.Bind(1, run_id).Bind(2, AsInt(o.order_id)).Bind(3, o.instance);
-  if (o.parent_order_id.has_value()) {
-    s.Bind(4, AsInt(*o.parent_order_id));
-  } else {
-    s.BindNull(4);
+void SqliteWriter::ForgetIdPages() {
+  id_pages_.clear();
+  id_pages_run_ = -1;
+  id_pages_complete_ = false;
+}
+
+absl::StatusOr<std::vector<BlockId>> SqliteWriter::StoredIdsOfPage(int64_t run_id, int64_t page) {
+  Statement& q = st_->blocks_of_page;
+  q.Bind(1, run_id).Bind(2, page);
+  std::vector<BlockId> ids;
+  absl::Status parsed;
+  const absl::Status read = q.ForEachRow([&] {
+    if (!parsed.ok()) return;
+    absl::StatusOr<std::vector<BlockId>> block = ParseBlockIds(q.Int(0), q.Blob(1));
+    if (!block.ok()) {
+      parsed = absl::DataLossError(absl::StrCat(path_, ": ", block.status().message()));
+      return;
+    }
+    for (const BlockId& id : *block) {
+      if (IdPage(id.order_id) == page) ids.push_back(id);
+    }
+  });
+  q.Rewind();
+  if (!read.ok()) return Error("read an id page");
+  if (!parsed.ok()) return parsed;
+  return ids;
+}
+
+absl::StatusOr<SqliteWriter::IdPageState*> SqliteWriter::FindIdPage(int64_t run_id, int64_t page) {
+  std::unique_ptr<IdPageState>& slot = id_pages_[page];
+  if (slot != nullptr) return slot.get();
+  auto state = std::make_unique<IdPageState>();
+  if (!id_pages_complete_) {
+    // Held before this writer began (a resumed run) or forgotten since.
+    absl::StatusOr<std::vector<BlockId>> stored = StoredIdsOfPage(run_id, page);
+    if (!stored.ok()) {
+      id_pages_.erase(page);
+      return stored.status();
+    }
+    for (const BlockId& id : *stored) {
+      const uint64_t bit = static_cast<uint64_t>(id.order_id) & ((1u << kIdPageBits) - 1);
+      state->bits[bit / 64] |= uint64_t{1} << (bit % 64);
+    }
   }
-  s.Bind(5, o.first_utc_ns).Bind(6, AsInt(o.first_tsc));
-  if (o.total_ns.has_value()) {
-    s.Bind(7, RoundNs(*o.total_ns));
-  } else {
-    s.BindNull(7);
+  slot = std::move(state);
+  return slot.get();
+}
+
+absl::StatusOr<std::optional<int64_t>> SqliteWriter::Admit(int64_t run_id, const OrderDetail& o) {
+  const int64_t id = AsInt(o.order_id);
+  const int64_t page = IdPage(id);
+  absl::StatusOr<IdPageState*> found = FindIdPage(run_id, page);
+  if (!found.ok()) return found.status();
+  IdPageState& p = **found;
+  p.used_batch = batch_;
+  const uint64_t bit = o.order_id & ((1u << kIdPageBits) - 1);
+  uint64_t& word = p.bits[bit / 64];
+  const uint64_t mask = uint64_t{1} << (bit % 64);
+  const BlockId admitted{id, o.instance, AsInt(o.first_tsc)};
+  if ((word & mask) == 0) {
+    word |= mask;
+    if (p.known.has_value()) p.known->push_back(admitted);
+    return std::optional<int64_t>(o.instance);
   }
-  s.Bind(8, o.complete ? 1 : 0);
-  if (o.missing.empty()) {
-    s.BindNull(9);
-  } else {
-    s.BindText(9, o.missing);
+  // The id is held already. Its own instance free: another instance of the
+  // id. Taken: the same order re-emitted after a restart (an order of this
+  // id with the same first TSC, under whichever instance: kept once), or a
+  // reuse of the id the collector no longer remembered (no such first TSC):
+  // the next free instance.
+  if (!p.known.has_value()) {
+    // The page's pending orders go to the store first, so that the blocks
+    // hold all of them.
+    if (absl::Status st = FlushBlocks(run_id); !st.ok()) return st;
+    absl::StatusOr<std::vector<BlockId>> stored = StoredIdsOfPage(run_id, page);
+    if (!stored.ok()) return stored.status();
+    p.known = *std::move(stored);
   }
-  s.Bind(10, o.flags()).BindTextNoCopy(11, samples).BindBlobNoCopy(12, blob);
-  if (absl::Status st = Check(s.Run(), "insert order"); !st.ok()) return st;
-  if (sqlite3_changes(db_) != 0) return true;
-  // Its key is taken: the same order re-emitted after a restart (an order
-  // of this id with the same first TSC is stored, under whichever instance:
-  // kept once), or a reuse of the id the collector no longer remembered
-  // (no such first TSC): the next free instance.
-  absl::StatusOr<std::optional<uint32_t>> fresh = FreeInstanceIfReused(run_id, o);
-  if (!fresh.ok()) return fresh.status();
-  if (!fresh->has_value()) return false;  // stored before a restart, with its samples
-  s.Bind(3, **fresh);
-  if (!s.Run().ok() || sqlite3_changes(db_) == 0) return Error("insert reused order id");
-  return true;
+  bool taken = false, same = false;
+  int64_t last_instance = -1;
+  for (const BlockId& k : *p.known) {
+    if (k.order_id != id) continue;
+    taken = taken || k.instance == admitted.instance;
+    same = same || k.first_tsc == admitted.first_tsc;
+    last_instance = std::max(last_instance, k.instance);
+  }
+  if (taken && same) return std::optional<int64_t>();
+  BlockId stored = admitted;
+  if (taken) stored.instance = last_instance + 1;
+  p.known->push_back(stored);
+  return std::optional<int64_t>(stored.instance);
+}
+
+absl::Status SqliteWriter::FlushBlock(int64_t run_id, PendingBlock* b) {
+  if (b->count == 0) return absl::OkStatus();
+  b->orders.push_back(']');
+  Statement& s = st_->insert_block;
+  s.Bind(1, run_id).Bind(2, b->start_utc_ns).BindTextNoCopy(3, b->orders);
+  s.BindBlobNoCopy(4, b->detail);
+  if (absl::Status st = Check(s.Run(), "insert order block"); !st.ok()) return st;
+  const int64_t block_key = sqlite3_last_insert_rowid(db_);
+  Kept& k = kept_[b->start_utc_ns];
+  k.count += static_cast<uint64_t>(b->count);
+  k.first_key = std::min(k.first_key, block_key * kOrdersPerBlock);
+  k.last_key = std::max(k.last_key, block_key * kOrdersPerBlock + b->count - 1);
+  std::sort(b->pages.begin(), b->pages.end());
+  b->pages.erase(std::unique(b->pages.begin(), b->pages.end()), b->pages.end());
+  for (const int64_t page : b->pages) {
+    Statement& i = st_->insert_order_id;
+    i.Bind(1, run_id).Bind(2, page).Bind(3, block_key);
+    if (absl::Status st = Check(i.Run(), "insert order id page"); !st.ok()) return st;
+  }
+  b->count = 0;
+  b->orders.assign(1, '[');
+  b->detail.clear();
+  b->pages.clear();
+  return absl::OkStatus();
+}
+
+absl::Status SqliteWriter::FlushBlocks(int64_t run_id) {
+  for (auto& [start, block] : pending_) {
+    if (absl::Status st = FlushBlock(run_id, block.get()); !st.ok()) return st;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
                                        uint64_t* already_stored) {
-  struct Kept {
-    uint64_t count = 0;
-    int64_t first_key = std::numeric_limits<int64_t>::max();
-    int64_t last_key = std::numeric_limits<int64_t>::min();
-  };
-  std::map<int64_t, Kept> kept;  // by interval start
-  std::string blob;
+  if (id_pages_run_ != run_id) {
+    id_pages_.clear();
+    id_pages_run_ = run_id;
+    id_pages_complete_ = false;
+  }
+  ++batch_;
+  kept_.clear();
+  pending_.clear();
   std::string samples;
   std::vector<uint32_t> name_ids;
   IdMemo name_memo, stage_memo;  // this batch's: they point into `orders`
@@ -686,48 +809,52 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
       if (!id.ok()) return id.status();
       name_ids[i] = *id;
     }
-    blob.clear();
-    PackOrderDetail(o, name_ids, &blob);
     if (absl::Status s = SampleCellsJson(run_id, o, &stage_memo, &samples); !s.ok()) return s;
-    absl::StatusOr<bool> inserted = InsertOrder(run_id, o, samples, blob);
-    if (!inserted.ok()) return inserted.status();
-    if (!*inserted) {
+    absl::StatusOr<std::optional<int64_t>> instance = Admit(run_id, o);
+    if (!instance.ok()) return instance.status();
+    if (!instance->has_value()) {
       ++*already_stored;
       continue;
     }
-    const int64_t key = sqlite3_last_insert_rowid(db_);
     const int64_t interval = o.first_utc_ns - (((o.first_utc_ns % interval_ns_) + interval_ns_) %
                                                interval_ns_);
-    Kept& k = kept[interval];
-    ++k.count;
-    k.first_key = std::min(k.first_key, key);
-    k.last_key = std::max(k.last_key, key);
+    std::unique_ptr<PendingBlock>& slot = pending_[interval];
+    if (slot == nullptr) {
+      slot = std::make_unique<PendingBlock>();
+      slot->start_utc_ns = interval;
+      slot->orders.assign(1, '[');
+    }
+    PendingBlock& b = *slot;
+    const size_t offset = b.detail.size();
+    PackOrderDetail(o, name_ids, &b.detail);
+    if (b.count > 0) b.orders.push_back(',');
+    std::optional<int64_t> parent, total;
+    if (o.parent_order_id.has_value()) parent = AsInt(*o.parent_order_id);
+    if (o.total_ns.has_value()) total = RoundNs(*o.total_ns);
+    AppendBlockOrderJson(AsInt(o.order_id), **instance, parent, o.first_utc_ns, interval,
+                         AsInt(o.first_tsc), total, o.complete, o.missing, o.flags(), samples,
+                         offset, b.detail.size() - offset, &b.orders);
+    b.pages.push_back(IdPage(AsInt(o.order_id)));
+    if (++b.count == kOrdersPerBlock) {
+      if (absl::Status st = FlushBlock(run_id, &b); !st.ok()) return st;
+    }
   }
-  for (const auto& [start, k] : kept) {
+  if (absl::Status st = FlushBlocks(run_id); !st.ok()) return st;
+  pending_.clear();
+  for (const auto& [start, k] : kept_) {
     Statement& s = st_->add_interval_kept;
     s.Bind(1, run_id).Bind(2, start).Bind(3, AsInt(k.count));
     s.Bind(4, k.first_key).Bind(5, k.last_key);
     if (absl::Status st = Check(s.Run(), "count kept detail"); !st.ok()) return st;
   }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::optional<uint32_t>> SqliteWriter::FreeInstanceIfReused(
-    int64_t run_id, const OrderDetail& o) {
-  // Prepared once with the others: a restart re-emits up to a checkpoint's
-  // worth of orders, each of which comes here.
-  Statement& q = st_->instance_lookup;
-  q.Bind(1, run_id).Bind(2, AsInt(o.order_id)).Bind(3, AsInt(o.first_tsc));
-  const absl::StatusOr<bool> row = q.Step();
-  if (!row.ok() || !*row) {
-    const absl::Status error = Error("instance lookup");  // before Reset() clears the message
-    q.Reset();
-    return error;
+  if (id_pages_.size() > kMaxIdPages) {
+    // Pages not used in the last few batches go (a sequence of ids moves
+    // on and rarely comes back); the store answers for them when it does.
+    absl::erase_if(id_pages_, [&](const auto& e) { return e.second->used_batch + 4 < batch_; });
+    if (id_pages_.size() > kMaxIdPages / 2) id_pages_.clear();
+    id_pages_complete_ = false;
   }
-  std::optional<uint32_t> fresh;
-  if (q.Int(0) == 0) fresh = static_cast<uint32_t>(q.Int(1) + 1);
-  q.Reset();
-  return fresh;
+  return absl::OkStatus();
 }
 
 absl::Status SqliteWriter::RunAndClear(Statement& s, absl::string_view what) {
@@ -838,33 +965,66 @@ absl::StatusOr<int> SqliteWriter::DeleteDetail(int64_t run_id, const char* where
     ranges = *std::move(read);
   }
   if (ranges.empty()) return 0;
+  // The blocks of an interval hold its orders alone; its key range may span
+  // blocks of neighbouring intervals (written in the same batches).
+  absl::StatusOr<Statement> blocks = NewStatement(
+      "SELECT block_key, orders FROM order_blocks WHERE block_key BETWEEN ?1 AND ?2 AND "
+      "+run_id = ?3 AND start_utc_ns = ?4",
+      "prepare retention blocks");
+  absl::StatusOr<Statement> drop_block =
+      NewStatement("DELETE FROM order_blocks WHERE block_key = ?", "prepare delete block");
+  absl::StatusOr<Statement> drop_id =
+      NewStatement("DELETE FROM order_ids WHERE run_id = ? AND id_page = ? AND block_key = ?",
+                   "prepare delete id page");
+  absl::StatusOr<Statement> mark = NewStatement(
+      "UPDATE interval_detail SET detail_deleted = 1 WHERE run_id = ? AND start_utc_ns = ?",
+      "prepare mark");
+  for (const auto* s : {&blocks, &drop_block, &drop_id, &mark}) {
+    if (!s->ok()) return s->status();
+  }
   if (absl::Status st = Exec("BEGIN"); !st.ok()) return st;
+  ForgetIdPages();  // the deleted orders' ids are free again
   absl::Status st;
   for (const Range& r : ranges) {
     if (r.has_keys) {
-      // An order's key range may hold keys of neighbouring intervals
-      // (orders finish out of first-stamp order): delete by interval.
-      absl::StatusOr<Statement> d = NewStatement(
-          "DELETE FROM orders WHERE order_key BETWEEN ?1 AND ?2 AND run_id = ?3 AND "
-          "first_utc_ns >= ?4 AND first_utc_ns < ?4 + ?5",
-          "prepare delete");
-      if (!d.ok()) {
-        st = d.status();
-        break;
+      struct Doomed {
+        int64_t block_key;
+        std::vector<int64_t> pages;
+      };
+      std::vector<Doomed> doomed;
+      blocks->Reset();
+      blocks->Bind(1, r.first / kOrdersPerBlock).Bind(2, r.last / kOrdersPerBlock);
+      blocks->Bind(3, run_id).Bind(4, r.start);
+      st = blocks->ForEachRow([&]() -> absl::Status {
+        absl::StatusOr<std::vector<BlockId>> ids = ParseBlockIds(blocks->Int(0), blocks->Blob(1));
+        if (!ids.ok()) {
+          return absl::DataLossError(absl::StrCat(path_, ": ", ids.status().message()));
+        }
+        Doomed d{blocks->Int(0), {}};
+        for (const BlockId& id : *ids) d.pages.push_back(IdPage(id.order_id));
+        std::sort(d.pages.begin(), d.pages.end());
+        d.pages.erase(std::unique(d.pages.begin(), d.pages.end()), d.pages.end());
+        *deleted += ids->size();
+        doomed.push_back(std::move(d));
+        return absl::OkStatus();
+      });
+      if (!st.ok()) break;
+      for (const Doomed& d : doomed) {
+        for (const int64_t page : d.pages) {
+          drop_id->Reset();
+          drop_id->Bind(1, run_id).Bind(2, page).Bind(3, d.block_key);
+          if (st = Check(drop_id->Run(), "delete id page"); !st.ok()) break;
+        }
+        if (!st.ok()) break;
+        drop_block->Reset();
+        drop_block->Bind(1, d.block_key);
+        if (st = Check(drop_block->Run(), "delete detail"); !st.ok()) break;
       }
-      d->Bind(1, r.first).Bind(2, r.last).Bind(3, run_id).Bind(4, r.start).Bind(5, interval_ns_);
-      if (st = Check(d->Run(), "delete detail"); !st.ok()) break;
-      *deleted += static_cast<uint64_t>(sqlite3_changes(db_));
+      if (!st.ok()) break;
     }
-    absl::StatusOr<Statement> m = NewStatement(
-        "UPDATE interval_detail SET detail_deleted = 1 WHERE run_id = ? AND start_utc_ns = ?",
-        "prepare mark");
-    if (!m.ok()) {
-      st = m.status();
-      break;
-    }
-    m->Bind(1, run_id).Bind(2, r.start);
-    if (st = Check(m->Run(), "mark deleted detail"); !st.ok()) break;
+    mark->Reset();
+    mark->Bind(1, run_id).Bind(2, r.start);
+    if (st = Check(mark->Run(), "mark deleted detail"); !st.ok()) break;
   }
   if (!st.ok()) {
     Exec("ROLLBACK").IgnoreError();

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "store/sqlite/sqlite_blocks.h"
 #include "ticktrace/store/flags.h"
 #include "ticktrace/store/histogram.h"
 #include "ticktrace/store/writer.h"
@@ -141,10 +142,22 @@ class SqliteWriter : public Writer {
   // orders.samples of `o` (its stages named in `stages`, added when new).
   absl::Status SampleCellsJson(int64_t run_id, const OrderDetail& o, IdMemo* memo,
                                std::string* samples);
-  // Inserts `o` (under the next free instance when its id was reused); false
-  // when the same order was stored before a restart.
-  absl::StatusOr<bool> InsertOrder(int64_t run_id, const OrderDetail& o, std::string_view samples,
-                                   std::string_view blob);
+  // The instance `o` is stored under (its own, or the next free one when
+  // its id was reused), or nullopt when the same order (same id and first
+  // TSC) was stored before a restart. Remembers it as stored.
+  absl::StatusOr<std::optional<int64_t>> Admit(int64_t run_id, const OrderDetail& o);
+  // The id page (IdPage in sqlite_blocks.h) of `page`, its bits read from
+  // order_ids and the blocks when it is not in memory.
+  struct IdPageState;
+  absl::StatusOr<IdPageState*> FindIdPage(int64_t run_id, int64_t page);
+  // Every (id, instance, first TSC) the store holds on `page`, from its blocks.
+  absl::StatusOr<std::vector<BlockId>> StoredIdsOfPage(int64_t run_id, int64_t page);
+  // Writes the batch's pending blocks (all, or the one of `start`).
+  absl::Status FlushBlocks(int64_t run_id);
+  struct PendingBlock;
+  absl::Status FlushBlock(int64_t run_id, PendingBlock* block);
+  // Forgets the id pages (a rollback, retention, too many of them).
+  void ForgetIdPages();
   absl::Status WriteSnapshot(int64_t run_id, const Snapshot& snapshot);
   absl::Status WriteProcesses(int64_t run_id, const Snapshot& snapshot);  // and threads, tags
   absl::Status WriteStageStats(int64_t run_id, const Snapshot& snapshot);
@@ -155,12 +168,6 @@ class SqliteWriter : public Writer {
                                    uint64_t* deleted);
   // The bytes of the store's pages in use (freed pages are kept for reuse).
   uint64_t LiveBytes();
-  // For an order whose (run, id, instance) is taken: nullopt when an order of
-  // this id with its first TSC is stored (the same order again, perhaps
-  // under the instance the store gave it), else the next free instance.
-  absl::StatusOr<std::optional<uint32_t>> FreeInstanceIfReused(int64_t run_id,
-                                                               const OrderDetail& o);
-
   sqlite3* db_ = nullptr;
   std::string path_;
   int64_t interval_ns_ = 1'000'000'000;
@@ -177,6 +184,29 @@ class SqliteWriter : public Writer {
   absl::flat_hash_map<std::pair<uint32_t, int64_t>, std::unique_ptr<OpenInterval>> open_intervals_;
   int64_t open_intervals_run_ = -1;
   int64_t newest_interval_start_ = std::numeric_limits<int64_t>::min();
+
+  // Exactly-once without an index entry per order: per id page of the run,
+  // a bit per id the store holds (any instance). A clear bit admits the order
+  // at once; a set one (a restart's re-emitted order, a reused id) looks at
+  // the ids the page's blocks hold. Bounded: pages not used for a few
+  // batches go when there are more than kMaxIdPages, and come back from the
+  // store when needed.
+  static constexpr size_t kMaxIdPages = size_t{1} << 18;
+  absl::flat_hash_map<int64_t, std::unique_ptr<IdPageState>> id_pages_;
+  int64_t id_pages_run_ = -1;
+  // True while id_pages_ holds every page of the run (it began here and
+  // nothing was forgotten): a page not in memory is then empty.
+  bool id_pages_complete_ = false;
+  uint64_t batch_ = 0;
+  // The batch's blocks being filled, by interval start, and the order keys
+  // written per interval.
+  std::map<int64_t, std::unique_ptr<PendingBlock>> pending_;
+  struct Kept {
+    uint64_t count = 0;
+    int64_t first_key = std::numeric_limits<int64_t>::max();
+    int64_t last_key = std::numeric_limits<int64_t>::min();
+  };
+  std::map<int64_t, Kept> kept_;
 
   struct Statements;
   std::unique_ptr<Statements> st_;

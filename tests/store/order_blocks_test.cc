@@ -1,0 +1,239 @@
+// Schema 3's order blocks through the SQLite writer and reader on real
+// files: an interval's orders fill blocks of 256 (0, 1, 256 and 257 orders),
+// orders re-emitted after a restart across a block boundary are kept once,
+// and retention deletes whole blocks with their id pages. Expected values
+// are the inputs, counted by hand.
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "store/sqlite/sqlite_writer.h"
+#include "ticktrace/store/names.h"
+#include "ticktrace/store/reader.h"
+#include "gtest/gtest.h"
+
+namespace ticktrace::store {
+namespace {
+
+int64_t QueryInt(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
+      sqlite3_step(s) == SQLITE_ROW) {
+    v = sqlite3_column_int64(s, 0);
+  } else {
+    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return v;
+}
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kT0 = 1'700'000'000 * kSecond;  // an interval boundary
+
+// Order `id` in the interval starting at `interval`, with a hop of `id` ns;
+// its first TSC is told by its id (the same order re-emitted has the same).
+OrderDetail Order(uint64_t id, int64_t interval) {
+  OrderDetail o;
+  o.order_id = id;
+  o.first_utc_ns = interval + static_cast<int64_t>(id % 1000) * 1000;
+  o.first_tsc = 1'000'000 + id * 10;
+  o.first_tsc_utc_ns = o.first_utc_ns;
+  o.total_ns = static_cast<double>(id);
+  o.complete = true;
+  o.stamps.push_back({.tag = "a", .process_id = 1, .tid = 1, .cpu = 0, .tsc = o.first_tsc,
+                      .utc_ns = o.first_utc_ns});
+  o.stamps.push_back({.tag = "b", .process_id = 1, .tid = 1, .cpu = 0, .tsc = o.first_tsc + id,
+                      .utc_ns = o.first_utc_ns + static_cast<int64_t>(id)});
+  o.samples.push_back({.stage = "a->b", .start_utc_ns = o.first_utc_ns,
+                       .latency_ns = static_cast<double>(id)});
+  o.samples.push_back({.stage = std::string(kTotalStage), .start_utc_ns = o.first_utc_ns,
+                       .latency_ns = static_cast<double>(id)});
+  return o;
+}
+
+// Orders first..last (inclusive) in `interval`.
+std::vector<OrderDetail> Orders(uint64_t first, uint64_t last, int64_t interval) {
+  std::vector<OrderDetail> out;
+  for (uint64_t id = first; id <= last; ++id) out.push_back(Order(id, interval));
+  return out;
+}
+
+class OrderBlocks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ticktrace_blocks_test_XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/t.db";
+    Open();
+    RunMeta meta;
+    meta.tsc_hz = 1e9;
+    absl::StatusOr<int64_t> run = w_->BeginRun(meta);
+    ASSERT_TRUE(run.ok()) << run.status();
+    run_ = *run;
+  }
+  void TearDown() override {
+    w_.reset();
+    std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  void Open() {
+    absl::StatusOr<std::unique_ptr<SqliteWriter>> w = SqliteWriter::OpenOrCreate(path_);
+    ASSERT_TRUE(w.ok()) << w.status();
+    w_ = std::move(*w);
+  }
+  // A collector's restart: a new writer on the store resumes the run.
+  void Restart() {
+    w_.reset();
+    Open();
+    ASSERT_TRUE(w_->LookupRun(run_).ok());
+    ASSERT_TRUE(w_->ResumeRun(run_).ok());
+  }
+  void Write(const std::vector<OrderDetail>& orders, std::vector<IntervalOrders> counted = {}) {
+    ASSERT_TRUE(w_->Write(run_, {}, counted, orders, nullptr, &already_).ok());
+  }
+  int64_t Int(const std::string& sql) { return QueryInt(path_, sql); }
+  std::string In(int64_t interval) {
+    return absl::StrCat(" WHERE start_utc_ns = ", interval);
+  }
+
+  std::string dir_, path_;
+  std::unique_ptr<SqliteWriter> w_;
+  int64_t run_ = 0;
+  uint64_t already_ = 0;
+};
+
+TEST_F(OrderBlocks, AnIntervalFillsBlocksOf256) {
+  // Intervals 0..3 s hold 0, 1, 256 and 257 orders, all in one batch.
+  const int64_t t1 = kT0 + kSecond, t2 = kT0 + 2 * kSecond, t3 = kT0 + 3 * kSecond;
+  std::vector<OrderDetail> orders = Orders(1, 1, t1);
+  for (OrderDetail& o : Orders(1001, 1256, t2)) orders.push_back(std::move(o));
+  for (OrderDetail& o : Orders(2001, 2257, t3)) orders.push_back(std::move(o));
+  Write(orders, {{kT0, 5, 0}, {t1, 1, 0}, {t2, 256, 0}, {t3, 257, 0}});
+  EXPECT_EQ(already_, 0u);
+
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(kT0)), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t1)), 1);
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t2)), 1);
+  EXPECT_EQ(Int("SELECT max(json_array_length(orders)) FROM order_blocks" + In(t2)), 256);
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t3)), 2);
+  EXPECT_EQ(Int("SELECT max(json_array_length(orders)) FROM order_blocks" + In(t3)), 256);
+  EXPECT_EQ(Int("SELECT min(json_array_length(orders)) FROM order_blocks" + In(t3)), 1);
+  // interval_detail: what was counted, what was kept (none where none came).
+  EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(kT0)), 0);
+  EXPECT_EQ(Int("SELECT first_order_key IS NULL FROM interval_detail" + In(kT0)), 1);
+  EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(t1)), 1);
+  EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(t2)), 256);
+  EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(t3)), 257);
+  // The view: one row per order, each order's key within its interval's range.
+  EXPECT_EQ(Int("SELECT count(*) FROM orders"), 514);
+  EXPECT_EQ(Int("SELECT count(DISTINCT order_key) FROM orders"), 514);
+  EXPECT_EQ(Int("SELECT count(*) FROM orders o JOIN interval_detail d ON o.first_utc_ns >= "
+                "d.start_utc_ns AND o.first_utc_ns < d.start_utc_ns + 1000000000 WHERE "
+                "o.order_key BETWEEN d.first_order_key AND d.last_order_key"),
+            514);
+  EXPECT_EQ(Int("SELECT count(*) FROM stage_latencies"), 2 * 514);
+  EXPECT_EQ(Int("SELECT sum(latency_ns) FROM stage_latencies WHERE stage = 'a->b'"),
+            1 + (1001 + 1256) * 256 / 2 + (2001 + 2257) * 257 / 2);
+
+  // The reader finds the orders on either side of the boundary by id, and
+  // every sample of the interval by time.
+  w_.reset();
+  absl::StatusOr<std::unique_ptr<StoreReader>> r = StoreReader::Open(path_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int64_t id : {2001, 2256, 2257}) {
+    absl::StatusOr<std::vector<SampleRow>> samples = (*r)->SamplesOfOrder(run_, id);
+    ASSERT_TRUE(samples.ok()) << samples.status();
+    ASSERT_EQ(samples->size(), 2u) << id;
+    EXPECT_EQ((*samples)[0].latency_ns, static_cast<double>(id));
+    absl::StatusOr<std::vector<StampRow>> stamps = (*r)->Stamps(run_, id);
+    ASSERT_TRUE(stamps.ok()) << stamps.status();
+    ASSERT_EQ(stamps->size(), 2u);
+    EXPECT_EQ((*stamps)[1].tsc - (*stamps)[0].tsc, id);
+  }
+  SampleFilter filter;
+  filter.stage = "a->b";
+  filter.since_utc_ns = t3;
+  filter.until_utc_ns = t3 + kSecond - 1;
+  int64_t count = 0;
+  ASSERT_TRUE((*r)->ForEachSample(run_, filter, false, [&](const SampleRow&) { ++count; }).ok());
+  EXPECT_EQ(count, 257);
+  absl::StatusOr<std::vector<OrderRow>> first = (*r)->OrdersByTime(run_, 3);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->size(), 3u);
+  EXPECT_EQ((*first)[0].order_id, 1);     // t1
+  EXPECT_EQ((*first)[1].order_id, 1001);  // t2, by first_utc_ns
+  EXPECT_EQ((*first)[2].order_id, 1002);
+}
+
+TEST_F(OrderBlocks, OrdersReEmittedAcrossABlockAreKeptOnce) {
+  // 300 orders: a block of 256 (ids 1..256) and one of 44 (257..300).
+  Write(Orders(1, 300, kT0));
+  ASSERT_EQ(Int("SELECT count(*) FROM order_blocks"), 2);
+  // A restart re-emits 250..300 (both blocks) with 301..310 new, in one batch.
+  Restart();
+  Write(Orders(250, 310, kT0));
+  EXPECT_EQ(already_, 51u);
+  EXPECT_EQ(Int("SELECT count(*) FROM orders"), 310);
+  EXPECT_EQ(Int("SELECT count(DISTINCT order_id) FROM orders"), 310);
+  EXPECT_EQ(Int("SELECT max(instance) FROM orders"), 0);
+  EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(kT0)), 310);
+  // Without a restart too: the same orders again are kept once, and a
+  // reuse of id 5 (instance 0 again, another first TSC) is instance 1.
+  OrderDetail reused = Order(5, kT0 + kSecond);
+  reused.first_tsc = 77;
+  Write({Order(256, kT0), Order(257, kT0), reused});
+  EXPECT_EQ(already_, 53u);
+  EXPECT_EQ(Int("SELECT count(*) FROM orders"), 311);
+  EXPECT_EQ(Int("SELECT instance FROM orders WHERE order_id = 5 AND first_tsc = 77"), 1);
+  // The last stored, newest first.
+  absl::StatusOr<std::vector<std::pair<uint64_t, uint32_t>>> last = w_->LastStoredOrders(run_, 3);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(*last, (std::vector<std::pair<uint64_t, uint32_t>>{{5, 1}, {310, 0}, {309, 0}}));
+}
+
+TEST_F(OrderBlocks, RetentionDeletesWholeBlocksAndTheirIdPages) {
+  const int64_t t1 = kT0 + kSecond, t2 = kT0 + 2 * kSecond;
+  std::vector<OrderDetail> orders = Orders(1, 257, kT0);
+  for (OrderDetail& o : Orders(1001, 1257, t1)) orders.push_back(std::move(o));
+  for (OrderDetail& o : Orders(2001, 2003, t2)) orders.push_back(std::move(o));
+  Write(orders, {{kT0, 257, 0}, {t1, 257, 0}, {t2, 3, 0}});
+  ASSERT_EQ(Int("SELECT count(*) FROM order_blocks"), 5);
+  const std::string dangling =
+      "SELECT count(*) FROM order_ids i WHERE NOT EXISTS (SELECT 1 FROM order_blocks b WHERE "
+      "b.block_key = i.block_key)";
+
+  // By age: the detail of the intervals before t1 (257 orders, 2 blocks).
+  absl::StatusOr<uint64_t> deleted = w_->ApplyRetention(run_, t1, 0, std::nullopt);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 257u);
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(kT0)), 0);
+  EXPECT_EQ(Int("SELECT detail_deleted FROM interval_detail" + In(kT0)), 1);
+  EXPECT_EQ(Int("SELECT detail_deleted FROM interval_detail" + In(t1)), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM orders"), 260);
+  EXPECT_EQ(Int(dangling), 0);
+
+  // By size: every interval's detail goes while the store is above 1 byte.
+  deleted = w_->ApplyRetention(run_, std::nullopt, 1, std::nullopt);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 260u);
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM order_ids"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM interval_detail WHERE detail_deleted = 0"), 0);
+
+  // An order whose detail was deleted, re-emitted, is stored again: the
+  // store no longer holds it.
+  Write({Order(2, kT0)});
+  EXPECT_EQ(already_, 0u);
+  EXPECT_EQ(Int("SELECT count(*) FROM orders"), 1);
+}
+
+}  // namespace
+}  // namespace ticktrace::store
