@@ -119,11 +119,13 @@ TEST(StoreSchemaTest, TheStoreLibrarysDdlIsTheSchemaOfDocsStoreMd) {
   sqlite3_close(library);
   sqlite3_close(docs);
 
-  // Schema 2's tables are all there (a sanity check of the normalisation
-  // itself: it must see them), from store/sqlite/sqlite_schema_sql.inc by hand.
+  // Schema 3's tables and views are all there (a sanity check of the
+  // normalisation itself: it must see them), from
+  // store/sqlite/sqlite_schema_sql.inc by hand.
   const std::string text = from_library.Text();
   for (const char* expected : {"table meta column 0 key TEXT", "table intervals column",
-                               "table interval_detail column", "table orders column",
+                               "table interval_detail column", "table order_blocks column",
+                               "table order_ids column", "view orders",
                                "view stage_latencies"}) {
     EXPECT_NE(text.find(expected), std::string::npos)
         << "missing: " << expected << "\n" << text;
