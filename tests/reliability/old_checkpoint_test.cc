@@ -50,14 +50,13 @@ void WriteBytes(const std::string& path, const std::string& bytes) {
 TEST_F(OldCheckpointTest, DISABLED_RefusedInOneLineAndEveryRecordStoredOnce) {
   constexpr int kProducers = 2;
   constexpr uint64_t kOrders = 60000;  // per producer, paced over about 5 s
-  const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "300",
-                                         "--checkpoint-interval", "1"};
+  const std::vector<std::string> args = {
+      "--pipeline", "a,b", "--order-timeout-ms", "300", "--checkpoint-interval", "1"};
   std::vector<pid_t> producers;
   for (int i = 0; i < kProducers; ++i) {
     producers.push_back(StartProducer(
-        {"--mode", "seq", "--rings", "2", "--ring", "1048576", "--orders",
-         std::to_string(kOrders), "--base", std::to_string(uint64_t(i + 1) << 40),
-         "--pace-every", "8", "--pace-us", "600"},
+        {"--mode", "seq", "--rings", "2", "--ring", "1048576", "--orders", std::to_string(kOrders),
+         "--base", std::to_string(uint64_t(i + 1) << 40), "--pace-every", "8", "--pace-us", "600"},
         absl::StrCat("producer.", i, ".log")));
   }
   pid_t c = StartCollector(args);
@@ -136,10 +135,11 @@ TEST_F(OldCheckpointTest, DISABLED_RefusedInOneLineAndEveryRecordStoredOnce) {
   EXPECT_EQ(Counter(q, "orders_already_stored"), stored_at_kill);
   EXPECT_EQ(Counter(q, "store_stats_through"), n);
   EXPECT_EQ(Counter(q, "store_detail_through"), n);
-  absl::PrintF("FIGURE old_checkpoint: %lld orders stored before the restart, %lld already "
-               "stored on the replay\n",
-               static_cast<long long>(stored_at_kill),
-               static_cast<long long>(Counter(q, "orders_already_stored")));
+  absl::PrintF(
+      "FIGURE old_checkpoint: %lld orders stored before the restart, %lld already "
+      "stored on the replay\n",
+      static_cast<long long>(stored_at_kill),
+      static_cast<long long>(Counter(q, "orders_already_stored")));
 }
 
 }  // namespace

@@ -41,7 +41,13 @@ TEST(SparseHistogramTest, EncodingOfOneValueByHand) {
   const SparseHistogram h = Built(builder, {1.0});
   std::string expected = "\x01\x01";
   expected += DoubleBytes(1.0) + DoubleBytes(1.0) + DoubleBytes(1.0);
-  expected += std::string("\x00" "\x01" "\x80\x04" "\x01" "\x00", 6);
+  expected += std::string(
+      "\x00"
+      "\x01"
+      "\x80\x04"
+      "\x01"
+      "\x00",
+      6);
   EXPECT_EQ(h.Encode(), expected);
   ASSERT_EQ(h.positive().size(), 1u);
   EXPECT_EQ(h.positive()[0].index, 512u);
