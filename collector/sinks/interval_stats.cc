@@ -34,6 +34,16 @@ IntervalStats::Interval& IntervalStats::IntervalAt(int64_t start_utc_ns) {
   return intervals_.back();
 }
 
+uint32_t IntervalStats::NewKey(Interval& in, uint32_t slot) {
+  const uint32_t k = static_cast<uint32_t>(keys_.size());
+  Key& key = keys_.emplace_back();
+  key.slot = slot;
+  key.start_utc_ns = in.start_utc_ns;
+  if (builders_.size() <= k) builders_.push_back(std::make_unique<store::HistogramBuilder>());
+  in.key_of_slot[slot] = static_cast<int32_t>(k);
+  return k;
+}
+
 void IntervalStats::AddOrder(int64_t interval_start_utc_ns,
                              const std::vector<store::SampleDetail>& samples,
                              const uint32_t* slots) {
@@ -42,21 +52,17 @@ void IntervalStats::AddOrder(int64_t interval_start_utc_ns,
   for (size_t i = 0; i < samples.size(); ++i) {
     const store::SampleDetail& s = samples[i];
     const uint32_t slot = slots[i];
-    if (slot >= in.by_slot.size()) in.by_slot.resize(names_.size());
-    std::unique_ptr<store::IntervalDelta>& d = in.by_slot[slot];
-    if (d == nullptr) {
-      d = std::make_unique<store::IntervalDelta>();
-      d->stage = names_.Name(slot);
-      d->kind = kinds_[slot];
-      d->start_utc_ns = interval_start_utc_ns;
-    }
-    ++d->samples_all;
+    if (slot >= in.key_of_slot.size()) in.key_of_slot.resize(names_.size(), -1);
+    const int32_t known = in.key_of_slot[slot];
+    const uint32_t k = known >= 0 ? static_cast<uint32_t>(known) : NewKey(in, slot);
+    Key& key = keys_[k];
+    ++key.samples_all;
     if (s.flags != 0) {
       for (size_t f = 0; f < store::kFlagNames.size(); ++f) {
-        if (s.flags & store::kFlagNames[f].bit) ++d->flag_counts[f];
+        if (s.flags & store::kFlagNames[f].bit) ++key.flag_counts[f];
       }
     }
-    if ((s.flags & excluded) == 0) d->histogram.Add(s.latency_ns);
+    if ((s.flags & excluded) == 0) builders_[k]->Add(s.latency_ns);
   }
   ++in.orders;
 }
@@ -65,10 +71,19 @@ void IntervalStats::TakeDeltas(std::vector<store::IntervalDelta>* deltas,
                                std::vector<store::IntervalOrders>* orders) {
   const size_t first_delta = deltas->size();
   const size_t first_orders = orders->size();
-  for (Interval& in : intervals_) {
-    for (std::unique_ptr<store::IntervalDelta>& d : in.by_slot) {
-      if (d != nullptr) deltas->push_back(std::move(*d));
-    }
+  for (size_t k = 0; k < keys_.size(); ++k) {
+    const Key& key = keys_[k];
+    store::IntervalDelta& d = deltas->emplace_back();
+    d.stage = names_.Name(key.slot);
+    d.kind = kinds_[key.slot];
+    d.start_utc_ns = key.start_utc_ns;
+    d.samples_all = key.samples_all;
+    d.flag_counts = key.flag_counts;
+    builders_[k]->Take(&d.histogram);
+  }
+  keys_.clear();
+  if (builders_.size() > kBuildersKept) builders_.resize(kBuildersKept);
+  for (const Interval& in : intervals_) {
     orders->push_back(store::IntervalOrders{in.start_utc_ns, in.orders, 0});
   }
   intervals_.clear();

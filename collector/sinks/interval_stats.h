@@ -5,15 +5,17 @@
 // The per-order path indexes flat arrays: a stage is a dense slot, known by
 // the stitcher's stage id (StageStats) or, for orders that arrive as rows,
 // by its name, looked up once per sample; the few intervals gathered at once
-// are searched linearly. A stage's histogram is made the first time the
-// stage is touched in an interval since the last handover, so there is one
-// per key per batch, not one per key per pass of the analysis.
+// are searched linearly. Each (stage, interval) touched since the last
+// handover gathers its values in a HistogramBuilder from a pool kept from
+// batch to batch, and hands them over as a sparse delta (its non-empty
+// buckets): no histogram is made or zeroed whole per key and batch.
 //
 // Analysis thread; the deltas it hands out go to the writer thread.
 
 #ifndef TICKTRACE_COLLECTOR_INTERVAL_STATS_H_
 #define TICKTRACE_COLLECTOR_INTERVAL_STATS_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,6 +25,8 @@
 
 #include "collector/analysis/name_table.h"
 #include "store/common/detail.h"
+#include "ticktrace/store/flags.h"
+#include "ticktrace/store/histogram.h"
 #include "ticktrace/store/writer.h"
 
 namespace ticktrace::collect {
@@ -57,16 +61,31 @@ class IntervalStats {
                   std::vector<store::IntervalOrders>* orders);
 
  private:
+  // One (stage, interval) touched since the last TakeDeltas; its values go
+  // into builders_[its index in keys_].
+  struct Key {
+    uint32_t slot = 0;
+    int64_t start_utc_ns = 0;
+    uint64_t samples_all = 0;
+    std::array<uint64_t, store::kFlagNames.size()> flag_counts{};
+  };
   struct Interval {
     int64_t start_utc_ns = 0;
     uint64_t orders = 0;
-    std::vector<std::unique_ptr<store::IntervalDelta>> by_slot;  // null: not touched
+    std::vector<int32_t> key_of_slot;  // index in keys_; -1: not touched
   };
+  // More builders than this are not kept past a handover (139 kB each): a
+  // batch that touched many keys does not pin their memory for good.
+  static constexpr size_t kBuildersKept = 64;
+
   uint32_t NewStage(uint32_t stage_id, const StageStats& stages);
   Interval& IntervalAt(int64_t start_utc_ns);
+  uint32_t NewKey(Interval& in, uint32_t slot);
 
   bool include_flagged_;
   std::vector<Interval> intervals_;      // gathered since the last TakeDeltas
+  std::vector<Key> keys_;                // touched since the last TakeDeltas
+  std::vector<std::unique_ptr<store::HistogramBuilder>> builders_;  // the first keys_.size() in use
   std::vector<int32_t> slot_of_stage_;   // stitcher's stage id -> slot; -1: not yet
   NameTable names_;                      // stage name <-> slot
   std::vector<store::StageKind> kinds_;  // by slot

@@ -734,8 +734,11 @@ void ClickHouseWriter::AppendIntervals(int64_t run_id, uint64_t batch,
   RowBinaryWriter& late_rollup_rows = rows->late_rollup;
   for (const IntervalDelta& d : intervals) {
     if (!rolled_through_ns_.has_value() || d.start_utc_ns >= *rolled_through_ns_) continue;
+    // The row's percentiles need the dense form; late deltas are rare.
+    Histogram late;
+    late.Merge(d.histogram);
     AppendRollupRow(run_id, StageId(d.stage, d.kind, new_stages), RollupMinuteOf(d.start_utc_ns),
-                    batch, d.stage, d.samples_all, d.flag_counts, d.histogram, &late_rollup_rows);
+                    batch, d.stage, d.samples_all, d.flag_counts, late, &late_rollup_rows);
   }
 
   // interval_detail: orders counted by the sink, detail kept by us.

@@ -68,6 +68,22 @@ void Histogram::Merge(const Histogram& other) {
   }
 }
 
+void Histogram::Merge(const SparseHistogram& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  sum_ += other.sum_;
+  near_zero_ += other.near_zero_;
+  for (const SparseHistogram::Bucket& b : other.positive_) positive_[b.index] += b.count;
+  for (const SparseHistogram::Bucket& b : other.negative_) negative_[b.index] += b.count;
+}
+
 double Histogram::Quantile(double q) const {
   if (count_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);
@@ -229,7 +245,161 @@ absl::Status CheckBucketTotal(std::string_view bytes, const Cursor& in, uint64_t
   return absl::OkStatus();
 }
 
+void PutSparseBuckets(std::string* out, const std::vector<SparseHistogram::Bucket>& buckets) {
+  PutVarint(out, buckets.size());
+  uint32_t next = 0;  // as PutBuckets(): the gap from the entry before
+  for (const SparseHistogram::Bucket& b : buckets) {
+    PutVarint(out, b.index - next);
+    PutVarint(out, b.count);
+    next = b.index + 1;
+  }
+}
+
+// The exact part of every form: count, sum, min and max.
+struct Summary {
+  uint64_t* count;
+  double* sum;
+  double* min;
+  double* max;
+
+  void Add(double value_ns) const {
+    if (*count == 0) {
+      *min = *max = value_ns;
+    } else {
+      *min = std::min(*min, value_ns);
+      *max = std::max(*max, value_ns);
+    }
+    ++*count;
+    *sum += value_ns;
+  }
+};
+
+// Adds the sorted `from` to the sorted `into`, keeping it sorted, one entry per index.
+void MergeBuckets(std::vector<SparseHistogram::Bucket>* into,
+                  const std::vector<SparseHistogram::Bucket>& from) {
+  if (from.empty()) return;
+  if (into->empty()) {
+    *into = from;
+    return;
+  }
+  std::vector<SparseHistogram::Bucket> out;
+  out.reserve(into->size() + from.size());
+  auto a = into->begin();
+  auto b = from.begin();
+  while (a != into->end() && b != from.end()) {
+    if (a->index < b->index) {
+      out.push_back(*a++);
+    } else if (b->index < a->index) {
+      out.push_back(*b++);
+    } else {
+      out.push_back({a->index, a->count + b->count});
+      ++a;
+      ++b;
+    }
+  }
+  out.insert(out.end(), a, into->end());
+  out.insert(out.end(), b, from.end());
+  into->swap(out);
+}
+
+// Hands the touched buckets of `dense` to `out` in ascending order and zeroes them.
+void TakeTouched(std::vector<uint64_t>* dense, std::vector<uint32_t>* touched,
+                 std::vector<SparseHistogram::Bucket>* out) {
+  std::sort(touched->begin(), touched->end());
+  out->clear();
+  out->reserve(touched->size());
+  for (uint32_t i : *touched) {
+    out->push_back({i, (*dense)[i]});
+    (*dense)[i] = 0;
+  }
+  touched->clear();
+}
+
 }  // namespace
+
+// --- SparseHistogram ---
+
+void SparseHistogram::Add(double value_ns) {
+  if (std::isnan(value_ns)) return;
+  Summary{&count_, &sum_, &min_, &max_}.Add(value_ns);
+  const double magnitude = std::fabs(value_ns);
+  if (magnitude < Histogram::kMinResolvedNs) {
+    ++near_zero_;
+    return;
+  }
+  std::vector<Bucket>& buckets = value_ns > 0 ? positive_ : negative_;
+  const uint32_t index = static_cast<uint32_t>(Histogram::BucketOf(magnitude));
+  auto at = std::lower_bound(buckets.begin(), buckets.end(), index,
+                             [](const Bucket& b, uint32_t i) { return b.index < i; });
+  if (at != buckets.end() && at->index == index) {
+    ++at->count;
+  } else {
+    buckets.insert(at, Bucket{index, 1});
+  }
+}
+
+void SparseHistogram::Merge(const SparseHistogram& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  sum_ += other.sum_;
+  near_zero_ += other.near_zero_;
+  MergeBuckets(&positive_, other.positive_);
+  MergeBuckets(&negative_, other.negative_);
+}
+
+std::string SparseHistogram::Encode() const {
+  std::string out;
+  out.push_back(static_cast<char>(kEncodingVersion));
+  PutVarint(&out, count_);
+  if (count_ == 0) return out;
+  PutDouble(&out, sum_);
+  PutDouble(&out, min_);
+  PutDouble(&out, max_);
+  PutVarint(&out, near_zero_);
+  PutSparseBuckets(&out, positive_);
+  PutSparseBuckets(&out, negative_);
+  return out;
+}
+
+// --- HistogramBuilder ---
+
+HistogramBuilder::HistogramBuilder()
+    : positive_(Histogram::kBuckets, 0), negative_(Histogram::kBuckets, 0) {}
+
+void HistogramBuilder::Add(double value_ns) {
+  if (std::isnan(value_ns)) return;
+  Summary{&count_, &sum_, &min_, &max_}.Add(value_ns);
+  const double magnitude = std::fabs(value_ns);
+  if (magnitude < Histogram::kMinResolvedNs) {
+    ++near_zero_;
+    return;
+  }
+  const uint32_t index = static_cast<uint32_t>(Histogram::BucketOf(magnitude));
+  if (value_ns > 0) {
+    if (positive_[index]++ == 0) touched_positive_.push_back(index);
+  } else {
+    if (negative_[index]++ == 0) touched_negative_.push_back(index);
+  }
+}
+
+void HistogramBuilder::Take(SparseHistogram* out) {
+  TakeTouched(&positive_, &touched_positive_, &out->positive_);
+  TakeTouched(&negative_, &touched_negative_, &out->negative_);
+  out->near_zero_ = std::exchange(near_zero_, 0);
+  out->count_ = std::exchange(count_, 0);
+  out->sum_ = std::exchange(sum_, 0);
+  out->min_ = std::exchange(min_, 0);
+  out->max_ = std::exchange(max_, 0);
+}
+
+// --- Histogram's encoding ---
 
 std::string Histogram::Encode() const {
   std::string out;

@@ -87,14 +87,16 @@ struct Snapshot {
 };
 
 // What one stage's samples of one interval add to that interval (table
-// intervals). A backend merges deltas of the same (stage, interval).
+// intervals). A backend merges deltas of the same (stage, interval). The
+// histogram is sparse: a batch touches a few hundred of its buckets, and the
+// delta carries those, not the whole 139 kB array.
 struct IntervalDelta {
   std::string stage;
   StageKind kind = StageKind::kTransition;
   int64_t start_utc_ns = 0;  // a multiple of the run's interval_ns
   uint64_t samples_all = 0;
   std::array<uint64_t, kFlagNames.size()> flag_counts{};
-  Histogram histogram;  // the samples in the percentiles
+  SparseHistogram histogram;  // the samples in the percentiles
 };
 
 // Orders of one interval (by first stamp) and how many of them the detail
