@@ -220,9 +220,10 @@ inline void PrintTarget(const char* area, const std::string& figure, const std::
 }
 
 // A raw figure for bench/run_all.sh, which compares it with the same figure
-// of another build and judges it against its target: "METRIC|name|value".
+// of another build and judges it against its target: "METRIC|name|value",
+// with 15 significant digits, so that counts come out exact.
 inline void PrintMetric(const char* name, double value) {
-  std::printf("METRIC|%s|%.6g\n", name, value);
+  std::printf("METRIC|%s|%.15g\n", name, value);
 }
 
 }  // namespace ticktrace::bench

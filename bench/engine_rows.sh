@@ -3,7 +3,7 @@
 # builds in the same run of bench/run_all.sh (which sources this file): the
 # last commit before the engine rework (BEFORE_REF, default 3677a2b) and the
 # checkout being benchmarked. Sourced, not run: it uses run_all.sh's $root,
-# $tmp, $bin, $jobs, $quick, $quick_banner, $cmake_release_args and log().
+# $tmp, $bin, $jobs, $quick, $cmake_release_args and log().
 #
 #   engine_build_before   extracts BEFORE_REF (git archive) into
 #                         $BEFORE_DIR/src and builds its Release collector in
@@ -75,7 +75,8 @@ engine_build_before() {
 
 # engine_one NAME SIDE ROUND LIMIT PROGRAM ARGS...: one run of a bench
 # program against SIDE's collector (the word COLLECTOR in ARGS is replaced by
-# its path), output in $tmp/engine/NAME.SIDE.ROUND.txt.
+# its path, WORKDIR by a directory of this run's own, removed after it), output
+# in $tmp/engine/NAME.SIDE.ROUND.txt.
 engine_one() {
   local name="$1" side="$2" round="$3" limit="$4"
   shift 4
@@ -84,12 +85,16 @@ engine_one() {
     [ -n "$engine_before_bin" ] || return 0
     collector="$engine_before_bin"
   fi
+  local out="$tmp/engine/$name.$side.$round" work="$tmp/engine-work/$name.$side.$round"
   local args=() a
   for a in "$@"; do
-    if [ "$a" = COLLECTOR ]; then args+=("$collector"); else args+=("$a"); fi
+    case "$a" in
+      COLLECTOR) args+=("$collector") ;;
+      WORKDIR) args+=("$work") ;;
+      *) args+=("$a") ;;
+    esac
   done
-  mkdir -p "$tmp/engine"
-  local out="$tmp/engine/$name.$side.$round"
+  mkdir -p "$tmp/engine" "$work"
   log "engine: $name ($side collector, round $round)"
   local rc=0
   timeout "$limit" "${args[@]}" >"$out.txt" 2>"$out.err" || rc=$?
@@ -98,6 +103,7 @@ engine_one() {
     tail -3 "$out.err" >&2 || true
     echo "NOTE|exit status $rc: $(tail -1 "$out.err" 2>/dev/null | tr '|' ' ')" >>"$out.txt"
   fi
+  rm -rf "$work"
 }
 
 # engine_pair NAME ROUNDS LIMIT PROGRAM ARGS...: ROUNDS rounds of before, after.
@@ -111,22 +117,22 @@ engine_pair() {
 }
 
 engine_run() {
-  local archive="$tmp/engine-replay.raw" dir="$tmp/engine-work"
-  mkdir -p "$dir" "$tmp/engine"
+  local archive="$tmp/engine-replay.raw"
+  mkdir -p "$tmp/engine"
   log "engine: writing a $engine_replay_records-record archive"
   if ! "$bin/replay_bench" --archive "$archive" --write-only --records "$engine_replay_records" \
       >"$tmp/engine/archive.txt" 2>&1; then
     log "engine: the archive was not written: $(tail -1 "$tmp/engine/archive.txt")"
   fi
-  local rb=("$bin/replay_bench" --collector COLLECTOR --archive "$archive" --dir "$dir")
+  local rb=("$bin/replay_bench" --collector COLLECTOR --archive "$archive" --dir WORKDIR)
   engine_pair replay_off "$engine_replay_rounds" 900 "${rb[@]}" --store off
   engine_pair replay_sqlite_all "$(( (engine_replay_rounds + 1) / 2 ))" 1800 "${rb[@]}" --store sqlite --detail all
   engine_pair replay_sqlite_tail "$(( (engine_replay_rounds + 1) / 2 ))" 1800 "${rb[@]}" --store sqlite --detail tail
   engine_pair replay_clickhouse_all 1 1800 "${rb[@]}" --store clickhouse --detail all
   rm -f "$archive" "$archive.records"
   engine_pair visibility 1 600 "$bin/visibility_bench" --collector COLLECTOR \
-      "${engine_visibility_args[@]}" --tmpdir "$dir"
-  local db=("$bin/daemon_bench" --collector COLLECTOR --seconds "$engine_live_seconds" --tmpdir "$dir")
+      "${engine_visibility_args[@]}" --tmpdir WORKDIR
+  local db=("$bin/daemon_bench" --collector COLLECTOR --seconds "$engine_live_seconds" --tmpdir WORKDIR)
   engine_pair live_1m_all 1 1200 "${db[@]}" --rate 1000000 --detail all --restart-minutes none
   engine_pair live_1m_tail 1 1200 "${db[@]}" --rate 1000000 --detail tail --restart-minutes none
   engine_pair live_5m_tail 1 1200 "${db[@]}" --rate 5000000 --detail tail --ring-records 1048576 \
@@ -245,7 +251,7 @@ engine_table() {
   echo "| figure | target | before | after | gain | met / missed | detail |"
   echo "|---|---|---:|---:|---:|---|---|"
   engine_row "replay, store off: records per CPU-second (whole collector process)" ">= 25 M" M up ge 25e6 \
-    replay_off records_per_cpu_s "a $(engine_fmt M "$engine_replay_records")-record archive; median of $engine_replay_rounds rounds"
+    replay_off records_per_cpu_s "a $(engine_fmt M "$engine_replay_records")-record archive; $engine_replay_rounds round(s) each, median"
   engine_row "replay, store off: records per second, wall" "(beside it)" M up none 0 \
     replay_off records_per_s "same runs"
   engine_row "replay into SQLite, \`--detail all\`: samples/s, wall (the store's \`samples\`, \`total\` included)" ">= 3 M" M up ge 3e6 \
@@ -304,7 +310,7 @@ engine_section() {
   cat <<EOF
 ## Collector engine: every target, before and after, in this run
 
-${quick_banner}Each row is one figure measured twice in this run: "before" with the
+Each row is one figure measured twice in this run: "before" with the
 collector built from $before_name
 (Release, built by this script in \`${engine_before_dir#"$root"/}/build\`; $engine_before_status), "after"
 with the collector of this checkout. Both are driven by this checkout's bench

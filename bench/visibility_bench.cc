@@ -217,6 +217,11 @@ RssResult Memory(const std::string& collector, const std::string& tmpdir, double
   // Not waiting for the 1 M open orders to be written out: not measured here.
   kill(coll, SIGKILL);
   waitpid(coll, nullptr, 0);
+  // The killed run's store and journal go too: a collector started later on
+  // the same --tmpdir would refuse the unfinished journal.
+  for (const char* suffix : {"", "-wal", "-shm", ".ttjournal", ".ttcheckpoint"}) {
+    unlink((tmpdir + "/memory.db" + suffix).c_str());
+  }
   view.Close();
   (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
   return rr;
