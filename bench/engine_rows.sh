@@ -21,6 +21,9 @@
 # and flags; only the collector differs.
 
 engine_before_ref="${BEFORE_REF:-3677a2b}"
+# What the before build is, for the page.
+engine_before_what="the last commit before the engine rework"
+[ -n "${BEFORE_REF:-}" ] && engine_before_what="BEFORE_REF"
 engine_before_dir="${BEFORE_DIR:-$root/build-bench-before}"
 engine_before_bin=""
 engine_before_status="not built (BEFORE_REF=none)"
@@ -306,14 +309,14 @@ engine_body() {
 
 engine_section() {
   local before_name="\`$engine_before_ref\`"
-  [ -n "$engine_before_commit" ] && before_name="\`$engine_before_ref\` (${engine_before_commit:0:12}, the last commit before the engine rework)"
+  [ -n "$engine_before_commit" ] && before_name="\`$engine_before_ref\` (${engine_before_commit:0:12})"
   cat <<EOF
 ## Collector engine: every target, before and after, in this run
 
 Each row is one figure measured twice in this run: "before" with the
-collector built from $before_name
-(Release, built by this script in \`${engine_before_dir#"$root"/}/build\`; $engine_before_status), "after"
-with the collector of this checkout. Both are driven by this checkout's bench
+collector of $before_name, $engine_before_what
+(a Release build this script made in \`${engine_before_dir#"$root"/}/build\`:
+$engine_before_status), "after" with the collector of this checkout. Both are driven by this checkout's bench
 programs (the before build's benches lack \`--detail\`, \`--ring-records\` and the
 replay driver): replay_bench replays one archive written once for both (3
 processes, whole orders of 4 records, ids counting up so every emitted order

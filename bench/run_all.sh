@@ -269,7 +269,7 @@ hypervisor="$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor:[[:space:]]*//p' 
 clocksource="$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')"
 tsc_line="$(grep -m1 '^TSC ' "$tmp/peers_bench.txt" 2>/dev/null | sed 's/;.*//' || true)"
 if [ -z "$tsc_line" ]; then  # ONLY=engine: daemon_bench's machine line
-  tsc_line="$(grep -h -o 'TSC [0-9]* Hz ([^)]*)' "$tmp"/engine/*.txt 2>/dev/null | head -1 || true)"
+  tsc_line="$(sed -n 's/^Machine: .*\(TSC [0-9]* Hz (.*)\); load average.*/\1/p' "$tmp"/engine/*.txt 2>/dev/null | head -1 || true)"
 fi
 kernel="$(uname -r)"
 os="$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
