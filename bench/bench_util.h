@@ -9,6 +9,8 @@
 //   FloorRing            the least a ring-writing trace point can do, written here
 //   OwnRingDrainer       empties the calling thread's libtrace ring, untimed
 //   Summary / Summarize  mean, min, percentiles of a sample vector
+//   PrintTarget          a figure beside its target: a "TARGET|..." line
+//   PrintMetric          a raw figure for run_all.sh: a "METRIC|name|value" line
 //
 // Every function here runs on the calling thread only; nothing is shared.
 
@@ -215,6 +217,13 @@ inline void PrintTarget(const char* area, const std::string& figure, const std::
                         const std::string& target, bool met, const std::string& note = "") {
   std::printf("TARGET|%s|%s|%s|%s|%s|%s\n", area, figure.c_str(), value.c_str(), target.c_str(),
               met ? "met" : "**missed**", note.c_str());
+}
+
+// A raw figure for bench/run_all.sh, which compares it with the same figure
+// of another build and judges it against its target: "METRIC|name|value",
+// with 15 significant digits, so that counts come out exact.
+inline void PrintMetric(const char* name, double value) {
+  std::printf("METRIC|%s|%.15g\n", name, value);
 }
 
 }  // namespace ticktrace::bench

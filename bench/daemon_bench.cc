@@ -2,10 +2,16 @@
 // ticktrace-collector binary, its default SQLite store and its journal.
 //
 //   daemon_bench --collector PATH [--seconds 60] [--rate 1000000]
-//                [--restart-rate 500000] [--restart-minutes 1,2,4] [--tmpdir DIR]
+//                [--restart-rate 500000] [--restart-minutes 1,2,4|none] [--tmpdir DIR]
+//                [--detail all|tail|none] [--ring-records N] [--skip-sustained]
+//
+// --detail is handed to the collector (left out: its default, all);
+// --ring-records sizes every producer ring (a power of two, default 1 Mi);
+// --restart-minutes none skips phase 2 and --skip-sustained phase 1, so that
+// bench/run_all.sh runs each phase with the settings its target names.
 //
 // Producers: 2 processes this program forks (no exec), 2 threads each, every
-// thread with its own ring of 1 Mi records. A thread stamps whole orders of 4
+// thread with its own ring of --ring-records records. A thread stamps whole orders of 4
 // stages (md_rx, decide, order_sent, ack; ids distinct per thread), paced to
 // its share of the rate: every 1 ms it stamps the orders that are due since
 // its start (a thread woken late catches up in one burst, so the average rate
@@ -110,7 +116,10 @@ using tb::WaitFor;
 constexpr int kProcesses = 2;
 constexpr int kThreadsPerProcess = 2;
 constexpr int kThreads = kProcesses * kThreadsPerProcess;
-constexpr uint32_t kRingRecords = 1u << 20;
+// --ring-records; set before the producers fork.
+uint32_t g_ring_records = 1u << 20;
+// --detail: the collector's order detail policy; empty: its default.
+std::string g_detail;
 constexpr const char* kPipeline = "md_rx,decide,order_sent,ack";
 
 // ---------------------------------------------------------------------------
@@ -141,7 +150,7 @@ struct Shared {
 [[noreturn]] void ProducerMain(Shared* sh, int index, const std::string& session) {
   ticktrace::Options options;
   options.session = session;
-  options.ring_records = kRingRecords;
+  options.ring_records = g_ring_records;
   options.rings = kThreadsPerProcess;
   ProcessCounters& pc = sh->process[index];
   if (ticktrace::Status st = ticktrace::Init(options); !st.ok()) {
@@ -493,9 +502,20 @@ struct WrittenHistory {
 
 std::vector<std::string> CollectorArgs(const std::string& collector, const std::string& session,
                                        const std::string& db, double tsc_hz) {
-  return {collector, "--session", session,
-          IsLocalFile(db) ? "--db" : "--store", db, "--tsc-hz",
-          Fmt("%.0f", tsc_hz), "--pipeline", kPipeline};
+  std::vector<std::string> args = {collector,
+                                   "--session",
+                                   session,
+                                   IsLocalFile(db) ? "--db" : "--store",
+                                   db,
+                                   "--tsc-hz",
+                                   Fmt("%.0f", tsc_hz),
+                                   "--pipeline",
+                                   kPipeline};
+  if (!g_detail.empty()) {
+    args.push_back("--detail");
+    args.push_back(g_detail);
+  }
+  return args;
 }
 
 // Waits (up to 10 s) for the store's counters to be readable: the collector is up.
@@ -975,6 +995,7 @@ int SustainedClickHouse(const std::string& collector, const std::string& tmpdir,
 // The command line.
 struct BenchOptions {
   std::string collector, tmpdir, minutes_list = "1,2,4", store_kind = "sqlite";
+  bool skip_sustained = false;
   double seconds = 60, rate = 1'000'000, restart_rate = 500'000;
   std::vector<double> minutes;  // --restart-minutes, parsed
 };
@@ -982,6 +1003,7 @@ struct BenchOptions {
 // Reads the flags into `o`. False, after printing the usage or what is
 // wrong, when the program must exit with status 2.
 bool ParseFlags(int argc, char** argv, BenchOptions* o) {
+  std::string ring_text;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has = i + 1 < argc;
@@ -992,14 +1014,32 @@ bool ParseFlags(int argc, char** argv, BenchOptions* o) {
     else if (a == "--restart-minutes" && has) o->minutes_list = argv[++i];
     else if (a == "--tmpdir" && has) o->tmpdir = argv[++i];
     else if (a == "--store" && has) o->store_kind = argv[++i];
+    else if (a == "--detail" && has) g_detail = argv[++i];
+    else if (a == "--ring-records" && has) ring_text = argv[++i];
+    else if (a == "--skip-sustained") o->skip_sustained = true;
     else {
       std::fprintf(stderr,
                    "usage: daemon_bench --collector PATH [--seconds 60] [--rate 1000000] "
-                   "[--restart-rate 500000] [--restart-minutes 1,2,4] [--tmpdir DIR] "
-                   "[--store sqlite|clickhouse]\n");
+                   "[--restart-rate 500000] [--restart-minutes 1,2,4|none] [--tmpdir DIR] "
+                   "[--store sqlite|clickhouse] [--detail all|tail|none] [--ring-records N] "
+                   "[--skip-sustained]\n");
       return false;
     }
   }
+  if (!g_detail.empty() && g_detail != "all" && g_detail != "tail" && g_detail != "none") {
+    std::fprintf(stderr, "daemon_bench: --detail '%s': all, tail or none\n", g_detail.c_str());
+    return false;
+  }
+  if (!ring_text.empty()) {
+    const unsigned long long n = std::strtoull(ring_text.c_str(), nullptr, 10);
+    if (n < 4096 || n > (1ull << 30) || (n & (n - 1)) != 0) {
+      std::fprintf(stderr, "daemon_bench: --ring-records '%s': a power of two from 4096 to 2^30\n",
+                   ring_text.c_str());
+      return false;
+    }
+    g_ring_records = static_cast<uint32_t>(n);
+  }
+  if (o->minutes_list == "none") o->minutes_list.clear();
   if (o->store_kind != "sqlite" && o->store_kind != "clickhouse") {
     std::fprintf(stderr, "daemon_bench: --store '%s': sqlite or clickhouse\n",
                  o->store_kind.c_str());
@@ -1055,8 +1095,11 @@ void RemoveTmpdir(const std::string& tmpdir, bool own_tmpdir) {
 
 // The report's section on the sustained phase (SQLite store).
 void PrintSustainedSection(const BenchOptions& o, const SustainedResult& s) {
-  std::printf("### Sustained live: %.0f records/s, %d producer threads in %d processes, %.0f s\n\n",
-              o.rate, kThreads, kProcesses, o.seconds);
+  std::printf(
+      "### Sustained live: %.0f records/s, %d producer threads in %d processes, %.0f s, "
+      "rings of %u records, --detail %s\n\n",
+      o.rate, kThreads, kProcesses, o.seconds, g_ring_records,
+      g_detail.empty() ? "all (the default)" : g_detail.c_str());
   const uint64_t orders_written = s.written / 4;
   if (!s.ok) std::printf("Failed: %s\n\n", s.note.c_str());
   PrintSustainedRows(s, orders_written, "COUNT(*)");
@@ -1078,9 +1121,9 @@ void PrintSustainedSection(const BenchOptions& o, const SustainedResult& s) {
 // notes of the runs that have any.
 void PrintRestartSection(const BenchOptions& o, const std::vector<RestartResult>& restarts) {
   std::printf("### Restart after SIGKILL: %.0f records/s (%d threads, rings of %u records)\n\n",
-              o.restart_rate, kThreads, kRingRecords);
-  std::printf("Run lengths %s min (the target asks 1, 5, 10; shorter here to keep run_all.sh under "
-              "~12 min). Times from the restarted collector's fork.\n\n", o.minutes_list.c_str());
+              o.restart_rate, kThreads, g_ring_records);
+  std::printf("Run lengths %s min. Times from the restarted collector's fork.\n\n",
+              o.minutes_list.c_str());
   std::printf("| run length | journal on disk at the kill | \"recovered in\" (printed) | line seen "
               "after | rings drained again after | store `drained` past pre-kill after | dropped: "
               "store / rings (rings before the kill + after) | orders written / complete | "
@@ -1120,9 +1163,11 @@ std::vector<std::string> WhySustainedMissed(const BenchOptions& o, const Sustain
                                 : 0;
   if (s.dropped != 0 || s.ring_dropped != 0) {
     why.push_back(Fmt("records dropped: the store's `drained` moved at %.0f records/s over the "
-                      "run against ", drain_rate) +
-                  Fmt("%.0f produced; rings of 1 Mi records hold ", s.achieved_rate) +
-                  Fmt("%.1f s at each thread's share", kRingRecords / (o.rate / kThreads)));
+                      "run against ",
+                      drain_rate) +
+                  Fmt("%.0f produced; rings of ", s.achieved_rate) +
+                  std::to_string(g_ring_records) + " records hold " +
+                  Fmt("%.1f s at each thread's share", g_ring_records / (o.rate / kThreads)));
   }
   if (s.orders_complete != static_cast<int64_t>(orders_written)) {
     why.push_back("orders not all stitched: orders_complete " + Count(s.orders_complete) +
@@ -1260,8 +1305,10 @@ void PrintRestartTargets(const BenchOptions& o, const std::vector<RestartResult>
              std::to_string(r.ring_dropped_at_kill) + " before; store " + Count(r.dropped) +
              " in all); ";
   }
-  tb::PrintTarget(area, "restart: records dropped across the restart, rings of 1 Mi "
-                        "(daemon_bench)", no_drops ? "0" : "not 0", "0", no_drops,
+  tb::PrintTarget(area,
+                  "restart: records dropped across the restart, rings of " +
+                      std::to_string(g_ring_records) + " (daemon_bench)",
+                  no_drops ? "0" : "not 0", "0", no_drops,
                   "rings' drop counters per run length: " + drops);
   if (restarts.size() >= 2) {
     const double last = std::max(restarts.back().rings_move_s, restarts.back().recovered_line_s);
@@ -1270,6 +1317,49 @@ void PrintRestartTargets(const BenchOptions& o, const std::vector<RestartResult>
                     Fmt("%.2f s", first_time) + Fmt(" -> %.2f s", last),
                     "not growing (<= 2x or +0.5 s)", flat, o.minutes_list + " min");
   }
+}
+
+// The sustained phase's raw figures (METRIC lines) for run_all.sh, which
+// sets them beside another build's and judges them; none when it failed.
+void PrintSustainedMetrics(const SustainedResult& s) {
+  if (!s.ok) {
+    std::printf("NOTE|sustained phase failed: %s\n", s.note.c_str());
+    return;
+  }
+  tb::PrintMetric("written", static_cast<double>(s.written));
+  tb::PrintMetric("achieved_rate", s.achieved_rate);
+  tb::PrintMetric("orders_written", static_cast<double>(s.written / 4));
+  tb::PrintMetric("dropped_store", static_cast<double>(s.dropped));
+  tb::PrintMetric("dropped_rings", static_cast<double>(s.ring_dropped));
+  tb::PrintMetric("orders_complete", static_cast<double>(s.orders_complete));
+  tb::PrintMetric("orders_stored", static_cast<double>(s.orders_stored));
+  tb::PrintMetric("orders_not_stored", static_cast<double>(s.orders_not_stored));
+  tb::PrintMetric("max_lag_s", s.max_lag_s);
+  tb::PrintMetric("cpu_cores", s.cpu_cores);
+  tb::PrintMetric("rss_early_s", s.rss_early_s);
+  tb::PrintMetric("rss_early_mib", s.rss_early_kb / 1024.0);
+  tb::PrintMetric("rss_end_mib", s.rss_end_kb / 1024.0);
+  tb::PrintMetric("rss_growth_pct", GrowthPct(s));
+  tb::PrintMetric("journal_max_mb", static_cast<double>(s.journal_max_bytes) / 1e6);
+}
+
+// The restart's raw figures (the last run length's): how soon the restarted
+// collector drained again, from its fork, and the rings' drops.
+void PrintRestartMetrics(const RestartResult& r) {
+  if (!r.ok || r.rings_move_s < 0) {
+    std::printf("NOTE|restart failed: %s\n", r.note.c_str());
+    return;
+  }
+  tb::PrintMetric("restart_minutes", r.minutes);
+  tb::PrintMetric("restart_drains_s", r.rings_move_s);
+  tb::PrintMetric("restart_recovered_line_s", r.recovered_line_s);
+  tb::PrintMetric("restart_store_past_s", r.store_past_s);
+  tb::PrintMetric("restart_journal_at_kill_mb", static_cast<double>(r.journal_at_kill) / 1e6);
+  tb::PrintMetric("restart_dropped_rings", static_cast<double>(r.ring_dropped));
+  tb::PrintMetric("restart_dropped_before_kill", static_cast<double>(r.ring_dropped_at_kill));
+  tb::PrintMetric("restart_dropped_after_kill",
+                  static_cast<double>(r.ring_dropped - r.ring_dropped_at_kill));
+  tb::PrintMetric("restart_dropped_store", static_cast<double>(r.dropped));
 }
 
 }  // namespace
@@ -1294,17 +1384,26 @@ int main(int argc, char** argv) {
     return rc;
   }
 
-  const SustainedResult s = Sustained(o.collector, o.tmpdir, cal->tsc_hz, o.seconds, o.rate);
+  SustainedResult s;
+  if (!o.skip_sustained) {
+    s = Sustained(o.collector, o.tmpdir, cal->tsc_hz, o.seconds, o.rate);
+  }
   std::vector<RestartResult> restarts;
   for (size_t i = 0; i < o.minutes.size(); ++i) {
     restarts.push_back(Restart(o.collector, o.tmpdir, cal->tsc_hz, o.minutes[i], o.restart_rate,
                                static_cast<int>(i)));
   }
-  PrintSustainedSection(o, s);
-  PrintRestartSection(o, restarts);
+  if (!o.skip_sustained) PrintSustainedSection(o, s);
+  if (!restarts.empty()) PrintRestartSection(o, restarts);
   PrintWhyMissed(o, s, restarts);
-  PrintSustainedTargets(o, s);
-  PrintRestartTargets(o, restarts);
+  if (!o.skip_sustained) {
+    PrintSustainedTargets(o, s);
+    PrintSustainedMetrics(s);
+  }
+  if (!restarts.empty()) {
+    PrintRestartTargets(o, restarts);
+    PrintRestartMetrics(restarts.back());
+  }
   RemoveTmpdir(o.tmpdir, own_tmpdir);
   return 0;
 }

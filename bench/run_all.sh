@@ -28,17 +28,57 @@
 #                        backend's writer alone (the sink's batches replayed by one thread)
 #   store_query_bench    the viewer's StoreReader on an 8-hour, 10 M-order store (made
 #                        once, ~3 min, cached in /tmp): window statistics, slowest orders
+#   the engine targets   (bench/engine_rows.sh) every collector engine target measured
+#                        twice in this run, for the collector of BEFORE_REF and for this
+#                        checkout's, with replay_bench, visibility_bench and daemon_bench:
+#                        replays (store off, SQLite --detail all and tail, ClickHouse),
+#                        live 1 M records/s (--detail all, tail) and 5 M records/s for
+#                        60 s, a restart after 10 min at 1 M records/s (~40 min in all)
 #
 # Environment: BUILD_DIR (default build-bench), JOBS (default 2),
 # OUT (default docs/benchmarks.md), SKIP_INSTALL=1 to not touch packages.
-# Runs in about 20 minutes after the build on a 2-core machine (daemon_bench ~15 of them).
+# BEFORE_REF: the commit whose collector gives the "before" figures (default
+# 3677a2b, the last commit before the engine rework), extracted with git archive
+# and built (Release, same flags, ccache) in BEFORE_DIR (default build-bench-before);
+# BEFORE_REF=none: after figures only.
+# ONLY=engine: only the engine targets (their benches and the two collectors).
+# QUICK=1: a smoke check, seconds instead of minutes; its page says so, and it is
+# written to docs/benchmarks.md only when OUT names it (default: $BUILD_DIR/benchmarks-quick.md).
+# ONLY=engine without QUICK writes $BUILD_DIR/benchmarks-engine.md unless OUT is given.
+# Runs in about 60 minutes after the build on a 2-core machine (daemon_bench ~15 of
+# them, the engine targets ~40).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build-bench}"
 jobs="${JOBS:-2}"
-out_md="${OUT:-$root/docs/benchmarks.md}"
-command_line="bash bench/run_all.sh${*:+ $*}"
+quick="${QUICK:-0}"
+only="${ONLY:-}"
+case "$only" in
+  ""|engine) ;;
+  *) echo "run_all.sh: ONLY=$only: only ONLY=engine is known" >&2; exit 2 ;;
+esac
+# A quick or partial run never replaces the committed page unless asked to.
+if [ "$quick" = 1 ]; then
+  out_md="${OUT:-$build/benchmarks-quick.md}"
+elif [ "$only" = engine ]; then
+  out_md="${OUT:-$build/benchmarks-engine.md}"
+else
+  out_md="${OUT:-$root/docs/benchmarks.md}"
+fi
+quick_banner=""
+if [ "$quick" = 1 ]; then
+  quick_banner="**Quick run (QUICK=1): every run shortened to seconds; the figures are a smoke check
+of the script, not measurements, and say nothing about the targets.**
+
+"
+fi
+# The knobs set for this run, shown on the page with the command.
+env_shown=""
+for knob in QUICK ONLY BEFORE_REF BEFORE_DIR; do
+  if [ -n "${!knob:-}" ]; then env_shown+="$knob=${!knob} "; fi
+done
+command_line="${env_shown}bash bench/run_all.sh${*:+ $*}"
 t_begin=$(date +%s)
 
 log() { echo "== $*" >&2; }
@@ -54,12 +94,21 @@ fi
 
 # ---- build ------------------------------------------------------------------
 mkdir -p "$build"
+# The same for this checkout and for the before build (bench/engine_rows.sh).
+cmake_release_args=(-DCMAKE_BUILD_TYPE=Release -DTICKTRACE_BUILD_BENCH=ON -DTICKTRACE_BUILD_TESTS=OFF
+                    -DTICKTRACE_BUILD_TOOLS=ON)
+if command -v ccache >/dev/null; then
+  cmake_release_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 log "configuring $build (Release, benchmarks on)"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTICKTRACE_BUILD_BENCH=ON \
-      -DTICKTRACE_BUILD_TESTS=OFF -DTICKTRACE_BUILD_TOOLS=ON >"$build/run_all.configure.log" 2>&1 \
+cmake -S "$root" -B "$build" "${cmake_release_args[@]}" >"$build/run_all.configure.log" 2>&1 \
   || { cat "$build/run_all.configure.log" >&2; exit 1; }
-targets=(trace_benchmark peers_bench interference_bench scaling_bench visibility_bench first_pass_bench
-         store_query_bench store_write_bench clickhouse_query_bench daemon_bench)
+if [ "$only" = engine ]; then
+  targets=(replay_bench visibility_bench daemon_bench)
+else
+  targets=(trace_benchmark peers_bench interference_bench scaling_bench visibility_bench first_pass_bench
+           store_query_bench store_write_bench clickhouse_query_bench daemon_bench replay_bench)
+fi
 log "building ${targets[*]}"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$build/run_all.build.log" 2>&1 \
   || { tail -50 "$build/run_all.build.log" >&2; exit 1; }
@@ -68,7 +117,9 @@ if ! cmake --build "$build" -j "$jobs" --target ticktrace-collector >>"$build/ru
   collector_status="did not build (see $build/run_all.build.log)"
 fi
 collector_bench_status="bench/collector_bench.cc not present"
-if [ -f "$root/bench/collector_bench.cc" ]; then
+if [ "$only" = engine ]; then
+  collector_bench_status="not run (ONLY=engine)"
+elif [ -f "$root/bench/collector_bench.cc" ]; then
   if cmake --build "$build" -j "$jobs" --target collector_bench >>"$build/run_all.build.log" 2>&1; then
     collector_bench_status="built"
   else
@@ -77,6 +128,9 @@ if [ -f "$root/bench/collector_bench.cc" ]; then
 fi
 bin="$build/bin"
 bin_shown="${bin#"$root"/}"  # as typed from the repository root
+# shellcheck source=bench/engine_rows.sh
+source "$root/bench/engine_rows.sh"
+engine_build_before
 
 # ---- run --------------------------------------------------------------------
 tmp="$(mktemp -d /tmp/ticktrace-bench-XXXXXX)"
@@ -112,6 +166,21 @@ peers_rounds=200
 # minutes with today's store; its author's documented settings (2 M into the
 # store) keep the whole run near 10 minutes.
 collector_bench_args=(--records 10000000 --store-records 2000000)
+# The all-day targets; run lengths before the kill shortened from the
+# targets' 1, 5, 10 min to keep this bench near 10 min (it says so in its output).
+daemon_minutes="1,2,4"
+daemon_seconds=60
+store_query_args=(--orders 10000000 --hours 8 --repeat 5)
+store_write_orders=2000000
+if [ "$quick" = 1 ]; then
+  peers_rounds=20
+  collector_bench_args=(--records 1000000 --store-records 200000)
+  daemon_minutes="0.25"
+  daemon_seconds=10
+  store_query_args=(--orders 500000 --hours 1 --repeat 1)
+  store_write_orders=200000
+fi
+if [ "$only" != engine ]; then
 run trace_benchmark 600 "$bin/trace_benchmark" --benchmark_repetitions=5
 # A fresh thread's first pass through a never-used ring against its steady pass.
 run first_pass_bench 300 "$bin/first_pass_bench" 200
@@ -169,24 +238,26 @@ if [ -x "$bin/ticktrace-collector" ]; then
   run visibility_bench 300 "$bin/visibility_bench" --collector "$bin/ticktrace-collector" \
       --seconds 5 --orders-per-ms 16 --inflight 1000000 --tmpdir "$tmp"
 fi
-# The all-day targets; run lengths before the kill shortened from the
-# targets' 1, 5, 10 min to keep this bench near 10 min (it says so in its output).
-daemon_minutes="1,2,4"
 if [ -x "$bin/ticktrace-collector" ]; then
   run daemon_bench 1200 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
-      --seconds 60 --rate 1000000 --restart-minutes "$daemon_minutes" --tmpdir "$tmp"
+      --seconds "$daemon_seconds" --rate 1000000 --restart-minutes "$daemon_minutes" --tmpdir "$tmp"
   run idle_cpu 120 bash "$root/bench/idle_cpu.sh" "$bin/ticktrace-collector" 30
   # The same sustained phase into a ClickHouse server of its own.
   run daemon_bench_clickhouse 900 "$bin/daemon_bench" --collector "$bin/ticktrace-collector" \
-      --seconds 60 --rate 1000000 --store clickhouse --tmpdir "$tmp"
+      --seconds "$daemon_seconds" --rate 1000000 --store clickhouse --tmpdir "$tmp"
 fi
 run scaling_bench 300 "$bin/scaling_bench" --seconds 1.5
 # Makes its store once (cached in /tmp across runs), then queries it.
-run store_query_bench 1200 "$bin/store_query_bench" --orders 10000000 --hours 8 --repeat 5
-run store_write_bench 600 "$bin/store_write_bench" --orders 2000000 --dir "$tmp"
+run store_query_bench 1200 "$bin/store_query_bench" "${store_query_args[@]}"
+run store_write_bench 600 "$bin/store_write_bench" --orders "$store_write_orders" --dir "$tmp"
 run clickhouse_query_bench 600 "$bin/clickhouse_query_bench" --hours 8 --repeat 5
 if [ "$collector_bench_status" = built ]; then
   run collector_bench 900 "$bin/collector_bench" "${collector_bench_args[@]}"
+fi
+fi  # not ONLY=engine
+# Last: the engine targets, before and after (bench/engine_rows.sh).
+if [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/replay_bench" ]; then
+  engine_run
 fi
 load_end="$(loadavg)"
 t_end=$(date +%s)
@@ -197,15 +268,66 @@ cpu_count="$(nproc)"
 hypervisor="$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor:[[:space:]]*//p' | head -1)"
 clocksource="$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')"
 tsc_line="$(grep -m1 '^TSC ' "$tmp/peers_bench.txt" 2>/dev/null | sed 's/;.*//' || true)"
+if [ -z "$tsc_line" ]; then  # ONLY=engine: daemon_bench's machine line
+  tsc_line="$(sed -n 's/^Machine: .*\(TSC [0-9]* Hz (.*)\); load average.*/\1/p' "$tmp"/engine/*.txt 2>/dev/null | head -1 || true)"
+fi
 kernel="$(uname -r)"
 os="$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
 compiler="$(c++ --version 2>/dev/null | head -1)"
 rdtscp_flag="$(grep -qw rdtscp /proc/cpuinfo && echo yes || echo 'no (libtrace emulates it: lfence;rdtsc + getcpu)')"
 tsc_flags="$(grep -o -w 'constant_tsc\|nonstop_tsc\|tsc_known_freq' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 
+# The page's title, run line and machine table (both kinds of page).
+page_head() {
+cat <<EOF
+# Benchmarks
+
+${quick_banner}
+Generated by \`bench/run_all.sh\` — do not edit by hand; run the script again.
+Every figure below comes from **one run** of that script, so all of them saw
+the same machine and the same load; ratios are taken against baselines
+measured in the same run. Benchmarks measure: they are never tests and are
+never run by CTest. Compare figures only within one run.
+
+**Run:** $run_date, \`$command_line\` from the repository root
+($(( (t_end - t_begin) / 60 )) min $(( (t_end - t_begin) % 60 )) s including the build).
+Build: \`cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTICKTRACE_BUILD_BENCH=ON
+-DTICKTRACE_BUILD_TESTS=OFF\`, then the targets ${targets[*]} and ticktrace-collector ($collector_status).
+
+## Machine
+
+| | |
+|---|---|
+| CPU | $cpu_model, $cpu_count vCPUs${hypervisor:+ (hypervisor: $hypervisor)} |
+| TSC | ${tsc_line#TSC } — ticktrace calibration; flags: ${tsc_flags:-none}; rdtscp in CPUID: $rdtscp_flag |
+| clocksource | \`$clocksource\` |
+| OS, kernel | $os, $kernel |
+| compiler | $compiler, Release (-O3) |
+| load average (1, 5, 15 min) | start $load_start → end $load_end |
+
+The vCPUs are shared with other work (other engineers' builds and tests):
+single figures are noisy, which is why every comparison below is interleaved
+in one loop and reported as medians beside means.
+EOF
+}
+
+mkdir -p "$(dirname "$out_md")"
+if [ "$only" = engine ]; then
+  {
+    page_head
+    echo
+    echo "This run measured only the collector engine's targets (\`ONLY=engine\`)."
+    echo
+    engine_section
+  } >"$out_md.tmp"
+  mv "$out_md.tmp" "$out_md"
+  log "wrote $out_md ($(( (t_end - t_begin) / 60 )) min $(( (t_end - t_begin) % 60 )) s)"
+  exit 0
+fi
+
 # ---- docs/benchmarks.md -----------------------------------------------------
 # Strips the TARGET lines from a bench's output.
-body() { grep -v '^TARGET|' "$tmp/$1.txt" 2>/dev/null || true; }
+body() { grep -v '^TARGET|\|^METRIC|\|^NOTE|' "$tmp/$1.txt" 2>/dev/null || true; }
 # The TARGET lines as table rows: | area | figure | value | target | met | detail |
 target_rows() { grep -h '^TARGET|' "$@" 2>/dev/null | sed 's/^TARGET//; s/|/ | /g; s/^ //; s/$/ |/' || true; }
 status_line() {
@@ -380,36 +502,9 @@ collector_notes="$(awk '
 
 missed_text="$(missed_notes "$tmp/trace_targets.txt" "$tmp/peers_bench.txt" "$tmp/interference_bench.txt" "$collector_targets" "$tmp/visibility_bench.txt" "$tmp/daemon_bench.txt" "$tmp/daemon_bench_clickhouse.txt" "$tmp/store_query_bench.txt" "$tmp/store_write_bench.txt" "$tmp/clickhouse_query_bench.txt")"
 
-mkdir -p "$(dirname "$out_md")"
 {
 cat <<EOF
-# Benchmarks
-
-Generated by \`bench/run_all.sh\` — do not edit by hand; run the script again.
-Every figure below comes from **one run** of that script, so all of them saw
-the same machine and the same load; ratios are taken against baselines
-measured in the same run. Benchmarks measure: they are never tests and are
-never run by CTest. Compare figures only within one run.
-
-**Run:** $run_date, \`$command_line\` from the repository root
-($(( (t_end - t_begin) / 60 )) min $(( (t_end - t_begin) % 60 )) s including the build).
-Build: \`cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DTICKTRACE_BUILD_BENCH=ON
--DTICKTRACE_BUILD_TESTS=OFF\`, then the targets ${targets[*]} and ticktrace-collector ($collector_status).
-
-## Machine
-
-| | |
-|---|---|
-| CPU | $cpu_model, $cpu_count vCPUs${hypervisor:+ (hypervisor: $hypervisor)} |
-| TSC | ${tsc_line#TSC } — ticktrace calibration; flags: ${tsc_flags:-none}; rdtscp in CPUID: $rdtscp_flag |
-| clocksource | \`$clocksource\` |
-| OS, kernel | $os, $kernel |
-| compiler | $compiler, Release (-O3) |
-| load average (1, 5, 15 min) | start $load_start → end $load_end |
-
-The vCPUs are shared with other work (other engineers' builds and tests):
-single figures are noisy, which is why every comparison below is interleaved
-in one loop and reported as medians beside means.
+$(page_head)
 
 ## Targets
 
@@ -429,6 +524,8 @@ vCPUs. Both are shown, each judged against the target.
 ### Missed targets: why, and what would close them
 
 ${missed_text:-None: every target was met in this run.}
+
+$(engine_section)
 
 ## libtrace hot path — \`trace_benchmark\`
 
@@ -546,7 +643,7 @@ $(cat "$tmp/idle_cpu.txt" 2>/dev/null)
 
 ## All-day collector — \`daemon_bench\`
 
-\`$bin_shown/daemon_bench --collector $bin_shown/ticktrace-collector --seconds 60 --rate 1000000 --restart-minutes $daemon_minutes\`
+\`$bin_shown/daemon_bench --collector $bin_shown/ticktrace-collector --seconds $daemon_seconds --rate 1000000 --restart-minutes $daemon_minutes\`
 (source: [\`bench/daemon_bench.cc\`](../bench/daemon_bench.cc); $(status_line daemon_bench)).
 The real collector binary with its default SQLite store (\`--detail all\`) and
 journal; producers are 2 processes the bench forks, 2 threads each, rings of
@@ -559,7 +656,7 @@ $(body daemon_bench)
 
 ### Into ClickHouse — \`daemon_bench --store clickhouse\`
 
-\`$bin_shown/daemon_bench --collector $bin_shown/ticktrace-collector --seconds 60 --rate 1000000 --store clickhouse\`
+\`$bin_shown/daemon_bench --collector $bin_shown/ticktrace-collector --seconds $daemon_seconds --rate 1000000 --store clickhouse\`
 ($(status_line daemon_bench_clickhouse)). The sustained phase above, with the
 collector writing to a clickhouse-server the bench starts on this machine
 (tests' fixture; it shares the 2 vCPUs) instead of SQLite; the store's
@@ -570,7 +667,7 @@ $(body daemon_bench_clickhouse)
 
 ## Store queries — \`store_query_bench\`
 
-\`$bin_shown/store_query_bench --orders 10000000 --hours 8 --repeat 5\` (source:
+\`$bin_shown/store_query_bench ${store_query_args[*]}\` (source:
 [\`bench/store_query_bench.cc\`](../bench/store_query_bench.cc); $(status_line store_query_bench)).
 The viewer's \`StoreReader\` (SQLite, schema 2) on a store of 8 hours of 1 s
 intervals x 7 stages (the demo's) and 10 M orders with every order's detail,
@@ -602,7 +699,7 @@ $(body clickhouse_query_bench)
 
 ## Store writes — \`store_write_bench\`
 
-\`$bin_shown/store_write_bench --orders 2000000\` (source:
+\`$bin_shown/store_write_bench --orders $store_write_orders\` (source:
 [\`bench/store_write_bench.cc\`](../bench/store_write_bench.cc); $(status_line store_write_bench)).
 Finished orders of the demo's shape (a tick of 4 records and its child order
 of 4: 7 stamps, 1 link, 8 stage samples per pair) go through the collector's

@@ -19,7 +19,7 @@
 //    plus 2 s, and reads the collector's peak RSS (VmHWM in /proc/PID/status).
 //    Target: 64 MiB + 200 bytes x orders in flight.
 //
-// Output: markdown + TARGET lines (bench_util.h).
+// Output: markdown + TARGET and METRIC lines (bench_util.h).
 
 #include <signal.h>
 #include <sys/types.h>
@@ -217,6 +217,11 @@ RssResult Memory(const std::string& collector, const std::string& tmpdir, double
   // Not waiting for the 1 M open orders to be written out: not measured here.
   kill(coll, SIGKILL);
   waitpid(coll, nullptr, 0);
+  // The killed run's store and journal go too: a collector started later on
+  // the same --tmpdir would refuse the unfinished journal.
+  for (const char* suffix : {"", "-wal", "-shm", ".ttjournal", ".ttcheckpoint"}) {
+    unlink((tmpdir + "/memory.db" + suffix).c_str());
+  }
   view.Close();
   (void)ticktrace::RemoveSegment(ticktrace::CurrentSegmentName());
   return rr;
@@ -333,6 +338,9 @@ void PrintTargets(const BenchOptions& o, const VisibilityResult& vis, const RssR
                     Fmt("%.1f ms", vis.latency_ms.p99), "<= 1 s", met,
                     std::to_string(o.orders_per_ms) + " orders/ms; " +
                         std::to_string(vis.never_visible) + " never visible");
+    tb::PrintMetric("visible_p99_ms", vis.latency_ms.p99);
+    tb::PrintMetric("never_visible", static_cast<double>(vis.never_visible));
+    tb::PrintMetric("visible_orders", static_cast<double>(vis.orders));
   }
   if (mem.hwm_kb > 0) {
     const double limit_kb = 64.0 * 1024 + 200.0 * static_cast<double>(o.inflight) / 1024;
@@ -345,6 +353,9 @@ void PrintTargets(const BenchOptions& o, const VisibilityResult& vis, const RssR
                     Fmt("%.0f B per order above idle",
                         (static_cast<double>(mem.hwm_kb - mem.idle_hwm_kb) * 1024) /
                             static_cast<double>(o.inflight)));
+    tb::PrintMetric("bytes_per_order_in_flight", static_cast<double>(mem.hwm_kb - mem.idle_hwm_kb) *
+                                                     1024 / static_cast<double>(o.inflight));
+    tb::PrintMetric("rss_ok", mem.ok ? 1 : 0);
   }
 }
 
