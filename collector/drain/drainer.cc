@@ -255,6 +255,18 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
         s.reader->Peek(slot, options_.max_records_per_ring, &buffer_, &generation);
     if (!end.ok()) {
       if (s.reader->truncated()) return 0;  // the whole segment goes in CommitPass()
+      if (absl::IsResourceExhausted(end.status())) {
+        // A ring claimed after the segment was opened would take it over the
+        // limit: it is refused like a segment, named once, its waiting
+        // records counted, and skipped from then on.
+        const SlotView v = s.reader->Slot(slot);
+        const uint64_t waiting = v.write_index - v.read_index;
+        counters_.records_in_refused_segments += waiting;
+        log() << "ticktrace-collector: " << end.status().message() << "; not drained (" << waiting
+              << " records waiting in it)\n";
+        t.corrupt = true;
+        return 0;
+      }
       t.corrupt = true;
       ++counters_.slots_corrupt;
       return 0;

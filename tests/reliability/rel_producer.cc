@@ -9,7 +9,9 @@
 //   the --progress file (mmap). SIGTERM ends every thread's loop after its
 //   current order (--orders 0 and SIGTERM: run at full speed until told to
 //   stop). At exit each thread prints "thread <t> tid <tid> attempted <n>"
-//   and the process "elapsed_ns <ns>"; with --hold 1 the process then stays
+//   and the process "elapsed_ns <ns>" and its footprint (TraceStatus:
+//   "footprint segment_bytes <n> reserved_bytes <n> rings_claimed <n>");
+//   with --hold 1 the process then stays
 //   (alive, segment in place) until SIGTERM.
 // churn: --waves W of --threads T threads each, all alive at once (a barrier),
 //   each stamping --records R records (R-1 with tags a/b, the last one with a
@@ -113,6 +115,10 @@ int Seq() {
   body(0);
   for (std::thread& th : pool) th.join();
   std::printf("elapsed_ns %lld\n", static_cast<long long>(MonoNs() - start_ns));
+  const ticktrace::TracerStatus status = ticktrace::TraceStatus();
+  std::printf("footprint segment_bytes %llu reserved_bytes %llu rings_claimed %u\n",
+              static_cast<unsigned long long>(status.segment_bytes),
+              static_cast<unsigned long long>(status.reserved_bytes), status.rings_claimed);
   std::fflush(stdout);
   if (Num("hold") != 0) {
     while (!g_stop.load(std::memory_order_relaxed)) usleep(10000);
