@@ -138,6 +138,9 @@ class Drainer {
     bool generation_announced = false;
     uint64_t dropped_announced = 0;
     bool corrupt = false;  // impossible indices, or a ring refused by the size limit: skipped
+  // A ring refused by the size limit: its records up to here are counted in
+  // records_in_refused_segments; later ones are added at the discovery rate.
+  std::optional<uint64_t> refused_counted_to;
     std::optional<uint64_t> high_water;  // from the seed: skip records below it once
   };
   struct Segment {

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -179,6 +180,52 @@ TEST_F(SegmentLimitTest, SegmentAboveTheLimitIsRefusedNamingTheSetting) {
   // Every counter, not only the header's.
   EXPECT_EQ(j["counters"]["segments_oversized"], 1);
   EXPECT_EQ(j["counters"]["records_in_refused_segments"], 1000);
+}
+
+// A segment attached under the limit whose ring, claimed later, takes it
+// over: that ring is refused in one line, and all its records are counted,
+// also those its thread writes after the refusal.
+TEST_F(SegmentLimitTest, RingClaimedAfterAttachOverTheLimitIsRefused) {
+  const std::string go = dir_.File("go");
+  // Before its thread starts the segment reserved 78,848 bytes (under 1 MiB);
+  // its ring of 65536 records takes it to 2,176,000.
+  const pid_t producer =
+      StartProducer({"--mode", "seq", "--threads", "1", "--ring", "65536", "--rings", "64",
+                     "--orders", "500", "--hold", "1", "--start-when", go},
+                    "producer.log");
+  const std::string name = absl::StrCat("ticktrace.", session_, ".", producer);
+  ASSERT_TRUE(WaitFor([&] { return FileExists("/dev/shm/" + name); }, 30s));
+  const pid_t collector = StartCollector({"--pipeline", "a,b", "--max-segment-bytes", "1MiB"});
+  // Attached: the collector maps the segment's header.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(absl::StrCat("/proc/", collector, "/maps")).find(name) != std::string::npos;
+      },
+      30s))
+      << ReadFile(log());
+  { std::ofstream(go) << "go\n"; }
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(dir_.File("producer.log")).find("footprint") != std::string::npos; },
+      60s));
+  const std::string refused = absl::StrCat(
+      "ticktrace-collector: segment ", name,
+      ": ring 0 claimed after it was opened takes it to 2176000 bytes reserved, above the limit "
+      "of 1048576 bytes (--max-segment-bytes 2176000 or more drains it); not drained (");
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(log()).find(refused) != std::string::npos; }, 30s))
+      << ReadFile(log());
+  // The producer exits; the collector counts the ring's last records when it
+  // finds the process gone, then removes its segment.
+  kill(producer, SIGTERM);
+  EXPECT_EQ(WaitExit(producer, 30s), 0);
+  Forget(producer);
+  EXPECT_TRUE(WaitFor([&] { return !FileExists("/dev/shm/" + name); }, 60s)) << ReadFile(log());
+  StopCollector(collector);
+  // 500 orders x 2 stamps: every one of the 1000 records counted, whenever
+  // the refusal came.
+  EXPECT_EQ(CountOf(ReadFile(log()), refused), 1) << ReadFile(log());
+  StoreQuery q(db());
+  EXPECT_EQ(Counter(q, "records_in_refused_segments"), 1000);
+  EXPECT_EQ(Counter(q, "drained"), 0);
 }
 
 // A bad limit is a usage error naming the flag.
