@@ -183,9 +183,9 @@ void InstallSigbusGuard() {
   });
 }
 
-// An mmap()ed range, unmapped with the last reader that shares it.
-// The reservation of a segment's geometry (PROT_NONE; pieces of the file
-// are mapped over it) and the descriptor that later pieces are mapped from.
+// The reservation of a segment's geometry (PROT_NONE; pieces of the file are
+// mapped over it) and the descriptor later pieces are mapped from: unmapped
+// and closed with the last reader that shares it.
 struct Mapping {
   void* address = MAP_FAILED;
   size_t bytes = 0;
