@@ -343,6 +343,22 @@ TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
 // The three slowest orders by total, by hand: 102 (linked to 50: 301.2 µs),
 // 100 (1000 + 1100 ns) and 99 (990 + 1099 ns). Bars are placed from the
 // chain's first stamp; 102's chain starts at order 50's md stamp.
+// The header's first line is the records lost, as summary's: the fixture's
+// run drained 405 and dropped 3 (written 408); 3 dropped and 1 malformed are
+// lost, 0.98%.
+TEST_F(ReportModelStoreTest, HeaderLeadsWithTheRecordsLost) {
+  auto model = Model(std::nullopt, 3);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string html = RenderReportHtml(*model);
+  const size_t lost = html.find(
+      "<div class=\"banner loss\" id=\"records-lost\">records lost: 4 of 408 (0.98%): ring_full "
+      "3, malformed 1; not in any figure below</div>");
+  ASSERT_NE(lost, std::string::npos) << html.substr(0, 4000);
+  EXPECT_LT(html.find("id=\"run-header\""), lost);
+  EXPECT_LT(lost, html.find("<dl"));  // before the run's facts
+  EXPECT_LT(lost, html.find("id=\"breakdown\""));
+}
+
 TEST_F(ReportModelStoreTest, WaterfallsAreTheHandPickedSlowestOrders) {
   auto model = Model(std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();
