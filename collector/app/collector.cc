@@ -1128,6 +1128,7 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
   DrainerOptions dopt;
   dopt.session = info.session;
   dopt.limits.allowed_uids = o.allow_uids;
+  dopt.limits.max_segment_bytes = o.max_segment_bytes;
   // A resumed run's seed comes from the checkpoint and the journal's tail
   // (ResumeFromJournal): the analysis has not read that tail yet.
   Drainer drainer(dopt, journal_start->seed.has_value() ? *journal_start->seed

@@ -44,6 +44,11 @@ constexpr FlagRow kFlagTable[] = {
      "also drain segments owned by these users (UIDs or names, comma-separated); by "
      "default only this collector's own uid's segments are drained",
      &CollectorFlags::allow_uid, nullptr},
+    {"what to collect", "max-segment-bytes", "SIZE",
+     "refuse a segment that has reserved more than this in /dev/shm (its header, slot "
+     "headers and claimed rings, not its sparse size; 1073741824, 512MiB, 64GiB); "
+     "default 64GiB, every default 64 rings at the largest ring size",
+     &CollectorFlags::max_segment_bytes, nullptr},
     {"what to collect", "duration-s", "SECONDS",
      "stop after this many seconds; 0: until SIGINT/SIGTERM",
      &CollectorFlags::duration_s, nullptr},
@@ -287,6 +292,16 @@ absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& f) {
   TICKTRACE_RETURN_IF_ERROR(ClockOptionsFromFlags(f, o));
   o.include_flagged = f.include_flagged;
   TICKTRACE_ASSIGN_OR_RETURN(o.allow_uids, ParseUidList(f.allow_uid));
+  uint64_t max_segment = 0;
+  if (!absl::SimpleAtoi(f.max_segment_bytes, &max_segment)) {
+    max_segment = ParseSize(f.max_segment_bytes);
+  }
+  if (max_segment < (1u << 20) || max_segment > (uint64_t{1} << 50)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-segment-bytes '", f.max_segment_bytes,
+                     "': must be a size from 1MiB to 1PiB (e.g. 512MiB, 64GiB)"));
+  }
+  o.max_segment_bytes = max_segment;
   o.group_readable = f.group_readable;
   TICKTRACE_ASSIGN_OR_RETURN(o.max_open_orders,
                              ParseUintFlag("--max-open-orders", f.max_open_orders));

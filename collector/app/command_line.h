@@ -39,6 +39,7 @@ struct CollectorFlags {
   std::string skew_interval = "600";
   std::string skew_cores = "allowed";
   std::string allow_uid;
+  std::string max_segment_bytes = "64GiB";  // as kDefaultMaxSegmentBytes
   bool group_readable = false;
   std::string cpu;
   std::string checkpoint_interval = "5";

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "ticktrace/store/losses.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -32,6 +35,61 @@ std::string NotIndependentNote(const RunInfo& r) {
     }
   }
   return "";
+}
+
+// What the run did, in the order a reader asks: how much came in and what
+// came of it. The loss causes follow (store::kLossCauses), then the refusals
+// that explain them.
+constexpr const char* kLeadCounters[] = {"drained",
+                                         "samples",
+                                         "orders_complete",
+                                         "orders_incomplete",
+                                         "processes_seen",
+                                         "segments_attached",
+                                         "segments_oversized",
+                                         "segments_foreign",
+                                         "segments_unreadable",
+                                         "segments_corrupt"};
+
+// The records-lost line, the counters that matter, then the other counters
+// that are not zero (summary --json lists every counter).
+std::string CounterLines(const std::vector<std::pair<std::string, int64_t>>& counters) {
+  const store::RecordLoss loss = store::ComputeRecordLoss(counters);
+  std::string out = absl::StrCat("records lost: ", loss.Text(),
+                                 loss.lost > 0 ? "; not in any figure below\n" : "\n");
+  const auto value = [&](std::string_view name) -> std::optional<int64_t> {
+    for (const auto& [n, v] : counters) {
+      if (n == name) return v;
+    }
+    return std::nullopt;
+  };
+  std::vector<std::string> shown;
+  out += "counters:\n";
+  for (const char* name : kLeadCounters) {
+    if (const std::optional<int64_t> v = value(name)) {
+      absl::StrAppendFormat(&out, "  %-28s %d\n", name, *v);
+      shown.emplace_back(name);
+    }
+  }
+  for (const store::LossCause& c : store::kLossCauses) {
+    const std::string name(c.counter);
+    absl::StrAppendFormat(&out, "  %-28s %d  (lost: %s)\n", name, value(name).value_or(0),
+                          std::string(c.cause));
+    shown.push_back(name);
+  }
+  std::vector<std::string> others;
+  size_t zero = 0;
+  for (const auto& [name, v] : counters) {
+    if (std::find(shown.begin(), shown.end(), name) != shown.end()) continue;
+    if (v == 0) {
+      ++zero;
+    } else {
+      others.push_back(absl::StrCat(name, " ", v));
+    }
+  }
+  if (!others.empty()) absl::StrAppend(&out, "other counters: ", absl::StrJoin(others, ", "), "\n");
+  if (zero > 0) absl::StrAppend(&out, "(", zero, " other counters are 0)\n");
+  return out;
 }
 
 }  // namespace
@@ -94,10 +152,7 @@ std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& count
                        const std::vector<StageSummary>& stages,
                        const std::vector<std::string>& pipeline, bool pipeline_learned,
                        bool include_flagged) {
-  std::string out = "counters:\n";
-  for (const auto& [name, value] : counters) {
-    absl::StrAppendFormat(&out, "  %-24s %d\n", name, value);
-  }
+  std::string out = CounterLines(counters);
   absl::StrAppendFormat(&out, "pipeline (%s): %s\n", pipeline_learned ? "learned" : "declared",
                         pipeline.empty() ? std::string("(none)") : absl::StrJoin(pipeline, " -> "));
   absl::StrAppendFormat(&out, "stages (percentiles %s flagged samples):\n",

@@ -22,7 +22,9 @@ std::string CalibrationReport(const RunInfo& run);
 // "learned pipeline from N orders: a -> b -> c".
 std::string LearnedPipelineLine(const std::vector<std::string>& pipeline, size_t orders);
 
-// Counters, then one row per stage: count, min, p50, p90, p99, p99.9, max,
+// The records lost (store/losses.h) first, then the counters that matter
+// (what came in and what came of it, every loss cause), the other non-zero
+// counters on one line, then one row per stage: count, min, p50, p90, p99, p99.9, max,
 // mean (ns, or us/ms when large), and flag counts.
 std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& counters,
                        const std::vector<StageSummary>& stages,

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "collector/sinks/store_sink.h"
+#include "ticktrace/segment_reader.h"  // kDefaultMaxSegmentBytes
 #include "ticktrace/store/uri.h"
 
 namespace ticktrace::metrics {
@@ -47,6 +48,8 @@ struct CollectorOptions {
   int64_t skew_interval_s = 600;         // re-measure the cores' offsets; 0: at start only
   std::string skew_cores = "allowed";    // measure the "allowed" cores or the "producers'"
   std::vector<uint32_t> allow_uids;      // also drain segments of these uids (besides our own)
+  // --max-segment-bytes: a segment that reserved more (abi::ReservedBytes) is refused.
+  uint64_t max_segment_bytes = kDefaultMaxSegmentBytes;
   bool group_readable = false;           // new store/journal/archive files 0640 instead of 0600
   // --metrics-listen: main() starts the endpoint; the collector publishes to
   // it at every snapshot (about 1 s). Null: no endpoint. Must outlive the run.

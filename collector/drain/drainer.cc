@@ -195,6 +195,16 @@ void Drainer::RefreshCounters(Segment& s, std::string* out) {
   }
   for (uint32_t i = 0; i < s.slots.size(); ++i) {
     SlotTrack& t = s.slots[i];
+    if (t.refused_counted_to.has_value()) {
+      // Its thread goes on writing into it (the slot is never drained, so
+      // never handed to another thread): those records are lost too.
+      const uint64_t written = s.reader->Slot(i).write_index;
+      if (written > *t.refused_counted_to) {
+        counters_.records_in_refused_segments += written - *t.refused_counted_to;
+        t.refused_counted_to = written;
+      }
+      continue;
+    }
     if (t.corrupt) continue;
     // Reads line 1 (write_index, dropped): only at the discovery rate.
     const SlotView v = s.reader->Slot(i);
@@ -255,6 +265,19 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
         s.reader->Peek(slot, options_.max_records_per_ring, &buffer_, &generation);
     if (!end.ok()) {
       if (s.reader->truncated()) return 0;  // the whole segment goes in CommitPass()
+      if (absl::IsResourceExhausted(end.status())) {
+        // A ring claimed after the segment was opened would take it over the
+        // limit: it is refused like a segment, named once, its waiting
+        // records counted, and skipped from then on.
+        const SlotView v = s.reader->Slot(slot);
+        const uint64_t waiting = v.write_index - v.read_index;
+        counters_.records_in_refused_segments += waiting;
+        log() << "ticktrace-collector: " << end.status().message() << "; not drained (" << waiting
+              << " records waiting in it)\n";
+        t.corrupt = true;
+        t.refused_counted_to = v.write_index;
+        return 0;
+      }
       t.corrupt = true;
       ++counters_.slots_corrupt;
       return 0;

@@ -61,10 +61,11 @@ struct DrainerCounters {
   uint64_t segments_attached = 0;
   uint64_t segments_foreign = 0;     // owned by a uid neither ours nor allowed: not drained
   uint64_t segments_unreadable = 0;  // open/fstat/mmap failed (e.g. EACCES): not drained
-  uint64_t segments_oversized = 0;   // geometry above limits.max_segment_bytes: not drained
+  uint64_t segments_oversized = 0;   // reserved above limits.max_segment_bytes: not drained
   uint64_t segments_truncated = 0;   // shrank under the collector (SIGBUS caught): dropped
   // Records published and never consumed in the foreign and oversized
-  // segments, counted (pread) when each was refused; an unreadable segment's
+  // segments, and in a ring claimed later that took its segment over the
+  // limit, counted when each was refused; an unreadable segment's
   // records cannot be counted by a collector that cannot read them.
   uint64_t records_in_refused_segments = 0;
   // Times the drain stopped because the journal reached its cap (the
@@ -136,7 +137,10 @@ class Drainer {
     uint64_t generation = 0;
     bool generation_announced = false;
     uint64_t dropped_announced = 0;
-    bool corrupt = false;
+    bool corrupt = false;  // impossible indices, or a ring refused by the size limit: skipped
+  // A ring refused by the size limit: its records up to here are counted in
+  // records_in_refused_segments; later ones are added at the discovery rate.
+  std::optional<uint64_t> refused_counted_to;
     std::optional<uint64_t> high_water;  // from the seed: skip records below it once
   };
   struct Segment {

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ticktrace/store/losses.h"
 
 namespace ticktrace::metrics {
 namespace {
@@ -32,6 +33,23 @@ void AppendMetricHeader(std::string* out, absl::string_view name, absl::string_v
 }
 
 std::string PromNumber(double v) { return absl::StrFormat("%.15g", v); }
+
+// First: records written and not analysed, by cause (store/losses.h), and
+// what they are a share of.
+void AppendRecordsLost(const MetricsSnapshot& s, std::string* out) {
+  const store::RecordLoss loss = store::ComputeRecordLoss(s.counters);
+  AppendMetricHeader(out, "ticktrace_records_lost_total", "counter",
+                     "Records written and not analysed, by cause (docs/collector.md, "
+                     "Records lost); every cause is listed, zero or not.");
+  for (size_t i = 0; i < store::kLossCauses.size(); ++i) {
+    absl::StrAppend(out, "ticktrace_records_lost_total{cause=\"",
+                    std::string(store::kLossCauses[i].cause), "\"} ", loss.by_cause[i], "\n");
+  }
+  AppendMetricHeader(out, "ticktrace_records_written_total", "counter",
+                     "Records the producers wrote or tried to: drained plus those lost before "
+                     "the drain.");
+  absl::StrAppend(out, "ticktrace_records_written_total ", loss.written, "\n");
+}
 
 }  // namespace
 
@@ -65,6 +83,7 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
                            absl::string_view commit) {
   std::string out;
   out.reserve(4096 + s.stages.size() * 3000);
+  AppendRecordsLost(s, &out);
 
   // Per-stage latency histograms: cumulative counts at each le bound. A
   // bucket of the store's histogram counts at a bound when its midpoint is

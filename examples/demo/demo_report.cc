@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "demo_options.h"
+#include "ticktrace/store/losses.h"
+#include "viewer/views/losses_view.h"
 
 namespace ticktrace::examples {
 
@@ -61,7 +63,10 @@ std::string FormatCalibration(const store::RunRow& run) {
 }
 
 std::string FormatStageTable(const DemoRunFigures& summary, const std::array<uint64_t, 3>& work_ns) {
-  std::string out = absl::StrFormat(
+  // What the table does not include comes first (ticktrace/store/losses.h).
+  std::string out =
+      absl::StrCat("  ", view::RecordsLostLine(store::ComputeRecordLoss(summary.counters)));
+  out += absl::StrFormat(
       "  %-22s %8s %10s %10s %10s %9s %10s %10s %10s  %s\n", "stage", "count", "work", "p50",
       "cross-core", "p50-work", "p90", "p99", "max", "migrated/negative/cross_core/skew/out_of_order");
   // Unset: too few samples for that percentile (NaN, printed "-").

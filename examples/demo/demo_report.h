@@ -27,8 +27,8 @@ std::optional<uint64_t> ConfiguredWorkNs(const std::string& stage,
 // The calibration as stored with the run, with the environment's warnings.
 std::string FormatCalibration(const store::RunRow& run);
 
-// One line per stage: count, configured work, p50 (and its excess over the
-// work), p90, p99, max, and the flag counts.
+// The records-lost line first, then one line per stage: count, configured
+// work, p50 (and its excess over the work), p90, p99, max, and the flag counts.
 std::string FormatStageTable(const DemoRunFigures& summary, const std::array<uint64_t, 3>& work_ns);
 
 // The store's counters beside what the pipeline produced.

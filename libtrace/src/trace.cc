@@ -549,6 +549,15 @@ TracerStatus TraceStatus() {
     const abi::SegmentHeader& h = *seg->header;
     s.segment_name = seg->name;
     s.ring_bytes = uint64_t{h.ring_capacity} * sizeof(abi::Record);
+    s.segment_bytes = h.segment_size;
+    for (uint32_t i = 0; i < h.slot_count; ++i) {
+      const auto* slot =
+          reinterpret_cast<const abi::SlotControl*>(seg->base + h.slots_offset + i * h.slot_stride);
+      // Relaxed: a count at one moment; a claim bumps generation after its pages are reserved.
+      if (slot->generation.load(std::memory_order_relaxed) != 0) ++s.rings_claimed;
+    }
+    s.reserved_bytes =
+        abi::ReservedBytes(h.tag_capacity, h.slot_count, h.ring_capacity, s.rings_claimed);
     // Relaxed: counters, read at one moment.
     s.threads_without_slot = h.threads_without_slot.load(std::memory_order_relaxed);
     s.slotless_dropped = h.slotless_dropped.load(std::memory_order_relaxed);

@@ -68,6 +68,7 @@ TEST_F(CliTest, HelpListsTheFlagsWithDashes) {
                            "--duration-s", "--raw", "--replay", "--tsc-hz", "--include-flagged",
                            "--detail", "--interval-s", "--retain-detail", "--retain",
                            "--skew-interval", "--skew-cores", "--allow-uid", "--group-readable",
+                           "--max-segment-bytes",
                            "--correct-skew", "--help", "--version"}) {
     EXPECT_NE(out_.find(flag), std::string::npos) << flag;
   }

@@ -9,7 +9,10 @@
 //   the --progress file (mmap). SIGTERM ends every thread's loop after its
 //   current order (--orders 0 and SIGTERM: run at full speed until told to
 //   stop). At exit each thread prints "thread <t> tid <tid> attempted <n>"
-//   and the process "elapsed_ns <ns>"; with --hold 1 the process then stays
+//   and the process "elapsed_ns <ns>" and its footprint (TraceStatus:
+//   "footprint segment_bytes <n> reserved_bytes <n> rings_claimed <n>");
+//   with --start-when PATH the threads start only once PATH exists (the
+//   segment exists before: Init creates it); with --hold 1 the process then stays
 //   (alive, segment in place) until SIGTERM.
 // churn: --waves W of --threads T threads each, all alive at once (a barrier),
 //   each stamping --records R records (R-1 with tags a/b, the last one with a
@@ -83,6 +86,9 @@ int Seq() {
   const uint64_t pace_every = Num("pace-every", 0);
   const uint64_t pace_us = Num("pace-us", 0);
   std::atomic<uint64_t>* progress = MapProgress(threads);
+  if (const std::string start_when = Arg("start-when"); !start_when.empty()) {
+    while (access(start_when.c_str(), F_OK) != 0) usleep(10000);
+  }
   static ticktrace::Tag a("a");
   static ticktrace::Tag b("b");
   struct sigaction sa = {};
@@ -113,6 +119,10 @@ int Seq() {
   body(0);
   for (std::thread& th : pool) th.join();
   std::printf("elapsed_ns %lld\n", static_cast<long long>(MonoNs() - start_ns));
+  const ticktrace::TracerStatus status = ticktrace::TraceStatus();
+  std::printf("footprint segment_bytes %llu reserved_bytes %llu rings_claimed %u\n",
+              static_cast<unsigned long long>(status.segment_bytes),
+              static_cast<unsigned long long>(status.reserved_bytes), status.rings_claimed);
   std::fflush(stdout);
   if (Num("hold") != 0) {
     while (!g_stop.load(std::memory_order_relaxed)) usleep(10000);

@@ -93,7 +93,10 @@ TEST_F(SafetyForeignTest, AllowUidDrainsThatUsersSegments) {
 }
 
 // Row 4: a sparse segment of our own uid whose header claims 4096 rings of
-// 2^24 records (2 TiB). Refused from its header, before anything is mapped.
+// 2^24 records (2 TiB of geometry), one of them claimed: it has reserved
+// 512 MiB and a little (abi::ReservedBytes), more than this collector's
+// --max-segment-bytes 256MiB. Refused from its header and slot headers
+// (pread), before anything is mapped.
 TEST_F(SafetyForeignTest, OversizedSegmentIsRefusedBeforeMapping) {
   const uint32_t pid = static_cast<uint32_t>(getpid());  // alive: never removed as dead
   std::string bytes = CraftSegment(pid, 100, "huge");
@@ -112,8 +115,9 @@ TEST_F(SafetyForeignTest, OversizedSegmentIsRefusedBeforeMapping) {
   ASSERT_TRUE(PlantShmFile(std::nullopt, name, bytes, 0600, header.segment_size))
       << "tmpfs refused a sparse file of " << header.segment_size << " bytes";
 
-  const pid_t collector = StartCollector({"--pipeline", "a,b"});
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(log()).find("exceed the limit") != std::string::npos; },
+  const pid_t collector =
+      StartCollector({"--pipeline", "a,b", "--max-segment-bytes", "256MiB"});
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(log()).find("above the limit") != std::string::npos; },
                       30s))
       << ReadFile(log());
   // Nothing of it was mapped: the file is in none of the collector's mappings

@@ -320,20 +320,22 @@ TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
       // stage, count, min, p50, p90, p99, p99.9, max, mean, migrated, negative, cross-core,
       // skew, out_of_order, late, confidence
       // A p99 needs 100 samples and a p99.9 1000 (docs/viewer.md#summary): "-" below that.
-      // Confidence (docs/viewer.md): one flagged sample of 100 is 1.0%, 99
-      // samples are few; a cross-core stage without measured offsets is ok.
+      // Confidence (docs/viewer.md): the run lost 4 of 408 records (3
+      // dropped, 1 malformed: 0.98%, above 1 per mille) on every stage; one
+      // flagged sample of 100 is 1.0%, 99 samples are few; a cross-core stage
+      // without measured offsets is otherwise ok.
       // md->strategy: mean 50370/99 = 508.8 ns; p50 rank 50 = order 51.
       {"md-&gt;strategy", "99", "10.0 ns", "510 ns", "910 ns", "-", "-", "1.00 µs", "509 ns",
-       "0", "1", "1", "0", "0", "0", "flagged 1.0%; few samples"},
+       "0", "1", "1", "0", "0", "0", "records lost 0.98%; flagged 1.0%; few samples"},
       // risk: 101..200 without 121; mean 14929/99 = 150.8 ns.
       {"risk", "99", "101 ns", "151 ns", "191 ns", "-", "-", "200 ns", "151 ns", "1", "0", "0",
-       "0", "0", "0", "flagged 1.0%; few samples"},
+       "0", "0", "0", "records lost 0.98%; flagged 1.0%; few samples"},
       // strategy->gateway: 1001..1100 and 1200; mean 106250/101 = 1052 ns; p99 rank 100 = 1100.
       {"strategy-&gt;gateway", "101", "1.00 µs", "1.05 µs", "1.09 µs", "1.10 µs", "-",
-       "1.20 µs", "1.05 µs", "0", "0", "1", "0", "0", "0", "ok"},
+       "1.20 µs", "1.05 µs", "0", "0", "1", "0", "0", "0", "records lost 0.98%"},
       // total: mean 456615/101 = 4521 ns; p99 rank 100 = 2100 ns.
       {"total", "101", "1.01 µs", "1.56 µs", "2.00 µs", "2.10 µs", "-", "301 µs", "4.52 µs",
-       "0", "0", "0", "0", "0", "0", "ok"},
+       "0", "0", "0", "0", "0", "0", "records lost 0.98%"},
   };
   EXPECT_EQ(BreakdownCells(html), expected);
 }
@@ -341,6 +343,22 @@ TEST_F(ReportModelStoreTest, PageBreakdownShowsTheHandComputedNumbers) {
 // The three slowest orders by total, by hand: 102 (linked to 50: 301.2 µs),
 // 100 (1000 + 1100 ns) and 99 (990 + 1099 ns). Bars are placed from the
 // chain's first stamp; 102's chain starts at order 50's md stamp.
+// The header's first line is the records lost, as summary's: the fixture's
+// run drained 405 and dropped 3 (written 408); 3 dropped and 1 malformed are
+// lost, 0.98%.
+TEST_F(ReportModelStoreTest, HeaderLeadsWithTheRecordsLost) {
+  auto model = Model(std::nullopt, 3);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string html = RenderReportHtml(*model);
+  const size_t lost = html.find(
+      "<div class=\"banner loss\" id=\"records-lost\">records lost: 4 of 408 (0.98%): ring_full "
+      "3, malformed 1; not in any figure below</div>");
+  ASSERT_NE(lost, std::string::npos) << html.substr(0, 4000);
+  EXPECT_LT(html.find("id=\"run-header\""), lost);
+  EXPECT_LT(lost, html.find("<dl"));  // before the run's facts
+  EXPECT_LT(lost, html.find("id=\"breakdown\""));
+}
+
 TEST_F(ReportModelStoreTest, WaterfallsAreTheHandPickedSlowestOrders) {
   auto model = Model(std::nullopt, 3);
   ASSERT_TRUE(model.ok()) << model.status();

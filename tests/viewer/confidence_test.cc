@@ -62,6 +62,20 @@ TEST(Confidence, CoreUnknownFromFivePerMille) {
   EXPECT_EQ(ConfidenceReasons(in), (std::vector<std::string>{"core unknown 100%", "flagged 2.0%"}));
 }
 
+// Records lost from 1 per mille of those written (the share a p99.9 is read
+// from), named first: they are missing from every stage.
+TEST(Confidence, RecordsLostFromOnePerMilleFirst) {
+  ConfidenceInputs in = Healthy();
+  in.records_lost_share = 0.0009;
+  EXPECT_TRUE(ConfidenceReasons(in).empty());
+  in.records_lost_share = 0.001;
+  EXPECT_EQ(ConfidenceReasons(in), std::vector<std::string>{"records lost 0.1%"});
+  in.records_lost_share = 741942.0 / 1541942.0;  // 48.1%
+  in.count = 99;
+  in.samples_all = 99;
+  EXPECT_EQ(ConfidenceReasons(in), (std::vector<std::string>{"records lost 48%", "few samples"}));
+}
+
 TEST(Confidence, FewSamplesAndDetailSampledInOrder) {
   ConfidenceInputs in = Healthy();
   in.count = 99;

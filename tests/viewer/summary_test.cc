@@ -328,7 +328,19 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   const nlohmann::json j = nlohmann::json::parse(RenderSummaryJson(*summary));
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j.size(), 4u);
+  EXPECT_EQ(j.size(), 5u);
+  // The fixture's run: drained 405, dropped 3, malformed 1. Written 405 + 3 =
+  // 408; lost 3 (ring_full) + 1 (malformed) = 4.
+  const auto& lost = j.at("records_lost");
+  EXPECT_EQ(lost.size(), 4u);
+  EXPECT_EQ(lost.at("lost").get<int64_t>(), 4);
+  EXPECT_EQ(lost.at("written").get<int64_t>(), 408);
+  EXPECT_DOUBLE_EQ(lost.at("share").get<double>(), 4.0 / 408.0);
+  const auto& by_cause = lost.at("by_cause");
+  EXPECT_EQ(by_cause.size(), 7u);
+  EXPECT_EQ(by_cause.at("ring_full").get<int64_t>(), 3);
+  EXPECT_EQ(by_cause.at("malformed").get<int64_t>(), 1);
+  EXPECT_EQ(by_cause.at("refused_segment").get<int64_t>(), 0);
   ASSERT_TRUE(j.at("run").is_number_integer());
   EXPECT_EQ(j["run"].get<int64_t>(), 2);
 
@@ -343,8 +355,12 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   EXPECT_TRUE(cal.at("spread_ppm").is_number());
   EXPECT_TRUE(cal.at("step_ns").is_number());
 
+  // The seven always there, and every other counter of the run: the
+  // fixture's samples_not_stored and two missing_stage entries.
   const auto& counters = j.at("counters");
-  EXPECT_EQ(counters.size(), 7u);
+  EXPECT_EQ(counters.size(), 10u);
+  EXPECT_EQ(counters.at("missing_stage:strategy").get<int64_t>(), 1);
+  EXPECT_EQ(counters.at("samples_not_stored").get<int64_t>(), 0);
   for (const char* name : {"drained", "dropped", "malformed", "orders_complete",
                            "orders_incomplete", "late_records", "orders_late"}) {
     ASSERT_TRUE(counters.at(name).is_number_integer()) << name;

@@ -16,6 +16,7 @@
 #include "viewer/format/format_units.h"
 #include "viewer/html/report_model.h"
 #include "viewer/html/svg.h"
+#include "viewer/views/losses_view.h"
 
 namespace ticktrace::view {
 namespace {
@@ -467,11 +468,21 @@ std::string EnvironmentSection(const ReportModel& model) {
   return out;
 }
 
+// The records-lost figure, the header's first fact (views/losses_view.h).
+std::string RecordsLostHtml(const ReportModel& model) {
+  const store::RecordLoss loss = store::ComputeRecordLoss(model.summary.counters);
+  std::string text = RecordsLostLine(loss);
+  text.pop_back();  // its newline
+  return absl::StrCat("<div class=\"banner ", loss.lost > 0 ? "loss" : "ok",
+                      "\" id=\"records-lost\">", EscapeHtml(text), "</div>\n");
+}
+
 std::string RunHeader(const ReportModel& model) {
   const store::RunRow& run = model.summary.run;
   std::string out = "<header class=\"card\" id=\"run-header\">\n";
   absl::StrAppend(&out, "<h1>ticktrace report: run ", run.run_id, "</h1>\n");
   absl::StrAppend(&out, "<div class=\"sub\">store ", EscapeHtml(model.store_path), "</div>\n");
+  out += RecordsLostHtml(model);
   out += RunFacts(model);
   out += LossBanner(model);
   out += EnvironmentSection(model);

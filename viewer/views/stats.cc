@@ -4,7 +4,9 @@
 #include <cmath>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "ticktrace/store/losses.h"
 
 namespace ticktrace::view {
 
@@ -45,6 +47,10 @@ LatencyStats ComputeLatencyStats(std::vector<double>& values_ns) {
 
 std::vector<std::string> ConfidenceReasons(const ConfidenceInputs& in) {
   std::vector<std::string> reasons;
+  // Lost records are missing from every stage, and not at random.
+  if (in.records_lost_share >= store::kLostShareNoted) {
+    reasons.push_back(absl::StrCat("records lost ", store::LostPercentText(in.records_lost_share)));
+  }
   const double p50 = in.p50_ns.has_value() ? std::fabs(*in.p50_ns) : 0;
   if (in.p50_ns.has_value() && in.tsc_step_ns.has_value() && *in.tsc_step_ns > 0 &&
       p50 < kQuantisedSteps * *in.tsc_step_ns) {

@@ -42,6 +42,7 @@ struct ConfidenceInputs {
   double uncertainty_ns = 0;         // the cores' offset uncertainty (0: none or unknown)
   std::optional<double> tsc_step_ns; // the run's TSC step
   bool detail_sampled = false;       // the run's detail policy is not "all"
+  double records_lost_share = 0;     // the run's records lost / written (store/losses.h)
 };
 
 // Thresholds of the verdict (docs/viewer.md).
@@ -52,8 +53,8 @@ inline constexpr int64_t kFewSamples = 100;            // p99 needs 100 samples
 inline constexpr double kCoreUnknownShare = 0.005;     // 5 per mille with no known core
 
 // The reasons not to trust a stage's figures as printed, in a fixed order:
-// "quantised", "cross-core ±X ns", "core unknown N%", "flagged N%", "few
-// samples", "detail sampled". Empty: ok.
+// "records lost N%" (from store::kLostShareNoted up), "quantised", "cross-core ±X ns", "core
+// unknown N%", "flagged N%", "few samples", "detail sampled". Empty: ok.
 std::vector<std::string> ConfidenceReasons(const ConfidenceInputs& in);
 
 }  // namespace ticktrace::view

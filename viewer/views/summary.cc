@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "viewer/format/format_units.h"
 #include "viewer/format/text_table.h"
+#include "viewer/views/losses_view.h"
 #include "common/status_macros.h"
 
 namespace ticktrace::view {
@@ -43,6 +44,7 @@ void SetConfidence(Summary* summary) {
     in.tsc_step_ns = summary->run.tsc_step_ns;
     // Interval statistics count every order whatever the detail keeps.
     in.detail_sampled = summary->detail_sampled && !summary->from_intervals;
+    in.records_lost_share = store::ComputeRecordLoss(summary->counters).LostShare();
     s.confidence = ConfidenceReasons(in);
   }
 }
@@ -261,7 +263,8 @@ std::string StatisticsLinesText(const Summary& summary) {
 }  // namespace
 
 std::string RenderSummaryText(const Summary& summary) {
-  std::string out = RunLinesText(summary);
+  std::string out = RecordsLostLine(store::ComputeRecordLoss(summary.counters));
+  out += RunLinesText(summary);
   out += CounterLinesText(summary);
   out += StatisticsLinesText(summary);
   out += "\n";
@@ -285,6 +288,7 @@ std::string RenderSummaryText(const Summary& summary) {
 
 std::string RenderSummaryJson(const Summary& summary) {
   nlohmann::ordered_json j;
+  j["records_lost"] = RecordsLostJson(store::ComputeRecordLoss(summary.counters));
   j["run"] = summary.run.run_id;
   j["calibration"] = {{"tsc_hz", summary.run.tsc_hz},
                       {"source", summary.run.calibration_source},
@@ -299,6 +303,7 @@ std::string RenderSummaryJson(const Summary& summary) {
   nlohmann::ordered_json counters = nlohmann::ordered_json::object();
   for (const char* name : kHeaderCounters) counters[name] = CounterValue(summary, name);
   for (const char* name : kJsonCounters) counters[name] = CounterValue(summary, name);
+  for (const auto& [name, value] : summary.counters) counters[name] = value;  // every counter
   j["counters"] = std::move(counters);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const SummaryStage& s : summary.stages) {

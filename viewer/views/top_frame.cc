@@ -12,8 +12,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "viewer/format/text_table.h"
 #include "viewer/format/format_units.h"
+#include "viewer/format/text_table.h"
+#include "viewer/views/losses_view.h"
 
 namespace ticktrace::view::internal {
 namespace {
@@ -128,6 +129,10 @@ std::string RenderTopFrame(const TopFrame& frame, int width) {
   const store::RunRow& run = s.run;
   std::string out;
   const auto line = [&](const std::string& text) { absl::StrAppend(&out, Fit(text, width), "\n"); };
+  // First: what the figures below do not include.
+  std::string lost = RecordsLostLine(store::ComputeRecordLoss(s.counters));
+  lost.pop_back();  // its newline: line() adds one
+  line(lost);
   line(absl::StrCat("run ", run.run_id, "  session ", run.session, "  host ", run.host,
                     run.ended_utc_ns.has_value() ? "  ended" : "  running"));
   line(absl::StrCat("records/s ", Rate(frame.records_per_s), "  orders/s ",

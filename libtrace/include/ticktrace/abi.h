@@ -98,7 +98,9 @@
 //     write_index), which is empty for such a slot.
 // Footprint: header + tag table + the pages holding the SlotControls (at most
 // one or two 4 KiB pages per slot), plus ring_capacity * 32 bytes (+ at most a
-// page) per slot ever claimed. docs/abi.md, "/dev/shm footprint", shows how to size it.
+// page) per slot ever claimed: ReservedBytes() below, which is also what the
+// collector maps and judges a segment by. docs/abi.md, "/dev/shm footprint",
+// shows how to size it.
 //
 // Versioning: kAbiVersion changes whenever anything below changes. Fields are
 // only ever appended inside reserved space; nothing is reordered or reused. A
@@ -248,6 +250,19 @@ inline constexpr uint64_t SlotStride(uint32_t ring_capacity) {
 inline constexpr uint64_t SegmentSize(uint32_t tag_capacity, uint32_t slot_count,
                                       uint32_t ring_capacity) {
   return SlotsOffset(tag_capacity) + uint64_t{slot_count} * SlotStride(ring_capacity);
+}
+
+// Bytes of /dev/shm a segment has reserved (abi.h, "Pages"): the header, the
+// tag table and every slot's SlotControl, plus the records of each ring ever
+// claimed (generation != 0; a claimed ring keeps its pages for the segment's
+// life), before rounding to pages (at most two more pages per slot). The
+// producer reports it (TraceStatus) and the collector judges a segment's size
+// by it, so both sides count the same bytes; segment_size, the sparse
+// geometry, is only what the file is sized to.
+inline constexpr uint64_t ReservedBytes(uint32_t tag_capacity, uint32_t slot_count,
+                                        uint32_t ring_capacity, uint32_t rings_claimed) {
+  return SlotsOffset(tag_capacity) + uint64_t{slot_count} * sizeof(SlotControl) +
+         uint64_t{rings_claimed} * ring_capacity * sizeof(Record);
 }
 
 // --- Pinned layout. Changing any of these requires a new kAbiVersion. ---

@@ -94,6 +94,14 @@ struct TracerStatus {
   std::string segment_name;    // "" when the process has no segment
   std::string segment_error;   // why the segment could not be created; "" otherwise
   uint64_t ring_bytes = 0;     // /dev/shm bytes one ring's records take (ring_records * 32)
+  // The footprint. segment_bytes: the sparse geometry this process maps (all
+  // rings, reserved or not), which costs address space, not memory.
+  // reserved_bytes: what /dev/shm holds for it, abi::ReservedBytes (header,
+  // tag table, slot headers and every ring ever claimed); a collector refuses
+  // the segment when this is above its --max-segment-bytes.
+  uint64_t segment_bytes = 0;
+  uint64_t reserved_bytes = 0;
+  uint32_t rings_claimed = 0;   // slots ever claimed (their rings' pages stay reserved)
   uint64_t rings_reserved = 0;  // thread attaches that got a ring with its pages reserved
   uint64_t rings_refused = 0;   // threads refused a ring because /dev/shm could not hold it
   int last_refusal_errno = 0;   // errno of the latest refusal (ENOSPC: /dev/shm full); 0: none

@@ -183,12 +183,16 @@ void InstallSigbusGuard() {
   });
 }
 
-// An mmap()ed range, unmapped with the last reader that shares it.
+// The reservation of a segment's geometry (PROT_NONE; pieces of the file are
+// mapped over it) and the descriptor later pieces are mapped from: unmapped
+// and closed with the last reader that shares it.
 struct Mapping {
   void* address = MAP_FAILED;
   size_t bytes = 0;
+  int fd = -1;
   ~Mapping() {
     if (address != MAP_FAILED) munmap(address, bytes);
+    if (fd >= 0) close(fd);
   }
 };
 
@@ -231,6 +235,30 @@ uint64_t CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_byte
     if (write_index - read_index <= h.ring_capacity) total += write_index - read_index;
   }
   return total;
+}
+
+// Which slots were ever claimed (generation != 0 in line 0), read with
+// pread() from a validated geometry (nothing mapped). A slot past the end
+// of the file, or unreadable, counts as not claimed: it is never mapped.
+std::vector<bool> ClaimedRings(int fd, const SegmentInfo& info, uint64_t slots_offset,
+                               uint64_t slot_stride, uint64_t file_bytes) {
+  std::vector<bool> claimed(info.slot_count, false);
+  for (uint32_t slot = 0; slot < info.slot_count; ++slot) {
+    const uint64_t control = slots_offset + uint64_t{slot} * slot_stride;
+    if (control + sizeof(abi::SlotControl) > file_bytes) break;
+    uint64_t generation = 0;
+    if (!PreadAll(fd, &generation, sizeof(generation),
+                  control + offsetof(abi::SlotControl, generation))) {
+      break;
+    }
+    claimed[slot] = generation != 0;
+  }
+  return claimed;
+}
+
+uint64_t PageBytes() {
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return page;
 }
 
 }  // namespace
@@ -299,8 +327,7 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                                        st.st_uid) != limits.allowed_uids.end();
   if (!owner_ok) {
     absl::StatusOr<std::unique_ptr<SegmentReader>> probe =
-        header_read ? Validate(n, id->pid, header, file_bytes, UINT64_MAX)
-                    : absl::DataLossError("unread");
+        header_read ? Validate(n, id->pid, header, file_bytes) : absl::DataLossError("unread");
     if (probe.ok()) why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
     return refuse(SegmentRefusal::kForeign,
                   absl::PermissionDeniedError(absl::StrCat(
@@ -313,33 +340,65 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                                    " bytes, the header alone is ",
                                                    sizeof(abi::SegmentHeader), ")")));
   }
-  absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
-      Validate(n, id->pid, header, file_bytes, limits.max_segment_bytes);
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader = Validate(n, id->pid, header, file_bytes);
   if (!reader.ok()) {
     const uint64_t magic = header.magic.load(std::memory_order_relaxed);
     if (magic == 0) return refuse(SegmentRefusal::kNotReady, reader.status());
-    if (absl::IsResourceExhausted(reader.status())) {
-      if (Validate(n, id->pid, header, file_bytes, UINT64_MAX).ok()) {
-        why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
-      }
-      return refuse(SegmentRefusal::kOversized, reader.status());
-    }
     return refuse(SegmentRefusal::kCorrupt, reader.status());
   }
+  SegmentReader& r = **reader;
+  SegmentInfo& info = r.info_;
+  // Judged by what it reserved, not by its sparse geometry (abi.h, "Pages").
+  const std::vector<bool> claimed =
+      ClaimedRings(fd, info, r.slots_offset_, r.slot_stride_, file_bytes);
+  info.rings_claimed = static_cast<uint32_t>(std::count(claimed.begin(), claimed.end(), true));
+  info.reserved_bytes = abi::ReservedBytes(info.tag_capacity, info.slot_count, info.ring_capacity,
+                                           info.rings_claimed);
+  if (info.reserved_bytes > limits.max_segment_bytes) {
+    why.reserved_bytes = info.reserved_bytes;
+    why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+    return refuse(SegmentRefusal::kOversized,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      "segment ", n, ": ", info.rings_claimed, " of ", info.slot_count,
+                      " rings of ", info.ring_capacity, " records claimed, ", info.reserved_bytes,
+                      " bytes reserved, above the limit of ", limits.max_segment_bytes,
+                      " bytes (--max-segment-bytes ", info.reserved_bytes, " or more drains it)")));
+  }
+  // One inaccessible reservation of the whole geometry, so every offset keeps
+  // its place; only the pieces in use are mapped over it.
   auto mapping = std::make_shared<Mapping>();
-  mapping->bytes = static_cast<size_t>((*reader)->info_.segment_size);
-  mapping->address = mmap(nullptr, mapping->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  mapping->bytes = static_cast<size_t>(info.segment_size);
+  mapping->address =
+      mmap(nullptr, mapping->bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapping->address == MAP_FAILED) {
+    why.error_number = errno;
+    return refuse(SegmentRefusal::kUnreadable,
+                  absl::UnavailableError(
+                      absl::StrCat("segment ", n, ": mmap reservation: ", std::strerror(errno))));
+  }
+  mapping->fd = fd;
+  closer.fd = -1;  // the mapping owns it now: later rings are mapped from it
+  r.base_ = static_cast<uint8_t*>(mapping->address);
+  r.mapped_size_ = mapping->bytes;
+  r.fd_ = fd;
+  r.max_segment_bytes_ = limits.max_segment_bytes;
+  r.reserved_bytes_ = info.reserved_bytes;
+  r.ring_mapped_ = claimed;
+  r.mapping_ = std::move(mapping);
+  bool mapped = r.MapRange(0, r.slots_offset_);
+  for (uint32_t slot = 0; mapped && slot < info.slot_count; ++slot) {
+    const uint64_t control = r.slots_offset_ + uint64_t{slot} * r.slot_stride_;
+    mapped =
+        r.MapRange(control, control + (claimed[slot] ? r.slot_stride_ : sizeof(abi::SlotControl)));
+  }
+  if (!mapped) {
     why.error_number = errno;
     return refuse(SegmentRefusal::kUnreadable,
                   absl::UnavailableError(absl::StrCat("segment ", n, ": mmap: ",
                                                       std::strerror(errno))));
   }
   InstallSigbusGuard();
-  (*reader)->base_ = static_cast<uint8_t*>(mapping->address);
-  (*reader)->mapped_size_ = mapping->bytes;
-  (*reader)->mapping_ = std::move(mapping);
-  (*reader)->owner_uid_ = static_cast<uint32_t>(st.st_uid);
+  r.owner_uid_ = static_cast<uint32_t>(st.st_uid);
   return reader;
 }
 
@@ -362,8 +421,13 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::st
   std::memcpy(static_cast<void*>(&header), base, sizeof(header));
   header.magic.store(magic, std::memory_order_relaxed);
   absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
-      Validate(std::string(name), id->pid, header, size, UINT64_MAX);
+      Validate(std::string(name), id->pid, header, size);
   if (!reader.ok()) return reader.status();
+  (*reader)->ring_mapped_.assign((*reader)->info_.slot_count, true);  // the caller's memory
+  (*reader)->reserved_bytes_ = (*reader)->info_.reserved_bytes =
+      abi::ReservedBytes((*reader)->info_.tag_capacity, (*reader)->info_.slot_count,
+                         (*reader)->info_.ring_capacity, (*reader)->info_.slot_count);
+  (*reader)->info_.rings_claimed = (*reader)->info_.slot_count;
   (*reader)->base_ = base;
   (*reader)->mapped_size_ = size;
   (*reader)->owner_uid_ = static_cast<uint32_t>(geteuid());
@@ -371,8 +435,7 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::st
 }
 
 absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
-    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size,
-    uint64_t max_segment_bytes) {
+    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size) {
   auto reader = std::unique_ptr<SegmentReader>(new SegmentReader());
   const abi::SegmentHeader* h = &header;
   const uint64_t magic = h->magic.load(std::memory_order_relaxed);  // a private copy
@@ -422,11 +485,6 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
     return absl::DataLossError(
         absl::StrCat("segment ", n, ": offsets do not match its geometry"));
   }
-  if (info.segment_size > max_segment_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "segment ", n, ": ", info.slot_count, " rings of ", info.ring_capacity, " records (",
-        info.segment_size, " bytes) exceed the limit of ", max_segment_bytes, " bytes"));
-  }
   if (info.segment_size > size) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": truncated (", size,
                                             " bytes, its header says ", info.segment_size, ")"));
@@ -449,6 +507,36 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
 }
 
 SegmentReader::~SegmentReader() = default;
+
+bool SegmentReader::MapRange(uint64_t begin, uint64_t end) const {
+  const uint64_t page = PageBytes();
+  const uint64_t first = begin / page * page;
+  const uint64_t last = (end + page - 1) / page * page;
+  // Same file offset as reservation offset: overlapping pieces (a page shared
+  // by two slots) map the same file pages twice, harmlessly.
+  void* at = mmap(base_ + first, last - first, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd_,
+                  static_cast<off_t>(first));
+  return at != MAP_FAILED;
+}
+
+absl::Status SegmentReader::MapRing(uint32_t slot) const {
+  if (ring_mapped_[slot]) return absl::OkStatus();
+  const uint64_t ring_bytes = uint64_t{info_.ring_capacity} * sizeof(abi::Record);
+  if (reserved_bytes_ + ring_bytes > max_segment_bytes_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "segment ", info_.name, ": ring ", slot, " claimed after it was opened takes it to ",
+        reserved_bytes_ + ring_bytes, " bytes reserved, above the limit of ", max_segment_bytes_,
+        " bytes (--max-segment-bytes ", reserved_bytes_ + ring_bytes, " or more drains it)"));
+  }
+  const uint64_t control = slots_offset_ + uint64_t{slot} * slot_stride_;
+  if (!MapRange(control, control + slot_stride_)) {
+    return absl::UnavailableError(
+        absl::StrCat("segment ", info_.name, ": mmap of ring ", slot, ": ", std::strerror(errno)));
+  }
+  ring_mapped_[slot] = true;
+  reserved_bytes_ += ring_bytes;
+  return absl::OkStatus();
+}
 
 template <typename Access>
 bool SegmentReader::Guarded(Access&& access) const {
@@ -552,6 +640,21 @@ SlotView SegmentReader::Slot(uint32_t slot) const {
 absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
                                              std::vector<abi::Record>* out,
                                              uint64_t* generation) const {
+  if (!ring_mapped_[slot]) {
+    // Only a ring with records in it is worth mapping.
+    uint64_t r = 0, w = 0;
+    const abi::SlotControl* c = control(slot);
+    if (!Guarded([&] {
+          r = c->read_index.load(std::memory_order_relaxed);
+          w = c->write_index.load(std::memory_order_acquire);
+        })) {
+      return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
+    }
+    // Impossible indices are refused below without touching the records.
+    if (w != r && w - r <= info_.ring_capacity) {
+      if (absl::Status mapped = MapRing(slot); !mapped.ok()) return mapped;
+    }
+  }
   const abi::SlotControl* c = control(slot);
   const abi::Record* ring = records(slot);
   const uint64_t mask = info_.ring_capacity - 1;

@@ -5,10 +5,18 @@
 // (docs/security.md). Open() refuses, before it maps or allocates anything:
 // a name that is not a regular file (a symlink, a FIFO), a file whose owner
 // (fstat on the opened descriptor) is neither this process's effective uid
-// nor an allowed uid, and a header whose sizes disagree with the file's real
-// size or exceed SegmentOpenLimits. It reads the header with pread(), copies
+// nor an allowed uid, a header whose sizes disagree with the file's real
+// size, and a segment that has reserved more than SegmentOpenLimits allows
+// (abi::ReservedBytes: the header, the slot headers and the rings ever
+// claimed; not the sparse geometry). It reads the header with pread(), copies
 // the geometry once, and later reads use only that copy, so a segment
 // overwritten under the reader cannot steer it out of bounds.
+//
+// What is mapped: the header, the tag table, every slot's control lines and
+// the records of the rings claimed so far, each at its own offset inside one
+// inaccessible reservation of the geometry's size. A ring claimed later is
+// mapped by the first Peek() that finds records in it, after the same limit
+// check; the holes of rings never claimed are never mapped.
 //
 // A segment shrunk (ftruncate) under the reader would make a read of the
 // mapping raise SIGBUS. Every access to the mapping runs under a guard: a
@@ -83,7 +91,9 @@ struct SegmentInfo {
   uint32_t ring_capacity = 0;
   uint32_t slot_count = 0;
   uint32_t tag_capacity = 0;
-  uint64_t segment_size = 0;
+  uint64_t segment_size = 0;    // the sparse geometry: what the file is sized to
+  uint32_t rings_claimed = 0;   // at Open(): slots with generation != 0
+  uint64_t reserved_bytes = 0;  // at Open(): abi::ReservedBytes with rings_claimed
 };
 
 // The producer-side counters of the header, read at one moment.
@@ -106,10 +116,14 @@ struct SlotView {
   uint64_t dropped = 0;
 };
 
-// The largest segment Open() maps by default: 4 GiB of geometry. libtrace's
-// default is 128 MiB (64 rings of 65536 records); the ABI's own limits
-// (kMaxSlots rings of kMaxRingCapacity records) allow 2 TiB of sparse file.
-inline constexpr uint64_t kDefaultMaxSegmentBytes = uint64_t{4} << 30;
+// The most a segment may have reserved (abi::ReservedBytes) for Open() to
+// map it, by default: 64 GiB. libtrace's largest ring (kMaxRingCapacity,
+// 2^24 records, 512 MiB) in each of its default 64 rings reserves 32 GiB and
+// a little; 64 GiB leaves room for twice the rings. What a producer reserves is
+// bounded by /dev/shm; the limit keeps one segment from taking the
+// collector's whole address space and page tables. The collector's
+// --max-segment-bytes changes it.
+inline constexpr uint64_t kDefaultMaxSegmentBytes = uint64_t{64} << 30;
 
 // Whose segments Open() accepts and how large.
 struct SegmentOpenLimits {
@@ -123,7 +137,7 @@ enum class SegmentRefusal : uint8_t {
   kNotReady,    // magic not published yet (may be mid-creation): try again later
   kForeign,     // owned by a uid that is neither ours nor allowed
   kUnreadable,  // open(2) or fstat(2) failed (errno says why: EACCES for another's 0600 file)
-  kOversized,   // its geometry is larger than SegmentOpenLimits::max_segment_bytes
+  kOversized,   // it reserved more than SegmentOpenLimits::max_segment_bytes
   kCorrupt,     // not a regular file, or a header that does not hold together
 };
 
@@ -136,6 +150,9 @@ struct SegmentOpenError {
   // control lines could be read (pread; nothing mapped): what refusing it
   // leaves undrained at this moment. 0 when they could not be read.
   uint64_t unconsumed_records = 0;
+  // kOversized: the bytes it has reserved (abi::ReservedBytes), which is the
+  // smallest limit that accepts it.
+  uint64_t reserved_bytes = 0;
 };
 
 class SegmentReader {
@@ -144,7 +161,8 @@ class SegmentReader {
   // file, not a symlink; owned by the effective uid or one of
   // `limits.allowed_uids`; magic, ABI version, record and header sizes and
   // geometry checked, from a pread() copy of the header, against the file's
-  // size and `limits.max_segment_bytes` before anything is mapped. On failure
+  // size, and its reserved bytes against `limits.max_segment_bytes`, before
+  // anything is mapped. On failure
   // `error` (if given) says which kind of refusal it was.
   static absl::StatusOr<std::unique_ptr<SegmentReader>> Open(
       std::string_view name, const SegmentOpenLimits& limits = SegmentOpenLimits(),
@@ -184,6 +202,10 @@ class SegmentReader {
   // If `generation` is given, it receives the slot's generation read after the
   // records: the claim that wrote every record copied (a slot is reclaimed only
   // once drained, so one Peek never mixes two owners).
+  // A ring not mapped yet (claimed after Open()) is mapped first:
+  // ResourceExhausted, naming the limit, when its records would take the
+  // segment's reserved bytes above it (the ring then stays unmapped), or
+  // Unavailable when mmap fails.
   absl::StatusOr<uint64_t> Peek(uint32_t slot, size_t max_records, std::vector<abi::Record>* out,
                                 uint64_t* generation = nullptr) const;
 
@@ -207,6 +229,10 @@ class SegmentReader {
   // slot_count entries); returns how many were freed.
   uint32_t FreeDrainedSlots(const std::vector<bool>& skip);
 
+  // What the segment has reserved as far as this reader knows: at Open(),
+  // plus each ring mapped since (abi::ReservedBytes).
+  uint64_t reserved_bytes() const { return reserved_bytes_; }
+
   // The raw mapping, for tests that corrupt a segment on purpose.
   uint8_t* base_for_testing() { return base_; }
 
@@ -215,10 +241,13 @@ class SegmentReader {
   // Validates `header` (a copy) against `size`, the bytes of the file, and
   // fills the reader's geometry. Maps nothing.
   static absl::StatusOr<std::unique_ptr<SegmentReader>> Validate(const std::string& name,
-                                                                  uint32_t name_pid,
-                                                                  const abi::SegmentHeader& header,
-                                                                  uint64_t size,
-                                                                  uint64_t max_segment_bytes);
+                                                                 uint32_t name_pid,
+                                                                 const abi::SegmentHeader& header,
+                                                                 uint64_t size);
+  // Maps bytes [begin, end) of the file at the same offset of the reservation.
+  bool MapRange(uint64_t begin, uint64_t end) const;
+  // Maps `slot`'s records if they are not mapped yet, within the limit.
+  absl::Status MapRing(uint32_t slot) const;
   abi::SlotControl* control(uint32_t slot) const;
   const abi::Record* records(uint32_t slot) const;
   // Runs `access` (which reads or writes the mapping) under the SIGBUS guard.
@@ -235,6 +264,11 @@ class SegmentReader {
   uint64_t tag_table_offset_ = 0;
   uint64_t slots_offset_ = 0;
   uint64_t slot_stride_ = 0;
+  // Mapping state; mutable: Peek() maps a newly claimed ring on first use.
+  int fd_ = -1;  // owned by mapping_; -1 for OpenMemory (all mapped)
+  uint64_t max_segment_bytes_ = UINT64_MAX;
+  mutable uint64_t reserved_bytes_ = 0;
+  mutable std::vector<bool> ring_mapped_;
 };
 
 }  // namespace ticktrace
