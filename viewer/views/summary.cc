@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "viewer/format/format_units.h"
 #include "viewer/format/text_table.h"
+#include "viewer/views/run_notes_text.h"
 #include "common/status_macros.h"
 
 namespace ticktrace::view {
@@ -96,6 +97,7 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
   summary.include_flagged = q.include_flagged;
   summary.filters = q.description;
   TICKTRACE_ASSIGN_OR_RETURN(summary.counters, store.Counters(q.run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(summary.notes, store.Notes(q.run.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(summary.cores, store.Cores(q.run.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(summary.detail, store.DetailCompleteness(q.run.run_id, q.window));
   summary.detail_sampled = !summary.detail.complete();
@@ -262,6 +264,7 @@ std::string StatisticsLinesText(const Summary& summary) {
 
 std::string RenderSummaryText(const Summary& summary) {
   std::string out = RunLinesText(summary);
+  out += RunNotesText(summary.notes);
   out += CounterLinesText(summary);
   out += StatisticsLinesText(summary);
   out += "\n";
@@ -300,6 +303,7 @@ std::string RenderSummaryJson(const Summary& summary) {
   for (const char* name : kHeaderCounters) counters[name] = CounterValue(summary, name);
   for (const char* name : kJsonCounters) counters[name] = CounterValue(summary, name);
   j["counters"] = std::move(counters);
+  j["notes"] = RunNotesJson(summary.notes);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const SummaryStage& s : summary.stages) {
     stages.push_back(
