@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "viewer/format/format_units.h"
 #include "viewer/format/text_table.h"
+#include "viewer/views/flag_words.h"
 #include "viewer/views/run_notes_text.h"
 #include "common/status_macros.h"
 
@@ -227,8 +228,7 @@ std::string CounterLinesText(const Summary& summary) {
 // How the statistics were made, and whether detail is sampled.
 std::string StatisticsLinesText(const Summary& summary) {
   std::string out;
-  const char* flagged = summary.include_flagged ? "flagged samples included"
-                                                : "flagged samples excluded";
+  const std::string flagged = FlagRuleWords(summary.include_flagged);
   if (summary.from_intervals) {
     absl::StrAppend(&out, "statistics: interval histograms merged over ",
                     summary.filters.empty() ? "the whole run" : summary.filters, " (", flagged,
