@@ -33,7 +33,7 @@ constexpr char kCss[] = R"css(
 body { margin: 0; background: #f4f5f7; color: #1f2328;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
     "Liberation Sans", sans-serif; }
-main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
+main { max-width: 1360px; margin: 0 auto; padding: 20px 24px 48px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
 h3 { font-size: 15px; margin: 0 0 6px; }
@@ -51,7 +51,7 @@ dl.facts dd { margin: 0; }
 .banner.warn { background: #fff8c5; border: 1px solid #d4a72c; color: #4d2d00; }
 .banner.warn ul { margin: 4px 0 0; }
 table { border-collapse: collapse; width: 100%; }
-th, td { padding: 4px 8px; border-bottom: 1px solid #eaeef2; text-align: right;
+th, td { padding: 4px 6px; border-bottom: 1px solid #eaeef2; text-align: right;
   white-space: nowrap; }
 th { background: #f6f8fa; font-weight: 600; }
 th:first-child, td:first-child { text-align: left; }
