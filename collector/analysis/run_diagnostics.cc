@@ -81,9 +81,8 @@ void RunDiagnostics::CheckEmpty(const RunObservation& seen) {
     others = absl::StrCat("sessions with segments in /dev/shm: ", absl::StrJoin(parts, ", "));
   }
   const int64_t seconds = std::min(seen.elapsed_ms, kNoSegmentAfterMs) / 1000;
-  Say("empty_session", absl::StrCat("no segment of session ", session_, " after ", seconds,
-                                    " s; ", others,
-                                    " (a producer's session is its TICKTRACE_SESSION)"));
+  Say("empty_session", absl::StrCat("no segment of session ", session_, " after ", seconds, " s; ",
+                                    others, " (a producer's session is its TICKTRACE_SESSION)"));
 }
 
 // Declared tags no process registered, while records of undeclared tags
@@ -113,8 +112,8 @@ void RunDiagnostics::CheckTags(const RunObservation& seen) {
   Say("unseen_tags",
       absl::StrCat("--pipeline tag", unseen.size() == 1 ? " " : "s ", absl::StrJoin(unseen, ", "),
                    " never seen while undeclared tags arrive (", absl::StrJoin(undeclared, ", "),
-                   "; outside_pipeline ", seen.outside_pipeline, "); closest match: ",
-                   absl::StrJoin(closest, ", ")));
+                   "; outside_pipeline ", seen.outside_pipeline,
+                   "); closest match: ", absl::StrJoin(closest, ", ")));
 }
 
 // Most samples of the declared hops read backwards (out_of_order, negative
@@ -146,8 +145,8 @@ void RunDiagnostics::CheckOrder(const RunObservation& seen) {
   std::vector<std::string> shown;
   for (const auto& [p, i] : place) shown.push_back(pipeline_[i]);
   Say("pipeline_order",
-      absl::StrCat("--pipeline ", absl::StrJoin(pipeline_, ","), " looks reversed or wrong: ",
-                   backwards, " of ", all,
+      absl::StrCat("--pipeline ", absl::StrJoin(pipeline_, ","),
+                   " looks reversed or wrong: ", backwards, " of ", all,
                    " hop samples run backwards (out_of_order, negative or skew); the data shows ",
                    absl::StrJoin(shown, ",")));
 }

@@ -30,7 +30,7 @@ struct RunObservation {
   bool end_of_run = false;  // the last check: every piece of evidence is in
   bool live = true;         // draining segments (not a replay)
   size_t processes_seen = 0;
-  uint64_t outside_pipeline = 0;  // records of tags not in the pipeline
+  uint64_t outside_pipeline = 0;       // records of tags not in the pipeline
   std::vector<std::string> tags_seen;  // registered by any process
   std::vector<StageSummary> stages;
 };

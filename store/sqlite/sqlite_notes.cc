@@ -19,11 +19,11 @@ absl::Status WriteRunNotes(sqlite3* db, int64_t run_id, const std::vector<RunNot
                            const std::string& context) {
   if (notes.empty()) return absl::OkStatus();
   // ON CONFLICT keeps the row (and so its place among the run's notes).
-  absl::StatusOr<Statement> s = Statement::Prepare(
-      db,
-      "INSERT INTO run_notes(run_id, kind, text) VALUES(?1, ?2, ?3) "
-      "ON CONFLICT(run_id, kind) DO UPDATE SET text = excluded.text",
-      absl::StrCat(context, ": store run notes"));
+  absl::StatusOr<Statement> s =
+      Statement::Prepare(db,
+                         "INSERT INTO run_notes(run_id, kind, text) VALUES(?1, ?2, ?3) "
+                         "ON CONFLICT(run_id, kind) DO UPDATE SET text = excluded.text",
+                         absl::StrCat(context, ": store run notes"));
   if (!s.ok()) return s.status();
   for (const RunNote& n : notes) {
     s->Bind(1, run_id).BindText(2, n.kind).BindText(3, n.text);
@@ -43,9 +43,9 @@ absl::StatusOr<std::vector<RunNote>> ReadRunNotes(sqlite3* db, int64_t run_id,
   absl::StatusOr<bool> row = has->Step();
   if (!row.ok()) return row.status();
   if (!*row || has->Int(0) == 0) return out;  // a store written before notes were kept
-  absl::StatusOr<Statement> s = Statement::Prepare(
-      db, "SELECT kind, text FROM run_notes WHERE run_id = ?1 ORDER BY rowid",
-      absl::StrCat(context, ": read run notes"));
+  absl::StatusOr<Statement> s =
+      Statement::Prepare(db, "SELECT kind, text FROM run_notes WHERE run_id = ?1 ORDER BY rowid",
+                         absl::StrCat(context, ": read run notes"));
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
   absl::Status st = s->ForEachRow([&] { out.push_back(RunNote{s->Text(0), s->Text(1)}); });

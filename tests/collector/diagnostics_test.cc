@@ -106,8 +106,7 @@ TEST_F(DiagnosticsTest, AMisspelledPipelineTagIsNamedWithItsClosestMatch) {
 TEST_F(DiagnosticsTest, AReversedPipelineSaysWhichOrderTheDataShows) {
   // The producer stamps a then b; --pipeline says b,a.
   const pid_t c = StartCollector({"--pipeline", "b,a", "--order-timeout-ms", "200"});
-  const pid_t producer =
-      StartProducer({"--mode", "spin", "--orders", "1000", "--pace-ns", "0"});
+  const pid_t producer = StartProducer({"--mode", "spin", "--orders", "1000", "--pace-ns", "0"});
   ASSERT_EQ(WaitExit(producer, 30s), 0) << ReadFile(dir_.File("producer.log"));
   Forget(producer);
   const std::string line = WaitLine("--pipeline b,a ");

@@ -15,12 +15,12 @@ using LiveConsistencyTest = RelTestOf<"liveconsistent">;
 
 // One commit's figures (NULL counters read as -1: not written yet).
 struct Figures {
-  int64_t samples_counted = -1;    // counter `samples`
-  int64_t orders_counted = -1;     // counters orders_complete + orders_incomplete
-  int64_t drained = -1;            // counter `drained`
-  int64_t interval_samples = 0;    // SUM(intervals.samples_all)
-  int64_t interval_orders = 0;     // SUM(interval_detail.orders)
-  int64_t order_rows = 0;          // COUNT(*) FROM orders
+  int64_t samples_counted = -1;  // counter `samples`
+  int64_t orders_counted = -1;   // counters orders_complete + orders_incomplete
+  int64_t drained = -1;          // counter `drained`
+  int64_t interval_samples = 0;  // SUM(intervals.samples_all)
+  int64_t interval_orders = 0;   // SUM(interval_detail.orders)
+  int64_t order_rows = 0;        // COUNT(*) FROM orders
 };
 
 // Reads the figures in one statement; false when the store is not there yet.
@@ -40,8 +40,8 @@ bool ReadFigures(const std::string& path, Figures* f) {
       " (SELECT COALESCE(SUM(samples_all), 0) FROM intervals),"
       " (SELECT COALESCE(SUM(orders), 0) FROM interval_detail),"
       " (SELECT COUNT(*) FROM orders)";
-  bool ok = sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK &&
-            sqlite3_step(s) == SQLITE_ROW;
+  bool ok =
+      sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW;
   if (ok) {
     auto get = [s](int i) -> int64_t {
       return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, i);

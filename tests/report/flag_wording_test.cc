@@ -12,8 +12,8 @@
 #include "gtest/gtest.h"
 #include "store_fixture.h"
 #include "ticktrace/store/reader.h"
-#include "viewer/html/svg.h"
 #include "viewer/html/report_model.h"
+#include "viewer/html/svg.h"
 #include "viewer/views/intervals_report.h"
 #include "viewer/views/summary.h"
 
@@ -50,8 +50,8 @@ TEST_F(FlagWordingTest, SummarySaysWhichFlagsKeepASampleOut) {
   auto summary = BuildSummary(*store_, QueryOptions());
   ASSERT_TRUE(summary.ok()) << summary.status();
   const std::string text = RenderSummaryText(*summary);
-  EXPECT_NE(text.find(absl::StrCat(
-                "statistics: interval histograms merged over the whole run (", kRule, ")\n")),
+  EXPECT_NE(text.find(absl::StrCat("statistics: interval histograms merged over the whole run (",
+                                   kRule, ")\n")),
             std::string::npos)
       << text;
 }
@@ -89,7 +89,8 @@ TEST_F(FlagWordingTest, ReportMarkersAndFlagsSectionAgree) {
   // The buckets' flagged samples: 13 and 21 one each; 7 (cross-core) none.
   int64_t buckets_flagged = 0;
   for (const TimeBucket& b : model->time.buckets) {
-    if (b.start_utc_ns == KnownStore::FirstUtcNs(13) || b.start_utc_ns == KnownStore::FirstUtcNs(21)) {
+    if (b.start_utc_ns == KnownStore::FirstUtcNs(13) ||
+        b.start_utc_ns == KnownStore::FirstUtcNs(21)) {
       EXPECT_EQ(b.flagged, 1) << b.start_utc_ns;
     } else {
       EXPECT_EQ(b.flagged, 0) << b.start_utc_ns;

@@ -5,7 +5,6 @@
 #define TICKTRACE_VIEW_RUN_NOTES_TEXT_H_
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
