@@ -328,8 +328,11 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   const nlohmann::json j = nlohmann::json::parse(RenderSummaryJson(*summary));
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j.size(), 4u);
+  EXPECT_EQ(j.size(), 5u);
   ASSERT_TRUE(j.at("run").is_number_integer());
+  // What the collector said about the run: the fixture's writer said nothing.
+  ASSERT_TRUE(j.at("notes").is_array());
+  EXPECT_TRUE(j["notes"].empty());
   EXPECT_EQ(j["run"].get<int64_t>(), 2);
 
   const auto& cal = j.at("calibration");
