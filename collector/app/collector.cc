@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "collector/analysis/analyzer.h"
+#include "collector/analysis/run_diagnostics.h"
 #include "collector/stream/archive.h"
 #include "collector/stream/checkpoint.h"
 #include "collector/time/clock_sync.h"
@@ -332,9 +333,16 @@ class Session {
       wo.tail_settle_ns =
           (info.order_timeout_ms + info.linger_ms()) * 1'000'000 + 2 * wo.interval_ns;
       writer_ = std::make_unique<StoreSink>(store_.get(), run_id_, wo);
+      // Each batch carries the counters as of its statistics (store_sink.h).
+      writer_->set_counter_source([this] {
+        return analyzer_ != nullptr ? analyzer_->CounterValues()
+                                    : std::vector<std::pair<std::string, int64_t>>{};
+      });
       writer_->Start();
     }
     analyzer_ = std::make_unique<Analyzer>(ToAnalyzerSettings(info, time_), time_, writer_.get());
+    diagnostics_ = std::make_unique<RunDiagnostics>(info.session, info.pipeline, SessionsInShm);
+    started_ = std::chrono::steady_clock::now();
     analyzer_->mutable_stitcher().on_learned = [this](const std::vector<std::string>& p,
                                                       size_t orders) {
       if (!o_.quiet) out_ << LearnedPipelineLine(p, orders) << std::flush;
@@ -408,6 +416,29 @@ class Session {
     return c;
   }
 
+  // The run's diagnostics (run_diagnostics.h), about once a second and once
+  // more, with all the evidence, at the end: each new one is one stderr line
+  // and goes into the store with the next snapshot.
+  void Diagnose(bool end_of_run) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!end_of_run && now - last_diagnosis_ < std::chrono::seconds(1)) return;
+    last_diagnosis_ = now;
+    RunObservation seen;
+    seen.elapsed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - started_).count();
+    seen.end_of_run = end_of_run;
+    seen.live = o_.replay_path.empty();
+    seen.processes_seen = analyzer_->Processes().size();
+    seen.outside_pipeline = analyzer_->stitch_counters().outside_pipeline;
+    if (!info_.pipeline.empty()) {
+      for (store::TagRow& t : analyzer_->Tags()) seen.tags_seen.push_back(std::move(t.name));
+      seen.stages = analyzer_->stats().Summaries();
+    }
+    for (const store::RunNote& n : diagnostics_->Check(seen)) {
+      std::cerr << "ticktrace-collector: " << n.text << "\n" << std::flush;
+    }
+  }
+
   void Snapshot(const DrainerCounters* d, const uint64_t* j) {
     if (writer_ == nullptr) return;
     writer_->Submit();
@@ -441,6 +472,7 @@ class Session {
       s.anchors.push_back(store::AnchorRow{tb.later_anchors[i].tsc, tb.later_anchors[i].utc_ns});
     }
     s.utc_drift_ppm = tb.DriftPpm();
+    s.notes = diagnostics_->notes();
     const Stitcher& st = analyzer_->stitcher();
     if (pipeline_dirty_ && st.pipeline_known()) {
       s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
@@ -457,6 +489,7 @@ class Session {
   // Finishes the analysis, writes everything, ends the run.
   absl::Status Finish(const DrainerCounters* d, const uint64_t* j, RunSummary* summary) {
     analyzer_->Finish();
+    Diagnose(/*end_of_run=*/true);
     absl::Status status;
     if (writer_ != nullptr) {
       writer_->SettleAll();
@@ -518,6 +551,9 @@ class Session {
  private:
   const CollectorOptions& o_;
   std::ostream& out_;
+  std::unique_ptr<RunDiagnostics> diagnostics_;
+  std::chrono::steady_clock::time_point started_{};
+  std::chrono::steady_clock::time_point last_diagnosis_{};
   RunInfo info_;
   TimeBase time_;
   std::unique_ptr<store::Writer> store_;
@@ -855,6 +891,7 @@ class AnalysisStage {
         // Idle, or the drain stalled at the journal's cap: a checkpoint of
         // what is analysed lets the drain stage free the journal.
         MaybeCheckpoint(tail.offset());
+        session_.Diagnose(/*end_of_run=*/false);  // an empty session says so
         continue;
       }
       const uint64_t malformed = tail.malformed_chunks();
@@ -924,6 +961,7 @@ class AnalysisStage {
   }
 
   void AfterBatch(const DrainerCounters* drainer, const uint64_t* journal_syncs) {
+    session_.Diagnose(/*end_of_run=*/false);
     if (session_.writer() != nullptr) session_.writer()->Submit();
     if (Clock::now() - last_snapshot_ >= o_.snapshot_interval) {
       session_.Snapshot(drainer, journal_syncs);

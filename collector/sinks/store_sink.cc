@@ -233,6 +233,10 @@ void StoreSink::HandOver() {
   b.newest_first_utc_ns = newest_first_utc_ns_;
   b.last_seq = last_seq_;
   b.detail_skipped_total = local_.orders_detail_skipped;
+  if (counter_source_) {
+    b.counters = counter_source_();
+    b.counters_epoch = ++counters_epoch_;
+  }
   std::vector<std::vector<store::OrderDetail>> spent;
   {
     std::lock_guard lock(mu_);
@@ -251,6 +255,10 @@ void StoreSink::HandOver() {
     if (!queue_.empty()) {
       queue_.back().last_seq = std::max(queue_.back().last_seq, b.last_seq);
       queue_.back().detail_skipped_total = b.detail_skipped_total;
+      if (b.counters_epoch != 0) {
+        queue_.back().counters = std::move(b.counters);
+        queue_.back().counters_epoch = b.counters_epoch;
+      }
     }
     return;
   }
@@ -293,6 +301,7 @@ void StoreSink::SetSnapshot(store::Snapshot snapshot) {
   HandOver();
   std::lock_guard lock(mu_);
   snapshot_ = std::move(snapshot);
+  snapshot_epoch_ = ++counters_epoch_;
   work_cv_.notify_one();
 }
 
@@ -359,6 +368,13 @@ StoreSinkCounters StoreSink::counters() const {
   return c;
 }
 
+void StoreSink::PutBatchCounters(std::vector<std::pair<std::string, int64_t>> counters,
+                                 store::Snapshot* snapshot) {
+  std::map<std::string, int64_t> merged(snapshot->counters.begin(), snapshot->counters.end());
+  for (auto& [name, value] : counters) merged[std::move(name)] = value;
+  snapshot->counters.assign(merged.begin(), merged.end());
+}
+
 // The sink's counts go with the batch they describe, not as of now: the
 // snapshot's own copies are replaced by those of the last batch whose detail
 // the transaction takes, beside the sequence numbers the store will hold
@@ -386,6 +402,9 @@ void StoreSink::PutSinkCounters(const Transaction& t, const Batch* last_taken,
 bool StoreSink::TakeWork(Transaction* t) {
   Batch taken_counts;
   const Batch* last_taken = nullptr;  // the last batch whose detail this transaction takes
+  // The newest counters of the batches whose statistics this transaction takes.
+  std::vector<std::pair<std::string, int64_t>> counters;
+  uint64_t counters_epoch = 0;
   std::unique_lock lock(mu_);
   t->stats_through = stats_through_;
   t->detail_through = detail_through_;
@@ -408,6 +427,11 @@ bool StoreSink::TakeWork(Transaction* t) {
       t->work.interval_orders.push_back(io);
     }
     it->interval_orders.clear();
+    if (it->counters_epoch > counters_epoch) {
+      counters = std::move(it->counters);
+      counters_epoch = it->counters_epoch;
+      it->counters_epoch = 0;
+    }
     t->stats_through = std::max(t->stats_through, it->last_seq);
     if (t->work.orders.size() < options_.max_orders_per_transaction) {
       t->detail_through = std::max(t->detail_through, it->last_seq);
@@ -427,11 +451,13 @@ bool StoreSink::TakeWork(Transaction* t) {
   }
   // One delta per (stage, interval): a backend writes each interval row once.
   MergePerKey(&t->work.intervals, &t->work.interval_orders);
+  const uint64_t snapshot_epoch = snapshot_.has_value() ? snapshot_epoch_ : 0;
   t->snapshot.swap(snapshot_);
   busy_ = true;
-  // What the store holds, and the sink's counts, in the same transaction
-  // as the rows they describe.
+  // What the store holds, the analysis's counters and the sink's counts, in
+  // the same transaction as the rows they describe.
   if (!t->snapshot.has_value()) t->snapshot.emplace();
+  if (counters_epoch > snapshot_epoch) PutBatchCounters(std::move(counters), &*t->snapshot);
   PutSinkCounters(*t, last_taken, &*t->snapshot);
   return true;
 }

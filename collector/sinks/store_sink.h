@@ -31,6 +31,14 @@
 // backlog. interval_detail tells per interval how much detail is missing.
 // In blocking mode (replay, journal recovery) Submit() waits instead.
 //
+// Counters with the statistics they describe: at every handover the
+// analysis thread also takes the analyzer's counters (set_counter_source), and
+// each transaction writes those of the newest batch whose interval rows it
+// writes (unless the snapshot it writes is newer), so a reader of any commit
+// never sees interval rows or order detail ahead of the counters that counted
+// them (orders_complete, samples, drained ...). The snapshot alone is replaced
+// only about once a second; between, the counters would lag the rows.
+//
 // Exactly once across restarts: every transaction also writes, as counters,
 // the sequence number (FinishedOrder::seq) through which the store holds the
 // statistics (store_stats_through) and the detail decisions
@@ -173,6 +181,11 @@ class StoreSink : public OrderSink {
   // The highest sequence number through which the store holds statistics
   // and detail decisions (0: none yet).
   uint64_t stored_through() const;
+  // What the analysis has counted so far (the analyzer's counters by name):
+  // called at every handover, so that each batch carries the counters as of
+  // its statistics. REQUIRES: before Start(). Called on the analysis thread.
+  using CounterSource = std::function<std::vector<std::pair<std::string, int64_t>>()>;
+  void set_counter_source(CounterSource source) { counter_source_ = std::move(source); }
   // Whether Submit() waits for the writer when it is far behind (true) or
   // drops and counts the detail (false). Any thread: a Submit() waiting is
   // woken to look again.
@@ -193,6 +206,10 @@ class StoreSink : public OrderSink {
     uint64_t orders_not_stored_total = 0, samples_not_stored_total = 0;
     uint64_t stamps_not_stored_total = 0;
     std::unique_ptr<Checkpoint> checkpoint;  // a marker batch: nothing else in it
+    // The counter source's values as of this batch's statistics, and which
+    // capture they are (counters_epoch_; 0: none).
+    std::vector<std::pair<std::string, int64_t>> counters;
+    uint64_t counters_epoch = 0;
   };
 
   // What one transaction of the writer thread takes from the queue.
@@ -219,6 +236,10 @@ class StoreSink : public OrderSink {
   void Loop();
   // Writer thread. Waits for work; false once stopped with nothing left.
   bool TakeWork(Transaction* t);
+  // Writer thread: the newest counters taken (a batch's) replace the
+  // snapshot's own when they were captured after it.
+  static void PutBatchCounters(std::vector<std::pair<std::string, int64_t>> counters,
+                               store::Snapshot* snapshot);
   static void PutSinkCounters(const Transaction& t, const Batch* last_taken,
                               store::Snapshot* snapshot);
   absl::Status WriteUntilItFits(Transaction& t, uint64_t* already);
@@ -242,6 +263,8 @@ class StoreSink : public OrderSink {
   int64_t newest_first_utc_ns_ = INT64_MIN;
   std::map<int64_t, std::unique_ptr<TailInterval>> tail_;
   StoreSinkCounters local_;
+  CounterSource counter_source_;
+  uint64_t counters_epoch_ = 0;  // captures so far (batches' counters and snapshots)
   uint64_t last_seq_ = 0;              // of the last order received
   uint64_t skip_stats_through_ = 0;    // Resume(): already in the store
   uint64_t skip_detail_through_ = 0;
@@ -258,6 +281,7 @@ class StoreSink : public OrderSink {
   // Guarded by mu_:
   std::deque<Batch> queue_;
   std::optional<store::Snapshot> snapshot_;
+  uint64_t snapshot_epoch_ = 0;  // counters_epoch_ when snapshot_ was set
   size_t queued_samples_ = 0;
   bool busy_ = false;
   bool stop_ = false;

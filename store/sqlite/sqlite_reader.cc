@@ -117,6 +117,14 @@ absl::StatusOr<Db> OpenReadOnly(const std::string& path, OpenMode mode) {
   // Readers never block the writer's checkpoints for long: WAL readers do
   // not block writers; a busy timeout covers a checkpoint's brief lock.
   sqlite3_busy_timeout(raw, 5000);
+  // A one-shot query beside a live writer reads one commit throughout: the
+  // read transaction begins with the first SELECT, so the counters and the
+  // rows a command shows were written together.
+  if (mode == OpenMode::kSnapshot && !immutable && wal) {
+    if (const int b = sqlite3_exec(raw, "BEGIN", nullptr, nullptr, nullptr); b != SQLITE_OK) {
+      return SqliteError(raw, b, absl::StrCat(path, ": cannot begin a read"));
+    }
+  }
   return db;
 }
 

@@ -32,8 +32,15 @@ TEST_F(LiveCountersTest, TheStoreShowsCurrentFiguresWhileTheRunGoesOn) {
   })) << ReadFile(log());
   EXPECT_LT(first_drained, kRecords) << "the first figure the store showed was the final one";
   {
+    // Counters go with every batch; the stage statistics with the next
+    // once-a-second snapshot.
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          StoreQuery q(db());
+          return q.Int("SELECT COALESCE(SUM(count), 0) FROM stage_stats WHERE stage='a->b'") > 0;
+        },
+        10s));
     StoreQuery q(db());
-    EXPECT_GT(q.Int("SELECT COALESCE(SUM(count), 0) FROM stage_stats WHERE stage='a->b'"), 0);
     EXPECT_GT(q.Int("SELECT COUNT(*) FROM intervals"), 0);
   }
   // ...and they move while the run goes on.

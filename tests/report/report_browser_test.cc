@@ -3,7 +3,8 @@
 // HTML, and headless Chromium loads it. The page must load without console
 // errors (no script runs, and the Content-Security-Policy forbids fetching
 // anything, so any console line is a failure), every section id must be in
-// the rendered DOM, and the screenshot must show a page, not a blank.
+// the rendered DOM, the screenshot must show a page, not a blank, and the
+// breakdown table must fit its card at 1400 px (measured in the laid-out page).
 //
 // Skips, saying why, only when /usr/bin/chromium is not installed (CI
 // installs Debian's `chromium`) or the demo programs were not built.
@@ -350,6 +351,76 @@ TEST_F(ReportBrowserTest, DemoRunReportRendersInChromium) {
   EXPECT_GT(stddev, 8.0) << "the screenshot is nearly uniform (luma stddev " << stddev << ")";
   std::cerr << "report " << html << ", screenshot " << png_path << ": " << distinct << " colours, "
             << dark << " dark pixels, luma stddev " << stddev << "\n";
+
+  // The breakdown table fits its card at kWidth: a copy of the page without
+  // its Content-Security-Policy gets a script that measures the laid-out
+  // table (the same window size as the screenshot) and writes the figures
+  // into the DOM that --dump-dom prints.
+  std::string measured_page = ReadAll(html);
+  const size_t csp = measured_page.find("<meta http-equiv=\"Content-Security-Policy\"");
+  ASSERT_NE(csp, std::string::npos);
+  measured_page.erase(csp, measured_page.find('>', csp) + 1 - csp);
+  const size_t body_end = measured_page.rfind("</body>");
+  ASSERT_NE(body_end, std::string::npos);
+  measured_page.insert(body_end, R"js(<script>
+(() => {
+  const card = document.getElementById('breakdown');
+  const table = card.querySelector('table');
+  const cs = getComputedStyle(card);
+  const inner = card.getBoundingClientRect().right - parseFloat(cs.paddingRight) -
+      parseFloat(cs.borderRightWidth);
+  const out = ['card_inner_right ' + Math.round(inner),
+               'table_right ' + Math.round(table.getBoundingClientRect().right)];
+  for (const td of table.querySelectorAll('td.confidence')) {
+    out.push('confidence_right ' + Math.round(td.getBoundingClientRect().right));
+  }
+  for (const a of table.querySelectorAll('td.stage a')) {
+    out.push('stage_lines ' + a.getClientRects().length + ' ' + a.textContent);
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'measured';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+})();
+</script>
+)js");
+  const std::string measured_html = dir_ + "/measured.html";
+  std::ofstream(measured_html) << measured_page;
+  ASSERT_EQ(RunShell(Chromium(absl::StrCat("--window-size=", kWidth, ",", kHeight,
+                                           " --dump-dom file://", measured_html, " > ", dir_,
+                                           "/measured.dom 2> ", dir_, "/measured.err")),
+                     120),
+            0)
+      << ReadAll(dir_ + "/measured.err");
+  const std::string measured_dom = ReadAll(dir_ + "/measured.dom");
+  const std::string pre_tag = "<pre id=\"measured\">";
+  const size_t pre = measured_dom.find(pre_tag);
+  ASSERT_NE(pre, std::string::npos) << "the measuring script did not run";
+  const size_t figures_at = pre + pre_tag.size();
+  int64_t inner_right = -1, table_right = -1, confidence_cells = 0, stage_cells = 0;
+  for (absl::string_view line : absl::StrSplit(
+           measured_dom.substr(figures_at, measured_dom.find("</pre>", pre) - figures_at),
+           '\n')) {
+    const std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(' ', 2));
+    if (f.size() < 2) continue;
+    const int64_t v = std::stoll(f[1]);
+    if (f[0] == "card_inner_right") inner_right = v;
+    if (f[0] == "table_right") table_right = v;
+    if (f[0] == "confidence_right") {
+      ++confidence_cells;
+      EXPECT_LE(v, inner_right + 1) << "a confidence cell is clipped by the card: " << line;
+    }
+    if (f[0] == "stage_lines") {
+      ++stage_cells;
+      EXPECT_EQ(v, 1) << "a stage name wraps: " << line;
+    }
+  }
+  EXPECT_GT(inner_right, 0);
+  EXPECT_LE(table_right, inner_right + 1) << "the breakdown table overflows its card";
+  EXPECT_EQ(confidence_cells, static_cast<int64_t>(summary->stages.size()));
+  EXPECT_EQ(stage_cells, static_cast<int64_t>(summary->stages.size()));
+  std::cerr << "breakdown at " << kWidth << " px: table right " << table_right
+            << ", card inner right " << inner_right << "\n";
 }
 
 }  // namespace

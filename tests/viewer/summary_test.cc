@@ -328,7 +328,7 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   const nlohmann::json j = nlohmann::json::parse(RenderSummaryJson(*summary));
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(j.size(), 5u);
+  EXPECT_EQ(j.size(), 6u);  // records_lost, run, calibration, counters, notes, stages
   // The fixture's run: drained 405, dropped 3, malformed 1. Written 405 + 3 =
   // 408; lost 3 (ring_full) + 1 (malformed) = 4.
   const auto& lost = j.at("records_lost");
@@ -342,6 +342,9 @@ TEST_F(SummaryTest, JsonHasExactlyTheDocumentedFieldsAndTypes) {
   EXPECT_EQ(by_cause.at("malformed").get<int64_t>(), 1);
   EXPECT_EQ(by_cause.at("refused_segment").get<int64_t>(), 0);
   ASSERT_TRUE(j.at("run").is_number_integer());
+  // What the collector said about the run: the fixture's writer said nothing.
+  ASSERT_TRUE(j.at("notes").is_array());
+  EXPECT_TRUE(j["notes"].empty());
   EXPECT_EQ(j["run"].get<int64_t>(), 2);
 
   const auto& cal = j.at("calibration");

@@ -7,6 +7,7 @@
 
 #include "viewer/format/format_units.h"
 #include "common/status_macros.h"
+#include "viewer/views/run_notes_text.h"
 
 namespace ticktrace::view {
 namespace {
@@ -134,6 +135,7 @@ absl::StatusOr<std::string> RenderRunsJson(store::StoreReader& store) {
   for (const store::RunRow& run : runs) {
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::ProcessRow> processes, store.Processes(run.run_id));
     TICKTRACE_ASSIGN_OR_RETURN(auto counters, store.Counters(run.run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunNote> notes, store.Notes(run.run_id));
     Json procs = Json::array();
     for (const store::ProcessRow& p : processes) {
       procs.push_back({{"process_id", p.process_id}, {"pid", p.pid}, {"name", p.name}});
@@ -153,7 +155,8 @@ absl::StatusOr<std::string> RenderRunsJson(store::StoreReader& store) {
                     {"pipeline_learned", run.pipeline_learned},
                     {"interval_ns", run.interval_ns},
                     {"processes", std::move(procs)},
-                    {"counters", std::move(counts)}});
+                    {"counters", std::move(counts)},
+                    {"notes", RunNotesJson(notes)}});
   }
   return Dump({{"store", store.path()},
                {"schema", store.schema_version()},

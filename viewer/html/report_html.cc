@@ -17,6 +17,7 @@
 #include "viewer/html/report_model.h"
 #include "viewer/html/svg.h"
 #include "viewer/views/losses_view.h"
+#include "viewer/views/flag_words.h"
 
 namespace ticktrace::view {
 namespace {
@@ -33,7 +34,7 @@ constexpr char kCss[] = R"css(
 body { margin: 0; background: #f4f5f7; color: #1f2328;
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans",
     "Liberation Sans", sans-serif; }
-main { max-width: 1180px; margin: 0 auto; padding: 20px 24px 48px; }
+main { max-width: 1360px; margin: 0 auto; padding: 20px 24px 48px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 0 0 10px; }
 h3 { font-size: 15px; margin: 0 0 6px; }
@@ -51,11 +52,12 @@ dl.facts dd { margin: 0; }
 .banner.warn { background: #fff8c5; border: 1px solid #d4a72c; color: #4d2d00; }
 .banner.warn ul { margin: 4px 0 0; }
 table { border-collapse: collapse; width: 100%; }
-th, td { padding: 4px 8px; border-bottom: 1px solid #eaeef2; text-align: right;
+th, td { padding: 4px 6px; border-bottom: 1px solid #eaeef2; text-align: right;
   white-space: nowrap; }
 th { background: #f6f8fa; font-weight: 600; }
 th:first-child, td:first-child { text-align: left; }
-td.stage { white-space: normal; word-break: break-all; }
+td.stage { white-space: nowrap; }
+td.confidence { white-space: normal; text-align: left; min-width: 12em; }
 tr.total td { font-weight: 600; border-top: 2px solid #d8dce1; }
 td.flagged { color: #9a6700; font-weight: 600; }
 td.hosts { text-align: left; white-space: nowrap; }  /* report --hosts (stitched_html.cc) */
@@ -395,7 +397,7 @@ std::string RunFacts(const ReportModel& model) {
     others.push_back(absl::StrCat(name, " ", value));
   }
   if (!others.empty()) fact("other counters", EscapeHtml(absl::StrJoin(others, ", ")));
-  const char* flagged = s.include_flagged ? "flagged samples included" : "flagged samples excluded";
+  const std::string flagged = FlagRuleWords(s.include_flagged);
   fact(
       "statistics",
       EscapeHtml(s.from_intervals
@@ -432,6 +434,18 @@ std::string LossBanner(const ReportModel& model) {
         "malformed, every sample stored.</div>\n";
   }
   return out;
+}
+
+// What the collector said about the run (an empty session, unseen tags, a
+// reversed pipeline: run_diagnostics.h), as it said it.
+std::string NotesBanner(const ReportModel& model) {
+  if (model.summary.notes.empty()) return "";
+  std::string out =
+      "<div class=\"banner warn\" id=\"run-notes\">The collector said about this run\n<ul>\n";
+  for (const store::RunNote& n : model.summary.notes) {
+    absl::StrAppend(&out, "<li>", EscapeHtml(n.text), "</li>\n");
+  }
+  return out + "</ul></div>\n";
 }
 
 // The environment's warnings as a banner, then every fact in a table.
@@ -485,6 +499,7 @@ std::string RunHeader(const ReportModel& model) {
   out += RecordsLostHtml(model);
   out += RunFacts(model);
   out += LossBanner(model);
+  out += NotesBanner(model);
   out += EnvironmentSection(model);
   out += "</header>\n";
   return out;
@@ -545,9 +560,8 @@ std::string BreakdownTable(const ReportModel& model,
   std::string out;
   out +=
       "<table><tr><th>stage</th><th>count</th><th>min</th><th>p50</th><th>p90</th>"
-      "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>migrated</th>"
-      "<th>negative</th><th>cross-core</th><th>skew</th><th>out of order</th><th>late</th>"
-      "<th>confidence</th></tr>\n";
+      "<th>p99</th><th>p99.9</th><th>max</th><th>mean</th><th>flagged</th>"
+      "<th>cross-core</th><th style=\"text-align:left\">confidence</th></tr>\n";
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
     const SummaryStage& s = model.summary.stages[i];
     const std::string& slug = model.stages[i].slug;
@@ -569,11 +583,13 @@ std::string BreakdownTable(const ReportModel& model,
                           s.stats.mean_ns}) {
       absl::StrAppend(&out, "<td class=\"num\">", EscapeHtml(FormatDurationNs(v)), "</td>");
     }
-    absl::StrAppend(&out, flag_cell(s.migrated), flag_cell(s.negative), flag_cell(s.cross_core),
-                    flag_cell(s.skew), flag_cell(s.out_of_order), flag_cell(s.late));
-    absl::StrAppend(&out, s.confidence.empty() ? "<td>ok</td>" : "<td class=\"flagged\">",
-                    s.confidence.empty() ? "" : EscapeHtml(absl::StrJoin(s.confidence, "; ")),
-                    s.confidence.empty() ? "" : "</td>", "</tr>\n");
+    // Flagged (flag_words.h) and the one marking flag most hops carry; the
+    // Flagged samples section has each flag's count.
+    absl::StrAppend(&out, flag_cell(FlaggedSamples(s)), "<td class=\"num\">", s.cross_core,
+                    "</td>");
+    absl::StrAppend(&out, s.confidence.empty() ? "<td class=\"confidence\">ok"
+                                               : "<td class=\"confidence flagged\">",
+                    EscapeHtml(absl::StrJoin(s.confidence, "; ")), "</td></tr>\n");
   }
   out += "</table>\n";
   if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";
@@ -769,33 +785,44 @@ std::string Slowest(const ReportModel& model, const std::map<std::string, std::s
 std::string Flags(const ReportModel& model) {
   std::string out = "<section id=\"flags\">\n<h2>Flagged samples</h2>\n";
   absl::StrAppend(
-      &out, "<p class=\"note\">Flagged samples are ",
+      &out, "<p class=\"note\" id=\"flag-rule\">A sample is <b>flagged</b> when it is ",
+      EscapeHtml(FlaggingNames()), ": flagged samples are ",
       model.summary.include_flagged ? "<b>included in</b>" : "<b>kept out of</b>",
-      " the percentiles and plots above (as the collector counted them for this run); the "
-      "waterfalls show them all.</p>\n");
+      " the percentiles and plots above (as the collector counted them for this run). ",
+      EscapeHtml(MarkingNames()),
+      " only <b>mark</b> a sample: it stays in the percentiles. The waterfalls show every "
+      "sample.</p>\n");
   out +=
-      "<table style=\"width:auto;min-width:60%\"><tr><th>stage</th><th>migrated</th>"
-      "<th>negative</th><th>cross-core</th></tr>\n";
-  int64_t any = 0;
+      "<table style=\"width:auto;min-width:60%\"><tr><th>stage</th><th>flagged</th>"
+      "<th>migrated</th><th>negative</th><th>out of order</th><th>marked: cross-core</th>"
+      "<th>skew</th><th>late</th></tr>\n";
+  int64_t flagged = 0;
   for (size_t i = 0; i < model.summary.stages.size(); ++i) {
     const SummaryStage& s = model.summary.stages[i];
     const auto cell = [](int64_t n) {
       return absl::StrCat(n > 0 ? "<td class=\"num flagged\">" : "<td class=\"num\">", n, "</td>");
     };
-    any += s.migrated + s.negative + s.cross_core;
+    const auto plain = [](int64_t n) { return absl::StrCat("<td class=\"num\">", n, "</td>"); };
+    flagged += FlaggedSamples(s);
     absl::StrAppend(&out, "<tr><td class=\"stage\">", Swatch(model.stages[i].colour),
-                    EscapeHtml(s.stage), "</td>", cell(s.migrated), cell(s.negative),
-                    cell(s.cross_core), "</tr>\n");
+                    EscapeHtml(s.stage), "</td>", cell(FlaggedSamples(s)), cell(s.migrated),
+                    cell(s.negative), cell(s.out_of_order), plain(s.cross_core), plain(s.skew),
+                    plain(s.late), "</tr>\n");
   }
   out +=
       "</table>\n<dl class=\"facts\">\n"
+      "<dt>out of order</dt><dd>the later stage was stamped first on one thread or core: "
+      "the declared pipeline's order, or the code's, is not the order things happened.</dd>\n"
+      "<dt>skew</dt><dd>cross-core and below zero within the cores' measured offsets: kept, "
+      "with that uncertainty.</dd>\n"
+      "<dt>late</dt><dd>arrived after its order was emitted: a real difference, kept.</dd>\n"
       "<dt>migrated</dt><dd>the stage's two ends were read on different cores by the same "
       "thread: it moved between cores mid-stage, so the time includes the move.</dd>\n"
       "<dt>negative</dt><dd>the end came out before the start: two cores' clocks (TSCs) "
       "disagree by more than the stage took, so the value is not a real latency.</dd>\n"
       "<dt>cross-core</dt><dd>the two ends were stamped on different cores (usual between "
       "processes): the value is right only as far as the cores' TSCs agree.</dd>\n</dl>\n";
-  if (any == 0) out += "<p class=\"note\">No sample of this run is flagged.</p>\n";
+  if (flagged == 0) out += "<p class=\"note\">No sample of this run is flagged.</p>\n";
   out += "</section>\n";
   return out;
 }
@@ -851,7 +878,9 @@ std::string BucketTitle(const TimeAxis& axis, const TimeBucket& b) {
   if (b.ranked_max_ns.has_value()) {
     absl::StrAppend(&title, ", ", axis.ranked_stage, " max ", FormatDurationNs(*b.ranked_max_ns));
   }
-  if (b.flagged > 0) absl::StrAppend(&title, ", ", b.flagged, " flagged samples");
+  if (b.flagged > 0) {
+    absl::StrAppend(&title, ", ", b.flagged, " flagged samples (kept out of the percentiles)");
+  }
   if (b.sampled()) {
     absl::StrAppend(&title, ", detail sampled (", b.orders_kept, " of ", b.orders, " kept)");
   }
@@ -879,7 +908,8 @@ std::string BucketLinksAndMarkers(const TimeAxis& axis, const TimeFrame& t) {
       y -= 9;
     };
     if (b.flagged > 0) {
-      marker("flagged", "#d4a72c", absl::StrCat(b.flagged, " flagged samples"));
+      marker("flagged", "#d4a72c",
+             absl::StrCat(b.flagged, " flagged samples (kept out of the percentiles)"));
     }
     if (b.sampled()) {
       marker("sampled", "#0969da",
@@ -1030,7 +1060,8 @@ std::string OverTime(const ReportModel& model, const std::map<std::string, std::
       axis.buckets.size(),
       " buckets). Click a bucket, a red max point or a marker for the slowest orders of that "
       "bucket. Markers above a plot: <span style=\"color:#9a6700\">&#9660;</span> flagged "
-      "samples in the bucket, <span style=\"color:#0969da\">&#9660;</span> detail sampled (not "
+      "samples in the bucket (those the Flagged samples section says are kept out of the "
+      "percentiles; cross-core alone does not flag), <span style=\"color:#0969da\">&#9660;</span> detail sampled (not "
       "every order's stamps kept). Dropped records are counted per run, not per interval: "
       "the header's loss counters say whether any were lost.</p>\n");
   out += "<h3>Stage medians, stacked, against the total's median</h3>\n";

@@ -164,7 +164,7 @@ struct StageOverTime {
 // slowest orders (the report lists them under `anchor`).
 struct TimeBucket {
   int64_t start_utc_ns = 0;
-  int64_t flagged = 0;  // samples with a flag, every stage (store::IntervalRow::flag_counts)
+  int64_t flagged = 0;  // flagged samples, every stage (view::FlaggedSamples)
   int64_t orders = 0;   // orders that finished in it (by first stamp)
   int64_t orders_kept = 0;
   bool detail_deleted = false;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "viewer/html/report_model.h"
+#include "viewer/views/flag_words.h"
 
 namespace ticktrace::view {
 
@@ -38,7 +39,9 @@ absl::StatusOr<TimeAxis> BuildTimeAxis(store::StoreReader& store, const store::R
   for (const store::IntervalRow& r : rows) {
     TimeBucket& b = buckets[r.start_utc_ns];
     b.start_utc_ns = r.start_utc_ns;
-    for (const int64_t n : r.flag_counts) b.flagged += n;
+    // Flagged as everywhere (flag_words.h): kept out of the percentiles, not
+    // merely marked (cross-core hops would put a marker on every bucket).
+    b.flagged += FlaggedSamples(r);
     // Every stage's row carries the bucket's orders; take them once.
     b.orders = r.orders;
     b.orders_kept = r.orders_kept;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "viewer/format/format_units.h"
 #include "viewer/format/text_table.h"
+#include "viewer/views/flag_words.h"
 #include "common/status_macros.h"
 
 namespace ticktrace::view {
@@ -43,6 +44,7 @@ absl::StatusOr<IntervalsReport> BuildIntervals(store::StoreReader& store, const 
   }
   report.window = q.window;
   report.filters = q.description;
+  report.include_flagged = q.run_includes_flagged;
   TICKTRACE_ASSIGN_OR_RETURN(report.rows,
                              store.Intervals(q.run.run_id, q.filter.stage, q.window,
                                              report.bucket_ns));
@@ -58,8 +60,10 @@ std::string RenderIntervalsText(const IntervalsReport& report) {
                          " (intervals of ",
                          FormatDurationNs(static_cast<double>(report.interval_ns)), " merged)"),
       report.filters.empty() ? "" : absl::StrCat(", ", report.filters), "\n",
-      "percentiles from the merged interval histograms (within 0.4%); flagged: samples kept out "
-      "of them; detail: orders with detail of the bucket's orders\n");
+      "percentiles from the merged interval histograms (within 0.4%); ",
+      FlagRuleWords(report.include_flagged),
+      "; the flagged column counts flagged samples; detail: orders with detail of the bucket's "
+      "orders\n");
   if (report.rows.empty()) return out + "\n(no samples)\n";
   size_t i = 0;
   while (i < report.rows.size()) {
@@ -69,7 +73,7 @@ std::string RenderIntervalsText(const IntervalsReport& report) {
       const store::IntervalRow& r = report.rows[i];
       table.AddRow({FormatUtcNs(r.start_utc_ns), absl::StrCat(r.count), FormatDurationNs(r.p50_ns),
                     FormatDurationNs(r.p99_ns), FormatDurationNs(r.max_ns),
-                    absl::StrCat(r.samples_all - r.count),
+                    absl::StrCat(FlaggedSamples(r)),
                     absl::StrCat(r.orders_kept, "/", r.orders, r.detail_deleted ? " deleted" : "")});
     }
     absl::StrAppend(&out, "\nstage ", stage, "\n", table.Render());

@@ -29,6 +29,7 @@ struct IntervalsReport {
   int64_t bucket_ns = 0;    // the rows' bucket (interval_ns unless --every)
   store::TimeWindow window;        // [since, until) of the intervals' starts; unset: open
   std::string filters;      // the filters in words; empty when none
+  bool include_flagged = false;  // the run's own rule (its histograms hold it)
   // By stage (pipeline order, total last), then time; empty buckets left out.
   std::vector<store::IntervalRow> rows;
 };

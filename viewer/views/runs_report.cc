@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "viewer/format/format_units.h"
+#include "viewer/views/run_notes_text.h"
 #include "common/status_macros.h"
 
 namespace ticktrace::view {
@@ -54,6 +55,8 @@ absl::StatusOr<std::string> RenderRuns(store::StoreReader& store) {
       others.push_back(absl::StrCat(name, " ", v));
     }
     if (!others.empty()) absl::StrAppend(&out, "               ", absl::StrJoin(others, ", "), "\n");
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::RunNote> notes, store.Notes(run.run_id));
+    out += RunNotesText(notes, "  ");
   }
   return out;
 }

@@ -12,6 +12,8 @@
 #include "viewer/format/format_units.h"
 #include "viewer/format/text_table.h"
 #include "viewer/views/losses_view.h"
+#include "viewer/views/flag_words.h"
+#include "viewer/views/run_notes_text.h"
 #include "common/status_macros.h"
 
 namespace ticktrace::view {
@@ -98,6 +100,7 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
   summary.include_flagged = q.include_flagged;
   summary.filters = q.description;
   TICKTRACE_ASSIGN_OR_RETURN(summary.counters, store.Counters(q.run.run_id));
+  TICKTRACE_ASSIGN_OR_RETURN(summary.notes, store.Notes(q.run.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(summary.cores, store.Cores(q.run.run_id));
   TICKTRACE_ASSIGN_OR_RETURN(summary.detail, store.DetailCompleteness(q.run.run_id, q.window));
   summary.detail_sampled = !summary.detail.complete();
@@ -227,8 +230,7 @@ std::string CounterLinesText(const Summary& summary) {
 // How the statistics were made, and whether detail is sampled.
 std::string StatisticsLinesText(const Summary& summary) {
   std::string out;
-  const char* flagged = summary.include_flagged ? "flagged samples included"
-                                                : "flagged samples excluded";
+  const std::string flagged = FlagRuleWords(summary.include_flagged);
   if (summary.from_intervals) {
     absl::StrAppend(&out, "statistics: interval histograms merged over ",
                     summary.filters.empty() ? "the whole run" : summary.filters, " (", flagged,
@@ -265,6 +267,7 @@ std::string StatisticsLinesText(const Summary& summary) {
 std::string RenderSummaryText(const Summary& summary) {
   std::string out = RecordsLostLine(store::ComputeRecordLoss(summary.counters));
   out += RunLinesText(summary);
+  out += RunNotesText(summary.notes);
   out += CounterLinesText(summary);
   out += StatisticsLinesText(summary);
   out += "\n";
@@ -305,6 +308,7 @@ std::string RenderSummaryJson(const Summary& summary) {
   for (const char* name : kJsonCounters) counters[name] = CounterValue(summary, name);
   for (const auto& [name, value] : summary.counters) counters[name] = value;  // every counter
   j["counters"] = std::move(counters);
+  j["notes"] = RunNotesJson(summary.notes);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const SummaryStage& s : summary.stages) {
     stages.push_back(

@@ -44,6 +44,7 @@ struct Summary {
   store::DetailCoverage detail;
   bool detail_sampled = false;
   std::map<std::string, int64_t> counters;
+  std::vector<store::RunNote> notes;  // what the collector said about the run
   std::vector<SummaryStage> stages;
   // True when the rows are the merge of the run's interval histograms over
   // the window (log-linear histogram percentiles, every order counted);

@@ -129,6 +129,12 @@ class StoreReader {
   virtual absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) = 0;
   // The run's counters by name (names.h).
   virtual absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) = 0;
+  // What the collector said about the run (empty session, unseen tags, a
+  // reversed pipeline: RunNote), oldest first; none for a store written
+  // before it kept them.
+  virtual absl::StatusOr<std::vector<RunNote>> Notes(int64_t /*run_id*/) {
+    return std::vector<RunNote>{};
+  }
   // The run's stage_stats rows (whole run, as the collector last wrote them)
   // in pipeline order (position).
   virtual absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) = 0;

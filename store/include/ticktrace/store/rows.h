@@ -104,6 +104,15 @@ struct ThreadRow {
 };
 
 // One row of `tags`: a process's tag id and the name it published.
+// A diagnostic the collector said about a run (table run_notes), e.g. that
+// its session had no segment or its declared pipeline looks wrong; one per
+// kind ("empty_session", "unseen_tags", "pipeline_order").
+struct RunNote {
+  std::string kind;
+  std::string text;  // the line as the collector printed it
+  bool operator==(const RunNote&) const = default;
+};
+
 struct TagRow {
   uint32_t process_id = 0;
   uint32_t tag_id = 0;

@@ -84,6 +84,8 @@ struct Snapshot {
   std::vector<AnchorRow> anchors;
   std::optional<double> utc_drift_ppm;
   std::optional<std::pair<std::string, bool>> pipeline;  // (comma-separated, learned)
+  // Diagnostics said so far (one per kind: a kind stored again is replaced).
+  std::vector<RunNote> notes;
 };
 
 // What one stage's samples of one interval add to that interval (table
