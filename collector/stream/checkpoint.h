@@ -15,7 +15,7 @@
 // with, and the journal always holds everything after the checkpoint.
 //
 // File layout (little-endian):
-//   +0  u64 magic "TTCKPT01"   +8  u32 version (2)   +12 u32 reserved (0)
+//   +0  u64 magic "TCWCPT01"   +8  u32 version (2)   +12 u32 reserved (0)
 //   +16 i64 run_id            +24 u64 journal offset (replay from here)
 //   +32 u64 orders emitted    +40 u64 state bytes   +48 u64 checksum of state
 //   +56 state (Analyzer::SaveState)
@@ -36,7 +36,7 @@
 
 namespace ticktrace::collect {
 
-inline constexpr uint64_t kCheckpointMagic = 0x3130545043574354ull;  // "TTCKPT01"
+inline constexpr uint64_t kCheckpointMagic = 0x3130545043574354ull;  // "TCWCPT01"
 inline constexpr uint32_t kCheckpointVersion = 2;
 inline constexpr size_t kCheckpointHeaderBytes = 56;
 
