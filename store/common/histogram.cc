@@ -10,6 +10,28 @@
 #include "store/common/varint.h"
 
 namespace ticktrace::store {
+namespace {
+
+// Adds another histogram's summary (count, sum, exact min and max, the
+// near-zero bucket) to one's own: the same step for every form a merge takes
+// (dense, sparse, encoded).
+void MergeSummaryInto(uint64_t* count, double* sum, double* min, double* max,
+                      uint64_t* near_zero, uint64_t other_count, double other_sum,
+                      double other_min, double other_max, uint64_t other_near_zero) {
+  if (other_count == 0) return;
+  if (*count == 0) {
+    *min = other_min;
+    *max = other_max;
+  } else {
+    *min = std::min(*min, other_min);
+    *max = std::max(*max, other_max);
+  }
+  *count += other_count;
+  *sum += other_sum;
+  *near_zero += other_near_zero;
+}
+
+}  // namespace
 
 Histogram::Histogram() : positive_(kBuckets, 0), negative_(kBuckets, 0) {}
 
@@ -52,16 +74,8 @@ void Histogram::Add(double value_ns) {
 
 void Histogram::Merge(const Histogram& other) {
   if (other.count_ == 0) return;
-  if (count_ == 0) {
-    min_ = other.min_;
-    max_ = other.max_;
-  } else {
-    min_ = std::min(min_, other.min_);
-    max_ = std::max(max_, other.max_);
-  }
-  count_ += other.count_;
-  sum_ += other.sum_;
-  near_zero_ += other.near_zero_;
+  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, other.count_, other.sum_,
+                   other.min_, other.max_, other.near_zero_);
   for (int i = 0; i < kBuckets; ++i) {
     positive_[i] += other.positive_[i];
     negative_[i] += other.negative_[i];
@@ -70,16 +84,8 @@ void Histogram::Merge(const Histogram& other) {
 
 void Histogram::Merge(const SparseHistogram& other) {
   if (other.count_ == 0) return;
-  if (count_ == 0) {
-    min_ = other.min_;
-    max_ = other.max_;
-  } else {
-    min_ = std::min(min_, other.min_);
-    max_ = std::max(max_, other.max_);
-  }
-  count_ += other.count_;
-  sum_ += other.sum_;
-  near_zero_ += other.near_zero_;
+  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, other.count_, other.sum_,
+                   other.min_, other.max_, other.near_zero_);
   for (const SparseHistogram::Bucket& b : other.positive_) positive_[b.index] += b.count;
   for (const SparseHistogram::Bucket& b : other.negative_) negative_[b.index] += b.count;
 }
@@ -340,16 +346,8 @@ void SparseHistogram::Add(double value_ns) {
 
 void SparseHistogram::Merge(const SparseHistogram& other) {
   if (other.count_ == 0) return;
-  if (count_ == 0) {
-    min_ = other.min_;
-    max_ = other.max_;
-  } else {
-    min_ = std::min(min_, other.min_);
-    max_ = std::max(max_, other.max_);
-  }
-  count_ += other.count_;
-  sum_ += other.sum_;
-  near_zero_ += other.near_zero_;
+  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, other.count_, other.sum_,
+                   other.min_, other.max_, other.near_zero_);
   MergeBuckets(&positive_, other.positive_);
   MergeBuckets(&negative_, other.negative_);
 }
@@ -449,16 +447,7 @@ absl::Status Histogram::MergeEncoded(std::string_view bytes) {
     return BadEncoding(bytes, "bad bucket list");
   }
   if (absl::Status s = CheckBucketTotal(bytes, in, total, count); !s.ok()) return s;
-  if (count_ == 0) {
-    min_ = min;
-    max_ = max;
-  } else {
-    min_ = std::min(min_, min);
-    max_ = std::max(max_, max);
-  }
-  count_ += count;
-  sum_ += sum;
-  near_zero_ += near_zero;
+  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, count, sum, min, max, near_zero);
   for (const auto& [i, c] : positive) positive_[i] += c;
   for (const auto& [i, c] : negative) negative_[i] += c;
   return absl::OkStatus();
