@@ -48,7 +48,8 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
      "segments owned by another user (not drained)"},
     {Counter::kSegmentsUnreadable, "segments_unreadable", "segments that could not be opened"},
     {Counter::kSegmentsOversized, "segments_oversized",
-     "segments claiming sizes beyond their file or the limits (skipped)"},
+     "segments whose geometry overruns their file, or that reserved more than "
+     "--max-segment-bytes (not drained; their records count in records_in_refused_segments)"},
     {Counter::kSegmentsTruncated, "segments_truncated",
      "segments shrunk under the collector (dropped from draining, never a crash)"},
     {Counter::kRecordsInRefusedSegments, "records_in_refused_segments",
