@@ -125,6 +125,19 @@ absl::StatusOr<std::map<std::string, int64_t>> ClickHouseStoreReader::Counters(i
   return out;
 }
 
+absl::StatusOr<std::vector<RunNote>> ClickHouseStoreReader::Notes(int64_t run_id) {
+  std::vector<RunNote> out;
+  if (!HasColumn("run_notes", "text")) return out;  // a store written before notes were kept
+  TICKTRACE_RETURN_IF_ERROR(ForEachRow(
+      absl::StrCat("SELECT kind, text FROM run_notes FINAL WHERE run_id = ", run_id,
+                   " ORDER BY kind"),
+      "reading run notes", [&](RowBinaryCursor& c) {
+        std::string kind = c.String();
+        out.push_back(RunNote{std::move(kind), c.String()});
+      }));
+  return out;
+}
+
 absl::StatusOr<std::vector<StageStatsRow>> ClickHouseStoreReader::StageStats(int64_t run_id) {
   std::vector<StageStatsRow> rows;
   TICKTRACE_RETURN_IF_ERROR(ForEachRow(

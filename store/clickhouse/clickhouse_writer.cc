@@ -396,6 +396,7 @@ absl::Status ClickHouseWriter::DeleteUncommitted(int64_t run_id) {
   for (const auto& [table, column] :
        {std::pair("intervals", "batch"), std::pair("interval_detail", "batch"),
         std::pair("orders", "batch"), std::pair("counters", "version"),
+        std::pair("run_notes", "version"),
         std::pair("intervals_minute", "batch")}) {
     absl::StatusOr<std::string> n =
         QueryRetrying(absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id,
@@ -590,6 +591,7 @@ struct ClickHouseWriter::BatchRows {
   RowBinaryWriter new_names, new_stages;
   RowBinaryWriter orders, intervals, late_rollup, detail;
   RowBinaryWriter processes, threads, tags, counters, stage_stats, cores, anchors;
+  RowBinaryWriter run_notes;
   bool run_row_changed = false;  // insert a new version of the runs row
 };
 
@@ -809,6 +811,13 @@ void ClickHouseWriter::AppendSnapshotTables(int64_t run_id, uint64_t batch,
     counters.I64(value);
     counters.EndRow();
   }
+  for (const RunNote& note : snapshot.notes) {
+    rows->run_notes.I64(run_id);
+    rows->run_notes.Str(note.kind);
+    rows->run_notes.U64(batch);
+    rows->run_notes.Str(note.text);
+    rows->run_notes.EndRow();
+  }
 }
 
 void ClickHouseWriter::AppendSnapshotStatistics(int64_t run_id, uint64_t batch,
@@ -881,6 +890,7 @@ absl::Status ClickHouseWriter::InsertBatch(int64_t run_id, uint64_t batch, Batch
   if (s.ok()) s = InsertIdempotent("cores", rows.cores);
   if (s.ok()) s = InsertIdempotent("anchors", rows.anchors);
   if (s.ok() && rows.run_row_changed) s = InsertRunRow(batch);
+  if (s.ok()) s = InsertIdempotent("run_notes", rows.run_notes);
   if (s.ok()) s = InsertIdempotent("counters", rows.counters);
   if (!s.ok()) return s;
   RowBinaryWriter marker;

@@ -33,6 +33,7 @@
 #include "store/clickhouse/clickhouse_writer.h"
 #include "ticktrace/store/histogram.h"
 #include "ticktrace/store/names.h"
+#include "ticktrace/store/reader.h"
 #include "gtest/gtest.h"
 #include "tests/support/clickhouse_server.h"
 
@@ -331,6 +332,35 @@ TEST_F(ClickHouseWriterTest, WritesABatchSetAndReadsItBack) {
     EXPECT_EQ(Count(*ch_, "SELECT toUInt64(clock_error_ns) FROM tt.runs FINAL WHERE run_id = 2"),
               1500u);
   }
+}
+
+// What the collector said about a run goes with the snapshot (table
+// run_notes): one row per kind, a kind said again replaced by its newest
+// text, read back by the viewer's reader in kind order.
+TEST_F(ClickHouseWriterTest, KeepsTheRunsNotesOnePerKindWithTheNewestText) {
+  std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port());
+  ASSERT_NE(w, nullptr);
+  absl::StatusOr<int64_t> run = w->BeginRun(Meta());
+  ASSERT_TRUE(run.ok()) << run.status();
+  uint64_t already = 0;
+  Batch first = MakeBatch(1, 2, kT0);
+  first.snapshot.notes = {RunNote{"unseen_tags", "tag fil_tx never seen"}};
+  ASSERT_TRUE(WriteBatch(*w, *run, first, &already).ok());
+  Batch second = MakeBatch(10, 2, kT0 + kSecondNs);
+  second.snapshot.notes = {RunNote{"unseen_tags", "tag fil_tx never seen; closest fill_tx"},
+                           RunNote{"pipeline_order", "declared b,a; the data shows a,b"}};
+  ASSERT_TRUE(WriteBatch(*w, *run, second, &already).ok());
+  ASSERT_TRUE(w->EndRun(*run, kT0 + 5 * kSecondNs).ok());
+
+  EXPECT_EQ(Count(*ch_, "SELECT count() FROM tt.run_notes FINAL WHERE run_id = 1"), 2u);
+  absl::StatusOr<std::unique_ptr<StoreReader>> reader = StoreReader::Open(ch_->Uri("tt"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<std::vector<RunNote>> notes = (*reader)->Notes(*run);
+  ASSERT_TRUE(notes.ok()) << notes.status();
+  const std::vector<RunNote> expected = {
+      RunNote{"pipeline_order", "declared b,a; the data shows a,b"},
+      RunNote{"unseen_tags", "tag fil_tx never seen; closest fill_tx"}};
+  EXPECT_EQ(*notes, expected);
 }
 
 TEST_F(ClickHouseWriterTest, AnInsertWhoseAnswerIsLostIsWrittenOnce) {
