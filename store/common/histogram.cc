@@ -12,24 +12,49 @@
 namespace ticktrace::store {
 namespace {
 
-// Adds another histogram's summary (count, sum, exact min and max, the
-// near-zero bucket) to one's own: the same step for every form a merge takes
-// (dense, sparse, encoded).
-void MergeSummaryInto(uint64_t* count, double* sum, double* min, double* max,
-                      uint64_t* near_zero, uint64_t other_count, double other_sum,
-                      double other_min, double other_max, uint64_t other_near_zero) {
-  if (other_count == 0) return;
-  if (*count == 0) {
-    *min = other_min;
-    *max = other_max;
-  } else {
-    *min = std::min(*min, other_min);
-    *max = std::max(*max, other_max);
+// The exact part of every form (Histogram, SparseHistogram, HistogramBuilder,
+// an encoding), as values: the count, sum, min, max and the near-zero count.
+// An encoding's fixed part is the version and these; its bucket lists follow.
+struct EncodedSummary {
+  uint64_t count = 0;
+  double sum = 0, min = 0, max = 0;
+  uint64_t near_zero = 0;
+};
+
+// The same fields of one histogram, updated in place: the one copy of the
+// exact min/max rule that adding a value and every form of merge share.
+struct Summary {
+  uint64_t* count;
+  double* sum;
+  double* min;
+  double* max;
+  uint64_t* near_zero;
+
+  // The caller buckets the value (near_zero included).
+  void Add(double value_ns) const {
+    if (*count == 0) {
+      *min = *max = value_ns;
+    } else {
+      *min = std::min(*min, value_ns);
+      *max = std::max(*max, value_ns);
+    }
+    ++*count;
+    *sum += value_ns;
   }
-  *count += other_count;
-  *sum += other_sum;
-  *near_zero += other_near_zero;
-}
+  void Merge(const EncodedSummary& other) const {
+    if (other.count == 0) return;
+    if (*count == 0) {
+      *min = other.min;
+      *max = other.max;
+    } else {
+      *min = std::min(*min, other.min);
+      *max = std::max(*max, other.max);
+    }
+    *count += other.count;
+    *sum += other.sum;
+    *near_zero += other.near_zero;
+  }
+};
 
 }  // namespace
 
@@ -54,14 +79,7 @@ double Histogram::Midpoint(int bucket) {
 
 void Histogram::Add(double value_ns) {
   if (std::isnan(value_ns)) return;
-  if (count_ == 0) {
-    min_ = max_ = value_ns;
-  } else {
-    min_ = std::min(min_, value_ns);
-    max_ = std::max(max_, value_ns);
-  }
-  ++count_;
-  sum_ += value_ns;
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Add(value_ns);
   const double magnitude = std::fabs(value_ns);
   if (magnitude < kMinResolvedNs) {
     ++near_zero_;
@@ -74,8 +92,8 @@ void Histogram::Add(double value_ns) {
 
 void Histogram::Merge(const Histogram& other) {
   if (other.count_ == 0) return;
-  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, other.count_, other.sum_,
-                   other.min_, other.max_, other.near_zero_);
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Merge(
+      {other.count_, other.sum_, other.min_, other.max_, other.near_zero_});
   for (int i = 0; i < kBuckets; ++i) {
     positive_[i] += other.positive_[i];
     negative_[i] += other.negative_[i];
@@ -84,8 +102,8 @@ void Histogram::Merge(const Histogram& other) {
 
 void Histogram::Merge(const SparseHistogram& other) {
   if (other.count_ == 0) return;
-  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, other.count_, other.sum_,
-                   other.min_, other.max_, other.near_zero_);
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Merge(
+      {other.count_, other.sum_, other.min_, other.max_, other.near_zero_});
   for (const SparseHistogram::Bucket& b : other.positive_) positive_[b.index] += b.count;
   for (const SparseHistogram::Bucket& b : other.negative_) negative_[b.index] += b.count;
 }
@@ -160,6 +178,19 @@ void PutDouble(std::string* out, double v) {
 using internal::Cursor;
 using internal::PutVarint;
 
+// Writes an encoding's fixed part (EncodedSummary); false when the histogram
+// is empty, where the encoding ends.
+bool PutSummary(std::string* out, const EncodedSummary& s) {
+  out->push_back(static_cast<char>(kEncodingVersion));
+  PutVarint(out, s.count);
+  if (s.count == 0) return false;
+  PutDouble(out, s.sum);
+  PutDouble(out, s.min);
+  PutDouble(out, s.max);
+  PutVarint(out, s.near_zero);
+  return true;
+}
+
 void PutBuckets(std::string* out, const std::vector<uint64_t>& buckets) {
   uint64_t nonzero = 0;
   for (uint64_t c : buckets) nonzero += c != 0;
@@ -210,14 +241,6 @@ bool GetSparseBuckets(Cursor* in, size_t size, std::vector<std::pair<uint32_t, u
   return true;
 }
 
-// An encoding's fixed part: the version, the count and, when the count is not
-// zero, sum, min, max and the near-zero count. The bucket lists follow.
-struct EncodedSummary {
-  uint64_t count = 0;
-  double sum = 0, min = 0, max = 0;
-  uint64_t near_zero = 0;
-};
-
 absl::Status BadEncoding(std::string_view bytes, absl::string_view what) {
   return absl::InvalidArgumentError(
       absl::StrCat("histogram encoding (", bytes.size(), " bytes): ", what));
@@ -260,25 +283,6 @@ void PutSparseBuckets(std::string* out, const std::vector<SparseHistogram::Bucke
     next = b.index + 1;
   }
 }
-
-// The exact part of every form: count, sum, min and max.
-struct Summary {
-  uint64_t* count;
-  double* sum;
-  double* min;
-  double* max;
-
-  void Add(double value_ns) const {
-    if (*count == 0) {
-      *min = *max = value_ns;
-    } else {
-      *min = std::min(*min, value_ns);
-      *max = std::max(*max, value_ns);
-    }
-    ++*count;
-    *sum += value_ns;
-  }
-};
 
 // Adds the sorted `from` to the sorted `into`, keeping it sorted, one entry per index.
 void MergeBuckets(std::vector<SparseHistogram::Bucket>* into,
@@ -327,7 +331,7 @@ void TakeTouched(std::vector<uint64_t>* dense, std::vector<uint32_t>* touched,
 
 void SparseHistogram::Add(double value_ns) {
   if (std::isnan(value_ns)) return;
-  Summary{&count_, &sum_, &min_, &max_}.Add(value_ns);
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Add(value_ns);
   const double magnitude = std::fabs(value_ns);
   if (magnitude < Histogram::kMinResolvedNs) {
     ++near_zero_;
@@ -346,21 +350,15 @@ void SparseHistogram::Add(double value_ns) {
 
 void SparseHistogram::Merge(const SparseHistogram& other) {
   if (other.count_ == 0) return;
-  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, other.count_, other.sum_,
-                   other.min_, other.max_, other.near_zero_);
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Merge(
+      {other.count_, other.sum_, other.min_, other.max_, other.near_zero_});
   MergeBuckets(&positive_, other.positive_);
   MergeBuckets(&negative_, other.negative_);
 }
 
 std::string SparseHistogram::Encode() const {
   std::string out;
-  out.push_back(static_cast<char>(kEncodingVersion));
-  PutVarint(&out, count_);
-  if (count_ == 0) return out;
-  PutDouble(&out, sum_);
-  PutDouble(&out, min_);
-  PutDouble(&out, max_);
-  PutVarint(&out, near_zero_);
+  if (!PutSummary(&out, {count_, sum_, min_, max_, near_zero_})) return out;
   PutSparseBuckets(&out, positive_);
   PutSparseBuckets(&out, negative_);
   return out;
@@ -373,7 +371,7 @@ HistogramBuilder::HistogramBuilder()
 
 void HistogramBuilder::Add(double value_ns) {
   if (std::isnan(value_ns)) return;
-  Summary{&count_, &sum_, &min_, &max_}.Add(value_ns);
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Add(value_ns);
   const double magnitude = std::fabs(value_ns);
   if (magnitude < Histogram::kMinResolvedNs) {
     ++near_zero_;
@@ -401,13 +399,7 @@ void HistogramBuilder::Take(SparseHistogram* out) {
 
 std::string Histogram::Encode() const {
   std::string out;
-  out.push_back(static_cast<char>(kEncodingVersion));
-  PutVarint(&out, count_);
-  if (count_ == 0) return out;
-  PutDouble(&out, sum_);
-  PutDouble(&out, min_);
-  PutDouble(&out, max_);
-  PutVarint(&out, near_zero_);
+  if (!PutSummary(&out, {count_, sum_, min_, max_, near_zero_})) return out;
   PutBuckets(&out, positive_);
   PutBuckets(&out, negative_);
   return out;
@@ -447,7 +439,7 @@ absl::Status Histogram::MergeEncoded(std::string_view bytes) {
     return BadEncoding(bytes, "bad bucket list");
   }
   if (absl::Status s = CheckBucketTotal(bytes, in, total, count); !s.ok()) return s;
-  MergeSummaryInto(&count_, &sum_, &min_, &max_, &near_zero_, count, sum, min, max, near_zero);
+  Summary{&count_, &sum_, &min_, &max_, &near_zero_}.Merge(in_summary);
   for (const auto& [i, c] : positive) positive_[i] += c;
   for (const auto& [i, c] : negative) negative_[i] += c;
   return absl::OkStatus();
