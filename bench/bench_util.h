@@ -64,6 +64,17 @@ inline long InvoluntarySwitches() {
   return ru.ru_nivcsw;
 }
 
+// `path` made absolute when it exists, as given otherwise: for a child that
+// runs in another directory than the bench (the collector in its --dir).
+inline std::string AbsolutePath(const std::string& path) {
+  std::string out = path;
+  if (char* absolute = realpath(path.c_str(), nullptr)) {
+    out = absolute;
+    std::free(absolute);
+  }
+  return out;
+}
+
 inline std::string Fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);

@@ -1075,17 +1075,6 @@ void InstallSignalHandlers() {
   signal(SIGHUP, OnStopSignal);
 }
 
-// `path` made absolute when it exists (the ClickHouse run starts the
-// collector in the temporary directory); as given otherwise.
-std::string AbsolutePath(const std::string& path) {
-  std::string out = path;
-  if (char* absolute = realpath(path.c_str(), nullptr)) {
-    out = absolute;
-    std::free(absolute);
-  }
-  return out;
-}
-
 // The bench's own temporary directory goes with everything in it; the
 // "daemon" subdirectory of a given --tmpdir goes only when empty.
 void RemoveTmpdir(const std::string& tmpdir, bool own_tmpdir) {
@@ -1378,7 +1367,7 @@ int main(int argc, char** argv) {
   if (!cal) return 1;
   PrintMachine(*cal);
   if (o.store_kind == "clickhouse") {
-    const int rc = SustainedClickHouse(AbsolutePath(o.collector), o.tmpdir, cal->tsc_hz,
+    const int rc = SustainedClickHouse(tb::AbsolutePath(o.collector), o.tmpdir, cal->tsc_hz,
                                        o.seconds, o.rate);
     RemoveTmpdir(o.tmpdir, own_tmpdir);
     return rc;

@@ -109,17 +109,6 @@ std::string ReadFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// `path` made absolute when it exists (the collector runs in --dir); as
-// given otherwise.
-std::string AbsolutePath(const std::string& path) {
-  std::string out = path;
-  if (char* absolute = realpath(path.c_str(), nullptr)) {
-    out = absolute;
-    std::free(absolute);
-  }
-  return out;
-}
-
 double MonotonicS() { return static_cast<double>(tb::MonotonicNs()) * 1e-9; }
 
 // The store's `samples` counter of its newest run, or -1.
@@ -213,9 +202,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!tb::CollectorFound(o.collector)) return 0;
-  o.collector = AbsolutePath(o.collector);
-  o.archive = AbsolutePath(o.archive);
-  o.dir = AbsolutePath(o.dir);
+  // The collector runs in --dir: every path it is given must be absolute.
+  o.collector = tb::AbsolutePath(o.collector);
+  o.archive = tb::AbsolutePath(o.archive);
+  o.dir = tb::AbsolutePath(o.dir);
   const std::string tag = "replay-" + std::to_string(getpid());
   const std::string log = o.dir + "/" + tag + ".log";
   Run r;
