@@ -130,6 +130,33 @@ MetricsSnapshot HandMadeSnapshot() {
   return s;
 }
 
+// Starts a Prometheus server on 127.0.0.1:`prom_port` (a temporary config
+// and data dir in `dir`) that scrapes the collector at `collector_port`
+// every second. Its log: dir/prometheus.log.
+pid_t StartPrometheus(const std::string& prometheus, const TempDir& dir, uint16_t collector_port,
+                      uint16_t prom_port) {
+  const std::string config = dir.File("prometheus.yml");
+  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                           "scrape_configs:\n  - job_name: ticktrace\n    static_configs:\n"
+                           "      - targets: ['127.0.0.1:"
+                        << collector_port << "']\n";
+  return Spawn({prometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir.File("data"),
+                "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
+               dir.File("prometheus.log"));
+}
+
+// The value of `promql` as the Prometheus at `prom_port` answers it;
+// nullopt until it answers with exactly one series.
+std::optional<double> PromQuery(uint16_t prom_port, const std::string& promql) {
+  const HttpReply r = Http(prom_port, "GET", "/api/v1/query?query=" + UrlEncode(promql));
+  if (r.status != 200) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || j.value("status", "") != "success") return std::nullopt;
+  const auto& result = j["data"]["result"];
+  if (!result.is_array() || result.size() != 1) return std::nullopt;
+  return std::stod(result[0]["value"][1].get<std::string>());
+}
+
 TEST(PrometheusTextTest, HistogramBucketsSumCountFlagsAndCounters) {
   const std::string text = "\n" + RenderSnapshot(HandMadeSnapshot(), "1.2.3", "abc1234");
   const std::string b = "ticktrace_stage_latency_seconds_bucket{stage=\"a->b\",le=\"";
@@ -379,24 +406,8 @@ TEST(MetricsPrometheusTest, HistogramQuantileLandsInTheStoresP99Bucket) {
   // Prometheus: a temporary config and data dir, loopback only, scraping
   // the collector every second.
   const uint16_t prom_port = FreePort();
-  const std::string config = dir.File("prometheus.yml");
-  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                           "scrape_configs:\n  - job_name: ticktrace\n    static_configs:\n"
-                           "      - targets: ['127.0.0.1:"
-                        << port << "']\n";
-  prom = Spawn({prometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir.File("data"),
-                "--web.listen-address=127.0.0.1:" + std::to_string(prom_port),
-                "--log.level=warn"},
-               dir.File("prometheus.log"));
-  auto query = [&](const std::string& promql) -> std::optional<double> {
-    const HttpReply r = Http(prom_port, "GET", "/api/v1/query?query=" + UrlEncode(promql));
-    if (r.status != 200) return std::nullopt;
-    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || j.value("status", "") != "success") return std::nullopt;
-    const auto& result = j["data"]["result"];
-    if (!result.is_array() || result.size() != 1) return std::nullopt;
-    return std::stod(result[0]["value"][1].get<std::string>());
-  };
+  prom = StartPrometheus(prometheus, dir, port, prom_port);
+  auto query = [&](const std::string& promql) { return PromQuery(prom_port, promql); };
   const bool scraped = WaitFor(
       [&] {
         return query("ticktrace_stage_latency_seconds_count{job=\"ticktrace\",stage=\"a->b\"}") ==
@@ -504,23 +515,8 @@ TEST(MetricsPrometheusTest, RecordsLostByCauseReachPrometheus) {
     FAIL() << ReadFile(clog);
   }
   const uint16_t prom_port = FreePort();
-  const std::string config = dir.File("prometheus.yml");
-  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                           "scrape_configs:\n  - job_name: ticktrace\n    static_configs:\n"
-                           "      - targets: ['127.0.0.1:"
-                        << port << "']\n";
-  prom = Spawn({prometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir.File("data"),
-                "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
-               dir.File("prometheus.log"));
-  auto query = [&](const std::string& promql) -> std::optional<double> {
-    const HttpReply r = Http(prom_port, "GET", "/api/v1/query?query=" + UrlEncode(promql));
-    if (r.status != 200) return std::nullopt;
-    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
-    if (j.is_discarded() || j.value("status", "") != "success") return std::nullopt;
-    const auto& result = j["data"]["result"];
-    if (!result.is_array() || result.size() != 1) return std::nullopt;
-    return std::stod(result[0]["value"][1].get<std::string>());
-  };
+  prom = StartPrometheus(prometheus, dir, port, prom_port);
+  auto query = [&](const std::string& promql) { return PromQuery(prom_port, promql); };
   const bool scraped = WaitFor(
       [&] {
         return query("ticktrace_records_lost_total{job=\"ticktrace\",cause=\"refused_segment\"}") ==
