@@ -16,25 +16,10 @@
 #include "ticktrace/store/names.h"
 #include "ticktrace/store/reader.h"
 #include "gtest/gtest.h"
+#include "tests/store/sqlite_query.h"
 
 namespace ticktrace::store {
 namespace {
-
-int64_t QueryInt(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-  sqlite3_stmt* s = nullptr;
-  int64_t v = -1;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
-      sqlite3_step(s) == SQLITE_ROW) {
-    v = sqlite3_column_int64(s, 0);
-  } else {
-    ADD_FAILURE() << sql << ": " << sqlite3_errmsg(db);
-  }
-  sqlite3_finalize(s);
-  sqlite3_close(db);
-  return v;
-}
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kT0 = 1'700'000'000 * kSecond;  // an interval boundary
