@@ -706,6 +706,26 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions&
   return std::optional<Checkpoint>();
 }
 
+// A checkpoint of another format cannot be loaded (its state is another
+// layout), and then the run is analysed again from its journal's start. When
+// the run that wrote it has freed that start (Journal::FreeBefore), nothing
+// can rebuild the orders, processes and counters the checkpoint held: the
+// resume is refused before it touches anything, so that the collector that
+// wrote both files can still finish the run.
+absl::Status CheckCheckpointFormat(const RunPlan& plan) {
+  const std::string checkpoint_path = CheckpointPath(plan.local_state);
+  absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
+  if (!absl::IsFailedPrecondition(checkpoint.status())) return absl::OkStatus();
+  absl::StatusOr<bool> freed = Journal::StartFreed(plan.journal_path);
+  if (!freed.ok()) return freed.status();
+  if (!*freed) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      checkpoint.status().message(), ", and the run that wrote it freed the journal before it: run ",
+      plan.resume_run, " can be resumed only by the collector that wrote them; both files are "
+      "left as they are (to start a new run instead, move ", checkpoint_path, " and ",
+      plan.journal_path, " away: the store keeps what run ", plan.resume_run, " stored)"));
+}
+
 // What the store holds already is skipped as the journal re-emits it, by
 // sequence number. A corrupt chunk in the part replayed shifts the numbers
 // after it: then numbers are trusted only up to the checkpoint's, and later
@@ -1141,6 +1161,9 @@ absl::Status RunLive(const CollectorOptions& o, std::ostream& out, RunSummary* s
     return s;
   }
   const bool resumed = plan.resuming();
+  if (resumed) {
+    if (absl::Status s = CheckCheckpointFormat(plan); !s.ok()) return s;
+  }
   if (!resumed && !fresh.has_value()) {  // the journal was stale: this run is new after all
     absl::StatusOr<RunInfo> live = LiveRunInfo(o);
     if (!live.ok()) return live.status();

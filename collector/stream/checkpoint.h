@@ -21,8 +21,9 @@
 //   +56 state (Analyzer::SaveState)
 // The version names the state's format. 2: the stitcher's id table, order
 // cells and FIFOs (collector/stitch/stitch_table.h), and the stage
-// statistics' core_unknown counts; 1 (the stitcher's hash maps) is refused,
-// and that run is resumed by replaying its journal from the start.
+// statistics' core_unknown counts; 1 (the stitcher's hash maps) is refused:
+// that run is replayed from its journal's start while the journal still has
+// it, and its resume is refused otherwise (collector.cc, CheckCheckpointFormat).
 // Thread-safe functions (no shared state).
 
 #ifndef TICKTRACE_COLLECTOR_CHECKPOINT_H_

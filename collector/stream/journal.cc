@@ -1,6 +1,7 @@
 #include "collector/stream/journal.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,18 +75,45 @@ absl::Status Journal::AppendDurable(std::string_view chunks) {
   return s;
 }
 
+namespace {
+
+// The bytes FreeBefore keeps: the header and the leading run info chunk (a
+// restart reads the run's calibration from them: collector.cc,
+// ReadLeadingRunInfo). `fd` is open on the journal.
+absl::StatusOr<uint64_t> KeptPrefixBytes(int fd, const std::string& path) {
+  uint32_t first_payload = 0;
+  if (::pread(fd, &first_payload, 4, kArchiveHeaderBytes + 4) != 4) {
+    return absl::InternalError(absl::StrCat(path, ": cannot read"));
+  }
+  return uint64_t{kArchiveHeaderBytes} + kChunkHeaderBytes + first_payload;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Journal::StartFreed(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return absl::InternalError(absl::StrCat(path, ": cannot open"));
+  absl::StatusOr<uint64_t> keep = KeptPrefixBytes(fd, path);
+  struct stat st {};
+  off_t hole = -1;
+  if (keep.ok() && ::fstat(fd, &st) == 0) hole = ::lseek(fd, static_cast<off_t>(*keep), SEEK_HOLE);
+  ::close(fd);
+  if (!keep.ok()) return keep.status();
+  // Appends never leave a hole, so one before the end (which SEEK_HOLE
+  // reports as the first hole when there is none) is FreeBefore's. A file
+  // system without holes reports none, and could not punch one either.
+  if (hole < 0) return absl::InternalError(absl::StrCat(path, ": cannot look for holes"));
+  return hole < st.st_size;
+}
+
 absl::Status Journal::FreeBefore(uint64_t offset) {
   if (offset <= freed_before_) return absl::OkStatus();
-  // The header and the leading run info chunk stay: a restart reads the
-  // run's calibration from them (collector.cc, ReadLeadingRunInfo).
   const int fd = ::open(writer_.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return absl::InternalError(absl::StrCat(writer_.path(), ": cannot open"));
-  uint32_t first_payload = 0;
-  const ssize_t n = ::pread(fd, &first_payload, 4, kArchiveHeaderBytes + 4);
+  absl::StatusOr<uint64_t> keep = KeptPrefixBytes(fd, writer_.path());
   ::close(fd);
-  if (n != 4) return absl::InternalError(absl::StrCat(writer_.path(), ": cannot read"));
-  const uint64_t keep = uint64_t{kArchiveHeaderBytes} + kChunkHeaderBytes + first_payload;
-  absl::Status s = writer_.PunchHole(keep, std::min(offset, writer_.bytes_written()));
+  if (!keep.ok()) return keep.status();
+  absl::Status s = writer_.PunchHole(*keep, std::min(offset, writer_.bytes_written()));
   if (s.ok()) freed_before_ = offset;
   return s;
 }

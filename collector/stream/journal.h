@@ -80,6 +80,9 @@ class Journal {
   // its length (the freed part is a hole). Unimplemented where the file
   // system cannot punch holes; the journal then keeps growing.
   absl::Status FreeBefore(uint64_t offset);
+  // Whether the journal at `path` has been freed before some offset
+  // (FreeBefore by the run that wrote it): it has a hole after its run info.
+  static absl::StatusOr<bool> StartFreed(const std::string& path);
   // Bytes the journal takes on disk now.
   uint64_t disk_bytes() const { return writer_.DiskBytes(); }
   uint64_t freed_before() const { return freed_before_; }
