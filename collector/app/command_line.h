@@ -42,7 +42,7 @@ struct CollectorFlags {
   std::string max_segment_bytes = "64GiB";  // as kDefaultMaxSegmentBytes
   bool group_readable = false;
   std::string cpu;
-  std::string checkpoint_interval = "5";
+  std::string checkpoint_interval = "2";
   std::string journal_cap = "2GiB";
   std::string max_open_orders = "2000000";
   std::string detail = "all";
