@@ -144,6 +144,7 @@ void AppendFlagSections(const CommandSpec& spec, std::string* out) {
       if (f.hidden || f.section != section) continue;
       std::string help = f.help;
       if (!f.default_text.empty()) absl::StrAppend(&help, " (default: ", f.default_text, ")");
+      if (f.repeated) absl::StrAppend(&help, " (may be given more than once)");
       AppendFlagLine(FlagItem(f), help, column, out);
     }
     if (section.empty()) {
@@ -186,6 +187,11 @@ std::optional<std::string> ParsedArgs::Value(absl::string_view name) const {
   const auto it = values_.find(std::string(name));
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> ParsedArgs::Values(absl::string_view name) const {
+  const auto it = repeated_.find(std::string(name));
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 absl::StatusOr<std::optional<int64_t>> ParsedArgs::IntValue(absl::string_view name,
@@ -243,11 +249,12 @@ absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
       }
       continue;
     }
-    if (parsed.values_.count(flag->name) > 0 && !spec.last_value_wins) {
+    if (parsed.values_.count(flag->name) > 0 && !spec.last_value_wins && !flag->repeated) {
       return absl::InvalidArgumentError(absl::StrCat("--", flag->name, " given twice"));
     }
     absl::StatusOr<std::string> value = TakeValue(*flag, std::move(inline_value), args, &i);
     if (!value.ok()) return value.status();
+    if (flag->repeated) parsed.repeated_[flag->name].push_back(*value);
     parsed.values_[flag->name] = *std::move(value);
   }
   if (absl::Status s = CheckRequired(spec, parsed); !s.ok()) return s;

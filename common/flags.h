@@ -47,6 +47,7 @@ struct FlagSpec {
   bool hidden = false;       // accepted but not listed in --help (test hooks)
   std::string default_text{};  // shown as "(default: ...)" unless empty
   std::string section{};      // the heading it is listed under; empty: "flags"
+  bool repeated = false;      // a value flag that may be given again (--budget A --budget B)
 };
 
 // A program's or a subcommand's command line: its flags and its help text.
@@ -71,8 +72,11 @@ class ParsedArgs {
  public:
   // True when the value flag was given, or the boolean flag is on.
   bool Has(absl::string_view name) const { return values_.count(std::string(name)) > 0; }
-  // The flag's value, or nullopt when not given (or a boolean flag).
+  // The flag's value, or nullopt when not given (or a boolean flag); a
+  // repeated flag's last.
   std::optional<std::string> Value(absl::string_view name) const;
+  // Every value of a repeated flag (FlagSpec::repeated), in the order given.
+  std::vector<std::string> Values(absl::string_view name) const;
   // True when the boolean flag was turned off (--no-name, --name=false).
   bool IsOff(absl::string_view name) const { return off_.count(std::string(name)) > 0; }
   // The flag's value parsed as an integer >= `min`; nullopt when not given.
@@ -84,6 +88,7 @@ class ParsedArgs {
   friend absl::StatusOr<ParsedArgs> ParseArgs(const CommandSpec& spec,
                                               const std::vector<std::string>& args);
   std::map<std::string, std::optional<std::string>> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positionals_;
   std::set<std::string> off_;
 };

@@ -49,6 +49,25 @@ TEST(FlagsTest, ValuesBooleansAndPositionals) {
   EXPECT_EQ(b->positionals(), std::vector<std::string>{"--json"});
 }
 
+// A repeated flag keeps every value in order; others still refuse a second.
+TEST(FlagsTest, RepeatedFlagsKeepEveryValue) {
+  CommandSpec spec = OrderSpec();
+  spec.positional_name.clear();
+  FlagSpec budget{"budget", "B", "a budget"};
+  budget.repeated = true;
+  spec.flags.push_back(budget);
+  auto a = ParseArgs(spec, {"--budget", "a:p99<1us", "--db", "x", "--budget=b:max<2ms"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->Values("budget"), (std::vector<std::string>{"a:p99<1us", "b:max<2ms"}));
+  EXPECT_EQ(a->Value("budget"), "b:max<2ms");
+  EXPECT_TRUE(a->Values("db").empty());  // not a repeated flag
+  auto none = ParseArgs(spec, {"--db", "x"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->Values("budget").empty());
+  EXPECT_EQ(ErrorOf(spec, {"--db", "x", "--budget", "a:p99<1us", "--db", "y"}),
+            "--db given twice");
+}
+
 // The spellings earlier releases took: underscores, one dash, --no-name.
 TEST(FlagsTest, UnderscoresSingleDashAndNegation) {
   auto a = ParseArgs(OrderSpec(), {"-db=x", "--interval_ms", "5", "--json", "--no-json", "1"});
