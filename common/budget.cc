@@ -1,6 +1,8 @@
 #include "common/budget.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -29,7 +31,14 @@ bool ParseQuantile(absl::string_view stat, double* quantile, int64_t* min_sample
   }
   double q = 0;
   if (!absl::SimpleAtod(digits, &q) || !(q > 0) || !(q < 100)) return false;
-  *quantile = q / 100;
+  // Q / 100 read from its decimal digits ("99.99" -> "0.9999"), so that the
+  // quantile is the double nearest the decimal written, not q / 100's rounding.
+  const size_t dot = digits.find('.');
+  std::string whole(digits.substr(0, dot));
+  whole.erase(0, std::min(whole.find_first_not_of('0'), whole.size()));
+  whole.insert(0, 2 - std::min<size_t>(whole.size(), 2), '0');
+  const std::string fraction(dot == absl::string_view::npos ? "" : digits.substr(dot + 1));
+  if (!absl::SimpleAtod(absl::StrCat("0.", whole, fraction), quantile)) return false;
   *min_samples = static_cast<int64_t>(std::ceil(100 / (100 - q) - 1e-6));
   return true;
 }

@@ -57,6 +57,11 @@ TEST(BudgetTest, SamplesAQuantileNeeds) {
     ASSERT_TRUE(b.ok()) << c.text << ": " << b.status();
     EXPECT_EQ(b->min_samples, c.min_samples) << c.text;
   }
+  // The quantile is the decimal written, not Q / 100 rounded twice.
+  EXPECT_EQ(*ParseBudget("--budget", "s:p99.99<1us")->quantile, 0.9999);
+  EXPECT_EQ(*ParseBudget("--budget", "s:p5<1us")->quantile, 0.05);
+  EXPECT_EQ(*ParseBudget("--budget", "s:p07.5<1us")->quantile, 0.075);
+  EXPECT_EQ(*ParseBudget("--budget", "s:p.5<1us")->quantile, 0.005);
 }
 
 TEST(BudgetTest, StageNamesMayHoldColons) {

@@ -12,6 +12,7 @@
 #include "viewer/cli/args.h"
 #include "viewer/export/chrome_export.h"
 #include "viewer/export/csv_export.h"
+#include "viewer/views/budget_check.h"
 #include "viewer/views/diff_report.h"
 #include "viewer/export/hlog_export.h"
 #include "viewer/views/intervals_report.h"
@@ -81,6 +82,9 @@ constexpr char kCrossHostText[] =
 struct Command {
   CommandSpec spec;
   std::function<absl::Status(const ParsedArgs&, std::ostream&, bool)> run;
+  // Instead of `run`, for a command whose success has an exit status of its
+  // own (check: 1 when a budget is breached).
+  std::function<absl::StatusOr<int>(const ParsedArgs&, std::ostream&)> run_with_exit = nullptr;
 };
 
 // Opens the store that --db or --store names (a snapshot: see store::OpenMode).
@@ -391,6 +395,29 @@ absl::Status DiffCommand(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
+// check: the run or window against latency budgets; exit 1 on a breach.
+absl::StatusOr<int> CheckCommand(const ParsedArgs& args, std::ostream& out) {
+  TICKTRACE_ASSIGN_OR_RETURN(QueryOptions query, QueryFromArgs(args));
+  std::vector<Budget> budgets;
+  if (auto path = args.Value("budgets")) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<Budget> from_file, ReadBudgetFile(*path));
+    TICKTRACE_RETURN_IF_ERROR(AddBudgets(std::move(from_file), &budgets));
+  }
+  for (const std::string& text : args.Values("budget")) {
+    TICKTRACE_ASSIGN_OR_RETURN(Budget b, ParseBudget("--budget", text));
+    TICKTRACE_RETURN_IF_ERROR(AddBudgets({std::move(b)}, &budgets));
+  }
+  BudgetCheckOptions options;
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> min_samples, args.IntValue("min-samples", 1));
+  options.min_samples = min_samples.value_or(0);
+  TICKTRACE_ASSIGN_OR_RETURN(std::optional<int64_t> worst, args.IntValue("worst", 0));
+  options.worst = static_cast<int>(std::min<int64_t>(worst.value_or(3), 100));
+  TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<store::StoreReader> store, OpenStore(args));
+  TICKTRACE_ASSIGN_OR_RETURN(BudgetCheck check, CheckBudgets(*store, query, budgets, options));
+  out << (args.Has("json") ? RenderBudgetCheckJson(check) : RenderBudgetCheckText(check));
+  return check.breaches > 0 ? kExitBudgetBreach : kExitOk;
+}
+
 // Every subcommand, in the order --help lists them.
 const std::vector<Command>& Commands() {
   static const std::vector<Command>* commands = new std::vector<Command>{
@@ -542,6 +569,26 @@ const std::vector<Command>& Commands() {
         "",
         "ticktrace-view diff --db trace.db --run 3 --against 2"},
        DiffCommand},
+      {{"check",
+        "a run or window against latency budgets (exit 1 on a breach)",
+        "Judges a run, or a window of it, against latency budgets: per budget the\n"
+        "measured figure, the limit, the samples, OK, BREACH or not enough samples, and\n"
+        "the worst intervals. Exit status 1 when any budget is breached: the gate a CI\n"
+        "job runs after its benchmark.",
+        "A budget is STAGE:STAT<LIMIT (or <= to let the limit itself pass): STAT is max\n"
+        "or pQ (p50, p99, p99.9), LIMIT a duration (20us, 1.5ms). A quantile needs\n"
+        "100/(100-Q) samples for its rank (p99: 100), else it is \"not enough samples\",\n"
+        "which is no breach unless --min-samples asks for more. Figures come from the\n"
+        "interval histograms (within 0.4%), flagged samples as the run counted them.",
+        {kDbFlag, kStoreFlag, kRunFlag, kSinceFlag, kUntilFlag,
+         {"budget", "B", "a budget, e.g. 'decide:p99<20us'", false, false, "", "", /*repeated=*/true},
+         {"budgets", "FILE", "budgets, one per line, # comments"},
+         {"min-samples", "N", "fewer samples than N is a breach"},
+         {"worst", "K", "worst intervals listed per budget (default 3)"},
+         {"json", "", "print one JSON object (fields in docs/viewer.md)"}},
+        "",
+        "ticktrace-view check --db trace.db --budget 'decide:p99<20us' --budget 'total:max<1ms'"},
+       nullptr, CheckCommand},
   };
   return *commands;
 }
@@ -606,6 +653,12 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     absl::StatusOr<ParsedArgs> parsed = ParseArgs(c.spec, rest);
     if (!parsed.ok()) return fail(parsed.status(), name);
+    if (c.run_with_exit != nullptr) {
+      const absl::StatusOr<int> exit_status = c.run_with_exit(*parsed, out);
+      if (!exit_status.ok()) return fail(exit_status.status(), name);
+      out.flush();
+      return *exit_status;
+    }
     const absl::Status status = c.run(*parsed, out, stdout_is_tty);
     if (!status.ok()) return fail(status, name);
     out.flush();

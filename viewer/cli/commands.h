@@ -15,6 +15,7 @@ namespace ticktrace::view {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntimeError = 1;  // missing file, not a store, unknown run/stage/order
 inline constexpr int kExitUsageError = 2;    // bad flag, bad value, bad time
+inline constexpr int kExitBudgetBreach = 1;  // check: a budget is breached (nothing failed)
 
 // Runs the subcommand named by args[0] with the rest of `args` (argv without
 // the program name). Reports go to `out`; an error is one line
