@@ -77,7 +77,7 @@ struct CollectorOptions {
   // journal before it is freed once it is written. 0: none (the journal
   // grows for the whole run). 2 s: at 1 M records/s (about 34 MB of journal
   // a second) the journal on disk spans a few seconds, under 128 MB, where
-  // 5 s held 170 MB and more; docs/benchmarks.md has the measured figure.
+  // 5 s held 160 MB and more; docs/benchmarks-engine.md has the figures.
   std::chrono::milliseconds checkpoint_interval{2000};
   // Without a journal: drained passes not yet analysed, at most (the drain
   // waits beyond it). With a journal the journal is the buffer instead.
