@@ -909,8 +909,11 @@ class AnalysisStage {
       if (end <= tail.offset()) {
         if (closed) break;
         // Idle, or the drain stalled at the journal's cap: a checkpoint of
-        // what is analysed lets the drain stage free the journal.
+        // what is analysed lets the drain stage free the journal, and the
+        // orders gathered since the last handover go to the store once their
+        // batch is due (StoreSink::Submit), not when the next records come.
         MaybeCheckpoint(tail.offset());
+        if (session_.writer() != nullptr) session_.writer()->Submit();
         session_.Diagnose(/*end_of_run=*/false);  // an empty session says so
         continue;
       }
