@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "ticktrace/store/histogram.h"
 #include "viewer/format/format_units.h"
+#include "viewer/format/json_optional.h"
 #include "viewer/format/text_table.h"
 
 namespace ticktrace::view {
@@ -141,12 +142,8 @@ std::string RenderBudgetCheckJson(const BudgetCheck& check) {
   nlohmann::ordered_json j;
   j["store"] = check.store;
   j["run"] = check.run.run_id;
-  j["since_utc_ns"] = check.window.since_utc_ns.has_value()
-                          ? nlohmann::ordered_json(*check.window.since_utc_ns)
-                          : nlohmann::ordered_json(nullptr);
-  j["until_utc_ns"] = check.window.until_utc_ns.has_value()
-                          ? nlohmann::ordered_json(*check.window.until_utc_ns)
-                          : nlohmann::ordered_json(nullptr);
+  j["since_utc_ns"] = OptionalJson(check.window.since_utc_ns);
+  j["until_utc_ns"] = OptionalJson(check.window.until_utc_ns);
   j["interval_ns"] = check.interval_ns;
   j["min_samples"] = check.min_samples;
   j["breaches"] = check.breaches;
@@ -163,12 +160,10 @@ std::string RenderBudgetCheckJson(const BudgetCheck& check) {
         {{"budget", r.budget.text},
          {"stage", r.budget.stage},
          {"stat", r.budget.stat},
-         {"quantile", r.budget.quantile.has_value() ? nlohmann::ordered_json(*r.budget.quantile)
-                                                    : nlohmann::ordered_json(nullptr)},
+         {"quantile", OptionalJson(r.budget.quantile)},
          {"limit_ns", r.budget.limit_ns},
          {"limit_passes", r.budget.limit_passes},
-         {"measured_ns", r.measured_ns.has_value() ? nlohmann::ordered_json(*r.measured_ns)
-                                                   : nlohmann::ordered_json(nullptr)},
+         {"measured_ns", OptionalJson(r.measured_ns)},
          {"samples", r.samples},
          {"samples_needed", r.budget.min_samples},
          {"verdict", BudgetVerdictName(r.verdict)},

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "viewer/format/format_units.h"
+#include "viewer/format/json_optional.h"
 #include "viewer/format/text_table.h"
 #include "common/status_macros.h"
 
@@ -36,15 +37,6 @@ std::vector<double> PerInterval(const std::vector<store::IntervalRow>* rows, Pic
   return values;
 }
 
-nlohmann::ordered_json OptionalJson(const std::optional<double>& v) {
-  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
-}
-nlohmann::ordered_json OptionalJson(const std::optional<int64_t>& v) {
-  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
-}
-nlohmann::ordered_json OptionalJson(const std::optional<bool>& v) {
-  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
-}
 
 nlohmann::ordered_json VerdictJson(const ChangeVerdict& v) {
   return {{"before_ns", OptionalJson(v.before_ns)},

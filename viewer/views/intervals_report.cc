@@ -6,22 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "viewer/format/format_units.h"
+#include "viewer/format/json_optional.h"
 #include "viewer/format/text_table.h"
 #include "viewer/views/flag_words.h"
 #include "common/status_macros.h"
 
 namespace ticktrace::view {
-namespace {
-
-nlohmann::ordered_json OptionalNumber(const std::optional<double>& v) {
-  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
-}
-
-nlohmann::ordered_json OptionalInt(const std::optional<int64_t>& v) {
-  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
-}
-
-}  // namespace
 
 // What the stored interval histograms cannot answer, in this view's words.
 constexpr HistogramViewWords kIntervalsRefusals{
@@ -86,8 +76,8 @@ std::string RenderIntervalsJson(const IntervalsReport& report) {
   j["run"] = report.run.run_id;
   j["interval_ns"] = report.interval_ns;
   j["bucket_ns"] = report.bucket_ns;
-  j["since_utc_ns"] = OptionalInt(report.window.since_utc_ns);
-  j["until_utc_ns"] = OptionalInt(report.window.until_utc_ns);
+  j["since_utc_ns"] = OptionalJson(report.window.since_utc_ns);
+  j["until_utc_ns"] = OptionalJson(report.window.until_utc_ns);
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const store::IntervalRow& r : report.rows) {
     nlohmann::ordered_json flags = nlohmann::ordered_json::object();
@@ -98,13 +88,13 @@ std::string RenderIntervalsJson(const IntervalsReport& report) {
                     {"start_utc_ns", r.start_utc_ns},
                     {"count", r.count},
                     {"samples_all", r.samples_all},
-                    {"min_ns", OptionalNumber(r.min_ns)},
-                    {"p50_ns", OptionalNumber(r.p50_ns)},
-                    {"p90_ns", OptionalNumber(r.p90_ns)},
-                    {"p99_ns", OptionalNumber(r.p99_ns)},
-                    {"p999_ns", OptionalNumber(r.p999_ns)},
-                    {"max_ns", OptionalNumber(r.max_ns)},
-                    {"mean_ns", OptionalNumber(r.mean_ns)},
+                    {"min_ns", OptionalJson(r.min_ns)},
+                    {"p50_ns", OptionalJson(r.p50_ns)},
+                    {"p90_ns", OptionalJson(r.p90_ns)},
+                    {"p99_ns", OptionalJson(r.p99_ns)},
+                    {"p999_ns", OptionalJson(r.p999_ns)},
+                    {"max_ns", OptionalJson(r.max_ns)},
+                    {"mean_ns", OptionalJson(r.mean_ns)},
                     {"flags", std::move(flags)},
                     {"orders", r.orders},
                     {"orders_kept", r.orders_kept},

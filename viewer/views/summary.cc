@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "viewer/format/format_units.h"
+#include "viewer/format/json_optional.h"
 #include "viewer/format/text_table.h"
 #include "viewer/views/losses_view.h"
 #include "viewer/views/flag_words.h"
@@ -80,10 +81,6 @@ SummaryStage FromWindowRow(const store::WindowStageStatsRow& row) {
   s.samples_all = row.samples_all.value_or(row.count);
   s.uncertainty_ns = row.uncertainty_ns.value_or(0);
   return s;
-}
-
-nlohmann::ordered_json OptionalNumber(const std::optional<double>& v) {
-  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
 }  // namespace
@@ -295,9 +292,9 @@ std::string RenderSummaryJson(const Summary& summary) {
   j["run"] = summary.run.run_id;
   j["calibration"] = {{"tsc_hz", summary.run.tsc_hz},
                       {"source", summary.run.calibration_source},
-                      {"spread_ppm", OptionalNumber(summary.run.spread_ppm)},
-                      {"step_ns", OptionalNumber(summary.run.tsc_step_ns)},
-                      {"utc_drift_ppm", OptionalNumber(summary.run.utc_drift_ppm)}};
+                      {"spread_ppm", OptionalJson(summary.run.spread_ppm)},
+                      {"step_ns", OptionalJson(summary.run.tsc_step_ns)},
+                      {"utc_drift_ppm", OptionalJson(summary.run.utc_drift_ppm)}};
   nlohmann::ordered_json cores = nlohmann::ordered_json::array();
   for (const store::CoreRow& c : summary.cores) {
     cores.push_back({{"cpu", c.cpu}, {"offset_ns", c.offset_ns}, {"bound_ns", c.bound_ns}});
@@ -314,13 +311,13 @@ std::string RenderSummaryJson(const Summary& summary) {
     stages.push_back(
         {{"stage", s.stage},
          {"count", s.stats.count},
-         {"min_ns", OptionalNumber(s.stats.min_ns)},
-         {"p50_ns", OptionalNumber(s.stats.p50_ns)},
-         {"p90_ns", OptionalNumber(s.stats.p90_ns)},
-         {"p99_ns", OptionalNumber(s.stats.p99_ns)},
-         {"p999_ns", OptionalNumber(s.stats.p999_ns)},
-         {"max_ns", OptionalNumber(s.stats.max_ns)},
-         {"mean_ns", OptionalNumber(s.stats.mean_ns)},
+         {"min_ns", OptionalJson(s.stats.min_ns)},
+         {"p50_ns", OptionalJson(s.stats.p50_ns)},
+         {"p90_ns", OptionalJson(s.stats.p90_ns)},
+         {"p99_ns", OptionalJson(s.stats.p99_ns)},
+         {"p999_ns", OptionalJson(s.stats.p999_ns)},
+         {"max_ns", OptionalJson(s.stats.max_ns)},
+         {"mean_ns", OptionalJson(s.stats.mean_ns)},
          {"migrated", s.migrated},
          {"negative", s.negative},
          {"cross_core", s.cross_core},
