@@ -358,18 +358,29 @@ TEST_F(ReplayTest, SkipsRecordsBelowTheHighWaterMark) {
   EXPECT_EQ(s.counter("orders_complete"), 2);
 }
 
-// The same archive gives the same numbers every time.
-TEST_F(ReplayTest, IsDeterministic) {
+// Two processes, `orders` orders of three stamps at scattered offsets, a
+// clock every 7 orders: the determinism tests' archive, and their options.
+ArchiveBuilder ScatteredOrders(uint64_t orders) {
   ArchiveBuilder b;
   b.Process(1, {"x", "y"}).Process(2, {"z"});
-  for (uint64_t id = 1; id <= 300; ++id) {
+  for (uint64_t id = 1; id <= orders; ++id) {
     b.Records(1, {Stamp(0, id, id * 1000), Stamp(1, id, id * 1000 + (id * 7919) % 400)});
     b.Records(2, {Stamp(0, id, id * 1000 + 500 + (id * 104729) % 300)});
     if (id % 7 == 0) b.Clock(id * 1000 + 2000);
   }
+  return b;
+}
+CollectorOptions ScatteredOrdersOptions() {
   CollectorOptions o;
   o.learn_orders = 20;
   o.order_timeout_ms = 1;
+  return o;
+}
+
+// The same archive gives the same numbers every time.
+TEST_F(ReplayTest, IsDeterministic) {
+  const ArchiveBuilder b = ScatteredOrders(300);
+  CollectorOptions o = ScatteredOrdersOptions();
   RunSummary s1 = Replay(b, o, false);
   RunSummary s2 = Replay(b, o, false);
   // The CPU the collector used is a measurement, not a result of the input.
@@ -389,16 +400,8 @@ TEST_F(ReplayTest, IsDeterministic) {
 // same rows (the analysis is a function of the stream, and UTC comes from
 // the archive's anchors), every table of what was measured compared whole.
 TEST_F(ReplayTest, TwoReplaysOfOneArchiveGiveIdenticalStores) {
-  ArchiveBuilder b;
-  b.Process(1, {"x", "y"}).Process(2, {"z"});
-  for (uint64_t id = 1; id <= 3000; ++id) {
-    b.Records(1, {Stamp(0, id, id * 1000), Stamp(1, id, id * 1000 + (id * 7919) % 400)});
-    b.Records(2, {Stamp(0, id, id * 1000 + 500 + (id * 104729) % 300)});
-    if (id % 7 == 0) b.Clock(id * 1000 + 2000);
-  }
-  CollectorOptions o;
-  o.learn_orders = 20;
-  o.order_timeout_ms = 1;
+  const ArchiveBuilder b = ScatteredOrders(3000);
+  CollectorOptions o = ScatteredOrdersOptions();
   const std::string second = dir_.File("second.db");
   RunSummary s;
   ASSERT_TRUE(ReplayStatus(b, o, &s).ok()) << log_.str();
