@@ -342,7 +342,7 @@ std::function<absl::Status(absl::string_view, absl::string_view)> Typed(T* out, 
 
 void BoundFlags::Add(FlagSpec flag, std::string default_text, ValueParser parse) {
   if (flag.default_text.empty()) flag.default_text = std::move(default_text);
-  bindings_.push_back({flag.name, nullptr, std::move(parse)});
+  bindings_.push_back({flag.name, nullptr, nullptr, std::move(parse)});
   spec_.flags.push_back(std::move(flag));
 }
 
@@ -374,7 +374,13 @@ void BoundFlags::AddDouble(FlagSpec flag, double* out) {
 void BoundFlags::AddBool(FlagSpec flag, bool* out) {
   flag.value_name.clear();
   if (flag.default_text.empty() && *out) flag.default_text = "true";
-  bindings_.push_back({flag.name, out, nullptr});
+  bindings_.push_back({flag.name, out, nullptr, nullptr});
+  spec_.flags.push_back(std::move(flag));
+}
+
+void BoundFlags::AddRepeated(FlagSpec flag, std::vector<std::string>* out) {
+  flag.repeated = true;
+  bindings_.push_back({flag.name, nullptr, out, nullptr});
   spec_.flags.push_back(std::move(flag));
 }
 
@@ -392,6 +398,10 @@ absl::StatusOr<BoundFlags::Outcome> BoundFlags::Parse(int argc, const char* cons
     if (b.boolean != nullptr) {
       if (parsed->Has(b.name)) *b.boolean = true;
       if (parsed->IsOff(b.name)) *b.boolean = false;
+      continue;
+    }
+    if (b.values != nullptr) {
+      if (parsed->Has(b.name)) *b.values = parsed->Values(b.name);
       continue;
     }
     if (const std::optional<std::string> v = parsed->Value(b.name)) {

@@ -131,6 +131,9 @@ class BoundFlags {
   void AddUint64(FlagSpec flag, uint64_t* out);
   void AddDouble(FlagSpec flag, double* out);
   void AddBool(FlagSpec flag, bool* out);
+  // A value flag that may be given again (--budget A --budget B): every
+  // value, in the order given.
+  void AddRepeated(FlagSpec flag, std::vector<std::string>* out);
   // A flag with its own parser of the value; `parse` gets the flag ("--x")
   // and the text, and returns InvalidArgument in BadFlagValue's wording.
   void AddCustom(FlagSpec flag,
@@ -152,8 +155,9 @@ class BoundFlags {
   using ValueParser = std::function<absl::Status(absl::string_view, absl::string_view)>;
   struct Binding {
     std::string name;
-    bool* boolean = nullptr;  // a boolean flag; else `parse` takes the value
-    ValueParser parse;
+    bool* boolean = nullptr;  // a boolean flag
+    std::vector<std::string>* values = nullptr;  // a repeated flag
+    ValueParser parse;  // else: takes the value
   };
   void Add(FlagSpec flag, std::string default_text, ValueParser parse);
 

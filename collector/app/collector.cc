@@ -332,6 +332,9 @@ class Session {
       }
       wo.tail_settle_ns =
           (info.order_timeout_ms + info.linger_ms()) * 1'000'000 + 2 * wo.interval_ns;
+      wo.say_budget = [](const std::string& line) {
+        std::cerr << "ticktrace-collector: " << line << "\n" << std::flush;
+      };
       writer_ = std::make_unique<StoreSink>(store_.get(), run_id_, wo);
       // Each batch carries the counters as of its statistics (store_sink.h).
       writer_->set_counter_source([this] {
@@ -441,6 +444,11 @@ class Session {
 
   void Snapshot(const DrainerCounters* d, const uint64_t* j) {
     if (writer_ == nullptr) return;
+    const TimeBase& tb = analyzer_->time_base();
+    // Budgets judge an interval once the stream is far enough past it, also
+    // when no order finishes (store_sink.h, set_analysed_until).
+    writer_->set_analysed_until(tb.later_anchors.empty() ? tb.anchor_utc_ns
+                                                         : tb.later_anchors.back().utc_ns);
     writer_->Submit();
     store::Snapshot s;
     s.processes = analyzer_->Processes();
@@ -465,7 +473,6 @@ class Session {
     add_cores(info_.cores);
     for (const RunInfoUpdate& u : analyzer_->core_measurements()) add_cores(u.cores);
     constexpr size_t kAnchorOverlap = 600;
-    const TimeBase& tb = analyzer_->time_base();
     s.anchors.push_back(store::AnchorRow{tb.anchor_tsc, tb.anchor_utc_ns});
     const size_t n = tb.later_anchors.size();
     for (size_t i = n - std::min(n, kAnchorOverlap); i < n; ++i) {
@@ -479,9 +486,10 @@ class Session {
       pipeline_dirty_ = false;
     }
     if (o_.metrics != nullptr) {  // --metrics-listen: the endpoint's copy (collector/metrics/)
-      o_.metrics->Publish(metrics::MakeMetricsSnapshot(s, analyzer_->stats(),
-                                                       writer_->counters().orders_stored, tb,
-                                                       info_.session));
+      metrics::MetricsSnapshot m = metrics::MakeMetricsSnapshot(
+          s, analyzer_->stats(), writer_->counters().orders_stored, tb, info_.session);
+      m.budgets = metrics::BudgetMetricsOf(o_.store.budgets, writer_->budget_counts());
+      o_.metrics->Publish(std::move(m));
     }
     writer_->SetSnapshot(std::move(s));
   }
@@ -505,8 +513,9 @@ class Session {
     const Stitcher& st = analyzer_->stitcher();
     if (!o_.quiet) {
       out_ << ExitReport(counters, stages, st.pipeline(), st.pipeline_learned(),
-                         info_.include_flagged)
-           << CpuUsedLine() << std::flush;
+                         info_.include_flagged);
+      if (writer_ != nullptr) out_ << BudgetReport(o_.store.budgets, writer_->budget_counts());
+      out_ << CpuUsedLine() << std::flush;
     }
     if (summary != nullptr) {
       summary->run_id = run_id_;
@@ -733,6 +742,23 @@ absl::Status CheckCheckpointFormat(const RunPlan& plan) {
 // the tail finds out first. Recovery re-emits every order the journal
 // finishes; the store must take all of them (it skips those it has), so the
 // writer waits instead of dropping until ResumeFromJournal flushes it.
+// A resumed run's budgets: the intervals not judged yet get what the store
+// holds of them, so that each is judged on all its samples (budget_judge.h).
+void SeedBudgets(const CollectorOptions& o, Session& session, std::ostream& out) {
+  absl::Status s;
+  absl::StatusOr<std::unique_ptr<store::StoreReader>> reader = store::OpenReader(*o.store_uri);
+  if (reader.ok()) {
+    s = session.writer()->SeedBudgets(**reader);
+  } else {
+    s = reader.status();
+  }
+  if (!s.ok()) {
+    out << "warning: budgets: the intervals open at the restart could not be read back from "
+           "the store ("
+        << s.message() << "); they are judged on the samples after the restart only\n";
+  }
+}
+
 void ResumeWriter(const CollectorOptions& o, const store::RunState& resume_state,
                   uint64_t checkpoint_emitted, const Journal::Recovered& pre, Session& session,
                   std::ostream& out) {
@@ -757,6 +783,7 @@ void ResumeWriter(const CollectorOptions& o, const store::RunState& resume_state
   }
   session.writer()->Resume(resume_state.counters, exact_through, stored_keys);
   session.writer()->set_block_when_full(true);
+  if (!o.store.budgets.empty()) SeedBudgets(o, session, out);
 }
 
 // A resumed run: the analysis continues from this run's checkpoint (if any)

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/budget.h"
 #include "common/duration.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
@@ -142,7 +143,7 @@ constexpr FlagRow kFlagTable[] = {
      &CollectorFlags::metrics_listen, nullptr},
 };
 
-// Registers kFlagTable on `flags`, writing into `f`.
+// Registers kFlagTable on `flags`, writing into `f`, then the repeated --budget.
 void AddFlags(BoundFlags& flags, CollectorFlags& f) {
   for (const FlagRow& row : kFlagTable) {
     FlagSpec spec{row.name, row.value_name, row.help, false, false, "", row.section};
@@ -152,6 +153,36 @@ void AddFlags(BoundFlags& flags, CollectorFlags& f) {
       flags.AddBool(std::move(spec), &(f.*row.on));
     }
   }
+  flags.AddRepeated({"budget", "STAGE:STAT<LIMIT",
+                     "judge every closed interval against this latency budget (decide:p99<20us, "
+                     "total:p99.9<150us, gw_in->gw_sent:max<1ms); a breach is counted, stored "
+                     "with its interval, said on stderr at most once a minute and exported on "
+                     "/metrics (docs/collector.md, Budgets)",
+                     false, false, "", "monitoring"},
+                    &f.budgets);
+  flags.AddString({"budgets", "FILE",
+                   "budgets from FILE, one per line, '#' comments (with any --budget)", false,
+                   false, "", "monitoring"},
+                  &f.budgets_file);
+}
+
+// --budget (each), then --budgets FILE; the same stage and statistic twice is refused.
+absl::Status BudgetsFromFlags(const CollectorFlags& f, CollectorOptions& o) {
+  std::vector<Budget> budgets;
+  for (const std::string& text : f.budgets) {
+    TICKTRACE_ASSIGN_OR_RETURN(Budget b, ParseBudget("--budget", text));
+    TICKTRACE_RETURN_IF_ERROR(AddBudgets({std::move(b)}, &budgets));
+  }
+  if (!f.budgets_file.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(std::vector<Budget> more, ReadBudgetFile(f.budgets_file));
+    TICKTRACE_RETURN_IF_ERROR(AddBudgets(std::move(more), &budgets));
+  }
+  if (!budgets.empty() && !o.store_uri.has_value()) {
+    return absl::InvalidArgumentError(
+        "--budget: budgets are judged on the store's intervals, and --db \"\" keeps no store");
+  }
+  o.store.budgets = std::move(budgets);
+  return absl::OkStatus();
 }
 
 // "500MB", "2GB", "1GiB" -> bytes; 0 when `text` is not a size.
@@ -283,6 +314,7 @@ absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& f) {
     o.session = env != nullptr && *env != '\0' ? env : "default";
   }
   TICKTRACE_RETURN_IF_ERROR(StoreOptionsFromFlags(f, o));
+  TICKTRACE_RETURN_IF_ERROR(BudgetsFromFlags(f, o));
   TICKTRACE_ASSIGN_OR_RETURN(o.pipeline, ParsePipeline(f.pipeline));
   TICKTRACE_ASSIGN_OR_RETURN(o.order_timeout_ms,
                              ParseIntFlag("--order-timeout-ms", f.order_timeout_ms));

@@ -11,6 +11,7 @@
 #define TICKTRACE_COLLECTOR_COMMAND_LINE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "collector/app/options.h"
@@ -50,6 +51,8 @@ struct CollectorFlags {
   std::string retain_detail;
   std::string retain;
   std::string metrics_listen;
+  std::vector<std::string> budgets;  // --budget, each given
+  std::string budgets_file;          // --budgets
 };
 
 // Parses argv into flags: on --help or --version prints and exits 0; on a

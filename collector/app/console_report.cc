@@ -179,4 +179,23 @@ std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& count
   return out;
 }
 
+std::string BudgetReport(const std::vector<Budget>& budgets,
+                         const std::vector<BudgetCount>& counts) {
+  std::string out;
+  for (size_t i = 0; i < budgets.size() && i < counts.size(); ++i) {
+    const BudgetCount& c = counts[i];
+    absl::StrAppend(&out, "budget ", budgets[i].text, ": ", c.breaches, " of ", c.judged,
+                    c.judged == 1 ? " interval" : " intervals", " over");
+    if (c.unjudged > 0) {
+      absl::StrAppend(&out, " (", c.unjudged, " more with too few samples for ",
+                      budgets[i].stat, ")");
+    }
+    if (c.judged == 0 && c.unjudged == 0) {
+      absl::StrAppend(&out, " (no sample of stage '", budgets[i].stage, "' in the percentiles)");
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace ticktrace::collect

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+
 #include "collector/app/run_info.h"
+#include "collector/sinks/budget_judge.h"
 #include "collector/sinks/stage_stats.h"
 
 namespace ticktrace::collect {
@@ -30,6 +32,11 @@ std::string ExitReport(const std::vector<std::pair<std::string, int64_t>>& count
                        const std::vector<StageSummary>& stages,
                        const std::vector<std::string>& pipeline, bool pipeline_learned,
                        bool include_flagged);
+
+// One line per --budget: closed intervals judged, over budget, and with too
+// few samples for the statistic; "" without budgets.
+//   budget decide:p99<20us: 3 of 58 intervals over (2 more with too few samples)
+std::string BudgetReport(const std::vector<Budget>& budgets, const std::vector<BudgetCount>& counts);
 
 }  // namespace ticktrace::collect
 

@@ -1,6 +1,24 @@
 #include "collector/metrics/collector_metrics.h"
 
+#include "absl/strings/str_format.h"
+
 namespace ticktrace::metrics {
+
+std::vector<BudgetMetrics> BudgetMetricsOf(const std::vector<Budget>& budgets,
+                                           const std::vector<collect::BudgetCount>& counts) {
+  std::vector<BudgetMetrics> out;
+  out.reserve(budgets.size());
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    const Budget& b = budgets[i];
+    BudgetMetrics& m = out.emplace_back();
+    m.stage = b.stage;
+    // The quantile as written (p99.9 -> 0.999), not as a double prints it.
+    m.quantile = b.quantile.has_value() ? absl::StrFormat("%.10g", *b.quantile) : "max";
+    m.limit_seconds = static_cast<double>(b.limit_ns) * 1e-9;
+    m.breaches = i < counts.size() ? counts[i].breaches : 0;
+  }
+  return out;
+}
 
 MetricsSnapshot MakeMetricsSnapshot(const store::Snapshot& store_snapshot,
                                     const collect::StageStats& stats, uint64_t orders_stored,

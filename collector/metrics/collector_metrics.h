@@ -10,6 +10,7 @@
 
 #include "collector/metrics/metrics_server.h"
 #include "collector/metrics/metrics_snapshot.h"
+#include "collector/sinks/budget_judge.h"
 #include "collector/sinks/stage_stats.h"
 #include "ticktrace/store/writer.h"
 #include "collector/time/time_base.h"
@@ -19,6 +20,10 @@ namespace ticktrace::metrics {
 // `store_snapshot`: the snapshot the store gets (stages, counters);
 // `stats`: the analysis's per-stage histograms; `orders_stored`: the store
 // sink's count; `time_base`: the analysis's anchors (for the lag).
+// The budgets with their breach counts (counts[i] is budgets[i]'s).
+std::vector<BudgetMetrics> BudgetMetricsOf(const std::vector<Budget>& budgets,
+                                           const std::vector<collect::BudgetCount>& counts);
+
 MetricsSnapshot MakeMetricsSnapshot(const store::Snapshot& store_snapshot,
                                     const collect::StageStats& stats, uint64_t orders_stored,
                                     const collect::TimeBase& time_base, const std::string& session);

@@ -24,6 +24,14 @@ struct StageMetrics {
   std::array<uint64_t, store::kFlagNames.size()> flag_counts{};  // by store::kFlagNames order
 };
 
+// One latency budget (common/budget.h) as the endpoint exports it.
+struct BudgetMetrics {
+  std::string stage;
+  std::string quantile;  // "0.99", "0.999"; "max" for a budget on the maximum
+  double limit_seconds = 0;
+  uint64_t breaches = 0;  // closed intervals over the budget
+};
+
 struct MetricsSnapshot {
   std::vector<StageMetrics> stages;  // display order
   // The store's counters (name, value): drained, dropped, orders_complete, ...
@@ -35,6 +43,7 @@ struct MetricsSnapshot {
   // stalled analysis shows as a growing lag even though it publishes nothing.
   int64_t analysed_until_utc_ns = 0;
   std::string session;
+  std::vector<BudgetMetrics> budgets;  // --budget, in the order given
 };
 
 }  // namespace ticktrace::metrics

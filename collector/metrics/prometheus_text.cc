@@ -51,6 +51,27 @@ void AppendRecordsLost(const MetricsSnapshot& s, std::string* out) {
   absl::StrAppend(out, "ticktrace_records_written_total ", loss.written, "\n");
 }
 
+// --budget: each budget's limit, and the closed intervals over it.
+void AppendBudgets(const MetricsSnapshot& s, std::string* out) {
+  if (s.budgets.empty()) return;
+  auto labels = [](const BudgetMetrics& b) {
+    return absl::StrCat("{stage=\"", EscapeLabelValue(b.stage), "\",quantile=\"",
+                        EscapeLabelValue(b.quantile), "\"}");
+  };
+  AppendMetricHeader(out, "ticktrace_budget_breaches_total", "counter",
+                     "Closed intervals whose figure broke the latency budget (--budget; "
+                     "quantile \"max\" for a budget on the maximum).");
+  for (const BudgetMetrics& b : s.budgets) {
+    absl::StrAppend(out, "ticktrace_budget_breaches_total", labels(b), " ", b.breaches, "\n");
+  }
+  AppendMetricHeader(out, "ticktrace_budget_limit_seconds", "gauge",
+                     "The latency budget's limit (--budget).");
+  for (const BudgetMetrics& b : s.budgets) {
+    absl::StrAppend(out, "ticktrace_budget_limit_seconds", labels(b), " ",
+                    PromNumber(b.limit_seconds), "\n");
+  }
+}
+
 }  // namespace
 
 std::string EscapeLabelValue(absl::string_view value) {
@@ -143,6 +164,8 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     }
     // The process's CPU is ticktrace_collector_cpu_seconds_total, at scrape time.
     if (name == "collector_cpu_ms") continue;
+    // Budgets: ticktrace_budget_breaches_total{stage,quantile} below.
+    if (absl::StartsWith(name, "budget_")) continue;
     const std::string metric = absl::StrCat("ticktrace_", MetricNamePart(name), "_total");
     const auto help = PromCounterHelp().find(name);
     AppendMetricHeader(&out, metric, "counter",
@@ -157,6 +180,8 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
   AppendMetricHeader(&out, "ticktrace_stage_core_unknown_samples_total", "counter",
                      "Samples of the stage with an unknown core at either end.");
   out += core_unknown;
+
+  AppendBudgets(s, &out);
 
   AppendMetricHeader(&out, "ticktrace_collector_info", "gauge",
                "The collector's version, git commit and session (value 1).");

@@ -55,6 +55,15 @@ StoreSink::StoreSink(store::Writer* backend, int64_t run_id, const StoreSinkOpti
   options_.interval_ns = std::max<int64_t>(1, options_.interval_ns);
   options_.tail_one_in = std::max<uint64_t>(1, options_.tail_one_in);
   building_.reserve(options_.max_orders_per_transaction);
+  if (!options_.budgets.empty()) {
+    BudgetJudgeOptions judge;
+    judge.budgets = options_.budgets;
+    judge.interval_ns = options_.interval_ns;
+    judge.settle_ns = options_.tail_settle_ns;
+    judge.say = options_.say_budget;
+    judge_ = std::make_unique<BudgetJudge>(std::move(judge));
+    budget_counts_ = judge_->counts();
+  }
 }
 
 StoreSink::~StoreSink() { Stop().IgnoreError(); }
@@ -231,6 +240,7 @@ void StoreSink::HandOver() {
   b.samples = building_samples_;
   building_samples_ = 0;
   b.newest_first_utc_ns = newest_first_utc_ns_;
+  b.closes_through_utc_ns = std::max(newest_first_utc_ns_, analysed_until_utc_ns_);
   b.last_seq = last_seq_;
   b.detail_skipped_total = local_.orders_detail_skipped;
   if (counter_source_) {
@@ -254,6 +264,8 @@ void StoreSink::HandOver() {
     // Nothing to write but the sequence number: a later batch carries it.
     if (!queue_.empty()) {
       queue_.back().last_seq = std::max(queue_.back().last_seq, b.last_seq);
+      queue_.back().closes_through_utc_ns =
+          std::max(queue_.back().closes_through_utc_ns, b.closes_through_utc_ns);
       queue_.back().detail_skipped_total = b.detail_skipped_total;
       if (b.counters_epoch != 0) {
         queue_.back().counters = std::move(b.counters);
@@ -346,8 +358,10 @@ void StoreSink::Resume(const std::map<std::string, int64_t>& stored,
     skip_detail_through_ = std::min(skip_detail_through_, *exact_through);
   }
   last_seq_ = skip_detail_through_;
+  if (judge_ != nullptr) judge_->Resume(stored);
   local_.orders_detail_skipped = get(store::Counter::kOrdersDetailSkipped);
   std::lock_guard lock(mu_);
+  if (judge_ != nullptr) budget_counts_ = judge_->counts();
   stats_through_ = skip_stats_through_;
   detail_through_ = skip_detail_through_;
   written_.orders_not_stored = get(store::Counter::kOrdersNotStored);
@@ -409,7 +423,11 @@ bool StoreSink::TakeWork(Transaction* t) {
   t->stats_through = stats_through_;
   t->detail_through = detail_through_;
   work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
-  if (queue_.empty() && !snapshot_.has_value() && stop_) return false;
+  // Stopping with nothing left: one more (empty) transaction judges the
+  // budgets' last intervals, when there are budgets.
+  if (queue_.empty() && !snapshot_.has_value() && stop_ && (judge_ == nullptr || judged_all_)) {
+    return false;
+  }
   // Every queued interval delta, and detail up to a bound: statistics
   // and counters never wait behind a detail backlog.
   for (auto it = queue_.begin(); it != queue_.end();) {
@@ -433,6 +451,7 @@ bool StoreSink::TakeWork(Transaction* t) {
       it->counters_epoch = 0;
     }
     t->stats_through = std::max(t->stats_through, it->last_seq);
+    t->closes_through_utc_ns = std::max(t->closes_through_utc_ns, it->closes_through_utc_ns);
     if (t->work.orders.size() < options_.max_orders_per_transaction) {
       t->detail_through = std::max(t->detail_through, it->last_seq);
       taken_counts.detail_skipped_total = it->detail_skipped_total;
@@ -451,6 +470,7 @@ bool StoreSink::TakeWork(Transaction* t) {
   }
   // One delta per (stage, interval): a backend writes each interval row once.
   MergePerKey(&t->work.intervals, &t->work.interval_orders);
+  t->last = stop_ && queue_.empty();
   const uint64_t snapshot_epoch = snapshot_.has_value() ? snapshot_epoch_ : 0;
   t->snapshot.swap(snapshot_);
   busy_ = true;
@@ -506,6 +526,36 @@ absl::StatusOr<uint64_t> StoreSink::RetainIfDue(int64_t newest_ns) {
                                   options_.retain_detail_bytes, before(options_.retain_ns));
 }
 
+void StoreSink::JudgeBudgets(Transaction& t) {
+  judge_->Add(t.work.intervals);
+  judge_->Close(t.closes_through_utc_ns, t.last, &t.snapshot->budget_breaches);
+  if (t.last) judged_all_ = true;
+  judge_->PutCounters(&t.snapshot->counters);
+}
+
+absl::Status StoreSink::SeedBudgets(store::StoreReader& reader) {
+  if (judge_ == nullptr) return absl::OkStatus();
+  store::TimeWindow window;
+  if (judge_->judged_through_utc_ns() != INT64_MIN) {
+    window.since_utc_ns = judge_->judged_through_utc_ns() + 1;
+  }
+  return reader.ForEachIntervalHistogram(
+      run_id_, window,
+      [this](const std::string& stage, int64_t start_utc_ns,
+             std::string_view encoded) -> absl::Status {
+        if (!judge_->Budgeted(stage)) return absl::OkStatus();
+        absl::StatusOr<store::Histogram> h = store::Histogram::Decode(encoded);
+        if (!h.ok()) return h.status();
+        judge_->Seed(stage, start_utc_ns, *h);
+        return absl::OkStatus();
+      });
+}
+
+std::vector<BudgetCount> StoreSink::budget_counts() const {
+  std::lock_guard lock(mu_);
+  return budget_counts_;
+}
+
 // True when the checkpoint file is durable.
 bool StoreSink::WriteCheckpoint(const Checkpoint& checkpoint) {
   if (options_.checkpoint_path.empty()) return false;
@@ -529,6 +579,7 @@ void StoreSink::Loop() {
     if (!TakeWork(&t)) return;
     uint64_t already = 0;
     const uint64_t cpu_before_ns = ThreadCpuNs();
+    if (judge_ != nullptr) JudgeBudgets(t);
     absl::Status s = WriteUntilItFits(t, &already);
     uint64_t retired = 0;
     if (s.ok()) {
@@ -550,6 +601,7 @@ void StoreSink::Loop() {
     ++written_.transactions;
     written_.writer_cpu_ns += cpu_ns;
     written_.orders_retired += retired;
+    if (judge_ != nullptr && s.ok()) budget_counts_ = judge_->counts();
     if (t.checkpoint != nullptr) {
       ++(checkpoint_written ? written_.checkpoints_written : written_.checkpoint_failures);
     }

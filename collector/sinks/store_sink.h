@@ -71,9 +71,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "collector/sinks/budget_judge.h"
 #include "collector/sinks/interval_stats.h"
 #include "collector/sinks/order_rows.h"
 #include "collector/stream/checkpoint.h"
+#include "ticktrace/store/reader.h"
 #include "ticktrace/store/writer.h"
 
 namespace ticktrace::collect {
@@ -106,6 +108,11 @@ struct StoreSinkOptions {
   // everything before them; "" : none.
   std::string checkpoint_path;
   bool group_readable = false;
+  // Latency budgets judged per closed interval on the writer thread
+  // (budget_judge.h; settled as the tail is, after tail_settle_ns); breach
+  // lines go to `say_budget`.
+  std::vector<Budget> budgets;
+  std::function<void(const std::string&)> say_budget;
 };
 
 struct StoreSinkCounters {
@@ -190,6 +197,19 @@ class StoreSink : public OrderSink {
   // drops and counts the detail (false). Any thread: a Submit() waiting is
   // woken to look again.
   void set_block_when_full(bool block);
+  // How far the analysis has read the stream (the newest clock anchor's
+  // UTC): an interval closes for the budgets once this, or the newest
+  // order's first stamp, is tail_settle_ns past its end, so that budgets are
+  // judged while the stream is idle too. Analysis thread.
+  void set_analysed_until(int64_t utc_ns) {
+    analysed_until_utc_ns_ = std::max(analysed_until_utc_ns_, utc_ns);
+  }
+  // A resumed run with budgets: what the store holds of the intervals its
+  // budgets have not judged yet (after Resume(), before Start()).
+  absl::Status SeedBudgets(store::StoreReader& reader);
+  // Per budget (options.budgets order), as of the last transaction written.
+  // Any thread.
+  std::vector<BudgetCount> budget_counts() const;
 
  private:
   struct Pending;        // an order held for the tail choice
@@ -210,6 +230,8 @@ class StoreSink : public OrderSink {
     // capture they are (counters_epoch_; 0: none).
     std::vector<std::pair<std::string, int64_t>> counters;
     uint64_t counters_epoch = 0;
+    // max(newest first stamp, analysed until) when it was handed over.
+    int64_t closes_through_utc_ns = INT64_MIN;
   };
 
   // What one transaction of the writer thread takes from the queue.
@@ -220,6 +242,8 @@ class StoreSink : public OrderSink {
     std::unique_ptr<Checkpoint> checkpoint;
     size_t samples = 0;
     uint64_t stats_through = 0, detail_through = 0;
+    int64_t closes_through_utc_ns = INT64_MIN;  // of the batches whose statistics it takes
+    bool last = false;                          // stopping: every open interval is judged
   };
 
   int64_t IntervalOf(int64_t utc_ns) const;
@@ -245,6 +269,8 @@ class StoreSink : public OrderSink {
   absl::Status WriteUntilItFits(Transaction& t, uint64_t* already);
   absl::StatusOr<uint64_t> RetainIfDue(int64_t newest_ns);
   bool WriteCheckpoint(const Checkpoint& checkpoint);
+  // Writer thread: judges the budgets on what `t` writes, into its snapshot.
+  void JudgeBudgets(Transaction& t);
 
   store::Writer* backend_;
   int64_t run_id_;
@@ -261,6 +287,7 @@ class StoreSink : public OrderSink {
   size_t building_samples_ = 0;
   uint64_t tail_seen_ = 0;
   int64_t newest_first_utc_ns_ = INT64_MIN;
+  int64_t analysed_until_utc_ns_ = INT64_MIN;
   std::map<int64_t, std::unique_ptr<TailInterval>> tail_;
   StoreSinkCounters local_;
   CounterSource counter_source_;
@@ -290,6 +317,10 @@ class StoreSink : public OrderSink {
   uint64_t stats_through_ = 0;   // as last written (store_stats_through)
   uint64_t detail_through_ = 0;  // as last written (store_detail_through)
   int64_t retention_done_at_ns_ = INT64_MIN;  // writer thread only
+  // Writer thread only (before Start(): the analysis thread's, for a resume).
+  std::unique_ptr<BudgetJudge> judge_;
+  bool judged_all_ = false;                   // the last transaction judged every interval
+  std::vector<BudgetCount> budget_counts_;   // guarded by mu_: judge_'s, as last written
   // Written detail, freed by the analysis thread (Submit), which has time to
   // spare, instead of the writer, which is the bottleneck of a replay.
   std::vector<std::vector<store::OrderDetail>> spent_;

@@ -125,6 +125,28 @@ absl::StatusOr<std::map<std::string, int64_t>> ClickHouseStoreReader::Counters(i
   return out;
 }
 
+absl::StatusOr<std::vector<BudgetBreachRow>> ClickHouseStoreReader::BudgetBreaches(
+    int64_t run_id) {
+  std::vector<BudgetBreachRow> out;
+  // A store written before breaches were kept.
+  if (!HasColumn("budget_breaches", "measured_ns")) return out;
+  TICKTRACE_RETURN_IF_ERROR(ForEachRow(
+      absl::StrCat("SELECT budget, stage, stat, interval_start_utc_ns, limit_ns, measured_ns, "
+                   "samples FROM budget_breaches FINAL WHERE run_id = ",
+                   run_id, " ORDER BY interval_start_utc_ns, budget"),
+      "reading budget breaches", [&](RowBinaryCursor& c) {
+        BudgetBreachRow& b = out.emplace_back();
+        b.budget = c.String();
+        b.stage = c.String();
+        b.stat = c.String();
+        b.interval_start_utc_ns = c.Int64();
+        b.limit_ns = c.Int64();
+        b.measured_ns = c.Float64();
+        b.samples = c.Int64();
+      }));
+  return out;
+}
+
 absl::StatusOr<std::vector<RunNote>> ClickHouseStoreReader::Notes(int64_t run_id) {
   std::vector<RunNote> out;
   if (!HasColumn("run_notes", "text")) return out;  // a store written before notes were kept

@@ -396,7 +396,7 @@ absl::Status ClickHouseWriter::DeleteUncommitted(int64_t run_id) {
   for (const auto& [table, column] :
        {std::pair("intervals", "batch"), std::pair("interval_detail", "batch"),
         std::pair("orders", "batch"), std::pair("counters", "version"),
-        std::pair("run_notes", "version"),
+        std::pair("run_notes", "version"), std::pair("budget_breaches", "version"),
         std::pair("intervals_minute", "batch")}) {
     absl::StatusOr<std::string> n =
         QueryRetrying(absl::StrCat("SELECT count() FROM ", table, " WHERE run_id = ", run_id,
@@ -591,7 +591,7 @@ struct ClickHouseWriter::BatchRows {
   RowBinaryWriter new_names, new_stages;
   RowBinaryWriter orders, intervals, late_rollup, detail;
   RowBinaryWriter processes, threads, tags, counters, stage_stats, cores, anchors;
-  RowBinaryWriter run_notes;
+  RowBinaryWriter run_notes, budget_breaches;
   bool run_row_changed = false;  // insert a new version of the runs row
 };
 
@@ -818,6 +818,19 @@ void ClickHouseWriter::AppendSnapshotTables(int64_t run_id, uint64_t batch,
     rows->run_notes.Str(note.text);
     rows->run_notes.EndRow();
   }
+  for (const BudgetBreachRow& b : snapshot.budget_breaches) {
+    RowBinaryWriter& w = rows->budget_breaches;
+    w.I64(run_id);
+    w.Str(b.budget);
+    w.I64(b.interval_start_utc_ns);
+    w.U64(batch);
+    w.Str(b.stage);
+    w.Str(b.stat);
+    w.I64(b.limit_ns);
+    w.F64(b.measured_ns);
+    w.I64(b.samples);
+    w.EndRow();
+  }
 }
 
 void ClickHouseWriter::AppendSnapshotStatistics(int64_t run_id, uint64_t batch,
@@ -891,6 +904,7 @@ absl::Status ClickHouseWriter::InsertBatch(int64_t run_id, uint64_t batch, Batch
   if (s.ok()) s = InsertIdempotent("anchors", rows.anchors);
   if (s.ok() && rows.run_row_changed) s = InsertRunRow(batch);
   if (s.ok()) s = InsertIdempotent("run_notes", rows.run_notes);
+  if (s.ok()) s = InsertIdempotent("budget_breaches", rows.budget_breaches);
   if (s.ok()) s = InsertIdempotent("counters", rows.counters);
   if (!s.ok()) return s;
   RowBinaryWriter marker;

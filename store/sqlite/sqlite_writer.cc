@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "store/sqlite/sqlite_budget_breaches.h"
 #include "store/sqlite/sqlite_notes.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_statement.h"
@@ -223,6 +224,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
     }
   }
   if (s.ok()) s = internal::EnsureRunNotesTable(writer->db_, path);
+  if (s.ok()) s = internal::EnsureBudgetBreachesTable(writer->db_, path);
   if (s.ok() && !writer->st_->insert_block.prepared()) s = writer->Prepare();
   if (!s.ok()) {
     writer.reset();
@@ -876,6 +878,11 @@ absl::Status SqliteWriter::WriteSnapshot(int64_t run_id, const Snapshot& snapsho
   }
   if (absl::Status st = WriteStageStats(run_id, snapshot); !st.ok()) return st;
   if (absl::Status st = internal::WriteRunNotes(db_, run_id, snapshot.notes, path_); !st.ok()) {
+    return st;
+  }
+  if (absl::Status st =
+          internal::WriteBudgetBreaches(db_, run_id, snapshot.budget_breaches, path_);
+      !st.ok()) {
     return st;
   }
   for (const CoreRow& c : snapshot.cores) {

@@ -16,6 +16,8 @@
 //   pausing --pace-ns between orders (busy), and after each order stores how
 //   many orders are done in the 8-byte file --progress (mmap), so a test that
 //   SIGKILLs it knows what was certainly published.
+//   --work-ns W between the two stamps, and every --slow-every K-th order
+//   (n % K == 0) --slow-work-ns S instead: a known latency distribution.
 // migrate: N spans 'moved' whose thread is moved from cpu 0 to cpu 1 between
 //   begin and end (sched_setaffinity), and N spans 'pinned' that stay on cpu 0.
 
@@ -151,6 +153,9 @@ int Spin() {
   ticktrace::Tag a(Arg("tag-a", "a").c_str());
   ticktrace::Tag b(Arg("tag-b", "b").c_str());
   const int64_t start_utc_ns = Num("start-utc-ns", 0);
+  const int64_t work_ns = Num("work-ns", 0);
+  const uint64_t slow_every = static_cast<uint64_t>(Num("slow-every", 0));
+  const int64_t slow_work_ns = Num("slow-work-ns", 0);
   for (uint64_t n = 1; n <= orders; ++n) {
     const uint64_t id = first_id + n - 1;
     if (start_utc_ns > 0) {
@@ -162,6 +167,7 @@ int Spin() {
       }
     }
     ticktrace::stamp(a, id);
+    BusyNs(slow_every > 0 && n % slow_every == 0 ? slow_work_ns : work_ns);
     ticktrace::stamp(b, id);
     // After both stamps returned: both are published (release store of write_index).
     // The count of orders done, whatever the first id.

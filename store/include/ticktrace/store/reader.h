@@ -135,6 +135,11 @@ class StoreReader {
   virtual absl::StatusOr<std::vector<RunNote>> Notes(int64_t /*run_id*/) {
     return std::vector<RunNote>{};
   }
+  // The budget breaches the collector judged in the run's closed intervals,
+  // by interval then budget; none for a store written before it kept them.
+  virtual absl::StatusOr<std::vector<BudgetBreachRow>> BudgetBreaches(int64_t /*run_id*/) {
+    return std::vector<BudgetBreachRow>{};
+  }
   // The run's stage_stats rows (whole run, as the collector last wrote them)
   // in pipeline order (position).
   virtual absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) = 0;

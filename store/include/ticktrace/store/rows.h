@@ -113,6 +113,20 @@ struct RunNote {
   bool operator==(const RunNote&) const = default;
 };
 
+// A closed interval whose figure broke a latency budget (common/budget.h),
+// as the collector judged it (table budget_breaches): one row per budget
+// and interval.
+struct BudgetBreachRow {
+  std::string budget;  // as given, e.g. "decide:p99<20us"
+  std::string stage;
+  std::string stat;    // "p99", "p99.9", "max"
+  int64_t interval_start_utc_ns = 0;
+  int64_t limit_ns = 0;
+  double measured_ns = 0;  // the interval's figure
+  int64_t samples = 0;     // in the interval's percentiles
+  bool operator==(const BudgetBreachRow&) const = default;
+};
+
 struct TagRow {
   uint32_t process_id = 0;
   uint32_t tag_id = 0;

@@ -86,6 +86,9 @@ struct Snapshot {
   std::optional<std::pair<std::string, bool>> pipeline;  // (comma-separated, learned)
   // Diagnostics said so far (one per kind: a kind stored again is replaced).
   std::vector<RunNote> notes;
+  // Budget breaches judged since the last transaction (added; a row stored
+  // again for the same budget and interval is left as it is).
+  std::vector<BudgetBreachRow> budget_breaches;
 };
 
 // What one stage's samples of one interval add to that interval (table
