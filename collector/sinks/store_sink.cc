@@ -262,6 +262,10 @@ void StoreSink::HandOver() {
   if (b.intervals.empty() && b.orders.empty() &&
       (b.last_seq <= detail_through_ || (!queue_.empty() && !queue_.back().checkpoint))) {
     // Nothing to write but the sequence number: a later batch carries it.
+    // The budgets' clock moves on with nothing to write (an idle stream).
+    if (queue_.empty()) {
+      idle_closes_through_utc_ns_ = std::max(idle_closes_through_utc_ns_, b.closes_through_utc_ns);
+    }
     if (!queue_.empty()) {
       queue_.back().last_seq = std::max(queue_.back().last_seq, b.last_seq);
       queue_.back().closes_through_utc_ns =
@@ -471,6 +475,10 @@ bool StoreSink::TakeWork(Transaction* t) {
   // One delta per (stage, interval): a backend writes each interval row once.
   MergePerKey(&t->work.intervals, &t->work.interval_orders);
   t->last = stop_ && queue_.empty();
+  // Everything handed over is in this transaction or was written before it.
+  if (queue_.empty()) {
+    t->closes_through_utc_ns = std::max(t->closes_through_utc_ns, idle_closes_through_utc_ns_);
+  }
   const uint64_t snapshot_epoch = snapshot_.has_value() ? snapshot_epoch_ : 0;
   t->snapshot.swap(snapshot_);
   busy_ = true;

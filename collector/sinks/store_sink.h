@@ -316,6 +316,9 @@ class StoreSink : public OrderSink {
   StoreSinkCounters written_;
   uint64_t stats_through_ = 0;   // as last written (store_stats_through)
   uint64_t detail_through_ = 0;  // as last written (store_detail_through)
+  // The budgets' clock (Batch::closes_through_utc_ns) of handovers that had
+  // nothing to write while the queue was empty.
+  int64_t idle_closes_through_utc_ns_ = INT64_MIN;
   int64_t retention_done_at_ns_ = INT64_MIN;  // writer thread only
   // Writer thread only (before Start(): the analysis thread's, for a resume).
   std::unique_ptr<BudgetJudge> judge_;

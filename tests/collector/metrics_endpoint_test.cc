@@ -23,91 +23,26 @@
 #include "nlohmann/json.hpp"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/process_util.h"
+#include "tests/collector/prometheus_util.h"
 #include "tests/collector/store_query.h"
 #include "ticktrace/trace.h"
 
 namespace ticktrace::metrics {
 namespace {
 
+using collect::testing::FindPrometheus;
+using collect::testing::FreePort;
+using collect::testing::Http;
+using collect::testing::HttpReply;
+using collect::testing::PromQuery;
 using collect::testing::ReadFile;
+using collect::testing::SampleValue;
+using collect::testing::StartPrometheus;
 using collect::testing::Spawn;
 using collect::testing::StoreQuery;
 using collect::testing::TempDir;
 using collect::testing::WaitExit;
 using collect::testing::WaitFor;
-
-struct HttpReply {
-  int status = 0;  // 0: no connection or no reply
-  std::string body;
-};
-
-// One HTTP/1.0 request to 127.0.0.1:`port` (the server closes after it).
-HttpReply Http(uint16_t port, const std::string& method, const std::string& target) {
-  HttpReply r;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return r;
-  }
-  const std::string req = method + " " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return r;
-  }
-  std::string all;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) all.append(buf, static_cast<size_t>(n));
-  close(fd);
-  std::smatch m;
-  if (std::regex_search(all, m, std::regex("^HTTP/1\\.[01] ([0-9]{3})"))) {
-    r.status = std::stoi(m[1]);
-  }
-  const size_t body = all.find("\r\n\r\n");
-  if (body != std::string::npos) r.body = all.substr(body + 4);
-  return r;
-}
-
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof(hex), "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
-// A port nobody listens on right now (the kernel's pick, released again).
-uint16_t FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-// The value of the one sample line `line_prefix` (e.g. `foo{a="b"} `) in `text`.
-std::optional<double> SampleValue(const std::string& text, const std::string& line_prefix) {
-  const size_t at = text.find("\n" + line_prefix);
-  if (at == std::string::npos) return std::nullopt;
-  const size_t v = at + 1 + line_prefix.size();
-  return std::stod(text.substr(v, text.find('\n', v) - v));
-}
 
 // Hand-made content: stage "a->b" with 3 x 50 ns, 2 x 150 ns, 1 x 3 us and
 // 1 x 20 s. By hand, cumulative counts at the le bounds (s): 1e-07: 3,
@@ -128,33 +63,6 @@ MetricsSnapshot HandMadeSnapshot() {
                 {"missing_stage:b", 5}, {"core_unknown:a->b", 4}, {"collector_cpu_ms", 10}};
   s.analysed_until_utc_ns = 1'000'000'000;
   return s;
-}
-
-// Starts a Prometheus server on 127.0.0.1:`prom_port` (a temporary config
-// and data dir in `dir`) that scrapes the collector at `collector_port`
-// every second. Its log: dir/prometheus.log.
-pid_t StartPrometheus(const std::string& prometheus, const TempDir& dir, uint16_t collector_port,
-                      uint16_t prom_port) {
-  const std::string config = dir.File("prometheus.yml");
-  std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                           "scrape_configs:\n  - job_name: ticktrace\n    static_configs:\n"
-                           "      - targets: ['127.0.0.1:"
-                        << collector_port << "']\n";
-  return Spawn({prometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir.File("data"),
-                "--web.listen-address=127.0.0.1:" + std::to_string(prom_port), "--log.level=warn"},
-               dir.File("prometheus.log"));
-}
-
-// The value of `promql` as the Prometheus at `prom_port` answers it;
-// nullopt until it answers with exactly one series.
-std::optional<double> PromQuery(uint16_t prom_port, const std::string& promql) {
-  const HttpReply r = Http(prom_port, "GET", "/api/v1/query?query=" + UrlEncode(promql));
-  if (r.status != 200) return std::nullopt;
-  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_discarded() || j.value("status", "") != "success") return std::nullopt;
-  const auto& result = j["data"]["result"];
-  if (!result.is_array() || result.size() != 1) return std::nullopt;
-  return std::stod(result[0]["value"][1].get<std::string>());
 }
 
 TEST(PrometheusTextTest, HistogramBucketsSumCountFlagsAndCounters) {
@@ -309,13 +217,6 @@ TEST(MetricsCliTest, BadAddressAndBusyPort) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_NE(out.find("Address already in use"), std::string::npos) << out;
   EXPECT_EQ(access(db.c_str(), F_OK), -1);
-}
-
-std::string FindPrometheus() {
-  for (const char* p : {"/usr/bin/prometheus", "/usr/local/bin/prometheus"}) {
-    if (access(p, X_OK) == 0) return p;
-  }
-  return "";
 }
 
 // Busy-waits about `ns` (steady_clock; the stamps measure what it took).
