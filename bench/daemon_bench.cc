@@ -4,8 +4,11 @@
 //   daemon_bench --collector PATH [--seconds 60] [--rate 1000000]
 //                [--restart-rate 500000] [--restart-minutes 1,2,4|none] [--tmpdir DIR]
 //                [--detail all|tail|none] [--ring-records N] [--skip-sustained]
+//                [--collector-arg ARG]...
 //
-// --detail is handed to the collector (left out: its default, all);
+// --detail is handed to the collector (left out: its default, all), and so
+// is each --collector-arg, after the bench's own flags (--budget ..., to
+// measure what a feature costs against a run without it);
 // --ring-records sizes every producer ring (a power of two, default 1 Mi);
 // --restart-minutes none skips phase 2 and --skip-sustained phase 1, so that
 // bench/run_all.sh runs each phase with the settings its target names.
@@ -120,6 +123,7 @@ constexpr int kThreads = kProcesses * kThreadsPerProcess;
 uint32_t g_ring_records = 1u << 20;
 // --detail: the collector's order detail policy; empty: its default.
 std::string g_detail;
+std::vector<std::string> g_collector_args;  // --collector-arg, each
 constexpr const char* kPipeline = "md_rx,decide,order_sent,ack";
 
 // ---------------------------------------------------------------------------
@@ -515,7 +519,15 @@ std::vector<std::string> CollectorArgs(const std::string& collector, const std::
     args.push_back("--detail");
     args.push_back(g_detail);
   }
+  args.insert(args.end(), g_collector_args.begin(), g_collector_args.end());
   return args;
+}
+
+// ", collector flags: --budget ..." when --collector-arg was given, else "".
+std::string CollectorArgsShown() {
+  std::string out;
+  for (const std::string& a : g_collector_args) out += (out.empty() ? ", collector flags: " : " ") + a;
+  return out;
 }
 
 // Waits (up to 10 s) for the store's counters to be readable: the collector is up.
@@ -1017,12 +1029,13 @@ bool ParseFlags(int argc, char** argv, BenchOptions* o) {
     else if (a == "--detail" && has) g_detail = argv[++i];
     else if (a == "--ring-records" && has) ring_text = argv[++i];
     else if (a == "--skip-sustained") o->skip_sustained = true;
+    else if (a == "--collector-arg" && has) g_collector_args.push_back(argv[++i]);
     else {
       std::fprintf(stderr,
                    "usage: daemon_bench --collector PATH [--seconds 60] [--rate 1000000] "
                    "[--restart-rate 500000] [--restart-minutes 1,2,4|none] [--tmpdir DIR] "
                    "[--store sqlite|clickhouse] [--detail all|tail|none] [--ring-records N] "
-                   "[--skip-sustained]\n");
+                   "[--skip-sustained] [--collector-arg ARG]...\n");
       return false;
     }
   }
@@ -1086,9 +1099,9 @@ void RemoveTmpdir(const std::string& tmpdir, bool own_tmpdir) {
 void PrintSustainedSection(const BenchOptions& o, const SustainedResult& s) {
   std::printf(
       "### Sustained live: %.0f records/s, %d producer threads in %d processes, %.0f s, "
-      "rings of %u records, --detail %s\n\n",
+      "rings of %u records, --detail %s%s\n\n",
       o.rate, kThreads, kProcesses, o.seconds, g_ring_records,
-      g_detail.empty() ? "all (the default)" : g_detail.c_str());
+      g_detail.empty() ? "all (the default)" : g_detail.c_str(), CollectorArgsShown().c_str());
   const uint64_t orders_written = s.written / 4;
   if (!s.ok) std::printf("Failed: %s\n\n", s.note.c_str());
   PrintSustainedRows(s, orders_written, "COUNT(*)");
