@@ -3,7 +3,10 @@
 // and started again on the same session and store, at least 5 times during
 // one run of two producers with known output. Nothing published is lost and
 // nothing counts twice: every order once, one a->b sample per order, every
-// stamp once, and the counters add up.
+// stamp once, and the counters add up. Budgets too: every interval is
+// judged once, on all its samples, however the kills fall (a p50 under 1 ns
+// breaks in every interval of two samples or more; a max within an hour
+// holds in every interval).
 
 #include <sys/stat.h>
 
@@ -22,7 +25,8 @@ TEST_F(CollectorRestartTest, KilledAndRestartedLosesAndDuplicatesNothing) {
   constexpr int kProducers = 2;
   constexpr uint64_t kOrders = 60000;  // per producer, paced over several seconds
   std::mt19937_64 rng(Seed());
-  const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "500"};
+  const std::vector<std::string> args = {"--pipeline", "a,b", "--order-timeout-ms", "500",
+                                         "--budget", "a->b:p50<1ns", "--budget", "a->b:max<=1h"};
 
   // Rings of 1 Mi records hold every record a producer writes: no drops while
   // no collector runs, so drained must equal everything.
@@ -87,6 +91,25 @@ TEST_F(CollectorRestartTest, KilledAndRestartedLosesAndDuplicatesNothing) {
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM (SELECT DISTINCT order_id, tag FROM stamps)"), 2 * n);
   EXPECT_EQ(q.Int("SELECT COUNT(*) FROM processes WHERE exited_utc_ns IS NOT NULL"), kProducers);
   EXPECT_FALSE(FileExists(db() + ".ttjournal")) << "journal left after a clean end";
+  const std::string stage_intervals =
+      "FROM intervals i JOIN stages s ON s.run_id = i.run_id AND s.stage_id = i.stage_id "
+      "AND s.name = 'a->b'";
+  const int64_t with_samples = q.Int("SELECT COUNT(*) " + stage_intervals + " WHERE i.count >= 1");
+  const int64_t two_or_more = q.Int("SELECT COUNT(*) " + stage_intervals + " WHERE i.count >= 2");
+  EXPECT_GE(two_or_more, 3);
+  EXPECT_EQ(Counter(q, "budget_judged:a->b:p50<1ns"), two_or_more);
+  EXPECT_EQ(Counter(q, "budget_breaches:a->b:p50<1ns"), two_or_more);
+  EXPECT_EQ(Counter(q, "budget_unjudged:a->b:p50<1ns"), with_samples - two_or_more);
+  EXPECT_EQ(Counter(q, "budget_judged:a->b:max<=1h"), with_samples);
+  EXPECT_EQ(Counter(q, "budget_breaches:a->b:max<=1h"), 0);
+  EXPECT_EQ(Counter(q, "budget_breaches"), two_or_more);
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM budget_breaches"), two_or_more);
+  // Each on the whole interval: the breach's samples are the interval's.
+  EXPECT_EQ(q.Int("SELECT COUNT(*) FROM budget_breaches b JOIN intervals i ON i.run_id = b.run_id "
+                  "AND i.start_utc_ns = b.interval_start_utc_ns JOIN stages s ON s.run_id = "
+                  "i.run_id AND s.stage_id = i.stage_id AND s.name = 'a->b' WHERE b.samples = "
+                  "i.count"),
+            two_or_more);
   absl::PrintF("FIGURE collector_restart: kills %d (%d during start-up), records %lld, drained "
               "%lld, duplicates_skipped %lld, orders %lld, lost %lld, counted twice %lld\n",
               kKills, early_kills, static_cast<long long>(2 * n), Counter(q, "drained"),
