@@ -16,6 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "ticktrace/store/open.h"
+#include "ticktrace/store/reader.h"
+#include "ticktrace/store/uri.h"
 #include "tests/collector/archive_builder.h"
 #include "tests/collector/process_util.h"
 #include "tests/support/clickhouse_server.h"
@@ -111,8 +114,11 @@ TEST(ClickHouseReplayTest, SameArchiveGivesTheSameStagesInSqliteAndClickHouse) {
   b.Clock(1).Records(1, p1).Records(2, p2).Records(3, p3).Clock(uint64_t{20'000'000'000});
   const std::string raw = dir.File("in.raw");
   b.Write(raw);
+  // A budget every interval breaks (its max is far above 1 ns): each
+  // interval's breach row, in both stores, with all of its samples.
   const std::vector<std::string> common = {"--replay", raw, "--pipeline",
-                                           "md_rx,decide,order_sent", "--session", "chreplay"};
+                                           "md_rx,decide,order_sent", "--session", "chreplay",
+                                           "--budget", "md_rx->decide:max<1ns"};
   std::vector<std::string> to_sqlite = common;
   to_sqlite.insert(to_sqlite.end(), {"--store", "sqlite:" + dir.File("s.db")});
   ASSERT_EQ(RunCollectorBinary(to_sqlite, dir.File("sqlite.log")), 0)
@@ -133,6 +139,29 @@ TEST(ClickHouseReplayTest, SameArchiveGivesTheSameStagesInSqliteAndClickHouse) {
     EXPECT_EQ(std::get<1>(c.at(stage)), uint64_t{kOrders}) << stage;
   }
   EXPECT_EQ(s, c);
+  std::vector<store::BudgetBreachRow> breaches[2];
+  const std::string uris[2] = {"sqlite:" + dir.File("s.db"), (*ch)->Uri("tt")};
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<store::StoreUri> uri = store::ParseStoreUri(uris[i]);
+    ASSERT_TRUE(uri.ok()) << uri.status();
+    absl::StatusOr<std::unique_ptr<store::StoreReader>> reader = store::OpenReader(*uri);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    absl::StatusOr<store::RunRow> run = (*reader)->GetRun(std::nullopt);
+    ASSERT_TRUE(run.ok()) << run.status();
+    absl::StatusOr<std::vector<store::BudgetBreachRow>> rows = (*reader)->BudgetBreaches(run->run_id);
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    breaches[i] = *rows;
+  }
+  EXPECT_GE(breaches[0].size(), 3u);  // 3 s of orders
+  int64_t samples = 0;
+  for (const store::BudgetBreachRow& b : breaches[0]) {
+    EXPECT_EQ(b.budget, "md_rx->decide:max<1ns");
+    EXPECT_EQ(b.stat, "max");
+    EXPECT_EQ(b.limit_ns, 1);
+    samples += b.samples;
+  }
+  EXPECT_EQ(samples, kOrders);
+  EXPECT_EQ(breaches[0], breaches[1]);
   // The run ended cleanly in ClickHouse too.
   absl::StatusOr<std::string> ended =
       (*ch)->Query("SELECT count() FROM tt.runs FINAL WHERE ended_utc_ns IS NOT NULL");
