@@ -301,14 +301,19 @@ Stitcher::Order* Stitcher::FindOpen(uint64_t order_id) {
   return &Cell(table_.at(slot).value);
 }
 
-Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
+uint32_t Stitcher::FindAnyIndex(uint64_t order_id) const {
   const size_t slot = table_.Find(order_id);
   if (table_.Found(slot) && table_.at(slot).state() != IdTable::kMemory) {
-    return &Cell(table_.at(slot).value);
+    return table_.at(slot).value;
   }
-  if (held_.empty()) return nullptr;
+  if (held_.empty()) return kNoOrder;
   auto it = held_.find(order_id);
-  return it == held_.end() ? nullptr : &Cell(it->second);
+  return it == held_.end() ? kNoOrder : it->second;
+}
+
+Stitcher::Order* Stitcher::FindAny(uint64_t order_id) {
+  const uint32_t idx = FindAnyIndex(order_id);
+  return idx == kNoOrder ? nullptr : &Cell(idx);
 }
 
 uint32_t Stitcher::TransitionStage(uint32_t from_name, uint32_t to_name) {
@@ -565,7 +570,11 @@ void Stitcher::EmitFinished(uint32_t idx) {
   } else {
     // Hold it for learning; its parent may finish now.
     if (o.has_parent) {
-      if (Order* p = FindAny(o.parent_id); p && p->open_children > 0) --p->open_children;
+      const uint32_t pi = FindAnyIndex(o.parent_id);
+      if (pi != kNoOrder && Cell(pi).open_children > 0 && --Cell(pi).open_children == 0 &&
+          finishing_) {
+        childless_.push_back(pi);
+      }
     }
     // An id used again while learning is a second order: both are held (and
     // later emitted) by pool index; the map finds the latest as a parent.
@@ -578,7 +587,10 @@ void Stitcher::EmitFinished(uint32_t idx) {
 void Stitcher::Release(uint32_t idx, bool held) {
   Order& o = Cell(idx);
   if (!held && o.has_parent) {
-    if (Order* p = FindAny(o.parent_id); p && p->open_children > 0 && --p->open_children == 0) {
+    const uint32_t pi = FindAnyIndex(o.parent_id);
+    if (Order* p = pi == kNoOrder ? nullptr : &Cell(pi);
+        p && p->open_children > 0 && --p->open_children == 0) {
+      if (finishing_) childless_.push_back(pi);
       // A fanned-out parent whose linked children have all finished is
       // finished too (at the next clock tick, then it lingers for late
       // links), not only at its timeout: the tick stages of a fan-out show
@@ -859,11 +871,26 @@ void Stitcher::Finish() {
   timed_out_parents_.clear();
   // Nothing lingers now (ExpireLingering above; finishing_: no more
   // lingering). The open orders, those without open children first, in the
-  // order of (id, instance); a parent follows its children.
+  // order of (id, instance); a parent follows its children. Rounds: after
+  // the first, only the parents whose last child a round emitted can be
+  // ready (childless_); every open order is looked at again only when none
+  // of them is (a cycle, or the first round).
   std::vector<std::tuple<uint64_t, uint32_t, uint32_t>> ready;
+  bool first_round = true;
   while (live_orders_ > 0) {
     ready.clear();
+    if (!first_round) {
+      for (uint32_t idx : childless_) {
+        const Order& o = Cell(idx);
+        if (o.live && !o.held && !o.lingering && o.open_children == 0) {
+          ready.emplace_back(o.id, o.instance, idx);
+        }
+      }
+    }
+    childless_.clear();
+    first_round = false;
     for (bool any : {false, true}) {
+      if (!ready.empty()) break;
       for (uint32_t idx = 0; idx < pool_.size(); ++idx) {
         const Order& o = Cell(idx);
         if (!o.live || o.held || o.lingering) continue;
@@ -873,6 +900,7 @@ void Stitcher::Finish() {
     }
     if (ready.empty()) break;
     std::sort(ready.begin(), ready.end());
+    ready.erase(std::unique(ready.begin(), ready.end()), ready.end());
     for (const auto& [id, instance, idx] : ready) {
       const Order& o = Cell(idx);
       if (o.live && !o.held && !o.lingering && o.id == id) FinishOrderAt(idx);

@@ -308,6 +308,7 @@ class Stitcher {
   bool StartsNewInstance(const Order& o, const StitchEvent& e);
   Order* FindOpen(uint64_t order_id);  // open, not lingering
   Order* FindAny(uint64_t order_id);  // open, lingering, or held for learning
+  uint32_t FindAnyIndex(uint64_t order_id) const;  // the same, its pool index; kNoOrder: none
   Order& Cell(uint32_t idx) { return pool_.at(idx); }
   const Order& Cell(uint32_t idx) const { return pool_.at(idx); }
   EventSpan Events(const Order& o) const;
@@ -390,6 +391,10 @@ class Stitcher {
   // Parents whose timeout passed while they waited for children; the last
   // child is emitted now: they finish at the next clock.
   std::vector<PendingRef> timed_out_parents_;
+  // Finish(): the pool indices of parents whose last open child was emitted
+  // since its last round, the only orders that can have become ready (a
+  // round over every open order per link made a chain of links quadratic).
+  std::vector<uint32_t> childless_;
   std::vector<std::tuple<uint64_t, uint64_t, uint32_t, uint32_t>> due_;  // scratch
   bool finishing_ = false;  // Finish(): no lingering
   // When the table looks at an id's instance memory again: each opening of
