@@ -577,7 +577,7 @@ absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary*
   // Validate the input before anything is created.
   absl::StatusOr<ArchiveReader> reader = ArchiveReader::Open(o.replay_path);
   if (!reader.ok()) return reader.status();
-  absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(o.replay_path);
+  absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(o.replay_path, /*own=*/false);
   if (!lead.ok()) return lead.status();
   RunInfo info;
   if (lead->has_value()) {

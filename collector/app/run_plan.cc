@@ -24,9 +24,10 @@ bool PathExists(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& path, bool own) {
+  absl::StatusOr<int> opened = own ? OpenOwnFileForReading(path) : OpenRegularFileForReading(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   std::string head(kArchiveHeaderBytes + kChunkHeaderBytes, '\0');
   const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
   std::optional<RunInfo> result;
@@ -93,8 +94,10 @@ absl::StatusOr<RunPlan> PlanLiveRun(const CollectorOptions& o, std::ostream& out
   const std::string& journal_path = plan.journal_path;
   if (absl::Status s = CheckNotSymlink(journal_path); !s.ok()) return s;
   if (!PathExists(journal_path)) return plan;
-  absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(journal_path);
-  absl::StatusOr<ArchiveReader> jr = ArchiveReader::Open(journal_path);
+  absl::StatusOr<std::optional<RunInfo>> lead = ReadLeadingRunInfo(journal_path, /*own=*/true);
+  // Not opened again when it was refused (not ours, not a regular file).
+  absl::StatusOr<ArchiveReader> jr =
+      lead.ok() ? ArchiveReader::Open(journal_path) : absl::StatusOr<ArchiveReader>(lead.status());
   struct stat st;
   if (lead.ok() && !lead->has_value() && jr.ok() && jr->header().kind == ArchiveKind::kJournal &&
       ::stat(journal_path.c_str(), &st) == 0 &&

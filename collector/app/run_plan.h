@@ -47,8 +47,11 @@ absl::Status SettlePlanWithStore(store::Writer* store, RunPlan* plan, store::Run
                                  std::ostream& out);
 
 // The first chunk of an archive or journal if it is a run info chunk;
-// nullopt when the first chunk is something else or absent.
-absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& path);
+// nullopt when the first chunk is something else or absent. `own`: the
+// collector's own journal, which must be ours (private_file.h,
+// OpenOwnFileForReading); else an archive the user names. Neither is ever
+// waited on (a FIFO at the path is refused, not opened for ever).
+absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& path, bool own);
 
 }  // namespace ticktrace::collect
 

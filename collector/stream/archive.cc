@@ -218,13 +218,16 @@ absl::Status ArchiveWriter::Close() {
 
 absl::StatusOr<ArchiveReader> ArchiveReader::Open(const std::string& path,
                                                   size_t read_buffer_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ArchiveErrno("cannot open archive", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  // Never waits: a FIFO or device named as an archive is refused, not opened
+  // for ever (private_file.h).
+  absl::StatusOr<int> opened = OpenRegularFileForReading(path);
+  if (!opened.ok()) {
+    if (absl::IsNotFound(opened.status()) || absl::IsPermissionDenied(opened.status())) {
+      return ArchiveErrno("cannot open archive", path);
+    }
+    return absl::InvalidArgumentError(opened.status().message());
   }
+  const int fd = *opened;
   char header[kArchiveHeaderBytes];
   const ssize_t n = ::pread(fd, header, sizeof(header), 0);
   if (n != static_cast<ssize_t>(sizeof(header))) {

@@ -85,11 +85,14 @@ absl::Status WriteCheckpointFile(const std::string& path, const Checkpoint& c,
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpointFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no checkpoint"));
-    return Errno("open", path);
+  absl::StatusOr<int> opened = OpenOwnFileForReading(path);
+  if (!opened.ok()) {
+    if (absl::IsNotFound(opened.status())) {
+      return absl::NotFoundError(absl::StrCat(path, ": no checkpoint"));
+    }
+    return opened.status();
   }
+  const int fd = *opened;
   std::string bytes;
   char buf[1 << 16];
   ssize_t n;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/stream/private_file.h"
 
 namespace ticktrace::collect {
 
@@ -91,8 +92,9 @@ absl::StatusOr<uint64_t> KeptPrefixBytes(int fd, const std::string& path) {
 }  // namespace
 
 absl::StatusOr<bool> Journal::StartFreed(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return absl::InternalError(absl::StrCat(path, ": cannot open"));
+  absl::StatusOr<int> opened = OpenOwnFileForReading(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   absl::StatusOr<uint64_t> keep = KeptPrefixBytes(fd, path);
   struct stat st {};
   off_t hole = -1;
@@ -128,12 +130,9 @@ absl::Status Journal::Remove() {
 }
 
 absl::StatusOr<JournalTail> JournalTail::Open(const std::string& path, uint64_t offset) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat(path, ": cannot open the journal to read it: ", std::strerror(errno)));
-  }
-  return JournalTail(fd, path, offset);
+  absl::StatusOr<int> fd = OpenOwnFileForReading(path);
+  if (!fd.ok()) return fd.status();
+  return JournalTail(*fd, path, offset);
 }
 
 JournalTail::JournalTail(JournalTail&& other) noexcept

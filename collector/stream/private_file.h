@@ -35,9 +35,16 @@ absl::StatusOr<int> CreatePrivateFile(const std::string& path, bool group_readab
 // collector opens by name through a library (SQLite), before it does.
 absl::Status CheckNotSymlink(const std::string& path);
 
-// Opens an existing file of ours for writing (O_NOFOLLOW): refuses a symlink,
-// a file that is not regular, and a file another uid owns.
+// Opens an existing file of ours (journal, checkpoint) for writing or for
+// reading: refuses, in one line, a symlink (not followed), anything but a
+// regular file (a FIFO or device is never waited on: opened O_NONBLOCK and
+// checked with fstat before any read), a file another uid than ours or
+// root's owns, and one that group or others may write. NotFound when absent.
 absl::StatusOr<int> OpenOwnFileForWriting(const std::string& path);
+absl::StatusOr<int> OpenOwnFileForReading(const std::string& path);
+// An input the user names (an archive to replay): any owner, through a
+// symlink, but only a regular file, never waited on (as above).
+absl::StatusOr<int> OpenRegularFileForReading(const std::string& path);
 
 }  // namespace ticktrace::collect
 
