@@ -50,6 +50,9 @@ struct CollectorFlags {
   std::string retain_detail;
   std::string retain;
   std::string metrics_listen;
+  // OpenTelemetry push (collector/sinks/otlp_sink.h).
+  std::string otlp_endpoint;
+  std::string otlp_slowest = "10";
 };
 
 // Parses argv into flags: on --help or --version prints and exits 0; on a

@@ -52,7 +52,7 @@ absl::StatusOr<std::string> TracesUrl(std::string_view endpoint_text) {
   const absl::string_view endpoint(endpoint_text.data(), endpoint_text.size());
   auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--endpoint '", endpoint, "': ", why,
+        absl::StrCat("endpoint '", endpoint, "': ", why,
                      " (expected http://HOST:PORT or https://HOST:PORT[/PATH])"));
   };
   absl::string_view rest = endpoint;
