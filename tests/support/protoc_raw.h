@@ -1,0 +1,49 @@
+// Protobuf bodies decoded by `protoc --decode_raw` (Debian's
+// protobuf-compiler), a decoder ticktrace did not write: tests of the OTLP
+// encoder read its output through this, never through our own code.
+//
+// decode_raw knows no schema: it prints a length-delimited field as a nested
+// message when its bytes parse as one, else as a C-escaped string; varints in
+// decimal, fixed64 as 0x + 16 hex digits, fixed32 as 0x + 8. Bytes() puts a
+// field back into its bytes (a nested message re-encoded), so that ids and
+// strings compare whatever decode_raw made of them.
+
+#ifndef TICKTRACE_TESTS_SUPPORT_PROTOC_RAW_H_
+#define TICKTRACE_TESTS_SUPPORT_PROTOC_RAW_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ticktrace::testing {
+
+struct RawField {
+  int number = 0;
+  bool nested = false;
+  std::string scalar;  // as printed (nested: empty)
+  std::vector<RawField> children;
+
+  // The fields numbered `n`, in order.
+  std::vector<const RawField*> All(int n) const;
+  // The one field numbered `n`; null when absent.
+  const RawField* One(int n) const;
+  // A length-delimited field's bytes.
+  std::string Bytes() const;
+  // A varint's value.
+  uint64_t Varint() const;
+  // A fixed64's value (0x...).
+  uint64_t Fixed64() const;
+};
+
+// The path of protoc, or nullopt when it is not installed.
+std::optional<std::string> ProtocPath();
+
+// Runs protoc --decode_raw on `bytes` (in `dir`, for its temporary files);
+// a root RawField holding the top-level fields, or nullopt (with a test
+// failure) when protoc cannot parse them.
+std::optional<RawField> DecodeRaw(const std::string& bytes, const std::string& dir);
+
+}  // namespace ticktrace::testing
+
+#endif  // TICKTRACE_TESTS_SUPPORT_PROTOC_RAW_H_
