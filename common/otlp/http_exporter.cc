@@ -155,6 +155,10 @@ absl::StatusOr<HttpExporter::Answer> HttpExporter::PostOnce(std::string_view bod
   if (rc == CURLE_ABORTED_BY_CALLBACK) {
     return absl::CancelledError(absl::StrCat("otlp ", url_, ": stopped"));
   }
+  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("otlp ", url_, ": ", curl_easy_strerror(rc)));
+  }
   if (rc != CURLE_OK) {
     return absl::UnavailableError(absl::StrCat("otlp ", url_, ": ", curl_easy_strerror(rc)));
   }
@@ -175,6 +179,9 @@ absl::Status HttpExporter::Send(const EncodedBatch& batch) {
       return absl::OkStatus();
     }
     if (!a.ok() && absl::IsCancelled(a.status())) return a.status();
+    if (!a.ok() && absl::IsFailedPrecondition(a.status()) && !options_.retry_unreachable) {
+      return absl::UnavailableError(a.status().message());
+    }
     absl::Status failure =
         a.ok() ? absl::Status(absl::StatusCode::kUnavailable,
                               absl::StrCat("otlp ", url_, ": HTTP ", a->status,

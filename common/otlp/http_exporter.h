@@ -47,6 +47,9 @@ struct ExporterOptions {
   int64_t first_backoff_ms = 100;
   int64_t max_backoff_ms = 5000;
   int64_t max_retry_total_ms = 30000;
+  // A receiver that refuses the connection (nothing listens) is retried like
+  // a busy one; false: that is final at once (a one-off export by hand).
+  bool retry_unreachable = true;
   // Set from any thread: stop now (Export returns Cancelled). May be null.
   const std::atomic<bool>* stop = nullptr;
 };

@@ -166,7 +166,18 @@ size_t TraceBuilder::Add(const OrderTrace& order) {
     root.status_code = StatusCode::kError;
     root.status_message = FlagWords(error_flags, context_->flag_names);
   }
-  ResourceOf(samples.empty() ? -1 : samples.front()->process_begin).spans.push_back(std::move(root));
+  // The root's process: its first sample's begin, else its earliest stamp's.
+  int64_t root_process = -1;
+  if (!samples.empty()) {
+    root_process = samples.front()->process_begin;
+  } else if (!order.stamps.empty()) {
+    const OrderStamp* first = &order.stamps.front();
+    for (const OrderStamp& s : order.stamps) {
+      if (s.utc_ns < first->utc_ns) first = &s;
+    }
+    root_process = first->process_id;
+  }
+  ResourceOf(root_process).spans.push_back(std::move(root));
   const size_t added = samples.size() + 1;
   spans_ += added;
   return added;

@@ -90,6 +90,32 @@ const RawField* RawField::One(int n) const {
 }
 
 std::string RawField::Bytes() const { return nested ? Encode(children) : Unescape(scalar); }
+
+std::string RawField::Text() const {
+  if (!nested) return scalar;
+  std::string out = "{";
+  for (const RawField& c : children) out += " " + std::to_string(c.number) + ": " + c.Text();
+  return out + " }";
+}
+
+std::map<std::string, std::string> RenderAll(const std::set<std::string>& values,
+                                             const std::string& dir) {
+  std::string message;
+  for (const std::string& v : values) {
+    PutVarint(&message, 1 << 3 | 2);
+    PutVarint(&message, v.size());
+    message += v;
+  }
+  std::map<std::string, std::string> out;
+  const std::optional<RawField> decoded = DecodeRaw(message, dir);
+  if (!decoded || decoded->children.size() != values.size()) {
+    ADD_FAILURE() << "RenderAll: protoc did not give one field per value";
+    return out;
+  }
+  size_t i = 0;
+  for (const std::string& v : values) out[v] = decoded->children[i++].Text();
+  return out;
+}
 uint64_t RawField::Varint() const { return std::strtoull(scalar.c_str(), nullptr, 10); }
 uint64_t RawField::Fixed64() const { return std::strtoull(scalar.c_str() + 2, nullptr, 16); }
 

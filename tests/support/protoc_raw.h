@@ -3,16 +3,20 @@
 // encoder read its output through this, never through our own code.
 //
 // decode_raw knows no schema: it prints a length-delimited field as a nested
-// message when its bytes parse as one, else as a C-escaped string; varints in
-// decimal, fixed64 as 0x + 16 hex digits, fixed32 as 0x + 8. Bytes() puts a
-// field back into its bytes (a nested message re-encoded), so that ids and
-// strings compare whatever decode_raw made of them.
+// message (or group) when its bytes parse as one, else as a C-escaped
+// string; varints in decimal, fixed64 as 0x + 16 hex digits, fixed32 as 0x +
+// 8. Bytes that happen to parse (an id, a short string such as "34", which
+// reads as an empty group) cannot be put back for sure, so bytes fields are
+// compared as decode_raw prints them: Text() of the field received against
+// RenderAll() of the expected bytes, both protoc's own rendering.
 
 #ifndef TICKTRACE_TESTS_SUPPORT_PROTOC_RAW_H_
 #define TICKTRACE_TESTS_SUPPORT_PROTOC_RAW_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,8 +32,11 @@ struct RawField {
   std::vector<const RawField*> All(int n) const;
   // The one field numbered `n`; null when absent.
   const RawField* One(int n) const;
-  // A length-delimited field's bytes.
+  // A length-delimited field's bytes, when decode_raw printed it as a string.
   std::string Bytes() const;
+  // The field's value as decode_raw printed it (a nested one: its fields,
+  // one line each, in braces).
+  std::string Text() const;
   // A varint's value.
   uint64_t Varint() const;
   // A fixed64's value (0x...).
@@ -43,6 +50,11 @@ std::optional<std::string> ProtocPath();
 // a root RawField holding the top-level fields, or nullopt (with a test
 // failure) when protoc cannot parse them.
 std::optional<RawField> DecodeRaw(const std::string& bytes, const std::string& dir);
+
+// How decode_raw prints a length-delimited field holding each of `values`
+// (RawField::Text()), from one protoc run over a message of them all.
+std::map<std::string, std::string> RenderAll(const std::set<std::string>& values,
+                                             const std::string& dir);
 
 }  // namespace ticktrace::testing
 

@@ -112,6 +112,7 @@ absl::StatusOr<ExportResult> ExportOtlpHttp(store::StoreReader& store, const Exp
                                             const std::string& endpoint) {
   otlp::ExporterOptions eo;
   eo.endpoint = endpoint;
+  eo.retry_unreachable = false;  // nothing listening: say so now, not after 30 s
   // A malformed URL is refused before the store is read.
   TICKTRACE_ASSIGN_OR_RETURN(std::unique_ptr<otlp::HttpExporter> exporter,
                              otlp::HttpExporter::Create(eo));
