@@ -11,7 +11,6 @@
 
 #include "collector/sinks/order_rows.h"
 #include "ticktrace/store/flags.h"
-#include "ticktrace/version.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -178,7 +177,6 @@ void OtlpSink::Close(Interval& in) {
   otlp::TraceContext context;
   context.run = options_.run;
   context.session = options_.session;
-  context.scope_version = std::string(kVersion);
   context.flag_names = flag_names_;
   context.error_flags = options_.excluded_flags;
   std::vector<store::ProcessRow> processes;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "ticktrace/version.h"
 
 namespace ticktrace::otlp {
 namespace {
@@ -46,7 +47,7 @@ int64_t RoundLatencyNs(double ns) {
 }
 
 TraceBuilder::TraceBuilder(const TraceContext* context) : context_(context) {
-  request_.scope_version = context_->scope_version;
+  request_.scope_version = std::string(kVersion);
 }
 
 ResourceSpans& TraceBuilder::ResourceOf(int64_t process_id) {
@@ -186,7 +187,7 @@ size_t TraceBuilder::Add(const OrderTrace& order) {
 ExportRequest TraceBuilder::Take() {
   ExportRequest out = std::move(request_);
   request_ = ExportRequest{};
-  request_.scope_version = context_->scope_version;
+  request_.scope_version = std::string(kVersion);
   resource_index_.clear();
   spans_ = 0;
   return out;

@@ -19,6 +19,8 @@
 // has its order's root span. A linked child order's root span links to its
 // parent's root span (the parent's first instance).
 //
+// The instrumentation scope is "ticktrace" with the project's version.
+//
 // Thread model: one thread per builder.
 
 #ifndef TICKTRACE_COMMON_OTLP_ORDER_SPANS_H_
@@ -81,7 +83,6 @@ struct TraceContext {
   std::map<std::pair<int64_t, int64_t>, std::string> threads;  // (process, tid) -> name
   std::vector<FlagName> flag_names;  // lowest bit first
   uint32_t error_flags = 0;
-  std::string scope_version;
 };
 
 // A sample's latency as whole ns: rounded, 0 when not finite, clamped (as

@@ -10,7 +10,6 @@
 #include "common/otlp/order_spans.h"
 #include "common/status_macros.h"
 #include "ticktrace/store/flags.h"
-#include "ticktrace/version.h"
 
 namespace ticktrace::view {
 namespace {
@@ -25,7 +24,6 @@ absl::StatusOr<otlp::TraceContext> ContextOf(store::StoreReader& store, const st
   otlp::TraceContext c;
   c.run = otlp::RunKey{run.host, run.started_utc_ns, run.run_id};
   c.session = run.session;
-  c.scope_version = std::string(kVersion);
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::ProcessRow> processes,
                              store.Processes(run.run_id));
   for (const store::ProcessRow& p : processes) {
