@@ -107,7 +107,9 @@ std::vector<SpanView> Expected(store::StoreReader& r, const std::vector<store::O
     // thread when the order has a stamp there (a linked child's total starts
     // at its parent's stamp, which is not among its own).
     std::set<int64_t> stamped;
-    for (const store::StampRow& st : *r.StampsOfInstance(run.run_id, o.order_id, o.instance)) {
+    const std::vector<store::StampRow> own_stamps =
+        *r.StampsOfInstance(run.run_id, o.order_id, o.instance);
+    for (const store::StampRow& st : own_stamps) {
       stamped.insert(st.process_id);
     }
     std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) {
@@ -149,8 +151,9 @@ std::vector<SpanView> Expected(store::StoreReader& r, const std::vector<store::O
       a["ticktrace.stage"] = "s:" + s.stage;
       a["ticktrace.order_id"] = "s:" + std::to_string(static_cast<uint64_t>(s.order_id));
       a["ticktrace.instance"] = "i:" + std::to_string(s.instance);
-      for (const auto& [end_name, process] :
-           {std::pair<std::string, int64_t>{"begin", *s.process_begin}, {"end", *s.process_end}}) {
+      const std::pair<std::string, int64_t> ends[] = {{"begin", *s.process_begin},
+                                                       {"end", *s.process_end}};
+      for (const auto& [end_name, process] : ends) {
         a["ticktrace." + end_name + ".process.name"] = "s:" + processes.at(process).name;
         a["ticktrace." + end_name + ".process.pid"] = "i:" + std::to_string(processes.at(process).pid);
         if (stamped.count(process) > 0) {
