@@ -43,6 +43,9 @@ if [ "$mode" = test ]; then
   # server the package may start (not in containers with policy-rc.d) is
   # neither used nor in their way.
   packages+=(clickhouse-server clickhouse-client)
+  # protoc --decode_raw: the OTLP export tests decode the protobuf bodies with a
+  # decoder ticktrace did not write (without it they are reported as skipped).
+  packages+=(protobuf-compiler)
   # ip(8) for the tests that stand two hosts up in network namespaces.
   packages+=(iproute2)
   # systemd-analyze, with which install_consumer verifies the installed unit

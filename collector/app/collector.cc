@@ -48,6 +48,8 @@
 #include "collector/app/run_plan.h"
 #include "collector/app/session_lock.h"
 #include "ticktrace/store/open.h"
+#include "collector/sinks/otlp_sink.h"
+#include "collector/sinks/sink_fanout.h"
 #include "collector/sinks/store_sink.h"
 #include "collector/stream/stream.h"
 #include "collector/time/time_base.h"
@@ -343,7 +345,13 @@ class Session {
       });
       writer_->Start();
     }
-    analyzer_ = std::make_unique<Analyzer>(ToAnalyzerSettings(info, time_), time_, writer_.get());
+    StitchedOrderSink* sink = writer_.get();
+    if (!o_.otlp.endpoint.empty()) {  // --otlp-endpoint: a second sink beside the store's
+      if (absl::Status s = StartOtlp(info); !s.ok()) return s;
+      fanout_ = std::make_unique<SinkFanout>(writer_.get(), otlp_.get());
+      sink = fanout_.get();
+    }
+    analyzer_ = std::make_unique<Analyzer>(ToAnalyzerSettings(info, time_), time_, sink);
     diagnostics_ = std::make_unique<RunDiagnostics>(info.session, info.pipeline, SessionsInShm);
     started_ = std::chrono::steady_clock::now();
     analyzer_->mutable_stitcher().on_learned = [this](const std::vector<std::string>& p,
@@ -353,6 +361,41 @@ class Session {
     };
     if (!o_.quiet) out_ << CalibrationReport(info) << std::flush;
     return absl::OkStatus();
+  }
+
+  // The OpenTelemetry push (collector/sinks/otlp_sink.h): its ids keyed on
+  // the run as the store holds it, so that the viewer's export agrees.
+  absl::Status StartOtlp(const RunInfo& info) {
+    OtlpSinkOptions oo = o_.otlp;
+    oo.run = otlp::RunKey{info.host, info.started_utc_ns, run_id_};
+    oo.session = info.session;
+    oo.interval_ns = o_.store.interval_ns;
+    oo.settle_ns = (info.order_timeout_ms + info.linger_ms()) * 1'000'000 + oo.interval_ns;
+    oo.excluded_flags = info.include_flagged ? 0 : store::kFlagsExcludedByDefault;
+    otlp_ = std::make_unique<OtlpSink>(
+        oo, [this](std::vector<store::ProcessRow>* p, std::vector<store::ThreadRow>* t) {
+          *p = analyzer_->Processes();
+          *t = analyzer_->Threads();
+        });
+    return otlp_->Start();
+  }
+
+  // The analysis thread, between batches and when idle: closes the
+  // OpenTelemetry push's settled intervals.
+  void TickOtlp() {
+    if (otlp_ != nullptr) otlp_->Tick();
+  }
+
+  // Stops the OpenTelemetry push (its counters are final) and says what it sent.
+  void StopOtlp() {
+    if (otlp_ == nullptr) return;
+    otlp_->Stop();
+    const OtlpSinkCounters c = otlp_->counters();
+    std::cerr << "ticktrace-collector: otlp " << o_.otlp.endpoint << ": " << c.spans_sent
+              << " spans sent in " << c.batches_sent << " batches (" << c.retries
+              << " retries), " << c.spans_dropped << " spans dropped in " << c.batches_dropped
+              << " batches\n"
+              << std::flush;
   }
 
   // The analysis thread, after every chunk before journal byte `offset`:
@@ -412,6 +455,16 @@ class Session {
     c.emplace_back(std::string(store::CounterName(store::Counter::kJournalRecordsLost)),
                    v(StreamCounter(store::Counter::kJournalRecordsLost)));
     c.emplace_back("restarts", restarts_);
+    if (otlp_ != nullptr) {  // --otlp-endpoint
+      const OtlpSinkCounters oc = otlp_->counters();
+      auto put = [&](store::Counter k, uint64_t x) {
+        c.emplace_back(std::string(store::CounterName(k)), v(x));
+      };
+      put(store::Counter::kOtlpSpansSent, oc.spans_sent);
+      put(store::Counter::kOtlpSpansDropped, oc.spans_dropped);
+      put(store::Counter::kOtlpBatchesSent, oc.batches_sent);
+      put(store::Counter::kOtlpBatchesDropped, oc.batches_dropped);
+    }
     // This collector process's CPU so far (a resumed run: since the resume).
     c.emplace_back(std::string(store::CounterName(store::Counter::kCollectorCpuMs)),
                    static_cast<int64_t>(ProcessCpuSeconds() * 1e3));
@@ -497,6 +550,7 @@ class Session {
   // Finishes the analysis, writes everything, ends the run.
   absl::Status Finish(const DrainerCounters* d, const uint64_t* j, RunSummary* summary) {
     analyzer_->Finish();
+    StopOtlp();  // before the last snapshots: the store gets its final counters
     Diagnose(/*end_of_run=*/true);
     absl::Status status;
     if (writer_ != nullptr) {
@@ -568,6 +622,8 @@ class Session {
   std::unique_ptr<store::Writer> store_;
   int64_t run_id_ = 0;
   std::unique_ptr<StoreSink> writer_;
+  std::unique_ptr<OtlpSink> otlp_;       // --otlp-endpoint
+  std::unique_ptr<SinkFanout> fanout_;   // the store's sink and otlp_
   std::unique_ptr<Analyzer> analyzer_;
   bool pipeline_dirty_ = true;
   int64_t restarts_ = 0;
@@ -941,6 +997,7 @@ class AnalysisStage {
         // batch is due (StoreSink::Submit), not when the next records come.
         MaybeCheckpoint(tail.offset());
         if (session_.writer() != nullptr) session_.writer()->Submit();
+        session_.TickOtlp();
         session_.Diagnose(/*end_of_run=*/false);  // an empty session says so
         continue;
       }
@@ -1013,6 +1070,7 @@ class AnalysisStage {
   void AfterBatch(const DrainerCounters* drainer, const uint64_t* journal_syncs) {
     session_.Diagnose(/*end_of_run=*/false);
     if (session_.writer() != nullptr) session_.writer()->Submit();
+    session_.TickOtlp();
     if (Clock::now() - last_snapshot_ >= o_.snapshot_interval) {
       session_.Snapshot(drainer, journal_syncs);
       last_snapshot_ = Clock::now();

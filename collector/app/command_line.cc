@@ -13,6 +13,7 @@
 #include "common/budget.h"
 #include "common/duration.h"
 #include "common/flags.h"
+#include "common/otlp/http_exporter.h"
 #include "common/status_macros.h"
 #include "ticktrace/store/uri.h"
 #include "ticktrace/store/writer.h"
@@ -141,6 +142,15 @@ constexpr FlagRow kFlagTable[] = {
      "per-stage latency histograms, flag counts, counters, lag and CPU; see "
      "docs/operations.md",
      &CollectorFlags::metrics_listen, nullptr},
+    // OpenTelemetry push (collector/sinks/otlp_sink.h).
+    {"monitoring", "otlp-endpoint", "URL",
+     "push each interval's slowest orders per stage, and every order with a flag the "
+     "percentiles exclude, as OpenTelemetry traces to this OTLP/HTTP receiver (e.g. "
+     "http://127.0.0.1:4318: URL/v1/traces); see docs/operations.md",
+     &CollectorFlags::otlp_endpoint, nullptr},
+    {"monitoring", "otlp-slowest", "N",
+     "with --otlp-endpoint: the slowest N orders per stage and interval (default 10)",
+     &CollectorFlags::otlp_slowest, nullptr},
 };
 
 // Registers kFlagTable on `flags`, writing into `f`, then the repeated --budget.
@@ -344,6 +354,19 @@ absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& f) {
     }
     o.cpu = static_cast<int>(cpu);
   }
+  // OpenTelemetry push: --otlp-endpoint, --otlp-slowest.
+  if (!f.otlp_endpoint.empty()) {
+    if (absl::Status s = otlp::TracesUrl(f.otlp_endpoint).status(); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--otlp-", s.message()));
+    }
+    o.otlp.endpoint = f.otlp_endpoint;
+  }
+  TICKTRACE_ASSIGN_OR_RETURN(const uint64_t otlp_slowest,
+                             ParseUintFlag("--otlp-slowest", f.otlp_slowest));
+  if (otlp_slowest > 100000) {
+    return absl::InvalidArgumentError("--otlp-slowest: at most 100000 orders per stage");
+  }
+  o.otlp.slowest_per_stage = otlp_slowest;
   // A test hook, never a flag users see (options.h).
   if (const char* pause = std::getenv("TICKTRACE_TEST_PAUSE_ANALYSIS_WHILE"); pause != nullptr) {
     o.test_pause_analysis_file = pause;

@@ -53,6 +53,9 @@ struct CollectorFlags {
   std::string metrics_listen;
   std::vector<std::string> budgets;  // --budget, each given
   std::string budgets_file;          // --budgets
+  // OpenTelemetry push (collector/sinks/otlp_sink.h).
+  std::string otlp_endpoint;
+  std::string otlp_slowest = "10";
 };
 
 // Parses argv into flags: on --help or --version prints and exits 0; on a

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "collector/sinks/otlp_sink.h"
 #include "collector/sinks/store_sink.h"
 #include "ticktrace/segment_reader.h"  // kDefaultMaxSegmentBytes
 #include "ticktrace/store/uri.h"
@@ -55,6 +56,10 @@ struct CollectorOptions {
   // it at every snapshot (about 1 s). Null: no endpoint. Must outlive the run.
   metrics::MetricsServer* metrics = nullptr;
   int cpu = -1;                          // --cpu: pin every collector thread to this core; -1: not
+  // OpenTelemetry push (--otlp-endpoint, --otlp-slowest; collector/sinks/otlp_sink.h):
+  // an empty endpoint pushes nothing. The run key, interval, settle time and
+  // flag rule are filled in by the collector from the run.
+  OtlpSinkOptions otlp;
 
   // --- for tests and the bench ---
   std::chrono::milliseconds anchor_interval{1000};  // a (TSC, UTC) anchor this often

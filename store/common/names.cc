@@ -97,6 +97,12 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
      "emitted orders (by sequence number) whose detail the store holds or decided not to keep"},
     {Counter::kAnchors, "anchors", "(TSC, CLOCK_REALTIME) anchors taken"},
     {Counter::kCoreMeasurements, "core_measurements", "measurements of the cores' TSC offsets"},
+    {Counter::kOtlpSpansSent, "otlp_spans_sent", "spans the OpenTelemetry receiver accepted"},
+    {Counter::kOtlpSpansDropped, "otlp_spans_dropped",
+     "spans not pushed: the receiver was down, slow or refused them"},
+    {Counter::kOtlpBatchesSent, "otlp_batches_sent", "OTLP bodies the receiver accepted"},
+    {Counter::kOtlpBatchesDropped, "otlp_batches_dropped",
+     "OTLP requests (closed intervals) dropped in whole or part"},
 }};
 
 std::string_view CounterName(Counter counter) {

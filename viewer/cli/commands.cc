@@ -15,6 +15,7 @@
 #include "viewer/views/budget_check.h"
 #include "viewer/views/diff_report.h"
 #include "viewer/export/hlog_export.h"
+#include "viewer/export/otlp_export.h"
 #include "viewer/views/intervals_report.h"
 #include "viewer/format/json_output.h"
 #include "viewer/views/percentile_report.h"
@@ -257,17 +258,47 @@ absl::Status RunsCommand(const ParsedArgs& args, std::ostream& out, bool) {
   return absl::OkStatus();
 }
 
-// export --format chrome|csv|hlog --out FILE: writes a file (or stdout) and says what.
+// export --format chrome|csv|hlog|otlp-json --out FILE, or --format otlp
+// --endpoint URL: writes a file (or stdout), or POSTs to a receiver, and says what.
 absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   const std::string format = *args.Value("format");
-  if (format != "chrome" && format != "csv" && format != "hlog") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format: expected chrome, csv or hlog, got '", format, "'"));
+  if (format != "chrome" && format != "csv" && format != "hlog" && format != "otlp-json" &&
+      format != "otlp") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--format: expected chrome, csv, hlog, otlp-json or otlp, got '", format, "'"));
+  }
+  const bool to_endpoint = format == "otlp";
+  if (to_endpoint != args.Has("endpoint")) {
+    return absl::InvalidArgumentError(to_endpoint
+                                          ? "--format otlp needs --endpoint URL (an OTLP/HTTP receiver)"
+                                          : "--endpoint is for --format otlp only");
+  }
+  if (!to_endpoint && !args.Has("out")) {
+    return absl::InvalidArgumentError(absl::StrCat("--format ", format, " needs --out FILE"));
+  }
+  if (to_endpoint && args.Has("out")) {
+    return absl::InvalidArgumentError("--out is not for --format otlp (it POSTs to --endpoint)");
   }
   ExportOptions options;
   TICKTRACE_ASSIGN_OR_RETURN(options.run_id, args.IntValue("run", 0));
   TICKTRACE_ASSIGN_OR_RETURN(options.limit, args.IntValue("limit", 1));
-  const std::string out_path = *args.Value("out");
+  TICKTRACE_ASSIGN_OR_RETURN(options.slowest, args.IntValue("slowest", 1));
+  options.flagged = args.Has("flagged");
+  if (args.Has("order")) {
+    options.order_id = ParseOrderId(*args.Value("order"));
+    if (!options.order_id.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--order: expected an order id, got '", *args.Value("order"), "'"));
+    }
+  }
+  if (format == "hlog" && (options.slowest || options.flagged || options.order_id)) {
+    return absl::InvalidArgumentError(
+        "--slowest, --flagged and --order select orders: not for --format hlog");
+  }
+  if (options.slowest.has_value() && options.order_id.has_value()) {
+    return absl::InvalidArgumentError("--slowest and --order: give one of them");
+  }
+  const std::string out_path = to_endpoint ? "" : *args.Value("out");
   if (out_path == "-" && args.Has("json")) {
     return absl::InvalidArgumentError("--json with --out -: stdout holds the export itself");
   }
@@ -276,12 +307,31 @@ absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
   // Check the run (and resolve the window against it) before creating the
   // output file.
   TICKTRACE_ASSIGN_OR_RETURN(options.window, WindowOf(*store, query));
+  {
+    // Flagged and ERROR spans: the flags the run's percentiles leave out.
+    TICKTRACE_ASSIGN_OR_RETURN(const store::RunRow run, store->GetRun(options.run_id));
+    TICKTRACE_ASSIGN_OR_RETURN(const bool includes_flagged, RunIncludesFlagged(*store, run));
+    options.excluded_flags = includes_flagged ? 0 : store::kFlagsExcludedByDefault;
+  }
   ExportResult result;
+  if (to_endpoint) {
+    const std::string endpoint = *args.Value("endpoint");
+    TICKTRACE_ASSIGN_OR_RETURN(result, ExportOtlpHttp(*store, options, endpoint));
+    if (args.Has("json")) {
+      out << RenderExportJson(result, format, endpoint);
+    } else {
+      out << "run " << result.run_id << ": " << result.orders << " orders, " << result.spans
+          << " spans -> " << endpoint << " (" << result.batches << " batches, " << result.retries
+          << " retries)\n";
+    }
+    return absl::OkStatus();
+  }
   TICKTRACE_RETURN_IF_ERROR(
       WriteOutput(out_path, store->path(), [&](std::ostream& file) -> absl::Status {
-        absl::StatusOr<ExportResult> r = format == "chrome" ? ExportChrome(*store, options, file)
-                                         : format == "hlog" ? ExportHlog(*store, options, file)
-                                                            : ExportCsv(*store, options, file);
+        absl::StatusOr<ExportResult> r = format == "chrome"      ? ExportChrome(*store, options, file)
+                                         : format == "hlog"      ? ExportHlog(*store, options, file)
+                                         : format == "otlp-json" ? ExportOtlpJson(*store, options, file)
+                                                                 : ExportCsv(*store, options, file);
         if (!r.ok()) return r.status();
         result = *r;
         return absl::OkStatus();
@@ -293,6 +343,7 @@ absl::Status ExportCommand(const ParsedArgs& args, std::ostream& out, bool) {
     out << "run " << result.run_id << ": "
         << (format == "chrome" ? absl::StrCat(result.orders, " orders, ", result.stamps, " stamps")
             : format == "hlog" ? absl::StrCat(result.rows, " interval histograms")
+            : format == "otlp-json" ? absl::StrCat(result.orders, " orders, ", result.spans, " spans")
                                : absl::StrCat(result.orders, " orders, ", result.rows, " samples"))
         << " -> " << out_path << "\n";
   }
@@ -481,24 +532,32 @@ const std::vector<Command>& Commands() {
         "ticktrace-view runs --db trace.db"},
        RunsCommand},
       {{"export",
-        "Chrome trace JSON (Perfetto), CSV of samples, or an HdrHistogram log",
+        "Chrome trace JSON (Perfetto), CSV of samples, an HdrHistogram log, or OTLP traces",
         "Export a run: its orders as Chrome Trace Event JSON (open in ui.perfetto.dev or\n"
-        "chrome://tracing) or as CSV of the stage samples, or its interval histograms as\n"
-        "an HdrHistogram interval log.",
+        "chrome://tracing), as CSV of the stage samples, or as OpenTelemetry traces (OTLP),\n"
+        "or its interval histograms as an HdrHistogram interval log.",
         "chrome: a track per process and thread, each stamp an event, spans with their\n"
         "duration, an order's stamps joined by flow arrows, and a parent's to its linked\n"
         "children's. csv: one row per sample after a header row. --limit N takes the\n"
         "run's first N orders by time. hlog: one line per stage (Tag=stage) per interval,\n"
         "V2 compressed histograms of latencies in ns (HdrHistogram's tools read it).\n"
-        "An existing --out is left alone unless --force is given. --out - writes to\n"
-        "stdout.",
-        {kDbFlag, kStoreFlag, {"format", "F", "chrome, csv or hlog", /*required=*/true},
-         {"out", "FILE", "the output file", /*required=*/true},
-         {"limit", "N", "only the first N orders (chrome, csv)"}, kRunFlag, kSinceFlag,
+        "otlp-json: one OTLP/JSON ExportTraceServiceRequest, a trace per order (a root\n"
+        "span, a span per stage); otlp: the same as protobuf POSTed to --endpoint URL\n"
+        "(URL/v1/traces). --slowest N, --flagged and --order ID narrow the orders\n"
+        "(chrome, csv, otlp). An existing --out is left alone unless --force is given.\n"
+        "--out - writes to stdout.",
+        {kDbFlag, kStoreFlag, {"format", "F", "chrome, csv, hlog, otlp-json or otlp", /*required=*/true},
+         {"out", "FILE", "the output file (not with otlp)"},
+         {"endpoint", "URL", "otlp: the OTLP/HTTP receiver, e.g. http://127.0.0.1:4318"},
+         {"limit", "N", "only the first N orders (chrome, csv, otlp)"},
+         {"slowest", "N", "only the N slowest orders by total latency"},
+         {"flagged", "", "only orders with a flag the percentiles exclude"},
+         {"order", "ID", "only this order (all its instances)"}, kRunFlag, kSinceFlag,
          kUntilFlag, {"force", "", "replace --out if it exists"},
          {"json", "", "say what was written as JSON (not with --out -)"}},
         "",
-        "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000"},
+        "ticktrace-view export --db trace.db --format chrome --out trace.json --limit 1000\n"
+        "ticktrace-view export --db trace.db --format otlp --endpoint http://127.0.0.1:4318 --slowest 100"},
        ExportCommand},
       {{"top",
         "the summary, redrawn every second, until Ctrl-C",

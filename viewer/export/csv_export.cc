@@ -37,7 +37,8 @@ absl::StatusOr<ExportResult> ExportCsv(store::StoreReader& store, const ExportOp
   result.run_id = run.run_id;
   out << kCsvHeader << '\n';
   if (options.limit.has_value() || options.window.since_utc_ns.has_value() ||
-      options.window.until_utc_ns.has_value()) {
+      options.window.until_utc_ns.has_value() || options.slowest.has_value() ||
+      options.flagged || options.order_id.has_value()) {
     TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> orders,
                                OrdersToExport(store, run.run_id, options));
     for (const store::OrderRow& order : orders) {

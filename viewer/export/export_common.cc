@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <set>
 #include <streambuf>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -148,18 +150,57 @@ absl::Status WriteOutput(const std::string& out_path, const std::string& store_p
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<store::OrderRow>> OrdersToExport(store::StoreReader& store, int64_t run_id,
-                                                     const ExportOptions& options) {
+namespace {
+
+// The orders of `window` the selection starts from: one order's instances,
+// the slowest, or all by time.
+absl::StatusOr<std::vector<store::OrderRow>> SelectedOrders(store::StoreReader& store,
+                                                            int64_t run_id,
+                                                            const ExportOptions& options) {
   const store::TimeWindow& w = options.window;
-  if (!w.since_utc_ns.has_value() && !w.until_utc_ns.has_value()) {
+  if (options.order_id.has_value()) return store.OrderInstances(run_id, *options.order_id);
+  if (options.slowest.has_value()) {
+    TICKTRACE_ASSIGN_OR_RETURN(
+        const std::vector<store::RankedOrder> ranked,
+        store.FindSlowest(run_id, std::string(store::kTotalStage), *options.slowest, w));
+    std::vector<store::OrderRow> out;
+    for (const store::RankedOrder& r : ranked) {
+      TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> instances,
+                                 store.OrderInstances(run_id, r.order_id));
+      for (store::OrderRow& o : instances) out.push_back(std::move(o));
+    }
+    return out;
+  }
+  if (!w.since_utc_ns.has_value() && !w.until_utc_ns.has_value() && !options.flagged) {
     return store.OrdersByTime(run_id, options.limit);
   }
-  // The reader has no window on OrdersByTime: read by time, keep the window.
-  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> all, store.OrdersByTime(run_id, std::nullopt));
+  return store.OrdersByTime(run_id, std::nullopt);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<store::OrderRow>> OrdersToExport(store::StoreReader& store, int64_t run_id,
+                                                     const ExportOptions& options) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::OrderRow> all,
+                             SelectedOrders(store, run_id, options));
+  // (order_id, instance) of the orders with an excluded flag.
+  std::set<std::pair<int64_t, int64_t>> flagged;
+  if (options.flagged) {
+    TICKTRACE_RETURN_IF_ERROR(store.ForEachSample(
+        run_id, store::SampleFilter{}, /*ordered=*/false, [&](const store::SampleRow& s) {
+          if ((s.flags & options.excluded_flags) != 0) flagged.emplace(s.order_id, s.instance);
+        }));
+  }
+  const store::TimeWindow& w = options.window;
+  const bool by_time = !options.order_id.has_value() && !options.slowest.has_value();
   std::vector<store::OrderRow> kept;
   for (store::OrderRow& o : all) {
     if (w.since_utc_ns.has_value() && o.first_utc_ns < *w.since_utc_ns) continue;
-    if (w.until_utc_ns.has_value() && o.first_utc_ns >= *w.until_utc_ns) break;
+    if (w.until_utc_ns.has_value() && o.first_utc_ns >= *w.until_utc_ns) {
+      if (by_time) break;
+      continue;
+    }
+    if (options.flagged && flagged.count({o.order_id, o.instance}) == 0) continue;
     if (options.limit.has_value() && static_cast<int64_t>(kept.size()) >= *options.limit) break;
     kept.push_back(std::move(o));
   }

@@ -23,11 +23,19 @@ struct ExportOptions {
   // --since/--until: hlog, the intervals that start in it; chrome and csv,
   // the orders whose first stamp is in it (before --limit).
   store::TimeWindow window;
+  // Narrower selections (chrome, csv, otlp), applied before --limit:
+  std::optional<int64_t> slowest;   // the N slowest orders by 'total' (FindSlowest's ranking)
+  bool flagged = false;             // only orders with a sample flag in excluded_flags
+  uint32_t excluded_flags = 0;      // the flags the run's percentiles leave out
+  std::optional<int64_t> order_id;  // every instance of this one order
 };
 
-// The orders a chrome or csv export holds: the run's orders by first stamp
-// (then order_id, instance) whose first stamp is in options.window, the
-// first options.limit of them when set.
+// The orders a chrome, csv or otlp export holds: the run's orders by first
+// stamp (then order_id, instance) whose first stamp is in options.window, the
+// first options.limit of them when set. With options.order_id, that order's
+// instances; with options.slowest, the N slowest orders (slowest first, each
+// with all its instances); with options.flagged, only orders with a sample
+// flag in options.excluded_flags.
 absl::StatusOr<std::vector<store::OrderRow>> OrdersToExport(store::StoreReader& store, int64_t run_id,
                                                      const ExportOptions& options);
 
@@ -38,6 +46,9 @@ struct ExportResult {
   int64_t stamps = 0;  // chrome: stamp and span events
   int64_t links = 0;   // chrome: parent -> linked child flows
   int64_t rows = 0;    // csv: sample rows (without the header); hlog: interval lines
+  int64_t spans = 0;    // otlp: spans (a root per order and one per sample)
+  int64_t batches = 0;  // otlp to an endpoint: bodies POSTed
+  int64_t retries = 0;  // otlp to an endpoint: requests sent again
 };
 
 // Runs `write` on a stream for `out_path` ("-" is stdout). A file is written

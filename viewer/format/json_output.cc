@@ -170,7 +170,10 @@ std::string RenderExportJson(const ExportResult& result, const std::string& form
                {"out", out_path},
                {"orders", result.orders},
                {"stamps", result.stamps},
-               {"rows", result.rows}});
+               {"rows", result.rows},
+               {"spans", result.spans},
+               {"batches", result.batches},
+               {"retries", result.retries}});
 }
 
 std::string CompactJson(const std::string& json) {

@@ -73,6 +73,11 @@ enum class Counter : int {
   kStoreDetailThrough,
   kAnchors,
   kCoreMeasurements,
+  // The OpenTelemetry push (--otlp-endpoint).
+  kOtlpSpansSent,
+  kOtlpSpansDropped,
+  kOtlpBatchesSent,
+  kOtlpBatchesDropped,
   kCount_,  // not a counter
 };
 
