@@ -97,7 +97,22 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
      "emitted orders (by sequence number) whose detail the store holds or decided not to keep"},
     {Counter::kAnchors, "anchors", "(TSC, CLOCK_REALTIME) anchors taken"},
     {Counter::kCoreMeasurements, "core_measurements", "measurements of the cores' TSC offsets"},
+    {Counter::kOrdersRetired, "orders_retired",
+     "orders whose detail retention deleted (by age or size; their intervals stay)"},
+    {Counter::kStoreBytes, "store_bytes",
+     "bytes the store's files take on disk (SQLite: the database, -wal and -shm)"},
+    {Counter::kStoreGrowthBytesPerS, "store_growth_bytes_per_s",
+     "bytes a second the store grows by at the rate of the last minute, before retention"},
+    {Counter::kStoreDetailLimitBytes, "store_detail_limit_bytes",
+     "the size limit the detail is retired under (--retain-detail; 0: none)"},
+    {Counter::kStoreDetailWindowS, "store_detail_window_s",
+     "seconds of detail the limit holds at the rate of the last minute"},
 }};
+
+bool CounterIsGauge(Counter counter) {
+  return counter == Counter::kStoreBytes || counter == Counter::kStoreGrowthBytesPerS ||
+         counter == Counter::kStoreDetailLimitBytes || counter == Counter::kStoreDetailWindowS;
+}
 
 std::string_view CounterName(Counter counter) {
   return kCounters[static_cast<size_t>(counter)].name;
