@@ -28,6 +28,11 @@ void SqliteSizeGuard::Observe(uint64_t live_bytes, const SqliteFileBytes& files)
   max_side_files_ = std::max(max_side_files_, files.wal + files.shm);
 }
 
+void SqliteSizeGuard::AfterCheck(uint64_t live_bytes, const SqliteFileBytes& files) {
+  live_after_check_ = live_bytes;
+  max_side_files_ = std::max(max_side_files_, files.wal + files.shm);
+}
+
 uint64_t SqliteSizeGuard::LiveTarget(uint64_t limit_bytes) const {
   const uint64_t room = headroom_bytes();
   return limit_bytes > room ? limit_bytes - room : 0;

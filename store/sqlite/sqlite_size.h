@@ -63,9 +63,10 @@ class SqliteSizeGuard {
   // The growth since the last check (AfterCheck) and the WAL and -shm on
   // disk are remembered when they are the largest seen.
   void Observe(uint64_t live_bytes, const SqliteFileBytes& files);
-  // The live bytes after the check's retirement: the next check measures
-  // the growth from there.
-  void AfterCheck(uint64_t live_bytes) { live_after_check_ = live_bytes; }
+  // After the check's retirement: the live bytes (the next check measures
+  // the growth from there) and the files (retirement's own transactions
+  // grow the WAL too).
+  void AfterCheck(uint64_t live_bytes, const SqliteFileBytes& files);
   // The live bytes the store may hold so that its files stay within
   // `limit_bytes` after one more step (0 when the room needed is the whole
   // limit or more).

@@ -175,13 +175,15 @@ class SqliteWriter : public Writer {
   uint64_t LiveBytes();
   // Size retention (sqlite_size.h): retires the oldest detail, of any run,
   // while the live pages are above what keeps the files within `max_bytes`.
-  absl::Status RetireForSize(uint64_t max_bytes, uint64_t* deleted);
+  // `run_id`: the run being written.
+  absl::Status RetireForSize(int64_t run_id, uint64_t max_bytes, uint64_t* deleted);
   // Deletes the detail of up to `count` intervals, the oldest of the oldest
   // run that has any; returns how many (0: no detail left anywhere).
-  absl::StatusOr<int> RetireOldest(int count, uint64_t* deleted);
+  absl::StatusOr<int> RetireOldest(int64_t run_id, int count, uint64_t* deleted);
   SqliteSizeGuard size_guard_;
-  // Per run, the newest interval start whose detail RetireOldest deleted:
-  // the next search starts there instead of walking the deleted ones again.
+  // Per run, the newest interval start whose detail RetireOldest deleted
+  // (INT64_MAX: another run with none left): the next search starts there
+  // instead of walking the deleted ones again.
   std::map<int64_t, int64_t> retired_through_;
   sqlite3* db_ = nullptr;
   std::string path_;
