@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ticktrace/store/losses.h"
+#include "ticktrace/store/names.h"
 
 namespace ticktrace::metrics {
 namespace {
@@ -50,6 +52,41 @@ void AppendRecordsLost(const MetricsSnapshot& s, std::string* out) {
                      "the drain.");
   absl::StrAppend(out, "ticktrace_records_written_total ", loss.written, "\n");
 }
+
+// ---- the store's size (collector/app/store_projection.h) ----------------
+// Gauges the collector keeps beside the store's counters; each is given only
+// once the collector has measured it.
+struct StoreSizeGauge {
+  const char* counter;  // store counter name (store/common/names.cc)
+  const char* metric;
+  const char* help;
+};
+constexpr StoreSizeGauge kStoreSizeGauges[] = {
+    {"store_bytes", "ticktrace_store_bytes",
+     "Bytes the store's files take on disk (SQLite: the database, -wal and -shm)."},
+    {"store_growth_bytes_per_s", "ticktrace_store_growth_bytes_per_second",
+     "Bytes a second the store grows by at the rate of the last minute, before retention."},
+    {"store_detail_limit_bytes", "ticktrace_store_detail_limit_bytes",
+     "The size limit order detail is retired under (--retain-detail; 0: none)."},
+    {"store_detail_window_s", "ticktrace_store_detail_window_seconds",
+     "Seconds of order detail the limit holds at the rate of the last minute."},
+};
+
+bool IsStoreSizeGauge(const std::string& counter) {
+  const std::optional<store::Counter> c = store::CounterByName(counter);
+  return c.has_value() && store::CounterIsGauge(*c);
+}
+
+void AppendStoreSize(const MetricsSnapshot& s, std::string* out) {
+  for (const StoreSizeGauge& g : kStoreSizeGauges) {
+    for (const auto& [name, value] : s.counters) {
+      if (name != g.counter) continue;
+      AppendMetricHeader(out, g.metric, "gauge", g.help);
+      absl::StrAppend(out, g.metric, " ", value, "\n");
+    }
+  }
+}
+// ---- end of the store's size ---------------------------------------------
 
 }  // namespace
 
@@ -143,6 +180,7 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     }
     // The process's CPU is ticktrace_collector_cpu_seconds_total, at scrape time.
     if (name == "collector_cpu_ms") continue;
+    if (IsStoreSizeGauge(name)) continue;  // AppendStoreSize
     const std::string metric = absl::StrCat("ticktrace_", MetricNamePart(name), "_total");
     const auto help = PromCounterHelp().find(name);
     AppendMetricHeader(&out, metric, "counter",
@@ -157,6 +195,8 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
   AppendMetricHeader(&out, "ticktrace_stage_core_unknown_samples_total", "counter",
                      "Samples of the stage with an unknown core at either end.");
   out += core_unknown;
+
+  AppendStoreSize(s, &out);
 
   AppendMetricHeader(&out, "ticktrace_collector_info", "gauge",
                "The collector's version, git commit and session (value 1).");
