@@ -13,6 +13,7 @@
 #include "collector/app/command_line.h"
 #include "collector/app/detail_limit.h"
 #include "collector/app/store_projection.h"
+#include "collector/metrics/prometheus_text.h"
 #include "common/size.h"
 #include "gtest/gtest.h"
 #include "store/sqlite/sqlite_size.h"
@@ -211,6 +212,28 @@ TEST(StoreProjection, GrowthIsLivePlusRetiredOverTheLastMinute) {
   EXPECT_EQ(by_name["store_detail_window_s"], 25);
   EXPECT_EQ(by_name["store_detail_limit_bytes"], 50'000'000);
   EXPECT_EQ(by_name["store_bytes"], 44'000'000);
+}
+
+TEST(StoreSizeMetrics, GaugesInTheirOwnBlockNotCounters) {
+  metrics::MetricsSnapshot snap;
+  snap.counters = {{"orders_retired", 1234},
+                   {"store_bytes", 99'000'000},
+                   {"store_detail_limit_bytes", 100'000'000},
+                   {"store_detail_window_s", 6},
+                   {"store_growth_bytes_per_s", 16'900'000}};
+  const std::string text = metrics::RenderSnapshot(snap, "v", "c");
+  for (const char* line :
+       {"# TYPE ticktrace_store_bytes gauge\nticktrace_store_bytes 99000000\n",
+        "# TYPE ticktrace_store_growth_bytes_per_second gauge\n"
+        "ticktrace_store_growth_bytes_per_second 16900000\n",
+        "# TYPE ticktrace_store_detail_limit_bytes gauge\n"
+        "ticktrace_store_detail_limit_bytes 100000000\n",
+        "# TYPE ticktrace_store_detail_window_seconds gauge\n"
+        "ticktrace_store_detail_window_seconds 6\n",
+        "# TYPE ticktrace_orders_retired_total counter\nticktrace_orders_retired_total 1234\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  EXPECT_EQ(text.find("ticktrace_store_bytes_total"), std::string::npos) << text;
 }
 
 TEST(SizeSyntax, FormatBytesThreeDigits) {

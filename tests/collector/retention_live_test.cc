@@ -122,7 +122,7 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
             std::string::npos)
       << start_log;
 
-  // The producer: 4 us between orders, killed after 66 s.
+  // The producer: 4 us between orders, killed after 70 s.
   const std::string progress = dir_.File("progress");
   const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "4000", "--progress", progress,
                                  "--tsc-hz", absl::StrFormat("%.0f", TestTscHz())});
@@ -135,13 +135,13 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
   std::vector<Sample> samples;
   std::string metrics;
   double line_t_s = 0;  // when the projection line was first in the log
-  while (Clock::now() - t0 < 66s) {
+  while (Clock::now() - t0 < 70s) {
     const double t_s = std::chrono::duration<double>(Clock::now() - t0).count();
     samples.push_back({t_s, StoreOnDisk(db()), ReadProgress(progress)});
     if (line_t_s == 0 && ReadFile(log()).find("at this rate") != std::string::npos) {
       line_t_s = t_s;
     }
-    if (metrics.empty() && t_s > 64) metrics = ScrapeMetrics(port);
+    if (metrics.empty() && t_s > 68) metrics = ScrapeMetrics(port);
     std::this_thread::sleep_for(250ms);
   }
   kill(p, SIGKILL);
