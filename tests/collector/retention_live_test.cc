@@ -1,6 +1,7 @@
 // The store's size limit in a live run (docs/operations.md#retention-and-disk):
 // a real collector and a real producer, the store's files measured on disk
-// by this test as the run goes.
+// by this test as the run goes; and a replay of such a run under the same
+// limit.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -246,6 +248,43 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
   const std::string runs = View({"runs"});
   EXPECT_NE(runs.find(absl::StrCat(retired, " orders' detail retired")), std::string::npos) << runs;
   EXPECT_NE(runs.find("detail limit 100 MB"), std::string::npos) << runs;
+}
+
+// A replay of a live run's raw archive under the same limit keeps what the
+// live run kept: the detail of the newest intervals, give or take one
+// interval (each retires after its own write transactions, which a replay
+// makes larger), and its files within the limit plus one step.
+TEST_F(RetentionLiveTest, ReplayKeepsWhatTheLiveRunKept) {
+  constexpr uint64_t kLimit = 40 * kMB;
+  constexpr uint64_t kStep = 12 * kMB;  // as in the test above
+  const std::string raw = dir_.File("live.raw");
+  const pid_t c = StartCollector({"--pipeline", "a,b", "--order-timeout-ms", "300",
+                                  "--retain-detail", "40MB", "--raw", raw});
+  // 1 200 000 orders, about 130 MB of detail unbounded.
+  const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "4000", "--orders", "1200000",
+                                 "--tsc-hz", absl::StrFormat("%.0f", TestTscHz())});
+  EXPECT_EQ(WaitExit(p, 120s), 0) << ReadFile(dir_.File("producer.log"));
+  Forget(p);
+  FinishRun(c);
+  const std::string replay_db = dir_.File("replay.db");
+  const int rc = WaitExit(Spawn({kCollector, "--replay", raw, "--db", replay_db, "--pipeline",
+                                 "a,b", "--order-timeout-ms", "300", "--retain-detail", "40MB"},
+                                dir_.File("replay.log")),
+                          120s);
+  ASSERT_EQ(rc, 0) << ReadFile(dir_.File("replay.log"));
+  EXPECT_LE(StoreOnDisk(replay_db), kLimit + kStep);
+  StoreQuery live(db()), replay(replay_db);
+  const std::string first_kept =
+      "SELECT MIN(start_utc_ns) FROM interval_detail WHERE detail_deleted = 0 AND orders_kept > 0";
+  const std::string deleted = "SELECT COUNT(*) FROM interval_detail WHERE detail_deleted = 1";
+  ASSERT_GT(live.Int(deleted), 0);
+  EXPECT_NEAR(replay.Int(deleted), live.Int(deleted), 1);
+  EXPECT_LE(std::llabs(replay.Int(first_kept) - live.Int(first_kept)), 1'000'000'000)
+      << "live keeps from " << live.Int(first_kept) << ", the replay from "
+      << replay.Int(first_kept);
+  // Same orders, same statistics.
+  EXPECT_EQ(replay.Int("SELECT SUM(orders) FROM interval_detail"),
+            live.Int("SELECT SUM(orders) FROM interval_detail"));
 }
 
 // --retain-detail none: every order's detail stays, nothing is retired.
