@@ -47,6 +47,7 @@
 #include "collector/app/run_info.h"
 #include "collector/app/run_plan.h"
 #include "collector/app/session_lock.h"
+#include "collector/app/store_projection.h"
 #include "ticktrace/store/open.h"
 #include "collector/sinks/otlp_sink.h"
 #include "collector/sinks/sink_fanout.h"
@@ -322,6 +323,19 @@ class Session {
       run_id_ = run_id;
       StoreSinkOptions wo = o_.store;
       wo.block_when_full = block_when_full;
+      // The detail's size limit, resolved against the store's filesystem and
+      // said at start (store_projection.h).
+      absl::StatusOr<StoreProjection> projection =
+          StartStoreProjection(o_.detail_limit, *store_, o_.replay_path.empty(), &wo);
+      if (!projection.ok()) return projection.status();
+      projection_.emplace(*std::move(projection));
+      if (!o_.quiet) {
+        const std::optional<store::StoreSize> size = store_->Size();
+        const StoreProjection::Said said =
+            projection_->AtStart(size ? size->disk_bytes : 0, FreeBytes(store_->LocalDirectory()));
+        out_ << said.line << "\n" << std::flush;
+        if (!said.warning.empty()) std::cerr << "ticktrace-collector: " << said.warning << "\n";
+      }
       // The backend may want bigger transactions (ClickHouse: clickhouse_writer.h).
       wo.max_orders_per_transaction =
           std::max(wo.max_orders_per_transaction, store_->preferred_batch_orders());
@@ -538,6 +552,16 @@ class Session {
       s.pipeline = std::make_pair(absl::StrJoin(st.pipeline(), ","), st.pipeline_learned());
       pipeline_dirty_ = false;
     }
+    if (projection_.has_value()) {  // the store's size and growth (store_projection.h)
+      const StoreProjection::Said said =
+          projection_->Observe(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count(),
+                               writer_->counters(), FreeBytes(store_->LocalDirectory()),
+                               &s.counters);
+      if (!o_.quiet && !said.line.empty()) out_ << said.line << "\n" << std::flush;
+      if (!said.warning.empty()) std::cerr << "ticktrace-collector: " << said.warning << "\n";
+    }
     if (o_.metrics != nullptr) {  // --metrics-listen: the endpoint's copy (collector/metrics/)
       metrics::MetricsSnapshot m = metrics::MakeMetricsSnapshot(
           s, analyzer_->stats(), writer_->counters().orders_stored, tb, info_.session);
@@ -624,6 +648,7 @@ class Session {
   std::unique_ptr<StoreSink> writer_;
   std::unique_ptr<OtlpSink> otlp_;       // --otlp-endpoint
   std::unique_ptr<SinkFanout> fanout_;   // the store's sink and otlp_
+  std::optional<StoreProjection> projection_;  // with a store
   std::unique_ptr<Analyzer> analyzer_;
   bool pipeline_dirty_ = true;
   int64_t restarts_ = 0;

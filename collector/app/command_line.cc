@@ -14,6 +14,7 @@
 #include "common/duration.h"
 #include "common/flags.h"
 #include "common/otlp/http_exporter.h"
+#include "common/size.h"
 #include "common/status_macros.h"
 #include "ticktrace/store/uri.h"
 #include "ticktrace/store/writer.h"
@@ -87,9 +88,11 @@ constexpr FlagRow kFlagTable[] = {
     {"store", "interval-s", "SECONDS",
      "length of an interval of the statistics over time",
      &CollectorFlags::interval_s, nullptr},
-    {"store", "retain-detail", "AGE|SIZE",
-     "delete order detail older than this (30m, 8h, 7d) or beyond this store size "
-     "(500MB, 2GB); the intervals stay; empty: keep all",
+    {"store", "retain-detail", "none|AGE|SIZE|N%",
+     "delete the oldest order detail beyond this store size on disk (500MB, 2GB; 10%: of "
+     "the store's filesystem's free space at start) or older than this (30m, 8h, 7d), or "
+     "both (8h,2GB); the intervals stay. Default: 10% of the free space, at most 10 GB, "
+     "also with an age alone (docs/operations.md); none: keep all",
      &CollectorFlags::retain_detail, nullptr},
     {"store", "retain", "AGE",
      "delete intervals older than this (30d, 12h); empty: keep all",
@@ -195,23 +198,8 @@ absl::Status BudgetsFromFlags(const CollectorFlags& f, CollectorOptions& o) {
   return absl::OkStatus();
 }
 
-// "500MB", "2GB", "1GiB" -> bytes; 0 when `text` is not a size.
-uint64_t ParseSize(const std::string& text) {
-  static const std::pair<const char*, uint64_t> kUnits[] = {
-      {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
-      {"KB", 1000ull},     {"MB", 1000000ull},  {"GB", 1000000000ull}, {"TB", 1000000000000ull}};
-  for (const auto& [suffix, unit] : kUnits) {
-    if (absl::EndsWith(text, suffix)) {
-      uint64_t v = 0;
-      if (!absl::SimpleAtoi(text.substr(0, text.size() - std::strlen(suffix)), &v) || v == 0 ||
-          v > (1ull << 50) / unit * 1024) {
-        return 0;
-      }
-      return v * unit;
-    }
-  }
-  return 0;
-}
+// "500MB", "2GB", "1GiB" -> bytes (common/size.h); 0 when `text` is not a size.
+uint64_t ParseSize(const std::string& text) { return ParseSizeBytes(text).value_or(0); }
 
 // A retention age ("90s", "30m", "8h", "7d"; a bare number: seconds) in ns,
 // up to ten years; nullopt when empty.
@@ -246,12 +234,9 @@ absl::Status StoreOptionsFromFlags(const CollectorFlags& f, CollectorOptions& o)
     return absl::InvalidArgumentError("--interval-s: must be between 0.001 and 3600 seconds");
   }
   o.store.interval_ns = static_cast<int64_t>(interval_s * 1e9);
-  if (const uint64_t bytes = ParseSize(f.retain_detail); bytes > 0) {
-    o.store.retain_detail_bytes = bytes;
-  } else {
-    TICKTRACE_ASSIGN_OR_RETURN(o.store.retain_detail_ns,
-                               ParseAge("--retain-detail", f.retain_detail));
-  }
+  // The size limit is resolved once the store is open (detail_limit.h).
+  TICKTRACE_ASSIGN_OR_RETURN(o.detail_limit, ParseDetailLimit(f.retain_detail));
+  o.store.retain_detail_ns = o.detail_limit.age_ns;
   TICKTRACE_ASSIGN_OR_RETURN(o.store.retain_ns, ParseAge("--retain", f.retain));
   TICKTRACE_ASSIGN_OR_RETURN(const int64_t checkpoint_ns,
                              ParsePeriod("--checkpoint-interval", f.checkpoint_interval));

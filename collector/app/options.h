@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "collector/sinks/otlp_sink.h"
+#include "collector/app/detail_limit.h"
 #include "collector/sinks/store_sink.h"
 #include "ticktrace/segment_reader.h"  // kDefaultMaxSegmentBytes
 #include "ticktrace/store/uri.h"
@@ -69,6 +70,10 @@ struct CollectorOptions {
   uint64_t max_open_orders = 2'000'000;
   bool use_journal = true;                // live mode with a store: exactly-once journal
   StoreSinkOptions store;  // --detail, --interval-s, --retain-detail, --retain set these
+  // --retain-detail as parsed; its size limit is resolved against the store's
+  // filesystem when the store is opened (detail_limit.h) into
+  // store.retain_detail_bytes.
+  DetailLimitSpec detail_limit;
   std::chrono::microseconds min_pass_interval{200};  // busy: each ring polled at most this often
   std::chrono::microseconds max_idle_sleep{1000};    // idle back-off bound
   std::chrono::milliseconds snapshot_interval{1000};

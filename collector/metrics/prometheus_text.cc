@@ -2,11 +2,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "ticktrace/store/losses.h"
+#include "ticktrace/store/names.h"
 
 namespace ticktrace::metrics {
 namespace {
@@ -71,6 +73,41 @@ void AppendBudgets(const MetricsSnapshot& s, std::string* out) {
                     PromNumber(b.limit_seconds), "\n");
   }
 }
+
+// ---- the store's size (collector/app/store_projection.h) ----------------
+// Gauges the collector keeps beside the store's counters; each is given only
+// once the collector has measured it.
+struct StoreSizeGauge {
+  const char* counter;  // store counter name (store/common/names.cc)
+  const char* metric;
+  const char* help;
+};
+constexpr StoreSizeGauge kStoreSizeGauges[] = {
+    {"store_bytes", "ticktrace_store_bytes",
+     "Bytes the store's files take on disk (SQLite: the database, -wal and -shm)."},
+    {"store_growth_bytes_per_s", "ticktrace_store_growth_bytes_per_second",
+     "Bytes a second the store grows by at the rate of the last minute, before retention."},
+    {"store_detail_limit_bytes", "ticktrace_store_detail_limit_bytes",
+     "The size limit order detail is retired under (--retain-detail; 0: none)."},
+    {"store_detail_window_s", "ticktrace_store_detail_window_seconds",
+     "Seconds of order detail the limit holds at the rate of the last minute."},
+};
+
+bool IsStoreSizeGauge(const std::string& counter) {
+  const std::optional<store::Counter> c = store::CounterByName(counter);
+  return c.has_value() && store::CounterIsGauge(*c);
+}
+
+void AppendStoreSize(const MetricsSnapshot& s, std::string* out) {
+  for (const StoreSizeGauge& g : kStoreSizeGauges) {
+    for (const auto& [name, value] : s.counters) {
+      if (name != g.counter) continue;
+      AppendMetricHeader(out, g.metric, "gauge", g.help);
+      absl::StrAppend(out, g.metric, " ", value, "\n");
+    }
+  }
+}
+// ---- end of the store's size ---------------------------------------------
 
 }  // namespace
 
@@ -166,6 +203,7 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     if (name == "collector_cpu_ms") continue;
     // Budgets: ticktrace_budget_breaches_total{stage,quantile} below.
     if (absl::StartsWith(name, "budget_")) continue;
+    if (IsStoreSizeGauge(name)) continue;  // AppendStoreSize
     const std::string metric = absl::StrCat("ticktrace_", MetricNamePart(name), "_total");
     const auto help = PromCounterHelp().find(name);
     AppendMetricHeader(&out, metric, "counter",
@@ -182,6 +220,7 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
   out += core_unknown;
 
   AppendBudgets(s, &out);
+  AppendStoreSize(s, &out);
 
   AppendMetricHeader(&out, "ticktrace_collector_info", "gauge",
                "The collector's version, git commit and session (value 1).");

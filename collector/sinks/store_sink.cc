@@ -372,6 +372,7 @@ void StoreSink::Resume(const std::map<std::string, int64_t>& stored,
   written_.samples_not_stored = get(store::Counter::kSamplesNotStored);
   written_.stamps_not_stored = get(store::Counter::kStampsNotStored);
   written_.orders_already_stored = get(store::Counter::kOrdersAlreadyStored);
+  written_.orders_retired = get(store::Counter::kOrdersRetired);
 }
 
 uint64_t StoreSink::stored_through() const {
@@ -409,6 +410,8 @@ void StoreSink::PutSinkCounters(const Transaction& t, const Batch* last_taken,
   };
   put(store::Counter::kStoreStatsThrough, t.stats_through);
   put(store::Counter::kStoreDetailThrough, t.detail_through);
+  // As of the retention before this transaction (the writer thread's count).
+  put(store::Counter::kOrdersRetired, t.orders_retired);
   if (last_taken != nullptr) {
     put(store::Counter::kOrdersNotStored, last_taken->orders_not_stored_total);
     put(store::Counter::kSamplesNotStored, last_taken->samples_not_stored_total);
@@ -426,6 +429,7 @@ bool StoreSink::TakeWork(Transaction* t) {
   std::unique_lock lock(mu_);
   t->stats_through = stats_through_;
   t->detail_through = detail_through_;
+  t->orders_retired = written_.orders_retired;
   work_cv_.wait(lock, [this] { return !queue_.empty() || snapshot_.has_value() || stop_; });
   // Stopping with nothing left: one more (empty) transaction judges the
   // budgets' last intervals, when there are budgets.
@@ -512,22 +516,23 @@ absl::Status StoreSink::WriteUntilItFits(Transaction& t, uint64_t* already) {
   return s;
 }
 
-// Retention every retention_every_ns of the newest written order's first
-// stamp; returns the orders retired (0 when not due).
-absl::StatusOr<uint64_t> StoreSink::RetainIfDue(int64_t newest_ns) {
-  const bool retains = options_.retain_detail_ns.has_value() ||
-                       options_.retain_detail_bytes > 0 || options_.retain_ns.has_value();
-  if (!retains || newest_ns == INT64_MIN ||
-      (retention_done_at_ns_ != INT64_MIN &&
-       newest_ns - retention_done_at_ns_ < options_.retention_every_ns)) {
-    return 0;
-  }
-  retention_done_at_ns_ = newest_ns;
+// Retention by age every retention_every_ns of the newest written order's
+// first stamp; by size after every transaction when the store measures
+// itself (store_sink.h). Returns the orders retired (0 when not due).
+absl::StatusOr<uint64_t> StoreSink::RetainIfDue(int64_t newest_ns, bool size_known) {
+  const bool by_age = options_.retain_detail_ns.has_value() || options_.retain_ns.has_value();
+  const bool by_size = options_.retain_detail_bytes > 0;
+  const bool period_due = newest_ns != INT64_MIN &&
+                          (retention_done_at_ns_ == INT64_MIN ||
+                           newest_ns - retention_done_at_ns_ >= options_.retention_every_ns);
+  const bool age_due = (by_age || (by_size && !size_known)) && period_due;
+  if (!age_due && !(by_size && size_known)) return 0;
+  if (age_due) retention_done_at_ns_ = newest_ns;
   // Orders first-stamped up to tail_settle_ns (the order timeout, the
   // linger, a margin) before the newest may still come: their intervals
   // are not retired before then.
   auto before = [&](const std::optional<int64_t>& keep) -> std::optional<int64_t> {
-    if (!keep.has_value()) return std::nullopt;
+    if (!age_due || !keep.has_value()) return std::nullopt;
     return newest_ns - *keep - options_.tail_settle_ns;
   };
   return backend_->ApplyRetention(run_id_, before(options_.retain_detail_ns),
@@ -590,10 +595,14 @@ void StoreSink::Loop() {
     if (judge_ != nullptr) JudgeBudgets(t);
     absl::Status s = WriteUntilItFits(t, &already);
     uint64_t retired = 0;
+    // The store's size around retention: what it freed is part of the growth.
+    const std::optional<store::StoreSize> size_before = s.ok() ? backend_->Size() : std::nullopt;
+    std::optional<store::StoreSize> size_after = size_before;
     if (s.ok()) {
-      absl::StatusOr<uint64_t> r = RetainIfDue(t.newest_ns);
+      absl::StatusOr<uint64_t> r = RetainIfDue(t.newest_ns, size_before.has_value());
       if (r.ok()) {
         retired = *r;
+        if (retired > 0 && size_before.has_value()) size_after = backend_->Size();
       } else {
         s = r.status();
       }
@@ -610,6 +619,14 @@ void StoreSink::Loop() {
     written_.writer_cpu_ns += cpu_ns;
     written_.orders_retired += retired;
     if (judge_ != nullptr && s.ok()) budget_counts_ = judge_->counts();
+    if (size_after.has_value()) {
+      written_.store_size_known = true;
+      written_.store_disk_bytes = size_after->disk_bytes;
+      written_.store_live_bytes = size_after->live_bytes;
+      if (size_before->live_bytes > size_after->live_bytes) {
+        written_.store_bytes_retired += size_before->live_bytes - size_after->live_bytes;
+      }
+    }
     if (t.checkpoint != nullptr) {
       ++(checkpoint_written ? written_.checkpoints_written : written_.checkpoint_failures);
     }

@@ -98,8 +98,11 @@ struct StoreSinkOptions {
   // after its end have finished (the order timeout, the linger, a margin).
   int64_t tail_settle_ns = 3'000'000'000;
   bool include_flagged = false;  // flagged samples count in the histograms too
-  // Retention (--retain-detail, --retain), judged against the newest order's
-  // first stamp, so that a replay keeps what the live run would have kept.
+  // Retention (--retain-detail, --retain). By age, judged against the newest
+  // order's first stamp every retention_every_ns of it, so that a replay
+  // keeps what the live run would have kept. By size, after every write
+  // transaction when the store can measure itself (Writer::Size: SQLite),
+  // so that one step adds at most one transaction; else with the ages.
   std::optional<int64_t> retain_detail_ns;  // detail of older intervals deleted
   uint64_t retain_detail_bytes = 0;         // 0: no size limit
   std::optional<int64_t> retain_ns;         // older intervals deleted
@@ -125,6 +128,13 @@ struct StoreSinkCounters {
   uint64_t transactions = 0;
   uint64_t writer_cpu_ns = 0;  // CPU time of the writer thread in the backend's Write()
   uint64_t orders_retired = 0;  // detail deleted by retention
+  // The store after the last transaction (Writer::Size; all 0 when it cannot
+  // say), and the live bytes retention has freed so far: the store's growth
+  // is that of live + retired (collector/app/store_projection.h).
+  uint64_t store_disk_bytes = 0;
+  uint64_t store_live_bytes = 0;
+  uint64_t store_bytes_retired = 0;
+  bool store_size_known = false;
   uint64_t checkpoints_written = 0;
   uint64_t checkpoint_failures = 0;  // not written (e.g. full disk): the journal is kept longer
 };
@@ -244,6 +254,7 @@ class StoreSink : public OrderSink {
     uint64_t stats_through = 0, detail_through = 0;
     int64_t closes_through_utc_ns = INT64_MIN;  // of the batches whose statistics it takes
     bool last = false;                          // stopping: every open interval is judged
+    uint64_t orders_retired = 0;  // written_'s count when the transaction was taken
   };
 
   int64_t IntervalOf(int64_t utc_ns) const;
@@ -267,7 +278,8 @@ class StoreSink : public OrderSink {
   static void PutSinkCounters(const Transaction& t, const Batch* last_taken,
                               store::Snapshot* snapshot);
   absl::Status WriteUntilItFits(Transaction& t, uint64_t* already);
-  absl::StatusOr<uint64_t> RetainIfDue(int64_t newest_ns);
+  // `size_known`: the store measured itself (Writer::Size) for this check.
+  absl::StatusOr<uint64_t> RetainIfDue(int64_t newest_ns, bool size_known);
   bool WriteCheckpoint(const Checkpoint& checkpoint);
   // Writer thread: judges the budgets on what `t` writes, into its snapshot.
   void JudgeBudgets(Transaction& t);

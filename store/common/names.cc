@@ -103,7 +103,22 @@ const std::array<CounterInfo, static_cast<size_t>(Counter::kCount_)> kCounters =
     {Counter::kOtlpBatchesSent, "otlp_batches_sent", "OTLP bodies the receiver accepted"},
     {Counter::kOtlpBatchesDropped, "otlp_batches_dropped",
      "OTLP requests (closed intervals) dropped in whole or part"},
+    {Counter::kOrdersRetired, "orders_retired",
+     "orders whose detail retention deleted (by age or size; their intervals stay)"},
+    {Counter::kStoreBytes, "store_bytes",
+     "bytes the store's files take on disk (SQLite: the database, -wal and -shm)"},
+    {Counter::kStoreGrowthBytesPerS, "store_growth_bytes_per_s",
+     "bytes a second the store grows by at the rate of the last minute, before retention"},
+    {Counter::kStoreDetailLimitBytes, "store_detail_limit_bytes",
+     "the size limit the detail is retired under (--retain-detail; 0: none)"},
+    {Counter::kStoreDetailWindowS, "store_detail_window_s",
+     "seconds of detail the limit holds at the rate of the last minute"},
 }};
+
+bool CounterIsGauge(Counter counter) {
+  return counter == Counter::kStoreBytes || counter == Counter::kStoreGrowthBytesPerS ||
+         counter == Counter::kStoreDetailLimitBytes || counter == Counter::kStoreDetailWindowS;
+}
 
 std::string_view CounterName(Counter counter) {
   return kCounters[static_cast<size_t>(counter)].name;

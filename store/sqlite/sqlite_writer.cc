@@ -199,6 +199,18 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
   if (s.ok()) s = writer->Exec("PRAGMA journal_mode=WAL");
   if (s.ok()) s = writer->Exec("PRAGMA synchronous=NORMAL");
   if (s.ok()) s = writer->Exec("PRAGMA cache_size=-65536");
+  // The WAL is cut back to 4 MiB whenever it starts again from the top
+  // after a checkpoint (every 1000 pages, SQLite's default), instead of
+  // keeping its largest size: its share of a size limit stays small
+  // (sqlite_size.h).
+  if (s.ok()) s = writer->Exec("PRAGMA journal_size_limit=4194304");
+  // Debian builds SQLite with SECURE_DELETE on: every page retention frees
+  // would be overwritten with zeros through the WAL, as many bytes again as
+  // the detail retired (a 50 MB limit saw a 20 MB WAL after each step).
+  // FAST zeroes deleted content only where that costs no extra write (in
+  // b-tree pages, not whole freed pages); the freed pages are reused, and so
+  // overwritten, by the next writes, and the file is the owner's alone.
+  if (s.ok()) s = writer->Exec("PRAGMA secure_delete=FAST");
   if (s.ok() && create) {
     s = writer->Exec("BEGIN");
     if (s.ok()) s = writer->Exec(SqliteSchemaSql());
@@ -956,7 +968,8 @@ absl::Status SqliteWriter::WriteStageStats(int64_t run_id, const Snapshot& snaps
 }
 
 absl::StatusOr<int> SqliteWriter::DeleteDetail(int64_t run_id, const char* where, int64_t bound,
-                                               int limit, uint64_t* deleted) {
+                                               int limit, uint64_t* deleted,
+                                               int64_t* newest_start) {
   const std::string select = absl::StrCat(
       "SELECT start_utc_ns, first_order_key, last_order_key FROM interval_detail "
       "WHERE run_id = ?1 AND detail_deleted = 0 AND ",
@@ -1043,6 +1056,7 @@ absl::StatusOr<int> SqliteWriter::DeleteDetail(int64_t run_id, const char* where
     return st;
   }
   if (absl::Status c = Exec("COMMIT"); !c.ok()) return c;
+  if (newest_start != nullptr) *newest_start = ranges.back().start;
   return static_cast<int>(ranges.size());
 }
 
@@ -1059,6 +1073,59 @@ uint64_t SqliteWriter::LiveBytes() {
   return static_cast<uint64_t>(std::max<int64_t>(0, pages - free_pages) * page_size);
 }
 
+std::optional<StoreSize> SqliteWriter::Size() {
+  return StoreSize{.disk_bytes = MeasureSqliteFiles(path_).total(), .live_bytes = LiveBytes()};
+}
+
+std::string SqliteWriter::LocalDirectory() const {
+  const size_t slash = path_.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path_.substr(0, slash);
+}
+
+absl::Status SqliteWriter::RetireForSize(int64_t run_id, uint64_t max_bytes, uint64_t* deleted) {
+  size_guard_.Observe(LiveBytes(), MeasureSqliteFiles(path_));
+  const uint64_t target = size_guard_.LiveTarget(max_bytes);
+  // One interval first, then twice as many each time: an interval of --detail
+  // all at a high rate is megabytes, of --detail tail a few kB.
+  for (int count = 1; LiveBytes() > target; count = std::min(count * 2, 256)) {
+    absl::StatusOr<int> n = RetireOldest(run_id, count, deleted);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;  // no detail left: the rest is statistics
+  }
+  size_guard_.AfterCheck(LiveBytes(), MeasureSqliteFiles(path_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> SqliteWriter::RetireOldest(int64_t run_id, int count, uint64_t* deleted) {
+  // Runs in the order they began: an older run's detail goes before this one's.
+  std::vector<int64_t> runs;
+  {
+    absl::StatusOr<Statement> s =
+        NewStatement("SELECT run_id FROM runs ORDER BY run_id", "prepare runs for retention");
+    if (!s.ok()) return s.status();
+    absl::StatusOr<std::vector<int64_t>> read =
+        s->Collect([](const Statement& q) { return q.Int(0); });
+    if (!read.ok()) return Error("runs for retention");
+    runs = *std::move(read);
+  }
+  for (const int64_t run : runs) {
+    const auto it = retired_through_.try_emplace(run, std::numeric_limits<int64_t>::min()).first;
+    int64_t newest = it->second;
+    absl::StatusOr<int> n =
+        DeleteDetail(run, "start_utc_ns >= ?2", it->second, count, deleted, &newest);
+    if (!n.ok()) return n.status();
+    if (*n > 0) {
+      it->second = newest;
+      return n;
+    }
+    // Another run, ended or written by no one now: it gets no new detail,
+    // so it is not searched again.
+    if (run != run_id) it->second = std::numeric_limits<int64_t>::max();
+  }
+  return 0;
+}
+
 absl::StatusOr<uint64_t> SqliteWriter::ApplyRetention(
     int64_t run_id, std::optional<int64_t> detail_before_utc_ns, uint64_t max_bytes,
     std::optional<int64_t> intervals_before_utc_ns) {
@@ -1070,12 +1137,7 @@ absl::StatusOr<uint64_t> SqliteWriter::ApplyRetention(
     if (!n.ok()) return n.status();
   }
   if (max_bytes > 0) {
-    while (LiveBytes() > max_bytes) {
-      absl::StatusOr<int> n = DeleteDetail(run_id, "start_utc_ns >= ?2",
-                                           std::numeric_limits<int64_t>::min(), 16, &deleted);
-      if (!n.ok()) return n.status();
-      if (*n == 0) break;  // no detail left: the rest is statistics
-    }
+    if (absl::Status s = RetireForSize(run_id, max_bytes, &deleted); !s.ok()) return s;
   }
   if (intervals_before_utc_ns.has_value()) {
     absl::StatusOr<int> n =

@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "store/sqlite/sqlite_blocks.h"
+#include "store/sqlite/sqlite_size.h"
 #include "ticktrace/store/flags.h"
 #include "ticktrace/store/histogram.h"
 #include "ticktrace/store/writer.h"
@@ -72,6 +74,8 @@ class SqliteWriter : public Writer {
                                           std::optional<int64_t> intervals_before_utc_ns) override;
   absl::Status EndRun(int64_t run_id, int64_t ended_utc_ns) override;
   const std::string& location() const override { return path_; }
+  std::optional<StoreSize> Size() override;
+  std::string LocalDirectory() const override;
 
   // For the migration (sqlite_migrate.cc) only: the connection, and Write()
   // inside the migration's transaction (savepoints instead of BEGIN/COMMIT).
@@ -163,11 +167,24 @@ class SqliteWriter : public Writer {
   absl::Status WriteStageStats(int64_t run_id, const Snapshot& snapshot);
   // Deletes the detail of up to `limit` interval rows selected by `where`
   // (bound to run_id and `bound`), oldest first, in one transaction; adds the
-  // orders deleted to `deleted`. Returns the number of intervals.
+  // orders deleted to `deleted`, and the newest start deleted to
+  // `newest_start` (when not null). Returns the number of intervals.
   absl::StatusOr<int> DeleteDetail(int64_t run_id, const char* where, int64_t bound, int limit,
-                                   uint64_t* deleted);
+                                   uint64_t* deleted, int64_t* newest_start = nullptr);
   // The bytes of the store's pages in use (freed pages are kept for reuse).
   uint64_t LiveBytes();
+  // Size retention (sqlite_size.h): retires the oldest detail, of any run,
+  // while the live pages are above what keeps the files within `max_bytes`.
+  // `run_id`: the run being written.
+  absl::Status RetireForSize(int64_t run_id, uint64_t max_bytes, uint64_t* deleted);
+  // Deletes the detail of up to `count` intervals, the oldest of the oldest
+  // run that has any; returns how many (0: no detail left anywhere).
+  absl::StatusOr<int> RetireOldest(int64_t run_id, int count, uint64_t* deleted);
+  SqliteSizeGuard size_guard_;
+  // Per run, the newest interval start whose detail RetireOldest deleted
+  // (INT64_MAX: another run with none left): the next search starts there
+  // instead of walking the deleted ones again.
+  std::map<int64_t, int64_t> retired_through_;
   sqlite3* db_ = nullptr;
   std::string path_;
   int64_t interval_ns_ = 1'000'000'000;

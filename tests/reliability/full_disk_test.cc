@@ -81,9 +81,12 @@ TEST_F(FullDiskTest, StopsDrainingWhileFullAndGoesOnWhenSpaceReturns) {
   constexpr uint64_t kOrders = 60000;  // per thread, paced over several seconds
   constexpr int kThreads = 2;
   const std::string journal = store() + ".ttjournal";
+  // Every order's detail kept (--retain-detail none): the rows are checked
+  // against the counters below, and the default size limit, 10% of this
+  // small filesystem, would retire some of them.
   const pid_t c = Spawn({kCollector, "--session", session_, "--db", store(), "--tsc-hz",
                          absl::StrFormat("%.0f", TestTscHz()), "--pipeline", "a,b",
-                         "--order-timeout-ms", "300"},
+                         "--order-timeout-ms", "300", "--retain-detail", "none"},
                         log());
   children_.Add(c);
   ASSERT_TRUE(WaitFor([&] { return ReadFile(log()).find("order timeout") != std::string::npos; },

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -218,6 +219,51 @@ TEST_F(OrderBlocks, RetentionDeletesWholeBlocksAndTheirIdPages) {
   Write({Order(2, kT0)});
   EXPECT_EQ(already_, 0u);
   EXPECT_EQ(Int("SELECT count(*) FROM orders"), 1);
+}
+
+// Size retention across runs: a store shared by two runs retires the older
+// run's detail first, whatever run is being written, oldest interval first;
+// Size() is what the files take on disk.
+TEST_F(OrderBlocks, SizeRetentionRetiresTheOldestRunFirst) {
+  const int64_t t1 = kT0 + kSecond, t2 = kT0 + 2 * kSecond;
+  // Run 1: 2 x 2000 orders in two intervals; then run 2: 2000 orders.
+  std::vector<OrderDetail> first = Orders(1, 2000, kT0);
+  for (OrderDetail& o : Orders(2001, 4000, t1)) first.push_back(std::move(o));
+  Write(first, {{kT0, 2000, 0}, {t1, 2000, 0}});
+  const int64_t run1 = run_;
+  RunMeta meta;
+  meta.tsc_hz = 1e9;
+  absl::StatusOr<int64_t> run2 = w_->BeginRun(meta);
+  ASSERT_TRUE(run2.ok()) << run2.status();
+  run_ = *run2;
+  Write(Orders(1, 2000, t2), {{t2, 2000, 0}});
+
+  const std::optional<StoreSize> size = w_->Size();
+  ASSERT_TRUE(size.has_value());
+  EXPECT_GT(size->live_bytes, 0u);
+  EXPECT_GE(size->disk_bytes, size->live_bytes);  // the files hold the live pages
+
+  // A limit just below what the store holds: some detail goes, and what
+  // goes is a prefix of (run 1 at kT0, run 1 at t1, run 2 at t2) -- how long
+  // a prefix depends on the room the writer keeps for its WAL.
+  absl::StatusOr<uint64_t> deleted =
+      w_->ApplyRetention(run_, std::nullopt, size->disk_bytes - 1, std::nullopt);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  auto gone = [&](int64_t run, int64_t start) {
+    return Int(absl::StrCat("SELECT detail_deleted FROM interval_detail WHERE run_id = ", run,
+                            " AND start_utc_ns = ", start));
+  };
+  const int64_t d1 = gone(run1, kT0), d2 = gone(run1, t1), d3 = gone(run_, t2);
+  EXPECT_EQ(d1, 1);
+  EXPECT_GE(d1, d2);
+  EXPECT_GE(d2, d3);
+  EXPECT_EQ(*deleted, 2000u * static_cast<uint64_t>(d1 + d2 + d3));
+  // A limit of 1 byte: everything goes, run 2 last; the statistics rows stay.
+  deleted = w_->ApplyRetention(run_, std::nullopt, 1, std::nullopt);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks"), 0);
+  EXPECT_EQ(Int("SELECT count(*) FROM interval_detail WHERE detail_deleted = 1"), 3);
+  EXPECT_EQ(Int("SELECT sum(orders) FROM interval_detail"), 6000);
 }
 
 }  // namespace

@@ -78,6 +78,14 @@ enum class Counter : int {
   kOtlpSpansDropped,
   kOtlpBatchesSent,
   kOtlpBatchesDropped,
+  // The store's size (docs/operations.md#retention-and-disk): the orders whose
+  // detail retention deleted, then figures as of the last snapshot (gauges,
+  // CounterIsGauge).
+  kOrdersRetired,
+  kStoreBytes,
+  kStoreGrowthBytesPerS,
+  kStoreDetailLimitBytes,
+  kStoreDetailWindowS,
   kCount_,  // not a counter
 };
 
@@ -94,6 +102,9 @@ std::string_view CounterName(Counter counter);
 // The counter called `name`; nullopt for a name this version does not know
 // (a newer collector's).
 std::optional<Counter> CounterByName(std::string_view name);
+// True for a figure that goes up and down (the store's size, its growth),
+// stored beside the counters: /metrics gives it as a gauge.
+bool CounterIsGauge(Counter counter);
 
 }  // namespace ticktrace::store
 

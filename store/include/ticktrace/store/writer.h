@@ -112,6 +112,13 @@ struct IntervalOrders {
   uint64_t orders_kept = 0;  // counted by the backend as it stores detail
 };
 
+// What a store takes (Writer::Size): its files on disk, and the part of them
+// its rows use (the rest is free pages kept for reuse).
+struct StoreSize {
+  uint64_t disk_bytes = 0;
+  uint64_t live_bytes = 0;
+};
+
 class Writer {
  public:
   virtual ~Writer() = default;
@@ -144,7 +151,9 @@ class Writer {
   // (their intervals stay, marked detail_deleted), then, while the store is
   // larger than `max_bytes` (0: no limit), the oldest remaining interval's
   // detail; and intervals that start before `intervals_before_utc_ns`.
-  // Returns the number of orders deleted.
+  // Returns the number of orders deleted. A store that has Size() holds
+  // `max_bytes` on its files on disk, and retires the oldest detail of any
+  // run of the store, not only `run_id`'s (store/sqlite/sqlite_size.h).
   virtual absl::StatusOr<uint64_t> ApplyRetention(int64_t run_id,
                                                   std::optional<int64_t> detail_before_utc_ns,
                                                   uint64_t max_bytes,
@@ -156,6 +165,14 @@ class Writer {
 
   // Where the store is, for messages.
   virtual const std::string& location() const = 0;
+
+  // What the store takes now; nullopt where it cannot say cheaply (a server's
+  // disk). A store that can is checked against a size limit after every
+  // write transaction, the others every retention period (store_sink.h).
+  virtual std::optional<StoreSize> Size() { return std::nullopt; }
+  // The directory whose filesystem holds the store's files ("" : none of
+  // ours): the default size limit is a share of its free space.
+  virtual std::string LocalDirectory() const { return ""; }
 
   // ---- what the collector asks instead of testing the URI -----------------
   // The fewest orders a write transaction should hold (StoreSinkOptions::
