@@ -154,11 +154,11 @@ TEST(ClickHouseReplayTest, SameArchiveGivesTheSameStagesInSqliteAndClickHouse) {
   }
   EXPECT_GE(breaches[0].size(), 3u);  // 3 s of orders
   int64_t samples = 0;
-  for (const store::BudgetBreachRow& b : breaches[0]) {
-    EXPECT_EQ(b.budget, "md_rx->decide:max<1ns");
-    EXPECT_EQ(b.stat, "max");
-    EXPECT_EQ(b.limit_ns, 1);
-    samples += b.samples;
+  for (const store::BudgetBreachRow& row : breaches[0]) {
+    EXPECT_EQ(row.budget, "md_rx->decide:max<1ns");
+    EXPECT_EQ(row.stat, "max");
+    EXPECT_EQ(row.limit_ns, 1);
+    samples += row.samples;
   }
   EXPECT_EQ(samples, kOrders);
   EXPECT_EQ(breaches[0], breaches[1]);
