@@ -4,11 +4,13 @@
 //   daemon_bench --collector PATH [--seconds 60] [--rate 1000000]
 //                [--restart-rate 500000] [--restart-minutes 1,2,4|none] [--tmpdir DIR]
 //                [--detail all|tail|none] [--ring-records N] [--skip-sustained]
-//                [--collector-arg ARG]...
+//                [--collector-arg ARG]... [--otlp-sink]
 //
 // --detail is handed to the collector (left out: its default, all), and so
 // is each --collector-arg, after the bench's own flags (--budget ..., to
-// measure what a feature costs against a run without it);
+// measure what a feature costs against a run without it); --otlp-sink
+// starts a loopback OTLP/HTTP receiver on a thread of this program (its CPU
+// is not the collector's) and hands the collector --otlp-endpoint to it;
 // --ring-records sizes every producer ring (a power of two, default 1 Mi);
 // --restart-minutes none skips phase 2 and --skip-sustained phase 1, so that
 // bench/run_all.sh runs each phase with the settings its target names.
@@ -86,6 +88,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "bench_process.h"
+#include "otlp_sink.h"
 #include "bench_setup.h"
 #include "bench_util.h"
 #include "store_poll.h"
@@ -1010,6 +1013,7 @@ struct BenchOptions {
   bool skip_sustained = false;
   double seconds = 60, rate = 1'000'000, restart_rate = 500'000;
   std::vector<double> minutes;  // --restart-minutes, parsed
+  bool otlp_sink = false;        // --otlp-sink
 };
 
 // Reads the flags into `o`. False, after printing the usage or what is
@@ -1030,12 +1034,13 @@ bool ParseFlags(int argc, char** argv, BenchOptions* o) {
     else if (a == "--ring-records" && has) ring_text = argv[++i];
     else if (a == "--skip-sustained") o->skip_sustained = true;
     else if (a == "--collector-arg" && has) g_collector_args.push_back(argv[++i]);
+    else if (a == "--otlp-sink") o->otlp_sink = true;
     else {
       std::fprintf(stderr,
                    "usage: daemon_bench --collector PATH [--seconds 60] [--rate 1000000] "
                    "[--restart-rate 500000] [--restart-minutes 1,2,4|none] [--tmpdir DIR] "
                    "[--store sqlite|clickhouse] [--detail all|tail|none] [--ring-records N] "
-                   "[--skip-sustained] [--collector-arg ARG]...\n");
+                   "[--skip-sustained] [--collector-arg ARG]... [--otlp-sink]\n");
       return false;
     }
   }
@@ -1386,9 +1391,26 @@ int main(int argc, char** argv) {
     return rc;
   }
 
+  std::unique_ptr<ticktrace::bench::OtlpSink> otlp;
+  if (o.otlp_sink) {
+    otlp = std::make_unique<ticktrace::bench::OtlpSink>();
+    if (otlp->port() == 0) {
+      std::fprintf(stderr, "daemon_bench: --otlp-sink: cannot listen on 127.0.0.1\n");
+      RemoveTmpdir(o.tmpdir, own_tmpdir);
+      return 1;
+    }
+    g_collector_args.push_back("--otlp-endpoint");
+    g_collector_args.push_back(otlp->url());
+  }
   SustainedResult s;
   if (!o.skip_sustained) {
     s = Sustained(o.collector, o.tmpdir, cal->tsc_hz, o.seconds, o.rate);
+  }
+  if (otlp != nullptr) {
+    std::printf("OTLP receiver: %llu requests, %llu body bytes\n\n",
+                static_cast<unsigned long long>(otlp->requests()),
+                static_cast<unsigned long long>(otlp->body_bytes()));
+    tb::PrintMetric("otlp_requests", static_cast<double>(otlp->requests()));
   }
   std::vector<RestartResult> restarts;
   for (size_t i = 0; i < o.minutes.size(); ++i) {

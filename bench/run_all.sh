@@ -42,6 +42,8 @@
 # and built (Release, same flags, ccache) in BEFORE_DIR (default build-bench-before);
 # BEFORE_REF=none: after figures only.
 # ONLY=engine: only the engine targets (their benches and the two collectors).
+# ONLY=features: only what budgets and the OTLP push cost (bench/feature_rows.sh,
+# ~8 min; QUICK=1: ~1 min), written to $BUILD_DIR/benchmarks-features.md.
 # QUICK=1: a smoke check, seconds instead of minutes; its page says so, and it is
 # written to docs/benchmarks.md only when OUT names it (default: $BUILD_DIR/benchmarks-quick.md).
 # ONLY=engine without QUICK writes $BUILD_DIR/benchmarks-engine.md unless OUT is given.
@@ -55,14 +57,14 @@ jobs="${JOBS:-2}"
 quick="${QUICK:-0}"
 only="${ONLY:-}"
 case "$only" in
-  ""|engine) ;;
-  *) echo "run_all.sh: ONLY=$only: only ONLY=engine is known" >&2; exit 2 ;;
+  ""|engine|features) ;;
+  *) echo "run_all.sh: ONLY=$only: only ONLY=engine and ONLY=features are known" >&2; exit 2 ;;
 esac
 # A quick or partial run never replaces the committed page unless asked to.
 if [ "$quick" = 1 ]; then
   out_md="${OUT:-$build/benchmarks-quick.md}"
-elif [ "$only" = engine ]; then
-  out_md="${OUT:-$build/benchmarks-engine.md}"
+elif [ "$only" = engine ] || [ "$only" = features ]; then
+  out_md="${OUT:-$build/benchmarks-$only.md}"
 else
   out_md="${OUT:-$root/docs/benchmarks.md}"
 fi
@@ -103,7 +105,9 @@ fi
 log "configuring $build (Release, benchmarks on)"
 cmake -S "$root" -B "$build" "${cmake_release_args[@]}" >"$build/run_all.configure.log" 2>&1 \
   || { cat "$build/run_all.configure.log" >&2; exit 1; }
-if [ "$only" = engine ]; then
+if [ "$only" = features ]; then
+  targets=(daemon_bench)
+elif [ "$only" = engine ]; then
   targets=(replay_bench visibility_bench daemon_bench)
 else
   targets=(trace_benchmark peers_bench interference_bench scaling_bench visibility_bench first_pass_bench
@@ -117,8 +121,8 @@ if ! cmake --build "$build" -j "$jobs" --target ticktrace-collector >>"$build/ru
   collector_status="did not build (see $build/run_all.build.log)"
 fi
 collector_bench_status="bench/collector_bench.cc not present"
-if [ "$only" = engine ]; then
-  collector_bench_status="not run (ONLY=engine)"
+if [ -n "$only" ]; then
+  collector_bench_status="not run (ONLY=$only)"
 elif [ -f "$root/bench/collector_bench.cc" ]; then
   if cmake --build "$build" -j "$jobs" --target collector_bench >>"$build/run_all.build.log" 2>&1; then
     collector_bench_status="built"
@@ -130,7 +134,9 @@ bin="$build/bin"
 bin_shown="${bin#"$root"/}"  # as typed from the repository root
 # shellcheck source=bench/engine_rows.sh
 source "$root/bench/engine_rows.sh"
-engine_build_before
+# shellcheck source=bench/feature_rows.sh
+source "$root/bench/feature_rows.sh"
+[ "$only" = features ] || engine_build_before
 
 # ---- run --------------------------------------------------------------------
 tmp="$(mktemp -d /tmp/ticktrace-bench-XXXXXX)"
@@ -180,7 +186,7 @@ if [ "$quick" = 1 ]; then
   store_query_args=(--orders 500000 --hours 1 --repeat 1)
   store_write_orders=200000
 fi
-if [ "$only" != engine ]; then
+if [ -z "$only" ]; then
 run trace_benchmark 600 "$bin/trace_benchmark" --benchmark_repetitions=5
 # A fresh thread's first pass through a never-used ring against its steady pass.
 run first_pass_bench 300 "$bin/first_pass_bench" 200
@@ -254,10 +260,14 @@ run clickhouse_query_bench 600 "$bin/clickhouse_query_bench" --hours 8 --repeat 
 if [ "$collector_bench_status" = built ]; then
   run collector_bench 900 "$bin/collector_bench" "${collector_bench_args[@]}"
 fi
-fi  # not ONLY=engine
-# Last: the engine targets, before and after (bench/engine_rows.sh).
-if [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/replay_bench" ]; then
+fi  # not ONLY=engine or ONLY=features
+# Last: the engine targets, before and after (bench/engine_rows.sh), and
+# the optional features' cost (bench/feature_rows.sh).
+if [ "$only" != features ] && [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/replay_bench" ]; then
   engine_run
+fi
+if [ "$only" != engine ] && [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/daemon_bench" ]; then
+  features_run
 fi
 load_end="$(loadavg)"
 t_end=$(date +%s)
@@ -312,13 +322,13 @@ EOF
 }
 
 mkdir -p "$(dirname "$out_md")"
-if [ "$only" = engine ]; then
+if [ -n "$only" ]; then
   {
     page_head
     echo
-    echo "This run measured only the collector engine's targets (\`ONLY=engine\`)."
+    echo "This run measured only the \`ONLY=$only\` part."
     echo
-    engine_section
+    if [ "$only" = engine ]; then engine_section; else features_section; fi
   } >"$out_md.tmp"
   mv "$out_md.tmp" "$out_md"
   log "wrote $out_md ($(( (t_end - t_begin) / 60 )) min $(( (t_end - t_begin) % 60 )) s)"
@@ -526,6 +536,8 @@ vCPUs. Both are shown, each judged against the target.
 ${missed_text:-None: every target was met in this run.}
 
 $(engine_section)
+
+$(features_section)
 
 ## libtrace hot path — \`trace_benchmark\`
 
