@@ -80,19 +80,8 @@ TEST(BudgetLiveTest, BreachesAreCountedStoredSaidScrapedAndChecked) {
              "--tsc-hz", tsc_hz, "--metrics-listen", "127.0.0.1:0", "--budget", kOver,
              "--budget", kWithin, "--budgets", budgets_file},
             clog);
-  uint16_t port = 0;
-  const bool ready = WaitFor(
-      [&] {
-        std::smatch m;
-        const std::string log = ReadFile(clog);
-        if (log.find("order timeout") == std::string::npos) return false;
-        if (!std::regex_search(log, m, std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/"))) {
-          return false;
-        }
-        port = static_cast<uint16_t>(std::stoi(m[1]));
-        return true;
-      },
-      std::chrono::seconds(30));
+  const uint16_t port = WaitMetricsPort(clog);
+  const bool ready = port != 0;
   pid_t prom = -1;
   auto cleanup = [&] {
     if (prom > 0) {

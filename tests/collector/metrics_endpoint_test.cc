@@ -38,6 +38,7 @@ using collect::testing::PromQuery;
 using collect::testing::ReadFile;
 using collect::testing::SampleValue;
 using collect::testing::StartPrometheus;
+using collect::testing::WaitMetricsPort;
 using collect::testing::Spawn;
 using collect::testing::StoreQuery;
 using collect::testing::TempDir;
@@ -250,19 +251,8 @@ TEST(MetricsPrometheusTest, HistogramQuantileLandsInTheStoresP99Bucket) {
              "--tsc-hz", std::to_string(collect::testing::TestTscHz()), "--metrics-listen",
              "127.0.0.1:0"},
             clog);
-  std::smatch m;
-  uint16_t port = 0;
-  const bool ready = WaitFor(
-      [&] {
-        const std::string log = ReadFile(clog);
-        if (log.find("order timeout") == std::string::npos) return false;
-        if (!std::regex_search(log, m, std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/"))) {
-          return false;
-        }
-        port = static_cast<uint16_t>(std::stoi(m[1]));
-        return true;
-      },
-      std::chrono::seconds(30));
+  const uint16_t port = WaitMetricsPort(clog);
+  const bool ready = port != 0;
   pid_t prom = -1;
   auto cleanup = [&] {
     if (prom > 0) {
@@ -388,18 +378,8 @@ TEST(MetricsPrometheusTest, RecordsLostByCauseReachPrometheus) {
              "a,b", "--tsc-hz", std::to_string(collect::testing::TestTscHz()),
              "--max-segment-bytes", "1MiB", "--metrics-listen", "127.0.0.1:0"},
             clog);
-  std::smatch m;
-  uint16_t port = 0;
-  const bool ready = WaitFor(
-      [&] {
-        const std::string log = ReadFile(clog);
-        if (!std::regex_search(log, m, std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/"))) {
-          return false;
-        }
-        port = static_cast<uint16_t>(std::stoi(m[1]));
-        return true;
-      },
-      std::chrono::seconds(30));
+  const uint16_t port = WaitMetricsPort(clog);
+  const bool ready = port != 0;
   pid_t prom = -1;
   auto cleanup = [&] {
     if (prom > 0) {

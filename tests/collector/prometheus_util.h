@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -122,6 +123,27 @@ inline std::optional<double> PromQuery(uint16_t prom_port, const std::string& pr
   const auto& result = j["data"]["result"];
   if (!result.is_array() || result.size() != 1) return std::nullopt;
   return std::stod(result[0]["value"][1].get<std::string>());
+}
+
+// Waits until the collector whose output goes to `log_path` has started
+// (its settings line, "order timeout ...") and said where its /metrics
+// listens; that port, or 0 when it did not within `timeout`.
+inline uint16_t WaitMetricsPort(const std::string& log_path,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  uint16_t port = 0;
+  WaitFor(
+      [&] {
+        std::smatch m;
+        const std::string log = ReadFile(log_path);
+        if (log.find("order timeout") == std::string::npos) return false;
+        if (!std::regex_search(log, m, std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/"))) {
+          return false;
+        }
+        port = static_cast<uint16_t>(std::stoi(m[1]));
+        return true;
+      },
+      timeout);
+  return port;
 }
 
 inline std::string FindPrometheus() {
