@@ -6,7 +6,8 @@
 # engine_metric from bench/engine_rows.sh).
 #
 #   features_run       ROUNDS rounds of daemon_bench with this checkout's
-#                      collector, alternating without and with the features
+#                      collector, without and with the features, the side
+#                      that goes first alternating from round to round
 #   features_section   the table (medians of the rounds) and every run's output
 #
 # Both sides are the same binary, driver, rate, rings and --detail all; the
@@ -39,9 +40,17 @@ features_run() {
   local db=("$bin/daemon_bench" --collector COLLECTOR --seconds "$features_seconds" --tmpdir WORKDIR
             --rate 1000000 --detail all --restart-minutes none)
   local r
+  # Which side goes first alternates (without, with; with, without; ...): a
+  # run starts while the previous one's store is still being freed, so a
+  # fixed order would bias the second side.
   for r in $(seq "$features_rounds"); do
-    engine_one features_without after "$r" 1200 "${db[@]}"
-    engine_one features_with after "$r" 1200 "${db[@]}" "${features_budgets[@]}" --otlp-sink
+    if [ $((r % 2)) = 1 ]; then
+      engine_one features_without after "$r" 1200 "${db[@]}"
+      engine_one features_with after "$r" 1200 "${db[@]}" "${features_budgets[@]}" --otlp-sink
+    else
+      engine_one features_with after "$r" 1200 "${db[@]}" "${features_budgets[@]}" --otlp-sink
+      engine_one features_without after "$r" 1200 "${db[@]}"
+    fi
   done
 }
 
@@ -59,8 +68,8 @@ features_section() {
 ## Budgets and the OpenTelemetry push: what they cost
 
 daemon_bench at 1 M records/s for ${features_seconds} s (\`--detail all\`, 2 processes × 2
-threads), this checkout's collector, ${features_rounds} round(s) alternating without and
-with three budgets (\`$(features_budgets_shown)\`) and the live OTLP push
+threads), this checkout's collector, ${features_rounds} round(s) of a run without and a run
+with (the first of the two alternating from round to round) three budgets (\`$(features_budgets_shown)\`) and the live OTLP push
 to daemon_bench's own loopback receiver (\`--otlp-sink\`). Figures: medians of
 the rounds; CPU is the collector's utime + stime over the run.
 
