@@ -12,16 +12,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/curl_once.h"
 
 namespace ticktrace::otlp {
 namespace {
-
-std::once_flag g_curl_init;
-
-size_t AppendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
 
 // The first line of a receiver's error body, trimmed, at most 200 chars.
 std::string FirstLine(absl::string_view body) {
@@ -87,7 +81,7 @@ absl::StatusOr<std::unique_ptr<HttpExporter>> HttpExporter::Create(ExporterOptio
 
 HttpExporter::HttpExporter(ExporterOptions options, std::string url)
     : options_(std::move(options)), url_(std::move(url)) {
-  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  InitCurlOnce();
   curl_ = curl_easy_init();
 }
 
@@ -139,7 +133,7 @@ absl::StatusOr<HttpExporter::Answer> HttpExporter::PostOnce(std::string_view bod
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout_ms));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_PROXY, "");  // never through an environment's proxy
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &AppendCurlBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);

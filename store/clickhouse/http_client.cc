@@ -6,16 +6,10 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "common/curl_once.h"
 
 namespace ticktrace::store {
 namespace {
-
-std::once_flag g_curl_init;
-
-size_t AppendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
 
 // The first line of a server's error body, trimmed, at most 300 chars.
 std::string FirstLine(std::string_view body) {
@@ -56,7 +50,7 @@ std::string ClickHouseQuote(std::string_view text) {
 HttpClient::HttpClient(HttpClientOptions options)
     : options_(std::move(options)),
       where_(absl::StrCat("clickhouse ", options_.host, ":", options_.port)) {
-  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  InitCurlOnce();
   curl_ = curl_easy_init();
 }
 
@@ -100,7 +94,7 @@ absl::StatusOr<HttpResponse> HttpClient::Post(
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout_ms));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_PROXY, "");  // never through an environment's proxy
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &AppendBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &AppendCurlBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &OnProgress);
