@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "collector/sinks/order_rows.h"
+#include "collector/sinks/utc_segment.h"
 #include "ticktrace/store/flags.h"
 
 namespace ticktrace::collect {
@@ -119,18 +120,50 @@ OtlpSink::Interval& OtlpSink::IntervalAt(int64_t utc_ns) {
 void OtlpSink::OnStitchedOrder(const StitchedOrder& order, const StitchView& view) {
   if (!thread_.joinable() || order.stamps.size() != order.records) return;
   const TimeBase& time = *view.time;
-  const int64_t first_utc_ns = time.UtcNs(order.chain_start_tsc);
-  if (first_utc_ns > newest_first_utc_ns_) {
-    newest_first_utc_ns_ = first_utc_ns;
-    CloseBefore(newest_first_utc_ns_);
-  }
-  Interval& in = IntervalAt(first_utc_ns);
+  const uint64_t tsc = order.chain_start_tsc;
+  Interval& in = newest_range_.Holds(time, tsc) ? *newest_range_.interval : Locate(time, tsc);
   bool flagged = false, wanted = false;
   for (const StitchedSample& s : order.samples) {
     flagged = flagged || (s.flags & options_.excluded_flags) != 0;
     wanted = wanted || in.Wants(s.stage_id, s.LatencyNs(time), options_.slowest_per_stage);
   }
   if (flagged || wanted) Keep(in, order, view, flagged);
+}
+
+OtlpSink::Interval& OtlpSink::Locate(const TimeBase& time, uint64_t tsc) {
+  const UtcSegment seg(time, tsc);
+  const int64_t first_utc_ns = seg.UtcNs(tsc);  // TimeBase::UtcNs(tsc), to the ns
+  const bool newest = first_utc_ns > newest_first_utc_ns_;
+  if (newest) {
+    newest_first_utc_ns_ = first_utc_ns;
+    CloseBefore(newest_first_utc_ns_);
+  }
+  const size_t open = intervals_.size();
+  Interval& in = IntervalAt(first_utc_ns);
+  // A late order's new interval may close before the range's end: rebuild.
+  if (intervals_.size() != open) newest_range_.interval = nullptr;
+  if (!newest) return in;
+
+  // The range: TSC values near `tsc` (within about one interval, so that the
+  // search neither wraps nor runs long) whose UTC is in the interval and
+  // before the oldest open interval's close, which CloseBefore just put
+  // after first_utc_ns. An order inside it cannot move a close, so it may
+  // skip the newest-stamp update too.
+  const int64_t close_utc_ns =
+      intervals_.begin()->second->start_utc_ns + options_.interval_ns + options_.settle_ns;
+  const int64_t end_utc_ns = std::min(in.start_utc_ns + options_.interval_ns, close_utc_ns);
+  const double reach = std::min(4e18, 1.1 * static_cast<double>(options_.interval_ns) /
+                                          std::max(time.ns_per_tick, 1e-9)) + 16;
+  const UtcSegment::TscRange r =
+      seg.TscRangeAround(tsc, static_cast<uint64_t>(reach), in.start_utc_ns, end_utc_ns);
+  newest_range_.interval = &in;
+  newest_range_.first_tsc = r.first_tsc;
+  newest_range_.last_tsc = r.last_tsc;
+  newest_range_.time = &time;
+  newest_range_.anchors = time.later_anchors.size();
+  newest_range_.anchor_tsc = time.anchor_tsc;
+  newest_range_.ns_per_tick = time.ns_per_tick;
+  return in;
 }
 
 void OtlpSink::Keep(Interval& in, const StitchedOrder& order, const StitchView& view,
@@ -166,6 +199,7 @@ void OtlpSink::CloseBefore(int64_t now_utc_ns) {
       return;
     }
     Close(in);
+    if (newest_range_.interval == &in) newest_range_.interval = nullptr;
     intervals_.erase(intervals_.begin());
   }
 }

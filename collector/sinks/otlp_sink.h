@@ -4,9 +4,13 @@
 // as OTLP traces (common/otlp/order_spans.h: the same spans and ids as the
 // viewer's `export --format otlp` of those orders) to an OTLP/HTTP receiver.
 //
-// Cost on the analysis thread, per order: its first stamp's UTC (one anchor
-// lookup) and, per sample, one compare against its stage's threshold in the
-// order's interval (the smallest latency among the N kept so far). Only an
+// Cost on the analysis thread, per order: finding its interval, and per
+// sample one compare against its stage's threshold in that interval (the
+// smallest latency among the N kept so far). The interval is found in TSC
+// ticks: the range of first-stamp TSC values that map into the newest
+// interval (and before any open interval's close) is worked out once, when
+// the stream enters it, so an order inside it costs two compares, not a UTC
+// conversion and a map lookup. Only an
 // order that passes is converted (names, UTC; as the store sink does), and
 // only at an interval's close are spans built. An interval closes once an
 // order first-stamped `settle_ns` after its end has come, or the wall clock
@@ -100,7 +104,27 @@ class OtlpSink : public StitchedOrderSink {
     size_t spans = 0;
   };
 
+  // The TSC values known to map into one open interval, before any open
+  // interval's close; valid while the time base is the one it was built on.
+  struct TscRange {
+    Interval* interval = nullptr;  // null: empty
+    uint64_t first_tsc = 0, last_tsc = 0;
+    const TimeBase* time = nullptr;
+    size_t anchors = 0;
+    uint64_t anchor_tsc = 0;
+    double ns_per_tick = 0;
+    bool Holds(const TimeBase& t, uint64_t tsc) const {
+      return interval != nullptr && tsc >= first_tsc && tsc <= last_tsc && &t == time &&
+             t.later_anchors.size() == anchors && t.anchor_tsc == anchor_tsc &&
+             t.ns_per_tick == ns_per_tick;
+    }
+  };
+
   Interval& IntervalAt(int64_t start_utc_ns);
+  // The interval of an order first-stamped at `tsc` when the range misses:
+  // moves the stream's newest stamp (closing what it settles) and rebuilds
+  // the range when the order is the newest.
+  Interval& Locate(const TimeBase& time, uint64_t tsc);
   void Keep(Interval& in, const StitchedOrder& order, const StitchView& view, bool flagged);
   void CloseBefore(int64_t end_utc_ns);
   void Close(Interval& in);
@@ -114,6 +138,7 @@ class OtlpSink : public StitchedOrderSink {
   // Analysis thread only.
   std::map<int64_t, std::unique_ptr<Interval>> intervals_;  // by start
   int64_t newest_first_utc_ns_ = INT64_MIN;
+  TscRange newest_range_;
 
   std::unique_ptr<otlp::HttpExporter> exporter_;  // sender thread once started
   std::atomic<bool> stop_{false};

@@ -58,7 +58,41 @@ class UtcSegment {
     return lo_.utc_ns + std::llround(fraction * static_cast<double>(hi_.utc_ns - lo_.utc_ns));
   }
 
+  // The TSC values this segment maps itself.
+  uint64_t first_tsc() const { return first_tsc_; }
+  uint64_t last_tsc() const { return last_tsc_; }
+
+  struct TscRange {
+    uint64_t first_tsc, last_tsc;  // inclusive
+  };
+  // The TSC values within `reach_ticks` of `tsc` and inside this segment
+  // whose UTC is in [from_utc_ns, to_utc_ns); `tsc` must be one of them.
+  // A binary search at each end: UTC does not decrease over the segment's
+  // values (the reach keeps the search from wrapping).
+  TscRange TscRangeAround(uint64_t tsc, uint64_t reach_ticks, int64_t from_utc_ns,
+                          int64_t to_utc_ns) const {
+    constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+    const uint64_t from = std::max(first_tsc_, tsc > reach_ticks ? tsc - reach_ticks : 0);
+    const uint64_t to =
+        std::min(last_tsc_, tsc < kMax - 1 - reach_ticks ? tsc + reach_ticks : kMax - 1);
+    return {FirstAtOrAfter(from, tsc, from_utc_ns), FirstAtOrAfter(tsc, to, to_utc_ns) - 1};
+  }
+
  private:
+  // The first t in [from, to] whose UTC is at least `utc_ns`, else to + 1.
+  uint64_t FirstAtOrAfter(uint64_t from, uint64_t to, int64_t utc_ns) const {
+    uint64_t lo = from, hi = to + 1;  // the answer is in [lo, hi]
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (UtcNs(mid) >= utc_ns) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo;
+  }
+
   const TimeBase* time_;
   UtcAnchor lo_, hi_;  // hi_: only between two anchors
   bool between_ = false;

@@ -68,5 +68,57 @@ TEST(UtcSegmentTest, SameAsPerValueConversion) {
   }
 }
 
+// The TSC values of a UTC window, by hand. 2 GHz, one anchor at TSC 1000
+// (kU0): UTC = kU0 + llround((t - 1000) / 2), halves rounded up. kU0 + 100 is
+// first reached at t = 1199 (99.5 -> 100); kU0 + 200 at t = 1399, so the
+// window [kU0 + 100, kU0 + 200) is t in [1199, 1398].
+TEST(UtcSegmentTest, TscRangeOfAUtcWindowByHand) {
+  const TimeBase t = TimeBase::FromHz(2e9, 1000, kU0);
+  const UtcSegment s(t, 1300);
+  const UtcSegment::TscRange wide = s.TscRangeAround(1300, 1000, kU0 + 100, kU0 + 200);
+  EXPECT_EQ(wide.first_tsc, 1199u);
+  EXPECT_EQ(wide.last_tsc, 1398u);
+  // A reach of 50 ticks cuts it to [1250, 1350].
+  const UtcSegment::TscRange near = s.TscRangeAround(1300, 50, kU0 + 100, kU0 + 200);
+  EXPECT_EQ(near.first_tsc, 1250u);
+  EXPECT_EQ(near.last_tsc, 1350u);
+  // The value itself at the window's edges.
+  EXPECT_EQ(s.TscRangeAround(1199, 1000, kU0 + 100, kU0 + 200).first_tsc, 1199u);
+  EXPECT_EQ(s.TscRangeAround(1398, 1000, kU0 + 100, kU0 + 200).last_tsc, 1398u);
+}
+
+// Between two anchors the range stops at the segment's ends, though the UTC
+// window goes on: ThreeAnchors' segment [1000, 1999] maps 1000 -> kU0 and
+// 1900 -> kU0 + 909 (1.01 ns a tick), and kU0 + 500 is first reached at
+// t = 1495 (495 x 1.01 = 499.95 -> 500).
+TEST(UtcSegmentTest, TscRangeStopsAtTheSegmentsEnds) {
+  const TimeBase t = ThreeAnchors();
+  const UtcSegment s(t, 1900);
+  const UtcSegment::TscRange r = s.TscRangeAround(1900, 5000, kU0 + 500, kU0 + 5000);
+  EXPECT_EQ(r.first_tsc, 1495u);
+  EXPECT_EQ(r.last_tsc, 1999u);  // the next anchor (2000) starts the next segment
+  const UtcSegment::TscRange all = s.TscRangeAround(1900, 5000, kU0 - 5000, kU0 + 5000);
+  EXPECT_EQ(all.first_tsc, 1000u);
+}
+
+// Every value inside a range maps into the window and its neighbours just
+// outside do not (per-value conversion), at a non-integral rate.
+TEST(UtcSegmentTest, TscRangeAgreesWithThePerValueConversion) {
+  TimeBase t = TimeBase::FromHz(2.6e9, 1'000'000, kU0);
+  ASSERT_TRUE(t.AddAnchor(2'600'001'000, kU0 + 1'000'000'123));
+  for (uint64_t tsc : {uint64_t{1'002'000}, uint64_t{1'300'000'000}, uint64_t{2'700'000'000}}) {
+    const UtcSegment s(t, tsc);
+    const int64_t u = t.UtcNs(tsc);
+    const int64_t from = u - 337, to = u + 1000;
+    const UtcSegment::TscRange r = s.TscRangeAround(tsc, 1'000'000, from, to);
+    for (uint64_t v = r.first_tsc; v <= r.last_tsc; ++v) {
+      ASSERT_GE(t.UtcNs(v), from) << v;
+      ASSERT_LT(t.UtcNs(v), to) << v;
+    }
+    EXPECT_LT(t.UtcNs(r.first_tsc - 1), from);
+    EXPECT_GE(t.UtcNs(r.last_tsc + 1), to);
+  }
+}
+
 }  // namespace
 }  // namespace ticktrace::collect
