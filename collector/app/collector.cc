@@ -996,7 +996,10 @@ class AnalysisStage {
     if (feed_.queue != nullptr) {
       PassQueue::Item item;
       while (feed_.queue->Pop(&item)) {
-        Note(DispatchAll(item.bytes, &session_.analyzer()));
+        // One malformed chunk is skipped and counted, as the journal's
+        // reader and a replay skip it: the rest of the pass is analysed.
+        Note(DispatchEach(item.bytes, &session_.analyzer(),
+                          &session_.analyzer().mutable_counters().malformed_chunks));
         AfterBatch(&item.drainer, nullptr);
       }
       return status_;
