@@ -284,7 +284,17 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
     }
     const size_t n = buffer_.size();
     if (n == 0) return 0;
-    const uint64_t first = *end - n;  // Peek refused indices that would wrap
+    const uint64_t first = *end - n;
+    if (*end < first) {
+      // The reader follows indices across 2^64 (abi.h), but no chunk can
+      // carry a range that wraps (stream.h): 2^64 records take 584 years at
+      // 10^9 a second, so such indices were written by someone else.
+      MarkCorrupt(s, slot,
+                  absl::StrCat("segment ", s.reader->info().name, " slot ", slot,
+                               ": ring indices wrap 2^64 (read ", first, ", ", n,
+                               " records waiting)"));
+      return 0;
+    }
     if (t.committed_read.has_value() && first != *t.committed_read) {
       // Only the collector writes read_index: someone else moved it (back,
       // to read records again; or ahead). Nothing of this peek is encoded.

@@ -21,10 +21,11 @@
 // refused segment is not tried again while its name exists.
 //
 // A bad ring costs only itself: a ring whose indices are impossible (write
-// below read, which includes indices that would wrap 2^64; more published
-// than the ring holds; a read index that is not the one this collector last
-// committed) is named once, counted (slots_corrupt) and skipped from then
-// on, before any of its records is encoded. So no chunk the drainer writes
+// behind read, or more published than the ring holds: SegmentReader::Peek;
+// a range that wraps 2^64, which no chunk can carry; a read index that is
+// not the one this collector last committed) is named once, counted
+// (slots_corrupt) and skipped from then on, before any of its records is
+// encoded. So no chunk the drainer writes
 // has an index range that wraps, and the other rings of the pass go on.
 // The checks are a few compares per drained ring per pass.
 //

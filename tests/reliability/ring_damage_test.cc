@@ -147,9 +147,11 @@ class RingDamageTest : public RelTest {
     EXPECT_EQ(Counter(q, "slots_corrupt"), 4);
     EXPECT_EQ(Counter(q, "malformed_chunks"), 0);
     EXPECT_EQ(Counter(q, "index_gaps"), 0);
-    absl::PrintF("FIGURE ring damage (%s): 4 hostile rings named once each, slots_corrupt %lld; "
-                 "genuine orders stored %lld of %llu\n",
-                 other.has_value() ? "--allow-uid user" : "same uid", Counter(q, "slots_corrupt"),
+    absl::PrintF("FIGURE ring damage (%s): %lld stderr lines name the hostile rings, "
+                 "slots_corrupt %lld; genuine orders stored %lld of %llu\n",
+                 other.has_value() ? "--allow-uid user" : "same uid",
+                 static_cast<long long>(CountOf(text, "ring no longer drained")),
+                 Counter(q, "slots_corrupt"),
                  q.Int(absl::StrCat("SELECT COUNT(*) FROM orders WHERE complete=1 AND order_id "
                                     "BETWEEN ",
                                     kBase + 1, " AND ", kBase + (uint64_t{1} << 32) + kOrders)),

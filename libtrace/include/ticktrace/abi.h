@@ -44,9 +44,7 @@
 // line out of the producer's cache.
 //
 // Ring protocol (single producer, single consumer; indices grow forever and are
-// reduced modulo ring_capacity, a power of two; they never reach 2^64, which
-// takes 584 years at 10^9 records/s, so a reader treats write_index below
-// read_index as impossible, never as a wrap):
+// reduced modulo ring_capacity, a power of two):
 //   producer: w = write_index (relaxed, it is the only writer);
 //             if w - cached_read >= capacity: cached_read = read_index (acquire,
 //               pairs with the collector's release store of read_index);

@@ -651,7 +651,7 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
       return absl::DataLossError(absl::StrCat("segment ", info_.name, ": shrank under the reader"));
     }
     // Impossible indices are refused below without touching the records.
-    if (w > r && w - r <= info_.ring_capacity) {
+    if (w != r && w - r <= info_.ring_capacity) {
       if (absl::Status mapped = MapRing(slot); !mapped.ok()) return mapped;
     }
   }
@@ -669,11 +669,10 @@ absl::StatusOr<uint64_t> SegmentReader::Peek(uint32_t slot, size_t max_records,
     // Acquire: pairs with the producer's release store of write_index in
     // internal::Write(); the records below it are complete.
     w = c->write_index.load(std::memory_order_acquire);
-    // Indices grow forever and never reach 2^64 (abi.h: 584 years at 10^9
-    // records/s), so a write index below the read index is impossible, not a
-    // wrap: copying across it would hand out ring indices whose range wraps,
-    // which no chunk can carry. Two compares refuse both impossible states.
-    if (w < r || w - r > info_.ring_capacity) {
+    // Indices grow forever and wrap at 2^64 (abi.h): the published count is
+    // w - r modulo 2^64. Write behind read shows up as a huge difference, so
+    // this one check refuses both impossible states, also across the wrap.
+    if (w - r > info_.ring_capacity) {
       impossible = true;
       return;
     }

@@ -197,9 +197,8 @@ class SegmentReader {
   // Copies up to `max_records` published, unconsumed records of `slot` into
   // `out` (appended) and returns the index one past the last one copied, which
   // is what Commit() later takes. DataLoss if the indices are impossible
-  // (write below read, which includes a pair that would wrap 2^64, or more
-  // published than the ring holds): the slot is corrupt and should be
-  // skipped. Does not change the segment.
+  // (write before read, or more published than the ring holds): the slot is
+  // corrupt and should be skipped. Does not change the segment.
   // If `generation` is given, it receives the slot's generation read after the
   // records: the claim that wrote every record copied (a slot is reclaimed only
   // once drained, so one Peek never mixes two owners).
@@ -223,9 +222,8 @@ class SegmentReader {
   // The batch forms, for a consumer that visits every slot on each pass: one
   // SIGBUS guard (a sigsetjmp) for all slots instead of one per slot.
   // PendingRecords: (*pending)[slot] = records published and not consumed
-  // (write_index - read_index modulo 2^64; more than ring_capacity when the
-  // indices are impossible, write below read included). False when the file
-  // was found shrunk.
+  // (write_index - read_index, as Peek sees them; more than ring_capacity
+  // when the indices are impossible). False when the file was found shrunk.
   bool PendingRecords(std::vector<uint64_t>* pending) const;
   // FreeIfDrained for every slot whose `skip[slot]` is false (skip has
   // slot_count entries); returns how many were freed.
