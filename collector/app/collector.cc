@@ -525,7 +525,6 @@ class Session {
   }
 
  public:
-
   // The run's diagnostics (run_diagnostics.h), about once a second and once
   // more, with all the evidence, at the end: each new one is one stderr line
   // and goes into the store with the next snapshot.
@@ -1000,8 +999,9 @@ absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const 
         static_cast<uint64_t>(stored->second) > recovered) {
       damage->line = absl::StrCat(
           "journal ", plan.journal_path, ": cut at byte ", started.recovered.valid_bytes,
-          ", not just a torn last chunk: it holds ", recovered,
-          " records of this run (with the checkpoint) but the store counted ", stored->second,
+          ", not just a torn last chunk: it holds ", recovered, " records of this run",
+          checkpoint->has_value() ? " (with the checkpoint)" : "", " but the store counted ",
+          stored->second,
           " drained; at least ", static_cast<uint64_t>(stored->second) - recovered,
           " records lost");
     }

@@ -159,7 +159,7 @@ TEST_F(JournalDamageTest, JournalCutInTheMiddleIsSaidWithTheRecordsLost) {
   // records_kept of them.
   const std::string line = absl::StrCat(
       "journal ", journal(), ": cut at byte ", at, ", not just a torn last chunk: it holds ",
-      records_kept, " records of this run (with the checkpoint) but the store counted ",
+      records_kept, " records of this run but the store counted ",
       kAllRecords, " drained; at least ", kAllRecords - int64_t(records_kept),
       " records lost\n");
   EXPECT_EQ(CountOf(said, line), 2) << said;
