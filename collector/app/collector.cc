@@ -354,8 +354,10 @@ class Session {
       writer_ = std::make_unique<StoreSink>(store_.get(), run_id_, wo);
       // Each batch carries the counters as of its statistics (store_sink.h).
       writer_->set_counter_source([this] {
-        return analyzer_ != nullptr ? analyzer_->CounterValues()
-                                    : std::vector<std::pair<std::string, int64_t>>{};
+        std::vector<std::pair<std::string, int64_t>> c;
+        if (analyzer_ != nullptr) c = analyzer_->CounterValues();
+        ApplyCounterFloor(&c);
+        return c;
       });
       writer_->Start();
     }
@@ -435,6 +437,42 @@ class Session {
   // `d`, `journal_syncs`: null when there is no drainer / journal.
   std::vector<std::pair<std::string, int64_t>> Counters(const DrainerCounters* d,
                                                         const uint64_t* journal_syncs) const {
+    auto c = CountersOfThisAnalysis(d, journal_syncs);
+    ApplyCounterFloor(&c);
+    return c;
+  }
+
+  // After damage to the journal or checkpoint: no counter below what the
+  // store already says (SetCounterFloor). Set before the analysis starts;
+  // read only after.
+  void ApplyCounterFloor(std::vector<std::pair<std::string, int64_t>>* c) const {
+    if (counter_floor_.empty()) return;
+    for (auto& [name, value] : *c) {
+      auto floor = counter_floor_.find(name);
+      if (floor != counter_floor_.end() && Floored(name)) value = std::max(value, floor->second);
+    }
+  }
+
+  // A resume that lost part of the analysis (a damaged journal, a missing or
+  // foreign checkpoint) cannot recount what the earlier collector stored:
+  // the store's newest counters row bounds every counter from below, so that
+  // no counter goes backwards across the restart. Each counter is then the
+  // larger of the store's and this analysis's: a lower bound (what the lost
+  // part held and the store had not counted yet is not in either), never a
+  // double count (the part of the run both saw is not added twice).
+  void SetCounterFloor(std::map<std::string, int64_t> floor) { counter_floor_ = std::move(floor); }
+
+ private:
+  // Gauges, and the CPU since this resume, go up and down: no floor.
+  static bool Floored(const std::string& name) {
+    const std::optional<store::Counter> known = store::CounterByName(name);
+    return known.has_value() && !store::CounterIsGauge(*known) &&
+           *known != store::Counter::kCollectorCpuMs && *known != store::Counter::kRestarts;
+  }
+
+  // The counters as this collector's analysis and drainer have them.
+  std::vector<std::pair<std::string, int64_t>> CountersOfThisAnalysis(
+      const DrainerCounters* d, const uint64_t* journal_syncs) const {
     auto c = analyzer_->CounterValues();
     auto v = [](uint64_t x) { return static_cast<int64_t>(x); };
     if (writer_ != nullptr) {
@@ -486,6 +524,7 @@ class Session {
     return c;
   }
 
+ public:
   // The run's diagnostics (run_diagnostics.h), about once a second and once
   // more, with all the evidence, at the end: each new one is one stderr line
   // and goes into the store with the next snapshot.
@@ -652,6 +691,7 @@ class Session {
   std::unique_ptr<Analyzer> analyzer_;
   bool pipeline_dirty_ = true;
   int64_t restarts_ = 0;
+  std::map<std::string, int64_t> counter_floor_;  // SetCounterFloor
 };
 
 absl::Status RunReplay(const CollectorOptions& o, std::ostream& out, RunSummary* summary) {
@@ -759,7 +799,8 @@ absl::Status CountRestart(const RunPlan& plan, Session& session, std::ostream& o
 // run's is removed; one of another format is refused in one line).
 absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions& o,
                                                          const RunPlan& plan, Session& session,
-                                                         std::ostream& out) {
+                                                         std::ostream& out,
+                                                         std::optional<int64_t>* foreign_run) {
   const std::string checkpoint_path = CheckpointPath(plan.local_state);
   if (absl::Status s = CheckNotSymlink(checkpoint_path); !s.ok()) return s;
   absl::StatusOr<Checkpoint> checkpoint = ReadCheckpointFile(checkpoint_path);
@@ -781,7 +822,10 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions&
     return std::optional<Checkpoint>(*std::move(checkpoint));
   }
   if (checkpoint.ok()) {
-    ::unlink(checkpoint_path.c_str());  // another run's, left behind: not ours to use
+    // Another run's. A run's own start removes any checkpoint left behind
+    // (StartJournal), so this one was put here: not ours to use.
+    *foreign_run = checkpoint->run_id;
+    ::unlink(checkpoint_path.c_str());
   } else if (absl::IsFailedPrecondition(checkpoint.status())) {
     // Another collector's format: its state cannot be read, so the run is
     // analysed again from the journal's start (the store skips what it holds).
@@ -794,6 +838,54 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(const CollectorOptions&
         " cannot be resumed: move it and ", plan.journal_path, " away"));
   }
   return std::optional<Checkpoint>();
+}
+
+// What a resume found wrong with its journal or checkpoint, said in one line
+// (`line`, empty when nothing), which also makes the run's exit status 1.
+struct JournalDamage {
+  std::string line;
+};
+
+// The damage a resume can see before it reads the journal: a journal shorter
+// than its checkpoint's offset, a checkpoint of another run, and a missing
+// checkpoint where the run freed the journal before one. (A missing
+// checkpoint of a journal that was never freed is no damage: the journal
+// holds the whole run, and is replayed from its start.)
+absl::StatusOr<JournalDamage> CheckJournalDamage(const RunPlan& plan, const Checkpoint* checkpoint,
+                                                 const std::optional<int64_t>& foreign_run) {
+  JournalDamage d;
+  struct stat st {};
+  if (::stat(plan.journal_path.c_str(), &st) != 0) {
+    return absl::InternalError(absl::StrCat(plan.journal_path, ": cannot stat"));
+  }
+  const uint64_t journal_bytes = static_cast<uint64_t>(st.st_size);
+  const std::string checkpoint_path = CheckpointPath(plan.local_state);
+  if (checkpoint != nullptr) {
+    if (journal_bytes < checkpoint->journal_offset) {
+      d.line = absl::StrCat("journal ", plan.journal_path, ": ", journal_bytes,
+                            " bytes, shorter than its checkpoint's offset ",
+                            checkpoint->journal_offset,
+                            " (truncated): everything it held after the checkpoint is lost "
+                            "(records lost: unknown; index_gaps counts those the rings still "
+                            "show); counters continue from the store's");
+    }
+    return d;
+  }
+  absl::StatusOr<bool> freed = Journal::StartFreed(plan.journal_path);
+  const bool journal_freed = freed.ok() && *freed;
+  const std::string consequence =
+      journal_freed ? "the run freed its journal before the checkpoint, so the analysis of "
+                      "everything before it is lost (records lost: unknown); counters continue "
+                      "from the store's"
+                    : "the journal holds the whole run and is replayed from its start "
+                      "(records lost: 0)";
+  if (foreign_run.has_value()) {
+    d.line = absl::StrCat("checkpoint ", checkpoint_path, ": belongs to run ", *foreign_run,
+                          ", not run ", plan.resume_run, "; not used (removed): ", consequence);
+  } else if (journal_freed) {
+    d.line = absl::StrCat("checkpoint ", checkpoint_path, ": missing: ", consequence);
+  }
+  return d;
 }
 
 // A checkpoint of another format cannot be loaded (its state is another
@@ -879,26 +971,59 @@ absl::StatusOr<JournalStart> ResumeFromJournal(const CollectorOptions& o, const 
   JournalStart started;
   if (absl::Status s = CountRestart(plan, session, out); !s.ok()) return s;
   started.recovery_start = Clock::now();
-  absl::StatusOr<std::optional<Checkpoint>> checkpoint = LoadCheckpoint(o, plan, session, out);
+  std::optional<int64_t> foreign_run;
+  absl::StatusOr<std::optional<Checkpoint>> checkpoint =
+      LoadCheckpoint(o, plan, session, out, &foreign_run);
   if (!checkpoint.ok()) return checkpoint.status();
+  absl::StatusOr<JournalDamage> damage =
+      CheckJournalDamage(plan, checkpoint->has_value() ? &**checkpoint : nullptr, foreign_run);
+  if (!damage.ok()) return damage.status();
+  // A journal shorter than its checkpoint's offset holds nothing after it:
+  // the recovery reads nothing, and the journal goes on at that offset (the
+  // part it lost stays a hole), so the checkpoint's offsets still hold.
   const uint64_t replay_from = checkpoint->has_value() ? (*checkpoint)->journal_offset : 0;
   started.replay_from = replay_from;
+  const uint64_t drained_before_tail = session.analyzer().counters().drained;
   DrainerSeedScan scan(DrainerSeed::From(session.analyzer()), session.analyzer().stream_counters());
   absl::StatusOr<Journal::Recovered> r = Journal::Recover(plan.journal_path, &scan, replay_from);
   if (!r.ok()) return r.status();
   started.recovered = *r;
   started.seed = scan.Seed();
+  if (damage->line.empty() && started.recovered.corrupt_chunks == 0) {
+    // A cut the checks above cannot see: the store counted more records
+    // drained than the checkpoint and the journal hold together. The store
+    // lags the journal (never leads it), so the difference is a lower bound.
+    auto stored = resume_state.counters.find("drained");
+    const uint64_t recovered = drained_before_tail + scan.records_seen();
+    if (stored != resume_state.counters.end() && stored->second > 0 &&
+        static_cast<uint64_t>(stored->second) > recovered) {
+      damage->line = absl::StrCat(
+          "journal ", plan.journal_path, ": cut at byte ", started.recovered.valid_bytes,
+          ", not just a torn last chunk: it holds ", recovered, " records of this run",
+          checkpoint->has_value() ? " (with the checkpoint)" : "", " but the store counted ",
+          stored->second,
+          " drained; at least ", static_cast<uint64_t>(stored->second) - recovered,
+          " records lost");
+    }
+  }
+  if (!damage->line.empty()) {
+    out << damage->line << "\n" << std::flush;
+    session.SetCounterFloor(resume_state.counters);
+  }
   if (session.writer() != nullptr) {
     ResumeWriter(o, resume_state, checkpoint->has_value() ? (*checkpoint)->emitted : 0,
                  started.recovered, session, out);
   }
-  if (started.recovered.torn_tail) {
+  if (started.recovered.torn_tail && damage->line.empty()) {
     out << "journal: cut at byte " << started.recovered.valid_bytes
         << " (a torn tail; everything before it was recovered)\n";
   }
   started.loss = session.NoteCorruptChunks(
       absl::StrCat("journal ", plan.journal_path), started.recovered.corrupt_skips,
       started.recovered.corrupt_chunks, started.recovered.corrupt_records_lost);
+  // The damage is the cause of any corrupt chunk the recovery met (a freed
+  // journal read from its start meets its hole): the exit says the cause.
+  if (!damage->line.empty()) started.loss = absl::DataLossError(damage->line);
   absl::StatusOr<Journal> j = Journal::Continue(plan.journal_path, started.recovered);
   if (!j.ok()) return j.status();
   started.journal.emplace(*std::move(j));
@@ -996,7 +1121,10 @@ class AnalysisStage {
     if (feed_.queue != nullptr) {
       PassQueue::Item item;
       while (feed_.queue->Pop(&item)) {
-        Note(DispatchAll(item.bytes, &session_.analyzer()));
+        // One malformed chunk is skipped and counted, as the journal's
+        // reader and a replay skip it: the rest of the pass is analysed.
+        Note(DispatchEach(item.bytes, &session_.analyzer(),
+                          &session_.analyzer().mutable_counters().malformed_chunks));
         AfterBatch(&item.drainer, nullptr);
       }
       return status_;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <span>
 
+#include "absl/strings/str_cat.h"
 #include "collector/time/time_base.h"
 
 namespace ticktrace::collect {
@@ -278,13 +279,31 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
         t.refused_counted_to = v.write_index;
         return 0;
       }
-      t.corrupt = true;
-      ++counters_.slots_corrupt;
+      MarkCorrupt(s, slot, std::string(end.status().message()));
       return 0;
     }
     const size_t n = buffer_.size();
     if (n == 0) return 0;
     const uint64_t first = *end - n;
+    if (*end < first) {
+      // The reader follows indices across 2^64 (abi.h), but no chunk can
+      // carry a range that wraps (stream.h): 2^64 records take 584 years at
+      // 10^9 a second, so such indices were written by someone else.
+      MarkCorrupt(s, slot,
+                  absl::StrCat("segment ", s.reader->info().name, " slot ", slot,
+                               ": ring indices wrap 2^64 (read ", first, ", ", n,
+                               " records waiting)"));
+      return 0;
+    }
+    if (t.committed_read.has_value() && first != *t.committed_read) {
+      // Only the collector writes read_index: someone else moved it (back,
+      // to read records again; or ahead). Nothing of this peek is encoded.
+      MarkCorrupt(s, slot,
+                  absl::StrCat("segment ", s.reader->info().name, " slot ", slot,
+                               ": read index moved from ", *t.committed_read, " to ", first,
+                               " (only the collector writes it)"));
+      return 0;
+    }
     // Records at or below the journal's mark were made durable by an earlier
     // collector that died before committing them: skip, but commit past them.
     size_t skip = 0;
@@ -299,6 +318,7 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
       // batch: the ring, and a stopping collector, would never get past it.
       // Bounded: each round moves read_index towards the mark.
       s.reader->Commit(slot, *end);
+      t.committed_read = *end;
       continue;
     }
     {
@@ -336,6 +356,15 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
   }
 }
 
+void Drainer::MarkCorrupt(Segment& s, uint32_t slot, std::string_view why) {
+  SlotTrack& t = s.slots[slot];
+  if (t.corrupt) return;
+  t.corrupt = true;
+  ++counters_.slots_corrupt;
+  log() << "ticktrace-collector: " << why << " (pid " << s.reader->info().pid
+        << "): ring no longer drained; its records are lost (how many: unknown)\n";
+}
+
 size_t Drainer::Pass(bool discover, std::string* out) {
   const auto now = std::chrono::steady_clock::now();
   if (discover || now - last_discovery_ >= options_.discovery_interval) {
@@ -351,7 +380,8 @@ size_t Drainer::Pass(bool discover, std::string* out) {
     if (seg->reader->PendingRecords(&pending_records_)) {
       const double capacity = std::max<double>(1, seg->reader->info().ring_capacity);
       for (uint32_t i = 0; i < seg->slots.size(); ++i) {
-        if (pending_records_[i] == 0) continue;
+        // A corrupt ring's indices say nothing (its fill would pace the loop).
+        if (pending_records_[i] == 0 || seg->slots[i].corrupt) continue;
         max_fill_ = std::max(max_fill_, static_cast<double>(pending_records_[i]) / capacity);
         records += DrainSlot(*seg, i, out);
       }
@@ -381,6 +411,7 @@ void Drainer::CommitPass() {
   for (const PendingCommit& p : pending_) {
     // Release inside Commit(): pairs with the producer's acquire of read_index.
     p.segment->reader->Commit(p.slot, p.end);
+    p.segment->slots[p.slot].committed_read = p.end;
   }
   pending_.clear();
   for (auto& [name, seg] : segments_) {

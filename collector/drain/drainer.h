@@ -20,6 +20,15 @@
 // reader, is named once on the log stream and counted (DrainerCounters); a
 // refused segment is not tried again while its name exists.
 //
+// A bad ring costs only itself: a ring whose indices are impossible (write
+// behind read, or more published than the ring holds: SegmentReader::Peek;
+// a range that wraps 2^64, which no chunk can carry; a read index that is
+// not the one this collector last committed) is named once, counted
+// (slots_corrupt) and skipped from then on, before any of its records is
+// encoded. So no chunk the drainer writes
+// has an index range that wraps, and the other rings of the pass go on.
+// The checks are a few compares per drained ring per pass.
+//
 // Not thread-safe: the collector's drain thread owns a Drainer. It never
 // reads the Analyzer (which the analysis thread owns): what the journal
 // already held comes in a DrainerSeed captured before draining starts.
@@ -34,6 +43,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -138,10 +148,14 @@ class Drainer {
     bool generation_announced = false;
     uint64_t dropped_announced = 0;
     bool corrupt = false;  // impossible indices, or a ring refused by the size limit: skipped
-  // A ring refused by the size limit: its records up to here are counted in
-  // records_in_refused_segments; later ones are added at the discovery rate.
-  std::optional<uint64_t> refused_counted_to;
+    // A ring refused by the size limit: its records up to here are counted in
+    // records_in_refused_segments; later ones are added at the discovery rate.
+    std::optional<uint64_t> refused_counted_to;
     std::optional<uint64_t> high_water;  // from the seed: skip records below it once
+    // The read index this collector last stored into the ring (Commit). Only
+    // the collector writes read_index, so a ring found at any other read
+    // index was rewritten by someone else: corrupt. Unset until the first commit.
+    std::optional<uint64_t> committed_read;
   };
   struct Segment {
     std::unique_ptr<SegmentReader> reader;
@@ -166,6 +180,9 @@ class Drainer {
   void AnnounceTags(Segment& s, std::string* out);
   void RefreshCounters(Segment& s, std::string* out);
   size_t DrainSlot(Segment& s, uint32_t slot, std::string* out);
+  // A ring whose indices are impossible: named once (segment, pid, slot,
+  // why), counted in slots_corrupt, and never drained again.
+  void MarkCorrupt(Segment& s, uint32_t slot, std::string_view why);
 
   DrainerOptions options_;
   DrainerSeed seed_;

@@ -71,6 +71,7 @@ void DrainerSeedScan::OnThread(const ThreadChunk& c) {
 }
 
 void DrainerSeedScan::OnRecords(const RecordsChunk& c) {
+  records_seen_ += c.count;
   Process* p = Find(c.process_id);
   if (p == nullptr || c.slot >= abi::kMaxSlots) return;
   // As the Analyzer: a chunk whose records are all at or below the mark

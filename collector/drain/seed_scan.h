@@ -30,6 +30,9 @@ class DrainerSeedScan : public ChunkVisitor {
 
   // The seed with the tail read so far.
   DrainerSeed Seed() const;
+  // Records in the records chunks read so far (duplicates of records before
+  // the checkpoint included: an upper bound of what the tail adds).
+  uint64_t records_seen() const { return records_seen_; }
 
   void OnRunInfo(std::string_view json) override;
   void OnProcess(const ProcessChunk& c) override;
@@ -51,6 +54,7 @@ class DrainerSeedScan : public ChunkVisitor {
   uint32_t next_process_id_ = 1;
   std::map<uint32_t, Process> processes_;  // by process id
   std::map<std::string, uint64_t> stream_counters_;
+  uint64_t records_seen_ = 0;
 };
 
 }  // namespace ticktrace::collect

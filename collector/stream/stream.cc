@@ -395,4 +395,20 @@ absl::Status DispatchAll(std::string_view bytes, ChunkVisitor* visitor) {
   return absl::OkStatus();
 }
 
+absl::Status DispatchEach(std::string_view bytes, ChunkVisitor* visitor,
+                          uint64_t* malformed_chunks) {
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  size_t off = 0;
+  while (off < bytes.size()) {
+    absl::StatusOr<ChunkFrame> f = ParseChunkFrame(p + off, bytes.size() - off);
+    if (!f.ok()) {
+      return absl::Status(f.status().code(),
+                          absl::StrCat("at byte ", off, ": ", f.status().message()));
+    }
+    if (!DispatchChunk(*f, visitor).ok()) ++*malformed_chunks;
+    off += f->frame_bytes;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ticktrace::collect

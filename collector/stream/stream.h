@@ -190,6 +190,15 @@ absl::Status DispatchChunk(const ChunkFrame& frame, ChunkVisitor* visitor);
 // REQUIRES: `bytes` holds whole chunks (as the drainer produces them).
 absl::Status DispatchAll(std::string_view bytes, ChunkVisitor* visitor);
 
+// As DispatchAll, but a chunk whose payload is malformed is skipped and
+// counted in *malformed_chunks, and the chunks after it are dispatched: what
+// the journal and archive readers do, so that a live pass and a replay of
+// the same bytes feed the analysis the same chunks. Stops only where a
+// chunk's frame (header, checksum) does not hold, since nothing after it can
+// be found; returns that, with the offset in the message.
+absl::Status DispatchEach(std::string_view bytes, ChunkVisitor* visitor,
+                          uint64_t* malformed_chunks);
+
 }  // namespace ticktrace::collect
 
 #endif  // TICKTRACE_COLLECTOR_STREAM_H_

@@ -164,5 +164,35 @@ TEST(StreamTest, RejectsImpossibleHeaders) {
             absl::StatusCode::kOutOfRange);
 }
 
+// A records chunk whose index range wraps 2^64 is malformed: DispatchAll
+// (a caller that wants all or nothing) stops at it; DispatchEach, what the
+// live analysis uses, skips that one chunk and counts it, as the journal's
+// and the archive's readers do, so a live run and a replay of its bytes
+// analyse the same chunks.
+TEST(StreamTest, DispatchEachSkipsOneMalformedChunkAndGoesOn) {
+  std::vector<size_t> ends;
+  std::string bytes = Sample(&ends);
+  // After the first records chunk (chunk 3): 4 records from 2^64 - 2.
+  std::string bad;
+  std::vector<abi::Record> r(4);
+  ChunkEncoder::Records(3, 0, 1, ~uint64_t{0} - 1, r, &bad);
+  bytes.insert(ends[3], bad);
+  {
+    CountingVisitor v;
+    const absl::Status status = DispatchAll(bytes, &v);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("index overflow"), std::string::npos) << status;
+    EXPECT_EQ(v.chunks, 4);  // run info, process, tags, the first records
+  }
+  CountingVisitor v;
+  uint64_t malformed = 0;
+  EXPECT_TRUE(DispatchEach(bytes, &v, &malformed).ok());
+  EXPECT_EQ(malformed, 1u);
+  // By hand: the seven chunks of Sample(), both records chunks (5 + 3 records).
+  EXPECT_EQ(v.chunks, 7);
+  EXPECT_EQ(v.records, 8u);
+  EXPECT_EQ(v.sum, 510u + (uint64_t{1} << 20) + (uint64_t{1} << 21) + (uint64_t{1} << 22));
+}
+
 }  // namespace
 }  // namespace ticktrace::collect
