@@ -120,7 +120,7 @@ absl::Status WriteOutput(const std::string& out_path, const std::string& store_p
     const char* kind = S_ISFIFO(target.st_mode)   ? "FIFO"
                        : S_ISSOCK(target.st_mode) ? "socket"
                                                   : "block device";
-    return absl::InvalidArgumentError(absl::StrCat(
+    return absl::FailedPreconditionError(absl::StrCat(
         "--out ", out_path, " is a ", kind,
         ", not a file; refusing to write into it or replace it (--out - writes to stdout)"));
   }
@@ -186,7 +186,7 @@ absl::Status WriteToDevice(const std::string& out_path,
   if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) ||
       ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
     ::close(fd);
-    return absl::InvalidArgumentError(
+    return absl::FailedPreconditionError(
         absl::StrCat("--out ", out_path, " is no longer a character device; refusing it"));
   }
   FdBuf buf(fd);

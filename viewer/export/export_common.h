@@ -61,7 +61,7 @@ struct ExportResult {
 // not a file is never replaced, --force or not (docs/viewer.md): a
 // character device (/dev/null, a terminal; also through a symlink, as
 // /dev/stdout) is written in place; a FIFO, socket or block device is
-// InvalidArgument. InvalidArgument when `out_path` is the store itself
+// FailedPrecondition. InvalidArgument when `out_path` is the store itself
 // (`store_path`).
 absl::Status WriteOutput(const std::string& out_path, const std::string& store_path,
                          const std::function<absl::Status(std::ostream&)>& write,
