@@ -20,13 +20,14 @@ namespace {
 struct Backend {
   absl::StatusOr<std::unique_ptr<Writer>> (*open_writer)(const StoreUri&, const OpenWriterOptions&);
   absl::StatusOr<std::unique_ptr<StoreReader>> (*open_reader)(const StoreUri&, OpenMode);
-  absl::Status (*check_existing)(const StoreUri&);
+  absl::Status (*check_existing)(const StoreUri&, bool group_may_write);
 };
 
 absl::StatusOr<std::unique_ptr<Writer>> OpenSqliteWriter(const StoreUri& uri,
                                                          const OpenWriterOptions& options) {
   SqliteOpenOptions o;
   o.group_readable = options.group_readable;
+  o.group_may_write = options.group_may_write;
   o.on_migration = options.on_migration;
   absl::StatusOr<std::unique_ptr<SqliteWriter>> w = SqliteWriter::OpenOrCreate(uri.path, o);
   if (!w.ok()) return w.status();
@@ -49,12 +50,14 @@ const Backend& BackendFor(StoreUri::Kind kind) {
   static constexpr Backend kSqlite{
       OpenSqliteWriter,
       [](const StoreUri& uri, OpenMode mode) { return internal::OpenSqliteStoreReader(uri.path, mode); },
-      [](const StoreUri& uri) { return SqliteWriter::CheckExisting(uri.path); },
+      [](const StoreUri& uri, bool group_may_write) {
+        return SqliteWriter::CheckExisting(uri.path, group_may_write);
+      },
   };
   static constexpr Backend kClickHouse{
       OpenClickHouseWriter,
       [](const StoreUri& uri, OpenMode) { return internal::OpenClickHouseStoreReader(uri); },
-      [](const StoreUri&) { return absl::OkStatus(); },
+      [](const StoreUri&, bool) { return absl::OkStatus(); },
   };
   switch (kind) {
     case StoreUri::Kind::kSqlite:
@@ -83,8 +86,8 @@ absl::StatusOr<std::unique_ptr<StoreReader>> StoreReader::Open(std::string_view 
   return OpenReader(*uri, mode);
 }
 
-absl::Status CheckExistingStore(const StoreUri& uri) {
-  return BackendFor(uri.kind).check_existing(uri);
+absl::Status CheckExistingStore(const StoreUri& uri, bool group_may_write) {
+  return BackendFor(uri.kind).check_existing(uri, group_may_write);
 }
 
 std::string LocalStatePath(const StoreUri& uri, const std::string& session) {

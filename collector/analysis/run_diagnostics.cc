@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/name_text.h"
 #include "ticktrace/segment_reader.h"
 
 namespace ticktrace::collect {
@@ -19,7 +20,8 @@ std::map<std::string, size_t> SessionsInShm() {
   if (dir == nullptr) return out;
   while (const dirent* e = ::readdir(dir)) {
     absl::StatusOr<SegmentId> id = ParseSegmentName(e->d_name);
-    if (id.ok()) ++out[id->session];
+    // Anyone may create a file in /dev/shm: its name is printed escaped.
+    if (id.ok()) ++out[EscapeName(id->session)];
   }
   ::closedir(dir);
   return out;

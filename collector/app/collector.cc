@@ -296,6 +296,7 @@ class Session {
     if (!o_.store_uri.has_value()) return absl::OkStatus();
     store::OpenWriterOptions options;
     options.group_readable = o_.group_readable;
+    options.group_may_write = o_.group_writable_store;
     options.on_migration = [this](const std::string& line) { out_ << line << "\n" << std::flush; };
     absl::StatusOr<std::unique_ptr<store::Writer>> s = store::OpenWriter(*o_.store_uri, options);
     if (!s.ok()) return s.status();

@@ -113,6 +113,10 @@ constexpr FlagRow kFlagTable[] = {
     {"store", "group-readable", "",
      "create the store, journal and raw archive 0640 (group may read) instead of 0600",
      nullptr, &CollectorFlags::group_readable},
+    {"store", "group-writable-store", "",
+     "accept an existing SQLite store (and its -wal/-shm) that its group may write; "
+     "without it the store must be this uid's or root's and writable by nobody else",
+     nullptr, &CollectorFlags::group_writable_store},
     {"clock", "tsc-hz", "HZ",
      "TSC frequency in Hz: skip the calibration",
      &CollectorFlags::tsc_hz, nullptr},
@@ -330,6 +334,7 @@ absl::StatusOr<CollectorOptions> OptionsFromFlags(const CollectorFlags& f) {
   }
   o.max_segment_bytes = max_segment;
   o.group_readable = f.group_readable;
+  o.group_writable_store = f.group_writable_store;
   TICKTRACE_ASSIGN_OR_RETURN(o.max_open_orders,
                              ParseUintFlag("--max-open-orders", f.max_open_orders));
   if (!f.cpu.empty()) {

@@ -42,6 +42,7 @@ struct CollectorFlags {
   std::string allow_uid;
   std::string max_segment_bytes = "64GiB";  // as kDefaultMaxSegmentBytes
   bool group_readable = false;
+  bool group_writable_store = false;
   std::string cpu;
   std::string checkpoint_interval = "2";
   std::string journal_cap = "2GiB";

@@ -53,6 +53,7 @@ struct CollectorOptions {
   // --max-segment-bytes: a segment that reserved more (abi::ReservedBytes) is refused.
   uint64_t max_segment_bytes = kDefaultMaxSegmentBytes;
   bool group_readable = false;           // new store/journal/archive files 0640 instead of 0600
+  bool group_writable_store = false;     // accept an existing store its group may write
   // --metrics-listen: main() starts the endpoint; the collector publishes to
   // it at every snapshot (about 1 s). Null: no endpoint. Must outlive the run.
   metrics::MetricsServer* metrics = nullptr;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/name_text.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -92,14 +93,16 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
   try {
     const json j = json::parse(text.begin(), text.end());
     if (!j.is_object()) return absl::InvalidArgumentError("run info: not a JSON object");
-    r.session = j.value("session", "");
-    r.host = j.value("host", "");
+    // An archive to replay is anyone's: its names are escaped like all names
+    // (common/name_text.h) before they are printed or stored.
+    r.session = EscapeName(j.value("session", ""));
+    r.host = EscapeName(j.value("host", ""));
     r.started_utc_ns = j.value("started_utc_ns", int64_t{0});
     r.tsc_hz = j.at("tsc_hz").get<double>();
-    r.calibration_source = j.value("calibration_source", "");
+    r.calibration_source = EscapeName(j.value("calibration_source", ""));
     r.rounds_used = j.value("rounds_used", 0);
     r.rounds_discarded = j.value("rounds_discarded", 0);
-    r.kernel_source = j.value("kernel_source", "");
+    r.kernel_source = EscapeName(j.value("kernel_source", ""));
     r.anchor_tsc = j.value("anchor_tsc", uint64_t{0});
     r.anchor_utc_ns = j.value("anchor_utc_ns", int64_t{0});
     if (j.contains("spread_ppm")) r.spread_ppm = j["spread_ppm"].get<double>();
@@ -124,6 +127,7 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
     if (j.contains("settings") && j["settings"].is_object()) {
       const json& s = j["settings"];
       r.pipeline = s.value("pipeline", std::vector<std::string>{});
+      for (std::string& tag : r.pipeline) tag = EscapeName(tag);
       r.order_timeout_ms = s.value("order_timeout_ms", int64_t{1000});
       r.include_flagged = s.value("include_flagged", false);
       r.learn_orders = s.value("learn_orders", uint64_t{100});

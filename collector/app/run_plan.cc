@@ -65,7 +65,7 @@ absl::StatusOr<std::optional<RunInfo>> ReadLeadingRunInfo(const std::string& pat
 
 absl::StatusOr<RunPlan> PlanLiveRun(const CollectorOptions& o, std::ostream& out) {
   if (o.store_uri.has_value()) {
-    absl::Status s = store::CheckExistingStore(*o.store_uri);
+    absl::Status s = store::CheckExistingStore(*o.store_uri, o.group_writable_store);
     if (!s.ok() && !absl::IsNotFound(s)) return s;
   }
   // A planted symlink is named as such (private_file.h), not as "exists".

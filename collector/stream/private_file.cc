@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/own_file.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -62,61 +63,17 @@ absl::Status CheckNotSymlink(const std::string& path) {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Opens an existing file of ours with `access` (O_RDONLY, O_WRONLY): never
-// through a symlink, and never blocking (O_NONBLOCK: a FIFO or a device
-// planted at the path would hang open() or read() for ever), then checks the
-// open file (fstat, so the name cannot be swapped in between): a regular
-// file, owned by this uid or root, that no group or other user may write.
-// `own`: also refuse a symlink and a file that is not ours (above); else
-// (an input the user names, e.g. an archive to replay) only what can block.
-absl::StatusOr<int> OpenExisting(const std::string& path, int access, const char* what, bool own) {
-  const int fd = ::open(path.c_str(), access | (own ? O_NOFOLLOW : 0) | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ELOOP) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, ": is a symbolic link; refusing to follow it"));
-    }
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(err)));
-    return ErrnoStatus(path, what, err);
-  }
-  struct stat st;
-  absl::Status refused;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    refused = absl::FailedPreconditionError(
-        absl::StrCat(path, ": not a regular file (a FIFO, device or directory); refusing it"));
-  } else if (own && st.st_uid != ::geteuid() && st.st_uid != 0) {
-    refused = absl::PermissionDeniedError(absl::StrCat(
-        path, ": belongs to uid ", st.st_uid, ", not to this collector's uid ", ::geteuid(),
-        " (or root); refusing it"));
-  } else if (own && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    refused = absl::PermissionDeniedError(absl::StrFormat(
-        "%s: other users may write it (mode %04o); refusing it", path, st.st_mode & 07777));
-  }
-  if (refused.ok() && ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-    refused = ErrnoStatus(path, what, errno);
-  }
-  if (!refused.ok()) {
-    ::close(fd);
-    return refused;
-  }
-  return fd;
-}
-
-}  // namespace
-
+// The checks themselves live in common/own_file.h, shared with the store.
 absl::StatusOr<int> OpenOwnFileForWriting(const std::string& path) {
-  return OpenExisting(path, O_WRONLY, "cannot open for writing", /*own=*/true);
+  return OpenExistingFile(path, O_WRONLY, {.must_be_ours = true});
 }
 
 absl::StatusOr<int> OpenOwnFileForReading(const std::string& path) {
-  return OpenExisting(path, O_RDONLY, "cannot open for reading", /*own=*/true);
+  return OpenExistingFile(path, O_RDONLY, {.must_be_ours = true});
 }
 
 absl::StatusOr<int> OpenRegularFileForReading(const std::string& path) {
-  return OpenExisting(path, O_RDONLY, "cannot open for reading", /*own=*/false);
+  return OpenExistingFile(path, O_RDONLY, {.must_be_ours = false});
 }
 
 }  // namespace ticktrace::collect

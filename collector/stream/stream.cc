@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/name_text.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -97,7 +98,9 @@ absl::Status Malformed(ChunkType type, absl::string_view what) {
 
 
 // Each chunk type's payload, read whole: false when it is short or has bytes
-// left over (the caller says which type was malformed).
+// left over (the caller says which type was malformed). Names come out
+// escaped (common/name_text.h): whatever bytes a segment or an archive held,
+// the analysis, the store and every message see the same safe text.
 bool ReadProcess(Reader& r, ProcessChunk* c) {
   c->process_id = r.Get<uint32_t>();
   c->pid = r.Get<uint32_t>();
@@ -105,8 +108,8 @@ bool ReadProcess(Reader& r, ProcessChunk* c) {
   c->anchor_tsc = r.Get<uint64_t>();
   c->anchor_realtime_ns = r.Get<int64_t>();
   c->first_seen_utc_ns = r.Get<int64_t>();
-  c->segment = r.GetString();
-  c->name = r.GetString();
+  c->segment = EscapeName(r.GetString());
+  c->name = EscapeName(r.GetString());
   return r.ok() && r.at_end();
 }
 
@@ -118,7 +121,7 @@ absl::Status ReadTags(Reader& r, TagsChunk* c) {
   c->tags.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     const uint16_t id = r.Get<uint16_t>();
-    std::string name = r.GetString();
+    std::string name = EscapeName(r.GetString());
     if (!r.ok()) return Malformed(kType, "bad tag entry");
     c->tags.emplace_back(id, std::move(name));
   }
@@ -131,7 +134,7 @@ bool ReadThread(Reader& r, ThreadChunk* c) {
   c->slot = r.Get<uint32_t>();
   c->generation = r.Get<uint64_t>();
   c->tid = r.Get<uint32_t>();
-  c->name = r.GetString();
+  c->name = EscapeName(r.GetString());
   return r.ok() && r.at_end();
 }
 

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/name_text.h"
 #include "common/status_macros.h"
 #include "store/clickhouse/clickhouse_rollup.h"
 #include "store/clickhouse/clickhouse_schema.h"
@@ -62,8 +63,8 @@ constexpr char kRunColumns[] =
 RunRow ReadRun(RowBinaryCursor& c, std::string* detail_policy = nullptr) {
   RunRow run;
   run.run_id = c.Int64();
-  run.session = c.String();
-  run.host = c.String();
+  run.session = EscapeName(c.String());
+  run.host = EscapeName(c.String());
   run.started_utc_ns = c.Int64();
   run.ended_utc_ns = c.NullableInt64();
   run.tsc_hz = c.Float64();
@@ -119,7 +120,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ClickHouseStoreReader::Counters(i
   TICKTRACE_RETURN_IF_ERROR(
       ForEachRow(absl::StrCat("SELECT name, value FROM counters FINAL WHERE run_id = ", run_id),
                  "reading counters", [&](RowBinaryCursor& c) {
-                   std::string name = c.String();
+                   std::string name = EscapeName(c.String());
                    out[std::move(name)] = c.Int64();
                  }));
   return out;
@@ -210,8 +211,8 @@ absl::StatusOr<std::vector<ProcessRow>> ClickHouseStoreReader::Processes(int64_t
         ProcessRow p;
         p.process_id = c.Int64();
         p.pid = c.Int64();
-        p.name = c.String();
-        p.segment = c.String();
+        p.name = EscapeName(c.String());
+        p.segment = EscapeName(c.String());
         p.first_seen_utc_ns = c.NullableInt64().value_or(0);
         p.exited_utc_ns = c.NullableInt64();
         out.push_back(std::move(p));
@@ -231,7 +232,7 @@ absl::StatusOr<std::vector<ThreadRow>> ClickHouseStoreReader::Threads(int64_t ru
         t.slot = c.Int64();
         t.generation = c.Int64();
         t.tid = c.Int64();
-        t.name = c.String();
+        t.name = EscapeName(c.String());
         t.drained = c.Int64();
         t.dropped = c.Int64();
         out.push_back(std::move(t));
@@ -319,7 +320,7 @@ absl::StatusOr<const RunDictionary*> ClickHouseStoreReader::Dictionary(int64_t r
                      "), name FROM ", table, " FINAL WHERE run_id = ", run_id),
         "reading names", [&](RowBinaryCursor& c) {
           const int64_t id = c.Int64();
-          std::string name = c.String();
+          std::string name = EscapeName(c.String());
           if (id < 0 || id > (1 << 24)) return;  // not one of ours
           if (names->size() <= static_cast<size_t>(id)) names->resize(size_t(id) + 1);
           (*names)[static_cast<size_t>(id)] = std::move(name);

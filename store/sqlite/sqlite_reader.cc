@@ -1,6 +1,7 @@
 // The SQLite StoreReader: opening a store (file checks, a schema-1 store
 // migrated or copied first), the run tables (runs, counters, stage_stats,
-// processes, threads, cores) and the run dictionaries. The map of which file
+// processes, threads, cores) and the run dictionaries. Every name it hands
+// out is escaped (common/name_text.h): a store may hold any bytes. The map of which file
 // answers what is in sqlite_reader.h.
 
 #include "store/sqlite/sqlite_reader.h"
@@ -20,8 +21,11 @@
 #include <set>
 #include <unordered_map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/name_text.h"
+#include "common/own_file.h"
 #include "common/status_macros.h"
 #include "store/common/detail.h"
 #include "store/common/packed_rows.h"
@@ -69,6 +73,17 @@ std::string ReadOnlyUri(const std::string& path, bool immutable) {
   return uri;
 }
 
+// The viewer's limit on one step of a query (LimitStepTime):
+// TICKTRACE_QUERY_TIMEOUT_MS, else 60 s, far above what a step over a
+// genuine store takes (each is an index lookup or one interval's rows).
+int64_t QueryTimeLimitMs() {
+  constexpr int64_t kDefaultMs = 60000;
+  const char* text = std::getenv("TICKTRACE_QUERY_TIMEOUT_MS");
+  int64_t ms = 0;
+  if (text == nullptr || !absl::SimpleAtoi(text, &ms) || ms <= 0) return kDefaultMs;
+  return ms;
+}
+
 // Checks the file before SQLite sees it (sqlite3_open says only "unable to
 // open"); tells whether it is in WAL mode (header bytes 18 and 19).
 absl::StatusOr<bool> CheckFile(const std::string& path) {
@@ -80,13 +95,14 @@ absl::StatusOr<bool> CheckFile(const std::string& path) {
   if (S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": is a directory, not a store"));
   }
-  if (st.st_size == 0) {
+  if (S_ISREG(st.st_mode) && st.st_size == 0) {
     return absl::FailedPreconditionError(absl::StrCat(path, ": empty file, not a ticktrace store"));
   }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::PermissionDeniedError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
+  // Any owner's store may be read, through a symlink too (the user names
+  // it), but only a regular file, and never by waiting on a FIFO or device
+  // (common/own_file.h).
+  TICKTRACE_ASSIGN_OR_RETURN(const int fd,
+                             OpenExistingFile(path, O_RDONLY, {.must_be_ours = false}));
   unsigned char header[kSqliteHeaderSize] = {};
   const ssize_t n = ::read(fd, header, sizeof(header));
   const int read_errno = errno;
@@ -114,6 +130,10 @@ absl::StatusOr<Db> OpenReadOnly(const std::string& path, OpenMode mode) {
                                  SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
   Db db(raw);
   if (rc != SQLITE_OK) return SqliteError(raw, rc, absl::StrCat(path, ": cannot open"));
+  // A store may be anybody's: its triggers and views never run here, and no
+  // step of a query computes for longer than the limit.
+  TICKTRACE_RETURN_IF_ERROR(DistrustSchema(raw, path));
+  LimitStepTime(raw, QueryTimeLimitMs());
   // Readers never block the writer's checkpoints for long: WAL readers do
   // not block writers; a busy timeout covers a checkpoint's brief lock.
   sqlite3_busy_timeout(raw, 5000);
@@ -209,12 +229,12 @@ constexpr char kRunColumns[] =
 RunRow ReadRun(const Statement& s) {
   RunRow run;
   run.run_id = s.Int(0);
-  run.session = s.Text(1);
-  run.host = s.Text(2);
+  run.session = EscapeName(s.Text(1));
+  run.host = EscapeName(s.Text(2));
   run.started_utc_ns = s.Int(3);
   run.ended_utc_ns = s.OptionalInt(4);
   run.tsc_hz = s.Double(5);
-  run.calibration_source = s.Text(6);
+  run.calibration_source = EscapeName(s.Text(6));
   run.spread_ppm = s.OptionalDouble(7);
   run.kernel_tsc_hz = s.OptionalDouble(8);
   run.tsc_step_ns = s.OptionalDouble(9);
@@ -222,7 +242,7 @@ RunRow ReadRun(const Statement& s) {
   run.anchor_utc_ns = s.Int(11);
   run.environment = s.Text(12);
   run.settings = s.Text(13);
-  run.pipeline = s.Text(14);
+  run.pipeline = EscapeName(s.Text(14));
   run.pipeline_learned = s.Int(15) != 0;
   run.utc_drift_ppm = s.OptionalDouble(16);
   run.interval_ns = s.Int(17);
@@ -278,7 +298,7 @@ absl::StatusOr<std::map<std::string, int64_t>> SqliteStoreReader::Counters(int64
       Prepare("SELECT name, value FROM counters WHERE run_id = ?", "reading counters"));
   s.Bind(1, run_id);
   std::map<std::string, int64_t> counters;
-  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { counters[s.Text(0)] = s.Int(1); }));
+  TICKTRACE_RETURN_IF_ERROR(s.ForEachRow([&] { counters[EscapeName(s.Text(0))] = s.Int(1); }));
   return counters;
 }
 
@@ -293,7 +313,7 @@ absl::StatusOr<std::vector<StageStatsRow>> SqliteStoreReader::StageStats(int64_t
   s.Bind(1, run_id);
   return s.Collect([](const Statement& row) {
     StageStatsRow r;
-    r.stage = row.Text(0);
+    r.stage = EscapeName(row.Text(0));
     r.position = row.Int(1);
     r.count = row.Int(2);
     r.min_ns = row.OptionalDouble(3);
@@ -332,8 +352,8 @@ absl::StatusOr<std::vector<ProcessRow>> SqliteStoreReader::Processes(int64_t run
     ProcessRow p;
     p.process_id = row.Int(0);
     p.pid = row.Int(1);
-    p.name = row.Text(2);
-    p.segment = row.Text(3);
+    p.name = EscapeName(row.Text(2));
+    p.segment = EscapeName(row.Text(3));
     p.first_seen_utc_ns = row.OptionalInt(4).value_or(0);
     p.exited_utc_ns = row.OptionalInt(5);
     return p;
@@ -352,7 +372,7 @@ absl::StatusOr<std::vector<ThreadRow>> SqliteStoreReader::Threads(int64_t run_id
     t.slot = row.Int(1);
     t.generation = row.Int(2);
     t.tid = row.Int(3);
-    t.name = row.Text(4);
+    t.name = EscapeName(row.Text(4));
     t.drained = row.Int(5);
     t.dropped = row.Int(6);
     return t;
@@ -410,7 +430,7 @@ absl::StatusOr<const RunDictionary*> SqliteStoreReader::Dictionary(int64_t run_i
       const int64_t id = s.Int(0);
       if (id < 0 || id > (1 << 24)) return;  // not one of ours
       if (names->size() <= static_cast<size_t>(id)) names->resize(static_cast<size_t>(id) + 1);
-      (*names)[static_cast<size_t>(id)] = s.Text(1);
+      (*names)[static_cast<size_t>(id)] = EscapeName(s.Text(1));
     }));
   }
   RunDictionary& slot = dictionaries_[run_id];
@@ -442,7 +462,11 @@ absl::StatusOr<std::unique_ptr<StoreReader>> OpenSqliteStoreReader(const std::st
     const size_t slash = path.rfind('/');
     return slash == std::string::npos ? std::string(".") : path.substr(0, slash + 1);
   }();
-  const bool writable = ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+  // In place only when the store is one the collector would write (ours,
+  // checked as SqliteWriter::CheckExisting does); anybody else's is migrated
+  // in a private copy. Either way the migration never runs its triggers.
+  const bool writable = ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0 &&
+                        store::SqliteWriter::CheckExisting(path).ok();
   store::SqliteOpenOptions options;
   if (writable) {
     db.reset();

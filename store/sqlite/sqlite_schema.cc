@@ -20,11 +20,41 @@ const char* SqliteSchemaSql() {
       ;
 }
 
+namespace {
+
+// The tables of every schema version that our statements name. A store in
+// which one of them is something else (a view: it would run its own SQL,
+// perhaps for ever, where we expect rows) is not one of ours.
+constexpr const char* kOwnTables =
+    "'meta', 'runs', 'processes', 'threads', 'tags', 'counters', 'stages', 'names', "
+    "'stage_stats', 'intervals', 'interval_detail', 'order_blocks', 'order_ids', 'cores', "
+    "'anchors', 'samples', 'stamps'";
+
+absl::Status CheckOwnTablesAreTables(sqlite3* db, const std::string& path) {
+  absl::StatusOr<internal::Statement> stmt = internal::Statement::Prepare(
+      db,
+      absl::StrCat("SELECT name, type FROM sqlite_master WHERE name IN (", kOwnTables,
+                   ") AND type <> 'table' ORDER BY name LIMIT 1"),
+      path);
+  if (!stmt.ok()) return stmt.status();
+  absl::StatusOr<bool> row = stmt->Step();
+  if (!row.ok()) return row.status();
+  if (*row) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": `", stmt->Text(0), "` is a ", stmt->Text(1),
+                     ", not a table; not a ticktrace store's schema, refusing it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<int> ReadSchemaVersion(sqlite3* db, const std::string& path) {
   const auto not_ours = [&](absl::string_view why) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": not a ticktrace store (", why, "); left untouched"));
   };
+  if (absl::Status s = CheckOwnTablesAreTables(db, path); !s.ok()) return s;
   absl::StatusOr<internal::Statement> stmt = internal::Statement::Prepare(
       db, "SELECT key, value FROM meta WHERE key IN ('app','schema_version')", path);
   if (!stmt.ok()) return not_ours("no meta table");

@@ -25,7 +25,8 @@ inline constexpr int kOldestMigratableVersion = 1;
 const char* SqliteSchemaSql();
 
 // Reads meta.app and meta.schema_version. FailedPrecondition (naming `path`)
-// when the database is not a ticktrace store.
+// when the database is not a ticktrace store, including one where a name of
+// our tables is a view or anything else but a table.
 absl::StatusOr<int> ReadSchemaVersion(sqlite3* db, const std::string& path);
 
 // Migrates a store of `from_version` (>= kOldestMigratableVersion) to

@@ -1,10 +1,63 @@
 #include "store/sqlite/sqlite_statement.h"
 
+#include <time.h>
+
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace ticktrace::store::internal {
+namespace {
+
+int64_t MonotonicMs() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+// When the step now running on this thread began (Step, Run, ExecSql set it
+// just before they enter SQLite; the progress handler runs inside that call,
+// on the same thread).
+thread_local int64_t step_started_ms = 0;
+
+// The progress handler of LimitStepTime: `limit` is the limit in ms, carried
+// in the pointer itself so that nothing has to outlive the connection.
+int StopLongStep(void* limit) {
+  const auto limit_ms = static_cast<int64_t>(reinterpret_cast<intptr_t>(limit));
+  return MonotonicMs() - step_started_ms > limit_ms ? 1 : 0;
+}
+
+// The error of an interrupted step (the only interrupts are ours).
+absl::Status StepError(sqlite3* db, int rc, std::string_view context_in) {
+  if ((rc & 0xff) == SQLITE_INTERRUPT) {
+    const absl::string_view context(context_in.data(), context_in.size());
+    return absl::DeadlineExceededError(
+        absl::StrCat(context, ": query stopped after its time limit (TICKTRACE_QUERY_TIMEOUT_MS); "
+                              "the store may be damaged or hostile"));
+  }
+  return SqliteError(db, rc, context_in);
+}
+
+}  // namespace
+
+absl::Status DistrustSchema(sqlite3* db, std::string_view context_in) {
+  const absl::string_view context(context_in.data(), context_in.size());
+  int now_on = 1;
+  if (sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, &now_on) != SQLITE_OK ||
+      now_on != 0 ||
+      sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, &now_on) != SQLITE_OK ||
+      now_on != 0) {
+    return absl::InternalError(absl::StrCat(context, ": cannot turn triggers and views off"));
+  }
+  return ExecSql(db, "PRAGMA trusted_schema=OFF", context_in);
+}
+
+void LimitStepTime(sqlite3* db, int64_t limit_ms) {
+  // Every 10,000 VM instructions: well under a millisecond of work.
+  sqlite3_progress_handler(db, 10000, StopLongStep,
+                           reinterpret_cast<void*>(static_cast<intptr_t>(limit_ms)));
+}
 
 absl::Status SqliteError(sqlite3* db, int rc, std::string_view context_in) {
   const absl::string_view context(context_in.data(), context_in.size());
@@ -32,8 +85,11 @@ absl::Status SqliteError(sqlite3* db, int rc, std::string_view context_in) {
 absl::Status ExecSql(sqlite3* db, const char* sql, std::string_view context_in) {
   const absl::string_view context(context_in.data(), context_in.size());
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status s = absl::InternalError(absl::StrCat(context, ": ", err ? err : "sqlite error"));
+  step_started_ms = MonotonicMs();
+  if (const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
+    absl::Status s = (rc & 0xff) == SQLITE_INTERRUPT
+                         ? StepError(db, rc, context_in)
+                         : absl::InternalError(absl::StrCat(context, ": ", err ? err : "sqlite error"));
     sqlite3_free(err);
     return s;
   }
@@ -132,15 +188,17 @@ void Statement::Reset() {
 void Statement::Rewind() { sqlite3_reset(stmt_); }
 
 absl::StatusOr<bool> Statement::Step() {
+  step_started_ms = MonotonicMs();
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return SqliteError(db_, rc, context_);
+  return StepError(db_, rc, context_);
 }
 
 absl::Status Statement::Run() {
+  step_started_ms = MonotonicMs();
   const int rc = sqlite3_step(stmt_);
-  absl::Status s = rc == SQLITE_DONE ? absl::OkStatus() : SqliteError(db_, rc, context_);
+  absl::Status s = rc == SQLITE_DONE ? absl::OkStatus() : StepError(db_, rc, context_);
   sqlite3_reset(stmt_);
   return s;
 }

@@ -39,6 +39,26 @@ absl::Status SqliteError(sqlite3* db, int rc, std::string_view context);
 // an error is Internal, "<context>: <sqlite's message>".
 absl::Status ExecSql(sqlite3* db, const char* sql, std::string_view context);
 
+// Makes `db` treat the schema inside the file as somebody else's: triggers
+// and views never run (SQLITE_DBCONFIG_ENABLE_TRIGGER/_VIEW off: none of our
+// own statements uses either; the `orders` and `stage_latencies` views stay in
+// the DDL for users' own SQL, docs/store.md), and PRAGMA trusted_schema=OFF
+// (a function with side effects or a virtual table named in the schema is
+// refused). Every connection of the store library to an existing file,
+// reader and writer alike, calls it right after opening, before any query,
+// so a planted or edited store cannot run its SQL inside the collector or
+// the viewer (docs/security.md).
+absl::Status DistrustSchema(sqlite3* db, std::string_view context);
+
+// Stops any one step of a statement on `db` (Statement::Step, Run, ExecSql)
+// that runs longer than `limit_ms`: it fails DeadlineExceeded, "<context>:
+// query stopped after its time limit of N ms (TICKTRACE_QUERY_TIMEOUT_MS)".
+// A progress handler checks the clock every few thousand VM instructions, so
+// the cost is nil for a query that returns at once. The viewer's connections
+// use it (sqlite_reader.cc); a step is one row, so an export of many rows is
+// not limited as a whole, only a step that computes for long.
+void LimitStepTime(sqlite3* db, int64_t limit_ms);
+
 class Statement {
  public:
   // Prepares `sql` on `db`; `context` names the statement in error messages.

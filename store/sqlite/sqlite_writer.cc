@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/own_file.h"
 #include "store/sqlite/sqlite_budget_breaches.h"
 #include "store/sqlite/sqlite_notes.h"
 #include "store/sqlite/sqlite_schema.h"
@@ -120,34 +121,91 @@ struct SqliteWriter::OpenInterval {
   Histogram histogram;
 };
 
-absl::Status SqliteWriter::CheckExisting(const std::string& path) {
+namespace {
+
+// Which file a path named when it was checked: the store is opened by name
+// again by SQLite, so the name is compared with it once SQLite has it open.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+// SQLite's companions of a store: it trusts what they hold as much as the
+// store itself (a -wal's frames are copied into the store), so each one
+// that exists must pass the same checks.
+constexpr const char* kCompanionSuffixes[] = {"-wal", "-shm", "-journal"};
+
+absl::Status CheckCompanions(const std::string& path, const ExistingFileRules& rules) {
+  for (const char* suffix : kCompanionSuffixes) {
+    const std::string companion = path + suffix;
+    struct stat st;
+    if (::lstat(companion.c_str(), &st) != 0) continue;  // absent: SQLite makes it, ours
+    absl::StatusOr<int> fd = OpenExistingFile(companion, O_RDONLY, rules);
+    if (!fd.ok()) return fd.status();
+    ::close(*fd);
+  }
+  return absl::OkStatus();
+}
+
+// The checks of CheckExisting, on the descriptor; the identity of what passed.
+absl::StatusOr<FileIdentity> CheckStoreFile(const std::string& path,
+                                            const ExistingFileRules& rules) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": cannot inspect: ", std::strerror(errno)));
+    if (errno != ENOENT) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, ": cannot inspect: ", std::strerror(errno)));
+    }
+    // Nothing yet: a -wal or -journal someone planted would be read into
+    // the new store, so they are checked too.
+    if (absl::Status s = CheckCompanions(path, rules); !s.ok()) return s;
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   }
   if (S_ISLNK(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, ": is a symbolic link; refusing to follow it for a store (give the real path)"));
   }
-  if (!S_ISREG(st.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": exists and is not a regular file; refusing to use it as a store"));
-  }
-  if (::access(path.c_str(), R_OK | W_OK) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        path, ": cannot open the store for reading and writing: ", std::strerror(errno)));
-  }
+  // A regular file of ours (or root's) that others may not write, opened
+  // without blocking and checked on the descriptor (common/own_file.h).
+  absl::StatusOr<int> fd = OpenExistingFile(path, O_RDWR, rules);
+  if (!fd.ok()) return fd.status();
   char header[16] = {};
-  {
-    std::ifstream in(path, std::ios::binary);
-    in.read(header, sizeof(header));
-    if (!in || std::memcmp(header, kSqliteHeader, sizeof(header)) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path, ": exists and is not a ticktrace store (not an SQLite database); left untouched"));
-    }
+  const ssize_t n = ::pread(*fd, header, sizeof(header), 0);
+  struct stat opened;
+  const bool stat_ok = ::fstat(*fd, &opened) == 0;
+  ::close(*fd);
+  if (n != static_cast<ssize_t>(sizeof(header)) ||
+      std::memcmp(header, kSqliteHeader, sizeof(header)) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": exists and is not a ticktrace store (not an SQLite database); left untouched"));
   }
+  if (!stat_ok) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot inspect: ", std::strerror(errno)));
+  }
+  if (absl::Status s = CheckCompanions(path, rules); !s.ok()) return s;
+  return FileIdentity{opened.st_dev, opened.st_ino};
+}
+
+// OK when `path` still names the file `id` (after SQLite opened it by name).
+absl::Status CheckSameFile(const std::string& path, const FileIdentity& id) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || st.st_dev != id.dev || st.st_ino != id.ino) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": was replaced while the store was being opened; refusing it"));
+  }
+  return absl::OkStatus();
+}
+
+ExistingFileRules StoreRules(bool group_may_write) {
+  return ExistingFileRules{.must_be_ours = true, .group_may_write = group_may_write};
+}
+
+}  // namespace
+
+absl::Status SqliteWriter::CheckExisting(const std::string& path, bool group_may_write) {
+  absl::StatusOr<FileIdentity> checked = CheckStoreFile(path, StoreRules(group_may_write));
+  if (!checked.ok()) return checked.status();
   sqlite3* raw = nullptr;
   const int open_rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
   internal::Db db(raw);
@@ -155,9 +213,11 @@ absl::Status SqliteWriter::CheckExisting(const std::string& path) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, ": cannot open as SQLite: ", raw ? sqlite3_errmsg(raw) : "out of memory"));
   }
+  if (absl::Status s = internal::DistrustSchema(db.get(), path); !s.ok()) return s;
   sqlite3_busy_timeout(db.get(), 5000);
   absl::StatusOr<int> version = ReadSchemaVersion(db.get(), path);
   if (!version.ok()) return version.status();
+  if (absl::Status s = CheckSameFile(path, *checked); !s.ok()) return s;
   if (*version > kSqliteSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, ": store schema ", *version, " is newer than this collector's (",
@@ -172,9 +232,10 @@ absl::Status SqliteWriter::CheckExisting(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
     const std::string& path, const SqliteOpenOptions& options) {
-  absl::Status existing = CheckExisting(path);
+  absl::Status existing = CheckExisting(path, options.group_may_write);
   const bool create = absl::IsNotFound(existing);
   if (!existing.ok() && !create) return existing;
+  FileIdentity identity;
   if (create) {
     // Created here so that the mode and the refusal to follow a planted link
     // are ours, not SQLite's; SQLite's -wal and -shm files copy this mode.
@@ -184,7 +245,15 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
       return absl::FailedPreconditionError(
           absl::StrCat(path, ": cannot create the store: ", std::strerror(errno)));
     }
+    struct stat st;
+    if (::fstat(fd, &st) == 0) identity = FileIdentity{st.st_dev, st.st_ino};
     ::close(fd);
+  } else {
+    // Checked by CheckExisting just now; compared again below once SQLite
+    // holds it open.
+    absl::StatusOr<FileIdentity> checked = CheckStoreFile(path, StoreRules(options.group_may_write));
+    if (!checked.ok()) return checked.status();
+    identity = *checked;
   }
   auto writer = std::unique_ptr<SqliteWriter>(new SqliteWriter());
   writer->path_ = path;
@@ -194,9 +263,13 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
                       nullptr) != SQLITE_OK) {
     s = writer->Error("cannot open store");
   }
+  // Before any statement: the file's own triggers and views never run here.
+  if (s.ok()) s = internal::DistrustSchema(writer->db_, path);
   // First: a reader that opens the store meanwhile must make us wait, not fail.
   if (s.ok()) sqlite3_busy_timeout(writer->db_, 5000);
   if (s.ok()) s = writer->Exec("PRAGMA journal_mode=WAL");
+  // SQLite has read the file by now: still the one that passed the checks.
+  if (s.ok()) s = CheckSameFile(path, identity);
   if (s.ok()) s = writer->Exec("PRAGMA synchronous=NORMAL");
   if (s.ok()) s = writer->Exec("PRAGMA cache_size=-65536");
   // The WAL is cut back to 4 MiB whenever it starts again from the top

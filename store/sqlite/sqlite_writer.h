@@ -36,6 +36,9 @@ struct SqliteOpenOptions {
   // New files (the store, and SQLite's -wal/-shm beside it, which take its
   // mode) are 0600, or 0640 with this.
   bool group_readable = false;
+  // Accept an existing store (and -wal/-shm) that its group may write;
+  // without it, only one that neither group nor others may write.
+  bool group_may_write = false;
   // Called with one line when an old store is migrated (with its backup path).
   std::function<void(const std::string&)> on_migration;
 };
@@ -45,13 +48,18 @@ class SqliteWriter : public Writer {
   // Checks `path` without changing it. OK: a ticktrace store this code can
   // write (perhaps after migrating it). NotFound: nothing there.
   // FailedPrecondition/PermissionDenied (one line, naming the path) for
-  // anything else: not a regular file, a symlink, not SQLite, not ticktrace,
-  // a newer schema, not writable.
-  static absl::Status CheckExisting(const std::string& path);
+  // anything else: not a regular file, a symlink, owned by another uid than
+  // ours or root's, writable by others (or by the group, unless
+  // `group_may_write`), not SQLite, not ticktrace, a newer schema, not
+  // writable; and the same for a -wal, -shm or -journal beside it, which
+  // SQLite would trust as much (common/own_file.h).
+  static absl::Status CheckExisting(const std::string& path, bool group_may_write = false);
 
   // Opens an existing store (after CheckExisting; an older schema is
   // migrated in place after a backup copy) or creates a new one
   // (O_EXCL|O_NOFOLLOW). A store that fails to be created is removed again.
+  // The connection never runs the file's triggers or views
+  // (internal::DistrustSchema), migrations included.
   static absl::StatusOr<std::unique_ptr<SqliteWriter>> OpenOrCreate(
       const std::string& path, const SqliteOpenOptions& options = {});
 

@@ -1,5 +1,7 @@
 // export --format chrome|csv on the known store, and its --out/--force rules.
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -406,6 +408,68 @@ TEST_F(ExportOutTest, NewFileIsWrittenAndDirectoryRefused) {
   EXPECT_EQ(Export(dir_.File("sub"), "--force", &err), 2);
   EXPECT_TRUE(absl::StrContains(err, "is a directory")) << err;
   ExpectOnly({"new.csv", "sub"});
+}
+
+// A node that is not a file is never replaced, --force or not (renaming a
+// temporary file over /dev/null once turned it into a regular 0644 file): a
+// character device is written in place, also through a symlink (as
+// /dev/stdout is one); a FIFO or a socket is refused in one line without
+// being opened (a FIFO with no reader would block the export).
+TEST_F(ExportOutTest, ADeviceIsWrittenInPlaceAFifoOrSocketRefusedNoneReplaced) {
+  struct stat null_before;
+  ASSERT_EQ(::stat("/dev/null", &null_before), 0);
+  ASSERT_TRUE(S_ISCHR(null_before.st_mode));
+  std::string err;
+  EXPECT_EQ(Export("/dev/null", "--force", &err), 0) << err;
+  EXPECT_EQ(Export("/dev/null", "", &err), 0) << err;
+  struct stat null_after;
+  ASSERT_EQ(::stat("/dev/null", &null_after), 0);
+  EXPECT_TRUE(S_ISCHR(null_after.st_mode)) << "/dev/null is no longer a device";
+  EXPECT_EQ(null_after.st_rdev, null_before.st_rdev);
+  EXPECT_EQ(null_after.st_ino, null_before.st_ino);
+
+  const std::string to_null = dir_.File("to-null");
+  ASSERT_EQ(::symlink("/dev/null", to_null.c_str()), 0);
+  EXPECT_EQ(Export(to_null, "--force", &err), 0) << err;
+  EXPECT_TRUE(IsSymlink(to_null));
+
+  const std::string fifo = dir_.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(Export(fifo, "--force", &err), 1);
+  EXPECT_EQ(err, absl::StrCat("ticktrace-view: --out ", fifo,
+                              " is a FIFO, not a file; refusing to write into it or replace it "
+                              "(--out - writes to stdout)\n"));
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+
+  const std::string socket_path = dir_.File("sock");
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof(addr.sun_path));
+  std::copy(socket_path.begin(), socket_path.end(), addr.sun_path);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(Export(socket_path, "--force", &err), 1);
+  EXPECT_TRUE(absl::StrContains(err, "is a socket, not a file")) << err;
+  ASSERT_EQ(::lstat(socket_path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode)) << "the socket was replaced";
+  ::close(sock);
+  ExpectOnly({"fifo", "sock", "to-null"});
+}
+
+// `--out -` writes to stdout.
+TEST_F(ExportOutTest, DashWritesToStdout) {
+  const std::string stdout_file = dir_.File("stdout.csv");
+  const std::string command =
+      absl::StrCat(TICKTRACE_VIEW_BINARY, " export --format csv --db '", dir_.File("known.db"),
+                   "' --out - 2>'", dir_.File("stderr"), "' >'", stdout_file, "'");
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << testing::ReadFile(dir_.File("stderr"));
+  EXPECT_TRUE(absl::StartsWith(testing::ReadFile(stdout_file), "run_id,order_id,"));
+  ExpectOnly({"stdout.csv"});
 }
 
 }  // namespace

@@ -26,6 +26,13 @@ bool SameFile(const std::string& a, const std::string& b) {
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+// Writes into the character device `out_path` (/dev/null, a terminal,
+// /dev/stdout when that is one) in place: a device has no content to
+// replace, and renaming a file over its node would destroy it. Opened
+// O_NONBLOCK so that no open can wait, and checked on the descriptor.
+absl::Status WriteToDevice(const std::string& out_path,
+                           const std::function<absl::Status(std::ostream&)>& write);
+
 absl::Status Exists(const std::string& out_path) {
   return absl::AlreadyExistsError(
       absl::StrCat("--out ", out_path, " exists; add --force to replace it"));
@@ -98,9 +105,25 @@ absl::Status WriteOutput(const std::string& out_path, const std::string& store_p
           absl::StrCat("--out ", out_path, " is the store itself; the viewer never writes it"));
     }
   }
-  // lstat: a symlink is refused as itself, whatever (or whether) it names.
+  // lstat: a symlink is refused as itself, whatever (or whether) it names,
+  // unless it names a device, FIFO or socket (/dev/stdout is a link).
   struct stat st;
   const bool exists = ::lstat(out_path.c_str(), &st) == 0;
+  struct stat target = st;
+  if (exists && S_ISLNK(st.st_mode) && ::stat(out_path.c_str(), &target) != 0) target = st;
+  // Never replaced, whatever --force says: a character device is written in
+  // place; a FIFO, socket or block device is refused (a FIFO could block the
+  // export for ever, and replacing any of them breaks whoever uses it).
+  if (exists && S_ISCHR(target.st_mode)) return WriteToDevice(out_path, write);
+  if (exists && (S_ISFIFO(target.st_mode) || S_ISSOCK(target.st_mode) ||
+                 S_ISBLK(target.st_mode))) {
+    const char* kind = S_ISFIFO(target.st_mode)   ? "FIFO"
+                       : S_ISSOCK(target.st_mode) ? "socket"
+                                                  : "block device";
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--out ", out_path, " is a ", kind,
+        ", not a file; refusing to write into it or replace it (--out - writes to stdout)"));
+  }
   if (exists && !force) return Exists(out_path);
   if (exists && S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat("--out ", out_path, " is a directory"));
@@ -151,6 +174,31 @@ absl::Status WriteOutput(const std::string& out_path, const std::string& store_p
 }
 
 namespace {
+
+absl::Status WriteToDevice(const std::string& out_path,
+                           const std::function<absl::Status(std::ostream&)>& write) {
+  const int fd = ::open(out_path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("--out ", out_path, ": cannot open: ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) ||
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat("--out ", out_path, " is no longer a character device; refusing it"));
+  }
+  FdBuf buf(fd);
+  std::ostream device(&buf);
+  TICKTRACE_RETURN_IF_ERROR(write(device));
+  device.flush();
+  if (!buf.Close() || !device) {
+    return absl::DataLossError(
+        absl::StrCat("--out ", out_path, ": write failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
 
 // The orders of `window` the selection starts from: one order's instances,
 // the slowest, or all by time.

@@ -54,11 +54,15 @@ struct ExportResult {
 // Runs `write` on a stream for `out_path` ("-" is stdout). A file is written
 // beside its final name (created afresh, never through a symlink) and
 // renamed into place when `write` succeeds, so a failed export leaves no
-// half file. An `out_path` that exists in any form (a file of any mode, a
-// directory, a symlink, dangling or not) is AlreadyExists, checked before
-// `write` runs and again, atomically, at the rename, unless `force`: then a
-// file or symlink is replaced (the link itself, never its target).
-// InvalidArgument when `out_path` is the store itself (`store_path`).
+// half file. An `out_path` that exists as a file of any mode, a directory or
+// a symlink (dangling or not) is AlreadyExists, checked before `write` runs
+// and again, atomically, at the rename, unless `force`: then a file or
+// symlink is replaced (the link itself, never its target). A node that is
+// not a file is never replaced, --force or not (docs/viewer.md): a
+// character device (/dev/null, a terminal; also through a symlink, as
+// /dev/stdout) is written in place; a FIFO, socket or block device is
+// FailedPrecondition. InvalidArgument when `out_path` is the store itself
+// (`store_path`).
 absl::Status WriteOutput(const std::string& out_path, const std::string& store_path,
                          const std::function<absl::Status(std::ostream&)>& write,
                          bool force = false);

@@ -22,6 +22,8 @@ namespace ticktrace::store {
 struct OpenWriterOptions {
   // SQLite: new files 0640 instead of 0600.
   bool group_readable = false;
+  // SQLite: accept an existing store that its group may write (others never).
+  bool group_may_write = false;
   // SQLite: one line when an old store was migrated (with its backup path).
   std::function<void(const std::string&)> on_migration;
   // ClickHouse: one line when the server stops answering / answers again
@@ -45,8 +47,9 @@ absl::StatusOr<std::unique_ptr<StoreReader>> OpenReader(const StoreUri& uri,
 // Checks, without creating or changing anything, that the collector could
 // write the store `uri` names: OK, or NotFound when there is nothing yet
 // (it will be created); else why not (one line). A store on a server is
-// checked when it is opened, so this is OK for it.
-absl::Status CheckExistingStore(const StoreUri& uri);
+// checked when it is opened, so this is OK for it. `group_may_write` as in
+// OpenWriterOptions.
+absl::Status CheckExistingStore(const StoreUri& uri, bool group_may_write = false);
 
 // Where the collector keeps a store's local files (journal `<it>.ttjournal`,
 // checkpoint `<it>.ttcheckpoint`): a local file store's own path; for a
