@@ -10,6 +10,12 @@
 // SQLite's figure; skipped with the reason when it is not installed.
 //
 //   store_write_bench [--orders N] [--dir DIR] [--orders-per-batch N] [--no-clickhouse]
+//                     [--shape demo|two-stamp]
+//
+// --shape two-stamp: instead of the demo's pairs, orders of two stamps on one
+// thread ("rx", "tx": 2 records, one sample "rx->tx" and the total) from 2
+// processes x 2 threads taking turns, ids counting up per thread from
+// (thread + 1) << 40 as daemon_bench hands them out, 250 k orders/s.
 //
 // --orders-per-batch: the sink's orders per Write (default 20000, the
 // collector's), for both backends.
@@ -112,6 +118,29 @@ void MakePair(uint64_t k, std::mt19937_64& rng, std::vector<FinishedOrder>* out)
   out->push_back(std::move(child));
 }
 
+// Order `i` of the two-stamp shape.
+FinishedOrder TwoStampOrder(uint64_t i, std::mt19937_64& rng) {
+  std::lognormal_distribution<double> hop(7.5, 0.5);  // ~1800 ticks, ~0.9 us
+  const uint64_t thread = i % 4;
+  const uint64_t t0 = 1'000'000 + i * 8'000;  // 4 us apart at 0.5 ns a tick
+  const auto process = static_cast<uint32_t>(1 + thread / 2);
+  const auto tid = static_cast<uint32_t>(1000 + thread);
+  const int cpu = static_cast<int>(thread);
+  const StampDetail rx = Stamp("rx", process, tid, cpu, t0);
+  const StampDetail tx =
+      Stamp("tx", process, tid, cpu, t0 + static_cast<uint64_t>(hop(rng)));
+  FinishedOrder f;
+  f.order.order_id = ((thread + 1) << 40) + i / 4 + 1;
+  f.order.first_utc_ns = rx.utc_ns;
+  f.order.complete = true;
+  const double latency = static_cast<double>(tx.tsc - rx.tsc) * kNsPerTick;
+  f.order.total_ns = latency;
+  f.order.samples = {Sample("rx->tx", rx, latency, 0), Sample("total", rx, latency, 0)};
+  f.order.stamps = {rx, tx};
+  f.order.SetFirstTscFromStamps();
+  return f;
+}
+
 struct Result {
   double seconds = 0;
   double file_bytes = 0;
@@ -200,9 +229,12 @@ Result RunOnce(const std::string& path, store::DetailPolicy policy,
   }
   Result r = RunSink(writer->get(), policy, orders);
   writer->reset();
-  struct stat st {};
-  ::stat(path.c_str(), &st);
-  r.file_bytes = static_cast<double>(st.st_size);
+  // The store's files after a clean close (the WAL checkpointed into the
+  // database by the last connection; its -wal and -shm counted if left).
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    struct stat st {};
+    if (::stat((path + suffix).c_str(), &st) == 0) r.file_bytes += static_cast<double>(st.st_size);
+  }
   return r;
 }
 
@@ -352,6 +384,7 @@ struct Options {
   uint64_t pairs = 500'000;  // --orders / 2: a tick and its child order each
   std::string dir = "/tmp";
   bool clickhouse = true;
+  bool two_stamp = false;
 };
 
 // Reads the flags into `o`, and --orders-per-batch into g_orders_per_batch
@@ -367,9 +400,13 @@ bool ParseFlags(int argc, char** argv, Options* o) {
       g_orders_per_batch = std::strtoull(argv[++i], nullptr, 10);
     } else if (std::strcmp(argv[i], "--no-clickhouse") == 0) {
       o->clickhouse = false;
+    } else if (std::strcmp(argv[i], "--shape") == 0 && i + 1 < argc &&
+               (std::strcmp(argv[i + 1], "demo") == 0 ||
+                std::strcmp(argv[i + 1], "two-stamp") == 0)) {
+      o->two_stamp = std::strcmp(argv[++i], "two-stamp") == 0;
     } else {
       std::fprintf(stderr, "usage: store_write_bench [--orders N] [--dir DIR] [--orders-per-batch N] "
-                           "[--no-clickhouse]\n");
+                           "[--no-clickhouse] [--shape demo|two-stamp]\n");
       return false;
     }
   }
@@ -482,11 +519,19 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(42);
   std::vector<FinishedOrder> orders;
   orders.reserve(2 * o.pairs);
-  for (uint64_t k = 0; k < o.pairs; ++k) MakePair(k, rng, &orders);
-  const double samples = 8.0 * static_cast<double>(o.pairs);
-  const double records = 8.0 * static_cast<double>(o.pairs);  // 7 stamps + 1 link
-  std::printf("store_write_bench: %llu orders (%.0f records, %.0f samples) of the demo's shape\n",
-              static_cast<unsigned long long>(2 * o.pairs), records, samples);
+  double samples = 0, records = 0;
+  if (o.two_stamp) {
+    for (uint64_t i = 0; i < 2 * o.pairs; ++i) orders.push_back(TwoStampOrder(i, rng));
+    samples = 4.0 * static_cast<double>(o.pairs);  // rx->tx and total per order
+    records = 4.0 * static_cast<double>(o.pairs);  // its two stamps
+  } else {
+    for (uint64_t k = 0; k < o.pairs; ++k) MakePair(k, rng, &orders);
+    samples = 8.0 * static_cast<double>(o.pairs);
+    records = 8.0 * static_cast<double>(o.pairs);  // 7 stamps + 1 link
+  }
+  std::printf("store_write_bench: %llu orders (%.0f records, %.0f samples) of the %s shape\n",
+              static_cast<unsigned long long>(2 * o.pairs), records, samples,
+              o.two_stamp ? "two-stamp" : "demo's");
   const std::string path = o.dir + "/ticktrace_store_write_bench.db";
   const std::array<Result, 3> by_policy = RunEveryPolicy(path, orders, samples, records);
   PrintSqliteTargets(by_policy, samples, records);
