@@ -108,10 +108,10 @@ TEST_F(OrderBlocks, AnIntervalFillsBlocksOf256) {
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(kT0)), 0);
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t1)), 1);
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t2)), 1);
-  EXPECT_EQ(Int("SELECT max(json_array_length(orders)) FROM order_blocks" + In(t2)), 256);
+  EXPECT_EQ(Int("SELECT max(json_array_length(ticktrace_block_orders(orders))) FROM order_blocks" + In(t2)), 256);
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t3)), 2);
-  EXPECT_EQ(Int("SELECT max(json_array_length(orders)) FROM order_blocks" + In(t3)), 256);
-  EXPECT_EQ(Int("SELECT min(json_array_length(orders)) FROM order_blocks" + In(t3)), 1);
+  EXPECT_EQ(Int("SELECT max(json_array_length(ticktrace_block_orders(orders))) FROM order_blocks" + In(t3)), 256);
+  EXPECT_EQ(Int("SELECT min(json_array_length(ticktrace_block_orders(orders))) FROM order_blocks" + In(t3)), 1);
   // interval_detail: what was counted, what was kept (none where none came).
   EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(kT0)), 0);
   EXPECT_EQ(Int("SELECT first_order_key IS NULL FROM interval_detail" + In(kT0)), 1);
