@@ -118,6 +118,12 @@ class Table {
 
 void PutZ(std::string* out, int64_t v) { PutVarint(out, ZigZag(v)); }
 
+size_t VarintBytes(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
 }  // namespace
 
 uint32_t CompactOrder::flags() const {
@@ -127,80 +133,120 @@ uint32_t CompactOrder::flags() const {
   return f;
 }
 
-void EncodeCompactBlock(int64_t block_start, const std::vector<CompactOrder>& orders,
-                        std::string* out) {
+struct CompactBlockEncoder::State {
   Table<StampKey> stamp_table;
   Table<SampleKey> sample_table;
-  std::string body;
+  std::string stamp_entries, sample_entries, body;
   IdReferences refs;
-  int64_t prev_utc = block_start, prev_tsc = 0;
-  for (const CompactOrder& o : orders) {
-    const int slot = refs.Nearest(o.order_id);
-    uint64_t bits = static_cast<uint64_t>(slot);
-    if (o.complete) bits |= kBitComplete;
-    if (o.parent_order_id.has_value()) bits |= kBitParent;
-    if (o.total_ns.has_value()) bits |= kBitTotal;
-    if (!o.missing.empty()) bits |= kBitMissing;
-    if (o.instance != 0) bits |= kBitInstance;
-    if (o.detail.first_tsc_utc_delta_ns != 0) bits |= kBitFirstTscUtc;
-    PutVarint(&body, bits);
-    PutZ(&body, WrapDelta(o.order_id, refs.id(slot)));
-    refs.Took(slot, o.order_id);
-    if (o.instance != 0) PutVarint(&body, static_cast<uint64_t>(o.instance));
-    if (o.parent_order_id.has_value()) PutZ(&body, WrapDelta(*o.parent_order_id, o.order_id));
-    PutZ(&body, WrapDelta(o.first_utc_ns, prev_utc));
-    PutZ(&body, WrapDelta(o.first_tsc, prev_tsc));
-    prev_utc = o.first_utc_ns;
-    prev_tsc = o.first_tsc;
-    if (o.total_ns.has_value()) {
-      PutZ(&body, WrapDelta(*o.total_ns, o.cells.empty() ? 0 : o.cells.back().latency_ns));
-    }
-    if (!o.missing.empty()) {
-      PutVarint(&body, o.missing.size());
-      body.append(o.missing);
-    }
-    if (o.detail.first_tsc_utc_delta_ns != 0) PutZ(&body, o.detail.first_tsc_utc_delta_ns);
-    PutVarint(&body, o.cells.size());
-    int64_t expected_start = 0;
-    for (size_t i = 0; i < o.cells.size(); ++i) {
-      const SampleCell& c = o.cells[i];
-      const PackedSample& s = o.detail.samples[i];
-      PutVarint(&body, sample_table.Index(KeyOf(c, s)) << 1 | (c.flags != 0 ? 1 : 0));
-      PutZ(&body, c.latency_ns);
-      PutZ(&body, WrapDelta(s.start_delta_ns, expected_start));
-      if (c.flags != 0) PutVarint(&body, c.flags);
-      expected_start = WrapAdd(s.start_delta_ns, c.latency_ns);
-    }
-    PutVarint(&body, o.detail.stamps.size());
-    int64_t prev_delta = 0;
-    for (const PackedStamp& s : o.detail.stamps) {
-      PutVarint(&body, stamp_table.Index(KeyOf(s)) << 1 | (s.flags != 0 ? 1 : 0));
-      PutZ(&body, WrapDelta(s.tsc_delta, prev_delta));
-      prev_delta = s.tsc_delta;
-      if (s.flags != 0) PutVarint(&body, s.flags);
-      if (s.is_span) PutZ(&body, s.duration_ns);
-    }
+  int64_t prev_utc = 0, prev_tsc = 0, count = 0;
+};
+
+CompactBlockEncoder::CompactBlockEncoder(int64_t block_start) { Reset(block_start); }
+
+void CompactBlockEncoder::Reset(int64_t block_start) {
+  state_ = std::make_unique<State>();
+  state_->prev_utc = block_start;
+}
+
+CompactBlockEncoder::~CompactBlockEncoder() = default;
+
+int64_t CompactBlockEncoder::count() const { return state_->count; }
+
+void CompactBlockEncoder::Add(const CompactOrder& o) {
+  State& st = *state_;
+  std::string& body = st.body;
+  ++st.count;
+  const int slot = st.refs.Nearest(o.order_id);
+  uint64_t bits = static_cast<uint64_t>(slot);
+  if (o.complete) bits |= kBitComplete;
+  if (o.parent_order_id.has_value()) bits |= kBitParent;
+  if (o.total_ns.has_value()) bits |= kBitTotal;
+  if (!o.missing.empty()) bits |= kBitMissing;
+  if (o.instance != 0) bits |= kBitInstance;
+  if (o.detail.first_tsc_utc_delta_ns != 0) bits |= kBitFirstTscUtc;
+  PutVarint(&body, bits);
+  PutZ(&body, WrapDelta(o.order_id, st.refs.id(slot)));
+  st.refs.Took(slot, o.order_id);
+  if (o.instance != 0) PutVarint(&body, static_cast<uint64_t>(o.instance));
+  if (o.parent_order_id.has_value()) PutZ(&body, WrapDelta(*o.parent_order_id, o.order_id));
+  PutZ(&body, WrapDelta(o.first_utc_ns, st.prev_utc));
+  PutZ(&body, WrapDelta(o.first_tsc, st.prev_tsc));
+  st.prev_utc = o.first_utc_ns;
+  st.prev_tsc = o.first_tsc;
+  if (o.total_ns.has_value()) {
+    PutZ(&body, WrapDelta(*o.total_ns, o.cells.empty() ? 0 : o.cells.back().latency_ns));
   }
+  if (!o.missing.empty()) {
+    PutVarint(&body, o.missing.size());
+    body.append(o.missing);
+  }
+  if (o.detail.first_tsc_utc_delta_ns != 0) PutZ(&body, o.detail.first_tsc_utc_delta_ns);
+  PutVarint(&body, o.cells.size());
+  int64_t expected_start = 0;
+  for (size_t i = 0; i < o.cells.size(); ++i) {
+    const SampleCell& c = o.cells[i];
+    const PackedSample& s = o.detail.samples[i];
+    const size_t entries = st.sample_table.entries().size();
+    const uint64_t entry = st.sample_table.Index(KeyOf(c, s));
+    if (st.sample_table.entries().size() > entries) {
+      PutVarint(&st.sample_entries, c.stage_id);
+      PutVarint(&st.sample_entries, BiasUp(s.process_begin));
+      PutVarint(&st.sample_entries, BiasUp(s.process_end));
+      PutVarint(&st.sample_entries, BiasUp(s.cpu_begin));
+      PutVarint(&st.sample_entries, BiasUp(s.cpu_end));
+    }
+    PutVarint(&body, entry << 1 | (c.flags != 0 ? 1 : 0));
+    PutZ(&body, c.latency_ns);
+    PutZ(&body, WrapDelta(s.start_delta_ns, expected_start));
+    if (c.flags != 0) PutVarint(&body, c.flags);
+    expected_start = WrapAdd(s.start_delta_ns, c.latency_ns);
+  }
+  PutVarint(&body, o.detail.stamps.size());
+  int64_t prev_delta = 0;
+  for (const PackedStamp& s : o.detail.stamps) {
+    const size_t entries = st.stamp_table.entries().size();
+    const uint64_t entry = st.stamp_table.Index(KeyOf(s));
+    if (st.stamp_table.entries().size() > entries) {
+      PutVarint(&st.stamp_entries, s.name_id);
+      PutVarint(&st.stamp_entries, s.process_id);
+      PutVarint(&st.stamp_entries, s.tid);
+      PutVarint(&st.stamp_entries, BiasUp(s.cpu));
+      PutVarint(&st.stamp_entries, BiasUp(s.is_span ? s.cpu_end : -1));
+      PutVarint(&st.stamp_entries, s.is_span ? 1 : 0);
+    }
+    PutVarint(&body, entry << 1 | (s.flags != 0 ? 1 : 0));
+    PutZ(&body, WrapDelta(s.tsc_delta, prev_delta));
+    prev_delta = s.tsc_delta;
+    if (s.flags != 0) PutVarint(&body, s.flags);
+    if (s.is_span) PutZ(&body, s.duration_ns);
+  }
+}
+
+size_t CompactBlockEncoder::bytes() const {
+  const State& st = *state_;
+  // The version byte and three counts.
+  return 1 + VarintBytes(static_cast<uint64_t>(st.count)) +
+         VarintBytes(st.stamp_table.entries().size()) +
+         VarintBytes(st.sample_table.entries().size()) + st.stamp_entries.size() +
+         st.sample_entries.size() + st.body.size();
+}
+
+void CompactBlockEncoder::Finish(std::string* out) const {
+  const State& st = *state_;
   out->push_back(static_cast<char>(kCompactBlockVersion));
-  PutVarint(out, orders.size());
-  PutVarint(out, stamp_table.entries().size());
-  for (const auto& [name, process, tid, cpu, cpu_end, span] : stamp_table.entries()) {
-    PutVarint(out, name);
-    PutVarint(out, process);
-    PutVarint(out, tid);
-    PutVarint(out, BiasUp(cpu));
-    PutVarint(out, BiasUp(cpu_end));
-    PutVarint(out, span ? 1 : 0);
-  }
-  PutVarint(out, sample_table.entries().size());
-  for (const auto& [stage, pb, pe, cb, ce] : sample_table.entries()) {
-    PutVarint(out, stage);
-    PutVarint(out, BiasUp(pb));
-    PutVarint(out, BiasUp(pe));
-    PutVarint(out, BiasUp(cb));
-    PutVarint(out, BiasUp(ce));
-  }
-  out->append(body);
+  PutVarint(out, static_cast<uint64_t>(st.count));
+  PutVarint(out, st.stamp_table.entries().size());
+  out->append(st.stamp_entries);
+  PutVarint(out, st.sample_table.entries().size());
+  out->append(st.sample_entries);
+  out->append(st.body);
+}
+
+void EncodeCompactBlock(int64_t block_start, const std::vector<CompactOrder>& orders,
+                        std::string* out) {
+  CompactBlockEncoder encoder(block_start);
+  for (const CompactOrder& o : orders) encoder.Add(o);
+  encoder.Finish(out);
 }
 
 absl::StatusOr<std::vector<CompactOrder>> DecodeCompactBlock(int64_t block_key,

@@ -92,7 +92,8 @@ struct SqliteWriter::Statements {
 struct SqliteWriter::PendingBlock {
   int64_t start_utc_ns = 0;
   int64_t count = 0;
-  std::vector<CompactOrder> orders;
+  explicit PendingBlock(int64_t start) : start_utc_ns(start), encoder(start) {}
+  CompactBlockEncoder encoder;
   std::string encoded;
   std::vector<int64_t> pages;  // of its orders' ids
 };
@@ -762,7 +763,7 @@ absl::StatusOr<std::optional<int64_t>> SqliteWriter::Admit(int64_t run_id, const
 absl::Status SqliteWriter::FlushBlock(int64_t run_id, PendingBlock* b) {
   if (b->count == 0) return absl::OkStatus();
   b->encoded.clear();
-  EncodeCompactBlock(b->start_utc_ns, b->orders, &b->encoded);
+  b->encoder.Finish(&b->encoded);
   Statement& s = st_->insert_block;
   // A compact block holds everything in `orders`; `detail` stays empty.
   s.Bind(1, run_id).Bind(2, b->start_utc_ns).BindBlobNoCopy(3, b->encoded);
@@ -781,7 +782,7 @@ absl::Status SqliteWriter::FlushBlock(int64_t run_id, PendingBlock* b) {
     if (absl::Status st = Check(i.Run(), "insert order id page"); !st.ok()) return st;
   }
   b->count = 0;
-  b->orders.clear();
+  b->encoder.Reset(b->start_utc_ns);
   b->pages.clear();
   return absl::OkStatus();
 }
@@ -804,6 +805,7 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
   kept_.clear();
   pending_.clear();
   std::vector<SampleCell> cells;
+  CompactOrder compact;
   std::vector<uint32_t> name_ids;
   IdMemo name_memo, stage_memo;  // this batch's: they point into `orders`
   for (const OrderDetail& o : orders) {
@@ -824,11 +826,10 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
                                                interval_ns_);
     std::unique_ptr<PendingBlock>& slot = pending_[interval];
     if (slot == nullptr) {
-      slot = std::make_unique<PendingBlock>();
-      slot->start_utc_ns = interval;
+      slot = std::make_unique<PendingBlock>(interval);
     }
     PendingBlock& b = *slot;
-    CompactOrder& c = b.orders.emplace_back();
+    CompactOrder& c = compact;
     c.order_id = AsInt(o.order_id);
     c.instance = **instance;
     if (o.parent_order_id.has_value()) c.parent_order_id = AsInt(*o.parent_order_id);
@@ -839,8 +840,10 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     c.missing = o.missing;
     c.cells = cells;
     c.detail = MakePackedDetail(o, name_ids);
+    b.encoder.Add(c);
     b.pages.push_back(IdPage(AsInt(o.order_id)));
-    if (++b.count == kOrdersPerBlock) {
+    // Ended by its count (the order keys) or by its size (a page a row).
+    if (++b.count == kOrdersPerBlock || b.encoder.bytes() >= kCompactBlockBytes) {
       if (absl::Status st = FlushBlock(run_id, &b); !st.ok()) return st;
     }
   }
