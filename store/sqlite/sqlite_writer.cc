@@ -832,9 +832,11 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
     CompactOrder& c = compact;
     c.order_id = AsInt(o.order_id);
     c.instance = **instance;
+    c.parent_order_id.reset();  // `compact` is reused from order to order
     if (o.parent_order_id.has_value()) c.parent_order_id = AsInt(*o.parent_order_id);
     c.first_utc_ns = o.first_utc_ns;
     c.first_tsc = AsInt(o.first_tsc);
+    c.total_ns.reset();
     if (o.total_ns.has_value()) c.total_ns = RoundNs(*o.total_ns);
     c.complete = o.complete;
     c.missing = o.missing;

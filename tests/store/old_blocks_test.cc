@@ -53,15 +53,16 @@ CREATE VIEW IF NOT EXISTS stage_latencies AS
        JOIN stages st ON st.run_id = o.run_id AND st.stage_id = json_extract(j.value, '$[0]');
 )sql";
 
-// Order `id`: two stamps of one thread (a span on every third), its child
-// (`id` + 1000, incomplete) on every fifth.
+// Order `id`: two stamps of two threads (the second a span on every third
+// id, flagged on every fourth), incomplete on every fifth, the child of
+// `id` - 1 on every seventh, without a total on every eleventh.
 OrderDetail Order(uint64_t id, int64_t interval) {
   OrderDetail o;
   o.order_id = id;
   o.first_utc_ns = interval + static_cast<int64_t>(id % 1000) * 1000;
   o.first_tsc = 1'000'000 + id * 10;
   o.first_tsc_utc_ns = o.first_utc_ns;
-  o.total_ns = static_cast<double>(id);
+  if (id % 11 != 0) o.total_ns = static_cast<double>(id);
   o.complete = id % 5 != 0;
   if (!o.complete) o.missing = "c";
   if (id % 7 == 0) o.parent_order_id = id - 1;
@@ -205,6 +206,26 @@ TEST_F(OldBlocks, ReadTheSameAsCompactOnesAndTakeNewBlocksBeside) {
   const std::vector<std::string> compact = Dump(path_);
   // 300 orders, 600 stage latencies, 600 samples, 600 stamps.
   ASSERT_EQ(compact.size(), 2100u);
+  // The writer stored what it was given; by hand from Order(): 42 of the
+  // ids 1..300 are multiples of 7 (parents), 27 of 11 (no total), 60 of 5
+  // (incomplete, missing "c"), 100 of 3 (spans), 75 of 4 (flagged 4).
+  const auto count = [&](const std::string& where) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    const std::vector<std::string> r = Rows(db, "SELECT count(*) FROM orders WHERE " + where);
+    sqlite3_close(db);
+    return r.empty() ? std::string("?") : r[0];
+  };
+  EXPECT_EQ(count("parent_order_id = order_id - 1"), "42|");
+  EXPECT_EQ(count("parent_order_id IS NOT NULL"), "42|");
+  EXPECT_EQ(count("total_ns IS NULL"), "27|");
+  EXPECT_EQ(count("total_ns = order_id"), "273|");
+  EXPECT_EQ(count("complete = 0 AND missing = 'c'"), "60|");
+  EXPECT_EQ(count("complete = 1 AND missing IS NULL"), "240|");
+  EXPECT_EQ(count("flags = 4"), "75|");
+  EXPECT_EQ(count("first_tsc = 1000000 + order_id * 10 AND first_utc_ns = " +
+                  std::to_string(kT0) + " + (order_id % 1000) * 1000"),
+            "300|");
   MakeOld();
   EXPECT_EQ(Dump(path_), compact);
   // A writer on the old store: the views are replaced, the old blocks stay,
