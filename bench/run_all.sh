@@ -34,6 +34,9 @@
 #                        replays (store off, SQLite --detail all and tail, ClickHouse),
 #                        live 1 M records/s (--detail all, tail) and 5 M records/s for
 #                        60 s, a restart after 10 min at 1 M records/s (~40 min in all)
+#   bytes per record     (bench/bytes_rows.sh) store_write_bench --breakdown: SQLite on the
+#                        two-stamp and the demo's shape, ClickHouse on the two-stamp one,
+#                        against the targets (<= 16 B, <= 24 B; under a minute)
 #
 # Environment: BUILD_DIR (default build-bench), JOBS (default 2),
 # OUT (default docs/benchmarks.md), SKIP_INSTALL=1 to not touch packages.
