@@ -34,6 +34,9 @@
 #                        replays (store off, SQLite --detail all and tail, ClickHouse),
 #                        live 1 M records/s (--detail all, tail) and 5 M records/s for
 #                        60 s, a restart after 10 min at 1 M records/s (~40 min in all)
+#   bytes per record     (bench/bytes_rows.sh) store_write_bench --breakdown: SQLite on the
+#                        two-stamp and the demo's shape, ClickHouse on the two-stamp one,
+#                        against the targets (<= 16 B, <= 24 B; under a minute)
 #
 # Environment: BUILD_DIR (default build-bench), JOBS (default 2),
 # OUT (default docs/benchmarks.md), SKIP_INSTALL=1 to not touch packages.
@@ -44,6 +47,8 @@
 # ONLY=engine: only the engine targets (their benches and the two collectors).
 # ONLY=features: only what budgets and the OTLP push cost (bench/feature_rows.sh,
 # ~8 min; QUICK=1: ~1 min), written to $BUILD_DIR/benchmarks-features.md.
+# ONLY=bytes: only the bytes per record in the store (bench/bytes_rows.sh, a few
+# minutes after the build of store_write_bench), written to $BUILD_DIR/benchmarks-bytes.md.
 # QUICK=1: a smoke check, seconds instead of minutes; its page says so, and it is
 # written to docs/benchmarks.md only when OUT names it (default: $BUILD_DIR/benchmarks-quick.md).
 # ONLY=engine without QUICK writes $BUILD_DIR/benchmarks-engine.md unless OUT is given.
@@ -57,13 +62,13 @@ jobs="${JOBS:-2}"
 quick="${QUICK:-0}"
 only="${ONLY:-}"
 case "$only" in
-  ""|engine|features) ;;
-  *) echo "run_all.sh: ONLY=$only: only ONLY=engine and ONLY=features are known" >&2; exit 2 ;;
+  ""|engine|features|bytes) ;;
+  *) echo "run_all.sh: ONLY=$only: only ONLY=engine, ONLY=features and ONLY=bytes are known" >&2; exit 2 ;;
 esac
 # A quick or partial run never replaces the committed page unless asked to.
 if [ "$quick" = 1 ]; then
   out_md="${OUT:-$build/benchmarks-quick.md}"
-elif [ "$only" = engine ] || [ "$only" = features ]; then
+elif [ -n "$only" ]; then
   out_md="${OUT:-$build/benchmarks-$only.md}"
 else
   out_md="${OUT:-$root/docs/benchmarks.md}"
@@ -109,6 +114,8 @@ if [ "$only" = features ]; then
   targets=(daemon_bench)
 elif [ "$only" = engine ]; then
   targets=(replay_bench visibility_bench daemon_bench)
+elif [ "$only" = bytes ]; then
+  targets=(store_write_bench)
 else
   targets=(trace_benchmark peers_bench interference_bench scaling_bench visibility_bench first_pass_bench
            store_query_bench store_write_bench clickhouse_query_bench daemon_bench replay_bench)
@@ -136,7 +143,9 @@ bin_shown="${bin#"$root"/}"  # as typed from the repository root
 source "$root/bench/engine_rows.sh"
 # shellcheck source=bench/feature_rows.sh
 source "$root/bench/feature_rows.sh"
-[ "$only" = features ] || engine_build_before
+# shellcheck source=bench/bytes_rows.sh
+source "$root/bench/bytes_rows.sh"
+[ "$only" = features ] || [ "$only" = bytes ] || engine_build_before
 
 # ---- run --------------------------------------------------------------------
 tmp="$(mktemp -d /tmp/ticktrace-bench-XXXXXX)"
@@ -263,11 +272,14 @@ fi
 fi  # not ONLY=engine or ONLY=features
 # Last: the engine targets, before and after (bench/engine_rows.sh), and
 # the optional features' cost (bench/feature_rows.sh).
-if [ "$only" != features ] && [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/replay_bench" ]; then
+if { [ -z "$only" ] || [ "$only" = engine ]; } && [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/replay_bench" ]; then
   engine_run
 fi
-if [ "$only" != engine ] && [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/daemon_bench" ]; then
+if { [ -z "$only" ] || [ "$only" = features ]; } && [ -x "$bin/ticktrace-collector" ] && [ -x "$bin/daemon_bench" ]; then
   features_run
+fi
+if [ -z "$only" ] || [ "$only" = bytes ]; then
+  bytes_run
 fi
 load_end="$(loadavg)"
 t_end=$(date +%s)
@@ -328,7 +340,11 @@ if [ -n "$only" ]; then
     echo
     echo "This run measured only the \`ONLY=$only\` part."
     echo
-    if [ "$only" = engine ]; then engine_section; else features_section; fi
+    case "$only" in
+      engine) engine_section ;;
+      features) features_section ;;
+      bytes) bytes_section ;;
+    esac
   } >"$out_md.tmp"
   mv "$out_md.tmp" "$out_md"
   log "wrote $out_md ($(( (t_end - t_begin) / 60 )) min $(( (t_end - t_begin) % 60 )) s)"
@@ -538,6 +554,8 @@ ${missed_text:-None: every target was met in this run.}
 $(engine_section)
 
 $(features_section)
+
+$(bytes_section)
 
 ## libtrace hot path — \`trace_benchmark\`
 

@@ -173,4 +173,36 @@ void PackOrderDetail(const OrderDetail& o, absl::Span<const uint32_t> name_ids, 
   }
 }
 
+PackedDetail MakePackedDetail(const OrderDetail& o, absl::Span<const uint32_t> name_ids) {
+  PackedDetail d;
+  d.first_tsc_utc_delta_ns = o.first_tsc_utc_ns - o.first_utc_ns;
+  d.stamps.resize(o.stamps.size());
+  for (size_t i = 0; i < o.stamps.size(); ++i) {
+    const StampDetail& s = o.stamps[i];
+    PackedStamp& p = d.stamps[i];
+    p.name_id = name_ids[i];
+    p.is_span = s.is_span;
+    p.process_id = s.process_id;
+    p.tid = s.tid;
+    p.cpu = s.cpu;
+    p.tsc_delta = static_cast<int64_t>(s.tsc - o.first_tsc);
+    if (s.is_span) {
+      p.cpu_end = s.cpu_end;
+      p.duration_ns = RoundNs(s.duration_ns);
+    }
+    p.flags = s.flags;
+  }
+  d.samples.resize(o.samples.size());
+  for (size_t i = 0; i < o.samples.size(); ++i) {
+    const SampleDetail& s = o.samples[i];
+    PackedSample& p = d.samples[i];
+    p.start_delta_ns = s.start_utc_ns - o.first_utc_ns;
+    p.process_begin = s.process_begin;
+    p.process_end = s.process_end;
+    p.cpu_begin = s.cpu_begin;
+    p.cpu_end = s.cpu_end;
+  }
+  return d;
+}
+
 }  // namespace ticktrace::store

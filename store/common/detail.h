@@ -99,6 +99,9 @@ int64_t RoundNs(double ns);
 // order.
 void PackOrderDetail(const OrderDetail& order, absl::Span<const uint32_t> name_ids,
                      std::string* out);
+// The PackedDetail of `order` (what PackOrderDetail encodes), name ids as
+// there.
+PackedDetail MakePackedDetail(const OrderDetail& order, absl::Span<const uint32_t> name_ids);
 // Decodes untrusted bytes: InvalidArgument when they are not a packed detail.
 absl::StatusOr<PackedDetail> UnpackDetail(std::string_view bytes);
 

@@ -243,10 +243,57 @@ void AppendBlockOrderJson(int64_t order_id, int64_t instance,
   out->push_back(']');
 }
 
+namespace {
+
+// Samples as orders.samples has them: [[stage_id,latency_ns,flags],...].
+void AppendSamplesJson(const std::vector<SampleCell>& cells, std::string* out) {
+  out->push_back('[');
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    out->push_back('[');
+    AppendInt(out, cells[i].stage_id);
+    out->push_back(',');
+    AppendInt(out, cells[i].latency_ns);
+    out->push_back(',');
+    AppendInt(out, cells[i].flags);
+    out->push_back(']');
+  }
+  out->push_back(']');
+}
+
+BlockOrder FromCompact(int64_t block_key, int64_t position, CompactOrder&& c) {
+  BlockOrder o;
+  o.order_key = block_key * kOrdersPerBlock + position;
+  o.order_id = c.order_id;
+  o.instance = c.instance;
+  o.parent_order_id = c.parent_order_id;
+  o.first_utc_ns = c.first_utc_ns;
+  o.first_tsc = c.first_tsc;
+  o.total_ns = c.total_ns;
+  o.complete = c.complete;
+  o.missing = std::move(c.missing);
+  o.flags = c.flags();
+  o.cells = std::move(c.cells);
+  PackDetail(c.detail, &o.detail);
+  return o;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<BlockOrder>> ParseBlock(int64_t block_key, int64_t block_start,
                                                    std::string_view orders_json,
                                                    std::string_view detail) {
   std::vector<BlockOrder> orders;
+  if (IsCompactBlock(orders_json)) {
+    absl::StatusOr<std::vector<CompactOrder>> compact =
+        DecodeCompactBlock(block_key, block_start, orders_json);
+    if (!compact.ok()) return compact.status();
+    orders.reserve(compact->size());
+    for (CompactOrder& c : *compact) {
+      orders.push_back(FromCompact(block_key, static_cast<int64_t>(orders.size()), std::move(c)));
+    }
+    return orders;
+  }
   const absl::Status s =
       ForEachElement(block_key, orders_json, [&](Json& j, int64_t position) -> absl::Status {
         BlockOrder o;
@@ -272,7 +319,7 @@ absl::StatusOr<std::vector<BlockOrder>> ParseBlock(int64_t block_key, int64_t bl
         o.first_utc_ns = block_start + first_delta;
         o.complete = complete != 0;
         o.flags = static_cast<uint32_t>(flags);
-        o.detail = detail.substr(static_cast<size_t>(offset), static_cast<size_t>(size));
+        o.detail = std::string(detail.substr(static_cast<size_t>(offset), static_cast<size_t>(size)));
         orders.push_back(std::move(o));
         return absl::OkStatus();
       });
@@ -283,6 +330,13 @@ absl::StatusOr<std::vector<BlockOrder>> ParseBlock(int64_t block_key, int64_t bl
 absl::StatusOr<std::vector<BlockId>> ParseBlockIds(int64_t block_key,
                                                    std::string_view orders_json) {
   std::vector<BlockId> ids;
+  if (IsCompactBlock(orders_json)) {
+    absl::StatusOr<std::vector<CompactOrder>> compact =
+        DecodeCompactBlock(block_key, 0, orders_json);
+    if (!compact.ok()) return compact.status();
+    for (const CompactOrder& c : *compact) ids.push_back({c.order_id, c.instance, c.first_tsc});
+    return ids;
+  }
   const absl::Status s =
       ForEachElement(block_key, orders_json, [&](Json& j, int64_t) -> absl::Status {
         BlockId id;
@@ -303,6 +357,37 @@ absl::StatusOr<std::vector<BlockId>> ParseBlockIds(int64_t block_key,
       });
   if (!s.ok()) return s;
   return ids;
+}
+
+absl::StatusOr<std::string> BlockOrdersJson(std::string_view orders) {
+  if (!IsCompactBlock(orders)) return std::string(orders);
+  // Decoded from a start of 0, first_utc_ns is already its distance from
+  // the block's start.
+  absl::StatusOr<std::vector<CompactOrder>> compact = DecodeCompactBlock(-1, 0, orders);
+  if (!compact.ok()) return compact.status();
+  std::string json = "[", samples, detail;
+  for (const CompactOrder& c : *compact) {
+    samples.clear();
+    AppendSamplesJson(c.cells, &samples);
+    const size_t offset = detail.size();
+    PackDetail(c.detail, &detail);
+    if (json.size() > 1) json.push_back(',');
+    AppendBlockOrderJson(c.order_id, c.instance, c.parent_order_id, c.first_utc_ns, 0, c.first_tsc,
+                         c.total_ns, c.complete, c.missing, c.flags(), samples, offset,
+                         detail.size() - offset, &json);
+  }
+  json.push_back(']');
+  return json;
+}
+
+absl::StatusOr<std::vector<std::string>> BlockDetails(std::string_view orders,
+                                                      std::string_view detail) {
+  absl::StatusOr<std::vector<BlockOrder>> parsed = ParseBlock(-1, 0, orders, detail);
+  if (!parsed.ok()) return parsed.status();
+  std::vector<std::string> details;
+  details.reserve(parsed->size());
+  for (BlockOrder& o : *parsed) details.push_back(std::move(o.detail));
+  return details;
 }
 
 }  // namespace ticktrace::store

@@ -1,9 +1,12 @@
 // Schema 3's order blocks (docs/store.md, "Order blocks"): one
-// `order_blocks` row holds up to kOrdersPerBlock orders of one interval, as a
-// JSON array in `orders` (what plain SQL reads, through the views `orders` and
-// `stage_latencies`) and their packed details end to end in `detail`. One
-// row per block instead of one row and one index entry per order is what
-// makes the writer cheap; this file is the block's only encoder and decoder.
+// `order_blocks` row holds up to kOrdersPerBlock orders of one interval. The
+// writer encodes them compactly in `orders` (sqlite_block_codec.h); blocks of
+// the older encoding hold a JSON array in `orders` and their packed details
+// end to end in `detail`, and still read. The views `orders` and
+// `stage_latencies` read both through the SQL functions of
+// sqlite_block_sql.h. One row per block instead of one row and one index
+// entry per order is what makes the writer cheap; this file decodes either
+// encoding, and writes the JSON one (the schema-2 migration still does).
 
 #ifndef TICKTRACE_STORE_SQLITE_SQLITE_BLOCKS_H_
 #define TICKTRACE_STORE_SQLITE_SQLITE_BLOCKS_H_
@@ -16,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "store/sqlite/sqlite_expand.h"
+#include "store/sqlite/sqlite_block_codec.h"
 
 namespace ticktrace::store {
 
@@ -43,7 +47,7 @@ struct BlockOrder {
   std::string missing;
   uint32_t flags = 0;
   std::vector<SampleCell> cells;  // orders.samples
-  std::string_view detail;        // the packed detail (detail.h), into the block's BLOB
+  std::string detail;             // the packed detail (detail.h, version 1)
 };
 
 // Appends the JSON element of one order to a block's `orders` text (the
@@ -58,8 +62,10 @@ void AppendBlockOrderJson(int64_t order_id, int64_t instance,
                           std::string_view samples_json, size_t detail_offset, size_t detail_size,
                           std::string* out);
 
-// Decodes a block row (untrusted): InvalidArgument naming the block when its
-// text or offsets are not what AppendBlockOrderJson writes.
+// Decodes a block row (untrusted), either encoding: a compact block
+// (sqlite_block_codec.h) in `orders`, or a JSON array in `orders` and the
+// packed details in `detail`. InvalidArgument naming the block when the
+// bytes are neither.
 absl::StatusOr<std::vector<BlockOrder>> ParseBlock(int64_t block_key, int64_t block_start,
                                                    std::string_view orders_json,
                                                    std::string_view detail);
@@ -71,7 +77,19 @@ struct BlockId {
   int64_t instance = 0;
   int64_t first_tsc = 0;
 };
-absl::StatusOr<std::vector<BlockId>> ParseBlockIds(int64_t block_key, std::string_view orders_json);
+absl::StatusOr<std::vector<BlockId>> ParseBlockIds(int64_t block_key, std::string_view orders);
+
+// The JSON array the older encoding keeps in `orders` (AppendBlockOrderJson
+// per order), for a block in either encoding: what the views `orders` and
+// `stage_latencies` read (sqlite_block_sql.h). Detail offsets and sizes are
+// those of the orders' packed details end to end.
+// `first_utc_ns - start_utc_ns` comes out right without the block's start.
+absl::StatusOr<std::string> BlockOrdersJson(std::string_view orders);
+
+// The packed details (version 1) of a block's orders, in either encoding,
+// by their place in the block.
+absl::StatusOr<std::vector<std::string>> BlockDetails(std::string_view orders,
+                                                      std::string_view detail);
 
 }  // namespace ticktrace::store
 

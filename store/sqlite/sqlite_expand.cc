@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "store/common/detail.h"
+#include "store/sqlite/sqlite_block_sql.h"
 #include "store/sqlite/sqlite_statement.h"
 
 namespace ticktrace::store {
@@ -158,6 +159,7 @@ absl::StatusOr<std::vector<SampleCell>> ParseSampleCells(std::string_view json) 
 }
 
 absl::Status ExpandDetail(sqlite3* db) {
+  if (absl::Status s = RegisterBlockSqlFunctions(db); !s.ok()) return s;
   if (absl::Status s = internal::ExecSql(db, kFlatSchema, "flat rows"); !s.ok()) return s;
   absl::StatusOr<std::map<int64_t, Run>> runs = ReadRuns(db);
   if (!runs.ok()) return runs.status();

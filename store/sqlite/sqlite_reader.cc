@@ -31,6 +31,7 @@
 #include "store/common/packed_rows.h"
 #include "store/common/reader_common.h"
 #include "store/common/window_rows.h"
+#include "store/sqlite/sqlite_block_sql.h"
 #include "store/sqlite/sqlite_expand.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_statement.h"
@@ -125,6 +126,7 @@ absl::StatusOr<Db> OpenReadOnly(const std::string& path, OpenMode mode) {
   // are missing and leaves them behind. Without a -wal file no writer has
   // the store open, so a one-shot query may treat it as immutable.
   const bool immutable = mode == OpenMode::kSnapshot && wal && !Exists(path + "-wal");
+  RegisterBlockSqlFunctionsEverywhere();  // the views read compact blocks through them
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(ReadOnlyUri(path, immutable).c_str(), &raw,
                                  SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);

@@ -49,6 +49,36 @@ absl::Status CheckOwnTablesAreTables(sqlite3* db, const std::string& path) {
 
 }  // namespace
 
+absl::Status EnsureBlockViews(sqlite3* db, const std::string& path) {
+  {
+    // Finalized before the views change.
+    absl::StatusOr<internal::Statement> q = internal::Statement::Prepare(
+        db,
+        "SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name = 'orders' AND "
+        "sql LIKE '%ticktrace_block_orders%'",
+        path);
+    if (!q.ok()) return q.status();
+    absl::StatusOr<bool> row = q->Step();
+    if (!row.ok()) return row.status();
+    if (*row && q->Int(0) > 0) return absl::OkStatus();
+  }
+  // The views' statements as the schema has them.
+  const std::string schema = SqliteSchemaSql();
+  const size_t begin = schema.find("CREATE VIEW IF NOT EXISTS orders");
+  const size_t end = schema.find("INSERT OR IGNORE INTO meta");
+  const std::string sql =
+      absl::StrCat("BEGIN; DROP VIEW IF EXISTS stage_latencies; DROP VIEW IF EXISTS orders; ",
+                   schema.substr(begin, end - begin), " COMMIT;");
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error != nullptr ? error : sqlite3_errmsg(db);
+    sqlite3_free(error);
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return absl::InternalError(absl::StrCat(path, ": cannot replace the views: ", message));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> ReadSchemaVersion(sqlite3* db, const std::string& path) {
   const auto not_ours = [&](absl::string_view why) {
     return absl::FailedPreconditionError(

@@ -24,6 +24,12 @@ inline constexpr int kOldestMigratableVersion = 1;
 // The DDL of a new store, with its meta rows.
 const char* SqliteSchemaSql();
 
+// Gives a schema-3 store made before compact order blocks the views that
+// read them (sqlite_block_sql.h): replaces `orders` and `stage_latencies`
+// when `orders` does not call ticktrace_block_orders yet. A writer's
+// connection, once per open.
+absl::Status EnsureBlockViews(sqlite3* db, const std::string& path);
+
 // Reads meta.app and meta.schema_version. FailedPrecondition (naming `path`)
 // when the database is not a ticktrace store, including one where a name of
 // our tables is a view or anything else but a table.

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/own_file.h"
+#include "store/sqlite/sqlite_block_sql.h"
 #include "store/sqlite/sqlite_budget_breaches.h"
 #include "store/sqlite/sqlite_notes.h"
 #include "store/sqlite/sqlite_schema.h"
@@ -64,14 +65,6 @@ void BindFiniteOrNull(Statement& s, int i, const std::optional<double>& v) {
   }
 }
 
-// Appends the decimal digits of `v`.
-void AppendInt(std::string* out, int64_t v) {
-  char buf[24];
-  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, r.ptr);
-}
-
-
 }  // namespace
 
 // The statements Write() steps for every batch, prepared once (Prepare()).
@@ -100,8 +93,9 @@ struct SqliteWriter::Statements {
 struct SqliteWriter::PendingBlock {
   int64_t start_utc_ns = 0;
   int64_t count = 0;
-  std::string orders;  // "[" and the elements so far
-  std::string detail;
+  explicit PendingBlock(int64_t start) : start_utc_ns(start), encoder(start) {}
+  CompactBlockEncoder encoder;
+  std::string encoded;
   std::vector<int64_t> pages;  // of its orders' ids
 };
 
@@ -255,6 +249,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
     if (!checked.ok()) return checked.status();
     identity = *checked;
   }
+  RegisterBlockSqlFunctionsEverywhere();
   auto writer = std::unique_ptr<SqliteWriter>(new SqliteWriter());
   writer->path_ = path;
   writer->st_ = std::make_unique<Statements>();
@@ -308,6 +303,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
       }
     }
   }
+  if (s.ok()) s = EnsureBlockViews(writer->db_, path);
   if (s.ok()) s = internal::EnsureRunNotesTable(writer->db_, path);
   if (s.ok()) s = internal::EnsureBudgetBreachesTable(writer->db_, path);
   if (s.ok() && !writer->st_->insert_block.prepared()) s = writer->Prepare();
@@ -732,24 +728,16 @@ absl::StatusOr<uint32_t> SqliteWriter::MemoStageId(int64_t run_id, IdMemo* memo,
   return id;
 }
 
-absl::Status SqliteWriter::SampleCellsJson(int64_t run_id, const OrderDetail& o, IdMemo* memo,
-                                           std::string* samples) {
-  // samples: [[stage_id, latency_ns, flags], ...] in seq order (docs/store.md).
-  samples->assign(1, '[');
+absl::Status SqliteWriter::SampleCells(int64_t run_id, const OrderDetail& o, IdMemo* memo,
+                                       std::vector<SampleCell>* cells) {
+  // orders.samples in seq order (docs/store.md).
+  cells->resize(o.samples.size());
   for (size_t n = 0; n < o.samples.size(); ++n) {
     const SampleDetail& sd = o.samples[n];
     absl::StatusOr<uint32_t> stage = MemoStageId(run_id, memo, n, sd.stage);
     if (!stage.ok()) return stage.status();
-    if (samples->size() > 1) samples->push_back(',');
-    samples->push_back('[');
-    AppendInt(samples, *stage);
-    samples->push_back(',');
-    AppendInt(samples, RoundNs(sd.latency_ns));
-    samples->push_back(',');
-    AppendInt(samples, sd.flags);
-    samples->push_back(']');
+    (*cells)[n] = {*stage, RoundNs(sd.latency_ns), sd.flags};
   }
-  samples->push_back(']');
   return absl::OkStatus();
 }
 
@@ -847,10 +835,12 @@ absl::StatusOr<std::optional<int64_t>> SqliteWriter::Admit(int64_t run_id, const
 
 absl::Status SqliteWriter::FlushBlock(int64_t run_id, PendingBlock* b) {
   if (b->count == 0) return absl::OkStatus();
-  b->orders.push_back(']');
+  b->encoded.clear();
+  b->encoder.Finish(&b->encoded);
   Statement& s = st_->insert_block;
-  s.Bind(1, run_id).Bind(2, b->start_utc_ns).BindTextNoCopy(3, b->orders);
-  s.BindBlobNoCopy(4, b->detail);
+  // A compact block holds everything in `orders`; `detail` stays empty.
+  s.Bind(1, run_id).Bind(2, b->start_utc_ns).BindBlobNoCopy(3, b->encoded);
+  s.BindBlobNoCopy(4, std::string_view("", 0));  // a BLOB of 0 bytes, not NULL
   if (absl::Status st = Check(s.Run(), "insert order block"); !st.ok()) return st;
   const int64_t block_key = sqlite3_last_insert_rowid(db_);
   Kept& k = kept_[b->start_utc_ns];
@@ -865,8 +855,7 @@ absl::Status SqliteWriter::FlushBlock(int64_t run_id, PendingBlock* b) {
     if (absl::Status st = Check(i.Run(), "insert order id page"); !st.ok()) return st;
   }
   b->count = 0;
-  b->orders.assign(1, '[');
-  b->detail.clear();
+  b->encoder.Reset(b->start_utc_ns);
   b->pages.clear();
   return absl::OkStatus();
 }
@@ -888,7 +877,8 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
   ++batch_;
   kept_.clear();
   pending_.clear();
-  std::string samples;
+  std::vector<SampleCell> cells;
+  CompactOrder compact;
   std::vector<uint32_t> name_ids;
   IdMemo name_memo, stage_memo;  // this batch's: they point into `orders`
   for (const OrderDetail& o : orders) {
@@ -898,7 +888,7 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
       if (!id.ok()) return id.status();
       name_ids[i] = *id;
     }
-    if (absl::Status s = SampleCellsJson(run_id, o, &stage_memo, &samples); !s.ok()) return s;
+    if (absl::Status s = SampleCells(run_id, o, &stage_memo, &cells); !s.ok()) return s;
     absl::StatusOr<std::optional<int64_t>> instance = Admit(run_id, o);
     if (!instance.ok()) return instance.status();
     if (!instance->has_value()) {
@@ -909,22 +899,26 @@ absl::Status SqliteWriter::WriteOrders(int64_t run_id, const std::vector<OrderDe
                                                interval_ns_);
     std::unique_ptr<PendingBlock>& slot = pending_[interval];
     if (slot == nullptr) {
-      slot = std::make_unique<PendingBlock>();
-      slot->start_utc_ns = interval;
-      slot->orders.assign(1, '[');
+      slot = std::make_unique<PendingBlock>(interval);
     }
     PendingBlock& b = *slot;
-    const size_t offset = b.detail.size();
-    PackOrderDetail(o, name_ids, &b.detail);
-    if (b.count > 0) b.orders.push_back(',');
-    std::optional<int64_t> parent, total;
-    if (o.parent_order_id.has_value()) parent = AsInt(*o.parent_order_id);
-    if (o.total_ns.has_value()) total = RoundNs(*o.total_ns);
-    AppendBlockOrderJson(AsInt(o.order_id), **instance, parent, o.first_utc_ns, interval,
-                         AsInt(o.first_tsc), total, o.complete, o.missing, o.flags(), samples,
-                         offset, b.detail.size() - offset, &b.orders);
+    CompactOrder& c = compact;
+    c.order_id = AsInt(o.order_id);
+    c.instance = **instance;
+    c.parent_order_id.reset();  // `compact` is reused from order to order
+    if (o.parent_order_id.has_value()) c.parent_order_id = AsInt(*o.parent_order_id);
+    c.first_utc_ns = o.first_utc_ns;
+    c.first_tsc = AsInt(o.first_tsc);
+    c.total_ns.reset();
+    if (o.total_ns.has_value()) c.total_ns = RoundNs(*o.total_ns);
+    c.complete = o.complete;
+    c.missing = o.missing;
+    c.cells = cells;
+    c.detail = MakePackedDetail(o, name_ids);
+    b.encoder.Add(c);
     b.pages.push_back(IdPage(AsInt(o.order_id)));
-    if (++b.count == kOrdersPerBlock) {
+    // Ended by its count (the order keys) or by its size (a page a row).
+    if (++b.count == kOrdersPerBlock || b.encoder.bytes() >= kCompactBlockBytes) {
       if (absl::Status st = FlushBlock(run_id, &b); !st.ok()) return st;
     }
   }

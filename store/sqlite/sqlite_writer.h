@@ -152,8 +152,8 @@ class SqliteWriter : public Writer {
   absl::Status WriteOrders(int64_t run_id, const std::vector<OrderDetail>& orders,
                            uint64_t* already_stored);
   // orders.samples of `o` (its stages named in `stages`, added when new).
-  absl::Status SampleCellsJson(int64_t run_id, const OrderDetail& o, IdMemo* memo,
-                               std::string* samples);
+  absl::Status SampleCells(int64_t run_id, const OrderDetail& o, IdMemo* memo,
+                           std::vector<SampleCell>* cells);
   // The instance `o` is stored under (its own, or the next free one when
   // its id was reused), or nullopt when the same order (same id and first
   // TSC) was stored before a restart. Remembers it as stored.

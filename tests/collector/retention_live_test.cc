@@ -96,9 +96,9 @@ class RetentionLiveTest : public LiveTest {
   }
 };
 
-// About a minute of over 1 GB of detail (4 us between orders: 150 000 to
-// 250 000 two-stamp orders/s at about 110 B each, 17 to 27 MB/s) under a
-// 100 MB limit.
+// About a minute of over 125 MB of detail (4 us between orders: 150 000 to
+// 250 000 two-stamp orders/s at about 21 B each in compact blocks, 3 to 5
+// MB/s) under a 25 MB limit.
 //
 // The bound, by hand: the writer checks the size after every write
 // transaction and keeps room beside the live pages for the largest step it
@@ -110,17 +110,17 @@ class RetentionLiveTest : public LiveTest {
 // demo's larger orders), written twice (WAL frames, then the database pages
 // a checkpoint copies them into): 2 x 40 000 x 150 B = 12 MB.
 TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
-  constexpr uint64_t kLimit = 100 * kMB;
+  constexpr uint64_t kLimit = 25 * kMB;
   constexpr uint64_t kStep = 12 * kMB;
   const pid_t c = StartCollector({"--pipeline", "a,b", "--order-timeout-ms", "300",
-                                  "--retain-detail", "100MB", "--metrics-listen", "127.0.0.1:0"});
+                                  "--retain-detail", "25MB", "--metrics-listen", "127.0.0.1:0"});
   std::smatch m;
   const std::string start_log = ReadFile(log());
   ASSERT_TRUE(std::regex_search(start_log, m,
                                 std::regex("metrics at http://127\\.0\\.0\\.1:([0-9]+)/")))
       << start_log;
   const auto port = static_cast<uint16_t>(std::stoi(m[1]));
-  EXPECT_NE(start_log.find("store: detail limit 100 MB (--retain-detail 100MB)"),
+  EXPECT_NE(start_log.find("store: detail limit 25.0 MB (--retain-detail 25MB)"),
             std::string::npos)
       << start_log;
 
@@ -162,17 +162,17 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
   // over the orders produced meanwhile (the store lags the producer by a
   // fraction of a second, the same at both ends).
   const auto first = std::find_if(samples.begin(), samples.end(),
-                                  [](const Sample& s) { return s.bytes >= 10 * kMB; });
+                                  [](const Sample& s) { return s.bytes >= kLimit / 10; });
   const auto after = std::find_if(first, samples.end(),
-                                  [](const Sample& s) { return s.bytes > 70 * kMB; });
+                                  [](const Sample& s) { return s.bytes > kLimit * 7 / 10; });
   ASSERT_TRUE(first != samples.end() && after != samples.end() && after - first >= 3)
-      << "the store never grew from 10 to 70 MB in steps this test could see";
+      << "the store never grew from 10% to 70% of the limit in steps this test could see";
   const Sample& last_under = *(after - 1);
   ASSERT_GT(last_under.orders, first->orders);
   const double bytes_per_order = static_cast<double>(last_under.bytes - first->bytes) /
                                  static_cast<double>(last_under.orders - first->orders);
-  // The run is worth the limit: unbounded, it would have written 10 times it.
-  EXPECT_GT(bytes_per_order * static_cast<double>(samples.back().orders), 10.0 * kLimit)
+  // The run is worth the limit: unbounded, it would have written 5 times it.
+  EXPECT_GT(bytes_per_order * static_cast<double>(samples.back().orders), 5.0 * kLimit)
       << bytes_per_order << " B/order, " << samples.back().orders << " orders";
 
   // 2. The projection line, after the first minute: its growth (over the
@@ -189,7 +189,7 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
   ASSERT_TRUE(std::regex_search(
       collector_log, m,
       std::regex("store: \\+[0-9.]+ [kMGT]?B/h at this rate \\(([0-9.]+) ([kMGT]?B)/s\\); "
-                 "detail limit 100 MB \\(--retain-detail 100MB\\): detail kept for about the "
+                 "detail limit 25.0 MB \\(--retain-detail 25MB\\): detail kept for about the "
                  "last [0-9.]+ (s|min)")))
       << collector_log;
   const double said_bps = Bytes(m[1], m[2]);
@@ -205,7 +205,7 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
     EXPECT_NE(metrics.find(absl::StrCat("# TYPE ", gauge, " gauge\n")), std::string::npos)
         << gauge << "\n" << metrics;
   }
-  EXPECT_NE(metrics.find("\nticktrace_store_detail_limit_bytes 100000000\n"), std::string::npos)
+  EXPECT_NE(metrics.find("\nticktrace_store_detail_limit_bytes 25000000\n"), std::string::npos)
       << metrics;
 
   // 3. Every interval from the first to the last has its row and its
@@ -247,7 +247,7 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
       << summary;
   const std::string runs = View({"runs"});
   EXPECT_NE(runs.find(absl::StrCat(retired, " orders' detail retired")), std::string::npos) << runs;
-  EXPECT_NE(runs.find("detail limit 100 MB"), std::string::npos) << runs;
+  EXPECT_NE(runs.find("detail limit 25.0 MB"), std::string::npos) << runs;
 }
 
 // A replay of a live run's raw archive under the same limit keeps what the
@@ -255,12 +255,12 @@ TEST_F(RetentionLiveTest, SizeLimitHoldsOnDiskAndTheIntervalsCoverTheRun) {
 // interval (each retires after its own write transactions, which a replay
 // makes larger), and its files within the limit plus one step.
 TEST_F(RetentionLiveTest, ReplayKeepsWhatTheLiveRunKept) {
-  constexpr uint64_t kLimit = 40 * kMB;
+  constexpr uint64_t kLimit = 10 * kMB;
   constexpr uint64_t kStep = 12 * kMB;  // as in the test above
   const std::string raw = dir_.File("live.raw");
   const pid_t c = StartCollector({"--pipeline", "a,b", "--order-timeout-ms", "300",
-                                  "--retain-detail", "40MB", "--raw", raw});
-  // 1 200 000 orders, about 130 MB of detail unbounded.
+                                  "--retain-detail", "10MB", "--raw", raw});
+  // 1 200 000 orders, about 25 MB of detail unbounded.
   const pid_t p = StartProducer({"--mode", "spin", "--pace-ns", "4000", "--orders", "1200000",
                                  "--tsc-hz", absl::StrFormat("%.0f", TestTscHz())});
   EXPECT_EQ(WaitExit(p, 120s), 0) << ReadFile(dir_.File("producer.log"));
@@ -268,7 +268,7 @@ TEST_F(RetentionLiveTest, ReplayKeepsWhatTheLiveRunKept) {
   FinishRun(c);
   const std::string replay_db = dir_.File("replay.db");
   const int rc = WaitExit(Spawn({kCollector, "--replay", raw, "--db", replay_db, "--pipeline",
-                                 "a,b", "--order-timeout-ms", "300", "--retain-detail", "40MB"},
+                                 "a,b", "--order-timeout-ms", "300", "--retain-detail", "10MB"},
                                 dir_.File("replay.log")),
                           120s);
   ASSERT_EQ(rc, 0) << ReadFile(dir_.File("replay.log"));

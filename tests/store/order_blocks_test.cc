@@ -1,6 +1,7 @@
 // Schema 3's order blocks through the SQLite writer and reader on real
-// files: an interval's orders fill blocks of 256 (0, 1, 256 and 257 orders),
-// orders re-emitted after a restart across a block boundary are kept once,
+// files: an interval's orders fill blocks of 256 orders or 3 900 bytes (0,
+// 1, 256 and 257 orders), orders re-emitted after a restart across a block
+// boundary are kept once,
 // and retention deletes whole blocks with their id pages. Expected values
 // are the inputs, counted by hand.
 
@@ -96,7 +97,17 @@ class OrderBlocks : public ::testing::Test {
   uint64_t already_ = 0;
 };
 
-TEST_F(OrderBlocks, AnIntervalFillsBlocksOf256) {
+// A block ends at 256 orders or when its encoding reaches 3 900 bytes
+// (sqlite_block_codec.h). By hand, from the layout in
+// sqlite_block_codec.cc, for Order(id) with ids from 1001 (or 2001) up, one
+// interval: the header takes 27 bytes (version 1, order count 2 from 128
+// orders on, stamp table 1 + 2 x 6, sample table 1 + 2 x 5); an order 22
+// (bits 1, id step 1, UTC step 1000 ns 2, TSC step 10 ticks 1, total 1,
+// sample count 1, "a->b" 1 + latency 2 + start 1, "total" 1 + latency 2 +
+// start -id 2, stamp count 1, "a" 1 + 1, "b" 1 + 2), the block's first 25
+// (its id 2 bytes, its TSC 3). 27 + 25 + 22 (n - 1) >= 3 900 first at
+// n = 176: 256 orders make blocks of 176 and 80, 257 of 176 and 81.
+TEST_F(OrderBlocks, AnIntervalFillsBlocksBySize) {
   // Intervals 0..3 s hold 0, 1, 256 and 257 orders, all in one batch.
   const int64_t t1 = kT0 + kSecond, t2 = kT0 + 2 * kSecond, t3 = kT0 + 3 * kSecond;
   std::vector<OrderDetail> orders = Orders(1, 1, t1);
@@ -107,11 +118,13 @@ TEST_F(OrderBlocks, AnIntervalFillsBlocksOf256) {
 
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(kT0)), 0);
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t1)), 1);
-  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t2)), 1);
-  EXPECT_EQ(Int("SELECT max(json_array_length(orders)) FROM order_blocks" + In(t2)), 256);
+  const std::string length = "json_array_length(ticktrace_block_orders(orders))";
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t2)), 2);
+  EXPECT_EQ(Int("SELECT max(" + length + ") FROM order_blocks" + In(t2)), 176);
+  EXPECT_EQ(Int("SELECT min(" + length + ") FROM order_blocks" + In(t2)), 80);
   EXPECT_EQ(Int("SELECT count(*) FROM order_blocks" + In(t3)), 2);
-  EXPECT_EQ(Int("SELECT max(json_array_length(orders)) FROM order_blocks" + In(t3)), 256);
-  EXPECT_EQ(Int("SELECT min(json_array_length(orders)) FROM order_blocks" + In(t3)), 1);
+  EXPECT_EQ(Int("SELECT max(" + length + ") FROM order_blocks" + In(t3)), 176);
+  EXPECT_EQ(Int("SELECT min(" + length + ") FROM order_blocks" + In(t3)), 81);
   // interval_detail: what was counted, what was kept (none where none came).
   EXPECT_EQ(Int("SELECT orders_kept FROM interval_detail" + In(kT0)), 0);
   EXPECT_EQ(Int("SELECT first_order_key IS NULL FROM interval_detail" + In(kT0)), 1);
@@ -159,14 +172,41 @@ TEST_F(OrderBlocks, AnIntervalFillsBlocksOf256) {
   EXPECT_EQ((*first)[2].order_id, 1002);
 }
 
+// Orders without stamps or samples take 7 bytes each (bits, id step, UTC
+// step 2, TSC step, two counts): 256 of them end a block well before its
+// 3 900 bytes.
+TEST_F(OrderBlocks, SmallOrdersFillBlocksOf256) {
+  std::vector<OrderDetail> orders;
+  for (uint64_t id = 1; id <= 257; ++id) {
+    OrderDetail o;
+    o.order_id = id;
+    o.first_utc_ns = kT0 + static_cast<int64_t>(id) * 1000;
+    o.first_tsc = 1'000'000 + id * 10;
+    o.first_tsc_utc_ns = o.first_utc_ns;
+    o.complete = true;
+    orders.push_back(o);
+  }
+  Write(orders, {{kT0, 257, 0}});
+  const std::string length = "json_array_length(ticktrace_block_orders(orders))";
+  EXPECT_EQ(Int("SELECT count(*) FROM order_blocks"), 2);
+  EXPECT_EQ(Int("SELECT max(" + length + ") FROM order_blocks"), 256);
+  EXPECT_EQ(Int("SELECT min(" + length + ") FROM order_blocks"), 1);
+  EXPECT_EQ(Int("SELECT count(*) FROM orders"), 257);
+  EXPECT_EQ(Int("SELECT max(order_key) - min(order_key) FROM orders"), 256);
+}
+
 TEST_F(OrderBlocks, OrdersReEmittedAcrossABlockAreKeptOnce) {
-  // 300 orders: a block of 256 (ids 1..256) and one of 44 (257..300).
+  // 300 orders in two blocks: the first ends at 3 900 bytes, between ids
+  // 150 and 300 (ids 1..63 take about 17 bytes each, the others 22, as in
+  // AnIntervalFillsBlocksBySize: near id 190).
   Write(Orders(1, 300, kT0));
   ASSERT_EQ(Int("SELECT count(*) FROM order_blocks"), 2);
-  // A restart re-emits 250..300 (both blocks) with 301..310 new, in one batch.
+  ASSERT_LT(Int("SELECT max(order_key) FROM orders WHERE order_id <= 150") / 256,
+            Int("SELECT min(order_key) FROM orders WHERE order_id >= 300") / 256);
+  // A restart re-emits 150..300 (both blocks) with 301..310 new, in one batch.
   Restart();
-  Write(Orders(250, 310, kT0));
-  EXPECT_EQ(already_, 51u);
+  Write(Orders(150, 310, kT0));
+  EXPECT_EQ(already_, 151u);
   EXPECT_EQ(Int("SELECT count(*) FROM orders"), 310);
   EXPECT_EQ(Int("SELECT count(DISTINCT order_id) FROM orders"), 310);
   EXPECT_EQ(Int("SELECT max(instance) FROM orders"), 0);
@@ -176,7 +216,7 @@ TEST_F(OrderBlocks, OrdersReEmittedAcrossABlockAreKeptOnce) {
   OrderDetail reused = Order(5, kT0 + kSecond);
   reused.first_tsc = 77;
   Write({Order(256, kT0), Order(257, kT0), reused});
-  EXPECT_EQ(already_, 53u);
+  EXPECT_EQ(already_, 153u);
   EXPECT_EQ(Int("SELECT count(*) FROM orders"), 311);
   EXPECT_EQ(Int("SELECT instance FROM orders WHERE order_id = 5 AND first_tsc = 77"), 1);
   // The last stored, newest first.
