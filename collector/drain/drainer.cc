@@ -118,9 +118,8 @@ void Drainer::Attach(const SegmentId& id, std::string* out) {
                                why.refusal == SegmentRefusal::kOversized ||
                                (why.refusal == SegmentRefusal::kUnreadable &&
                                 why.error_number != ENOENT);
-    // Remembered by the file that was refused (as opened, else as listed).
-    const FileKey file = why.inode != 0 ? FileKey{why.device, why.inode}
-                                        : FileKey{id.device, id.inode};
+    // Remembered by the file as listed: Discover() matches the listing.
+    const FileKey file{id.device, id.inode};
     if (final_refusal) {
       if (Refuse(reader.status(), why)) refused_.insert(file);
       failing_.erase(id.name);

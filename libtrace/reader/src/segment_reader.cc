@@ -295,8 +295,6 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
     return refuse(SegmentRefusal::kUnreadable,
                   absl::UnavailableError(absl::StrCat("segment ", n, ": ", std::strerror(errno))));
   }
-  why.device = st.st_dev;
-  why.inode = st.st_ino;
   if (!S_ISREG(st.st_mode)) {
     return refuse(SegmentRefusal::kCorrupt,
                   absl::DataLossError(absl::StrCat("segment ", n, ": not a regular file")));
@@ -319,8 +317,6 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                                       std::strerror(errno))));
   }
   why.owner_uid = st.st_uid;
-  why.device = st.st_dev;
-  why.inode = st.st_ino;
   if (!S_ISREG(st.st_mode)) {
     return refuse(SegmentRefusal::kCorrupt,
                   absl::DataLossError(absl::StrCat("segment ", n, ": not a regular file")));

@@ -160,10 +160,6 @@ struct SegmentOpenError {
   // beyond that unconsumed_unknown is true and the count 0.
   uint64_t unconsumed_records = 0;
   bool unconsumed_unknown = false;
-  // The file's device and inode (lstat, then fstat of what was opened; 0
-  // when neither got that far): what a caller remembers a refusal by.
-  uint64_t device = 0;
-  uint64_t inode = 0;
   // kOversized: the bytes it has reserved (abi::ReservedBytes), which is the
   // smallest limit that accepts it.
   uint64_t reserved_bytes = 0;
