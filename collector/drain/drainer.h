@@ -55,7 +55,7 @@ struct DrainerOptions {
   std::chrono::milliseconds discovery_interval{100};
   std::chrono::milliseconds open_grace{1000};  // a segment may be mid-creation this long
   SegmentOpenLimits limits;                      // whose segments, and how large
-  std::ostream* log = nullptr;                   // refusals (rate-limited: RefusalLog); null: std::cerr
+  std::ostream* log = nullptr;                   // refusals, rate-limited; null: std::cerr
 };
 
 struct DrainerCounters {

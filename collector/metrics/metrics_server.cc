@@ -224,9 +224,9 @@ void MetricsServer::AcceptClients() {
       close(clients_.front().fd);
       clients_.pop_front();
     }
-    clients_.push_back(
-        Client{conn, std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestDeadlineMs),
-               {}, {}, 0});
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestDeadlineMs);
+    clients_.push_back(Client{conn, deadline, {}, {}, 0});
   }
 }
 

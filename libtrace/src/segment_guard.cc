@@ -24,8 +24,9 @@ std::atomic<uintptr_t> g_guard_end{0};
 std::atomic<bool> g_truncated{false};
 std::atomic<uint64_t> g_truncation_faults{0};
 std::atomic<uint64_t> g_dropped_after_truncation{0};
-static_assert(std::atomic<uintptr_t>::is_always_lock_free && std::atomic<bool>::is_always_lock_free &&
-              std::atomic<uint64_t>::is_always_lock_free,
+static_assert(std::atomic<uintptr_t>::is_always_lock_free &&
+                  std::atomic<bool>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
               "read in a signal handler");
 struct sigaction g_previous_segment_sigbus;
 

@@ -97,9 +97,8 @@ TEST_F(SafetyGroupTruncateTest, TheProducerSurvivesAGroupMemberTruncatingItsSegm
   EXPECT_GT(dropped_after, 0) << status;
 
   // The collector: says the segment shrank, counts it, and goes on.
-  EXPECT_TRUE(WaitFor(
-      [&] { return ReadFile(log()).find(name + ": shrank while being drained") != std::string::npos; },
-      30s))
+  const std::string said = name + ": shrank while being drained";
+  EXPECT_TRUE(WaitFor([&] { return ReadFile(log()).find(said) != std::string::npos; }, 30s))
       << ReadFile(log());
   StopCollector(collector);
   StoreQuery q(db());
