@@ -149,6 +149,10 @@ constexpr FlagRow kFlagTable[] = {
      "per-stage latency histograms, flag counts, counters, lag and CPU; see "
      "docs/operations.md",
      &CollectorFlags::metrics_listen, nullptr},
+    {"monitoring", "metrics-required", "",
+     "with --metrics-listen: exit 1 when the address cannot be bound (a port taken); "
+     "without it the collector says so in one line and collects without /metrics",
+     nullptr, &CollectorFlags::metrics_required},
     // OpenTelemetry push (collector/sinks/otlp_sink.h).
     {"monitoring", "otlp-endpoint", "URL",
      "push each interval's slowest orders per stage, and every order with a flag the "

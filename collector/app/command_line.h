@@ -52,6 +52,7 @@ struct CollectorFlags {
   std::string retain_detail;
   std::string retain;
   std::string metrics_listen;
+  bool metrics_required = false;  // a --metrics-listen that cannot bind stops the collector
   std::vector<std::string> budgets;  // --budget, each given
   std::string budgets_file;          // --budgets
   // OpenTelemetry push (collector/sinks/otlp_sink.h).

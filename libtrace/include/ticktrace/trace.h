@@ -29,7 +29,10 @@
 // that cannot create its segment counts them in DroppedWithoutSegment().
 // No trace call raises a signal, whatever /dev/shm holds: every page a call
 // writes is reserved (fallocate) and mapped in that thread's first call, or
-// the call is a counted no-op (TraceStatus() says which and why).
+// the call is a counted no-op (TraceStatus() says which and why). A segment
+// file shrunk by another process (a group member) raises SIGBUS on the next
+// store; the library catches it and the calls become counted no-ops
+// (TracerStatus::segment_truncated).
 //
 // Any thread may call every function here. A child created by fork() gets its
 // own segment on its first trace call.
@@ -92,7 +95,7 @@ uint64_t DroppedWithoutSegment() noexcept;
 // What this process's tracing got from /dev/shm, read at one moment.
 struct TracerStatus {
   std::string segment_name;    // "" when the process has no segment
-  std::string segment_error;   // why the segment could not be created; "" otherwise
+  std::string segment_error;   // why the segment could not be created, or was lost; "" otherwise
   uint64_t ring_bytes = 0;     // /dev/shm bytes one ring's records take (ring_records * 32)
   // The footprint. segment_bytes: the sparse geometry this process maps (all
   // rings, reserved or not), which costs address space, not memory.
@@ -110,6 +113,12 @@ struct TracerStatus {
   uint64_t threads_without_slot = 0;
   uint64_t slotless_dropped = 0;
   uint64_t dropped_without_segment = 0;  // as DroppedWithoutSegment()
+  // The segment file was shrunk (ftruncate) by another process that may
+  // write it (a member of TICKTRACE_SEGMENT_GROUP): the library caught the
+  // SIGBUS, replaced the mapping by a dead copy, and made every later trace
+  // call a counted no-op; segment_error says so (docs/security.md).
+  bool segment_truncated = false;
+  uint64_t dropped_after_truncation = 0;  // trace calls made no-ops since
 };
 
 // Attaches the calling thread now: creates this process's segment if it does

@@ -70,10 +70,16 @@ absl::StatusOr<SegmentId> ParseSegmentName(std::string_view name_view) {
 absl::StatusOr<std::vector<SegmentId>> ListSegments(std::string_view session) {
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return absl::UnavailableError("cannot list /dev/shm");
+  struct stat dir_st;
+  const uint64_t device = fstat(dirfd(dir), &dir_st) == 0 ? dir_st.st_dev : 0;
   std::vector<SegmentId> found;
   while (dirent* e = readdir(dir)) {
     absl::StatusOr<SegmentId> id = ParseSegmentName(e->d_name);
-    if (id.ok() && id->session == session) found.push_back(*std::move(id));
+    if (id.ok() && id->session == session) {
+      id->device = device;
+      id->inode = e->d_ino;
+      found.push_back(*std::move(id));
+    }
   }
   closedir(dir);
   std::sort(found.begin(), found.end(),
@@ -219,9 +225,15 @@ bool PreadAll(int fd, void* buf, size_t bytes, uint64_t offset) {
 
 // Records published and not consumed in every slot of a refused segment,
 // read with pread() (nothing mapped; a file shrunk meanwhile reads short and
-// ends the count). A slot whose indices are impossible counts 0.
-uint64_t CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_bytes) {
-  uint64_t total = 0;
+// ends the count). A slot whose indices are impossible counts 0. A segment
+// of more than kMaxRingsCounted rings is not counted (`why` says unknown).
+void CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_bytes,
+                     SegmentOpenError& why) {
+  if (h.slot_count > kMaxRingsCounted) {
+    why.unconsumed_unknown = true;
+    return;
+  }
+  uint64_t& total = why.unconsumed_records;
   for (uint32_t slot = 0; slot < h.slot_count; ++slot) {
     const uint64_t control = h.slots_offset + uint64_t{slot} * h.slot_stride;
     if (control + sizeof(abi::SlotControl) > file_bytes) break;
@@ -234,7 +246,6 @@ uint64_t CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_byte
     }
     if (write_index - read_index <= h.ring_capacity) total += write_index - read_index;
   }
-  return total;
 }
 
 // Which slots were ever claimed (generation != 0 in line 0), read with
@@ -328,7 +339,7 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
   if (!owner_ok) {
     absl::StatusOr<std::unique_ptr<SegmentReader>> probe =
         header_read ? Validate(n, id->pid, header, file_bytes) : absl::DataLossError("unread");
-    if (probe.ok()) why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+    if (probe.ok()) CountUnconsumed(fd, header, file_bytes, why);
     return refuse(SegmentRefusal::kForeign,
                   absl::PermissionDeniedError(absl::StrCat(
                       "segment ", n, ": owned by uid ", st.st_uid, ", not by this collector's uid ",
@@ -356,7 +367,7 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                            info.rings_claimed);
   if (info.reserved_bytes > limits.max_segment_bytes) {
     why.reserved_bytes = info.reserved_bytes;
-    why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+    CountUnconsumed(fd, header, file_bytes, why);
     return refuse(SegmentRefusal::kOversized,
                   absl::ResourceExhaustedError(absl::StrCat(
                       "segment ", n, ": ", info.rings_claimed, " of ", info.slot_count,
