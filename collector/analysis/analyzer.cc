@@ -28,12 +28,13 @@ const Analyzer::Process* Analyzer::FindById(uint32_t process_id) const {
 }
 
 void Analyzer::OnRunInfo(std::string_view json) {
-  if (run_info_json_.empty()) {
+  // Later kRunInfo chunks are updates (run_info.h, RunInfoUpdate). An update
+  // is one even when it comes first (a stream read from after its RunInfo).
+  absl::StatusOr<RunInfoUpdate> u = RunInfoUpdate::FromJson(json);
+  if (run_info_json_.empty() && !u.ok()) {
     run_info_json_ = std::string(json);
     return;
   }
-  // Later kRunInfo chunks are updates (run_info.h, RunInfoUpdate).
-  absl::StatusOr<RunInfoUpdate> u = RunInfoUpdate::FromJson(json);
   if (!u.ok()) {
     // Not an update: a second RunInfo (e.g. two archives concatenated) is
     // ignored; a broken update is a malformed chunk.

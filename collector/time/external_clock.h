@@ -10,9 +10,10 @@
 //     start, ExternalClockErrors::anchor_error_ns);
 //   - for a time outside the anchors (one newer than the last anchor, the
 //     usual case live), how far the calibrated rate may be from
-//     CLOCK_REALTIME's over that distance: the newest piece's drift, or the
-//     kernel's largest frequency adjustment (500 ppm) while there is only one
-//     anchor;
+//     CLOCK_REALTIME's over that distance: the newest piece's drift plus what
+//     the two anchors' errors make of it (2 x anchor error / the piece's
+//     length), or the kernel's largest frequency adjustment (500 ppm) while
+//     there is only one anchor (the collector takes its second 100 ms in);
 //   - the clock's own error: CLOCK_REALTIME's resolution for kRealtime (it is
 //     the anchors' clock); the PHC's sync error for kPhc (--clock-error-ns,
 //     or ptp4l's offset); --exchange-clock-error-ns for kExchange. A clock
@@ -94,7 +95,12 @@ inline ExternalPlacement PlaceExternal(const TimeBase& time, int64_t utc_ns, uin
   double rate_ppm = 0;
   if (outside_ns > 0) {
     const std::optional<double> drift = time.LastPieceDriftPpm();
-    rate_ppm = drift.has_value() ? std::fabs(*drift) : kMaxRealtimeSlewPpm;
+    const std::optional<double> piece_ns = time.LastPieceNs();
+    // The drift as measured, plus how far the two anchors' errors can move
+    // it over that piece.
+    rate_ppm = drift.has_value() && piece_ns.has_value() && *piece_ns > 0
+                   ? std::fabs(*drift) + 2 * errors.anchor_error_ns / *piece_ns * 1e6
+                   : kMaxRealtimeSlewPpm;
   }
   p.uncertainty_ns =
       errors.anchor_error_ns + *own + rate_ppm * 1e-6 * static_cast<double>(outside_ns);

@@ -127,6 +127,13 @@ struct TimeBase {
     if (utc_ns > last_utc) return utc_ns - last_utc;
     return 0;
   }
+  // The last piece's length in ns (calibrated); unset with one anchor.
+  std::optional<double> LastPieceNs() const {
+    if (later_anchors.empty()) return std::nullopt;
+    const uint64_t lo = later_anchors.size() == 1 ? anchor_tsc
+                                                  : later_anchors[later_anchors.size() - 2].tsc;
+    return DiffNs(later_anchors.back().tsc, lo);
+  }
   // CLOCK_REALTIME's rate against the calibrated TSC over the last piece
   // between two anchors, in ppm (DriftPpm's measure, over the newest piece
   // only). Unset with one anchor.

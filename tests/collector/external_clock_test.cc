@@ -59,12 +59,13 @@ TEST(ExternalPlacement, BetweenTwoAnchorsLinearlyWithTheAnchorAndClockError) {
 
 TEST(ExternalPlacement, AfterTheLastAnchorAtTheCalibratedRateWithTheDriftOverTheDistance) {
   // 2'000 ns after the last anchor's UTC: 2'000 ticks after its TSC,
-  // 1'002'000. The newest piece drifted 100 ppm: 100e-6 * 2'000 = 0.2 ns
-  // more, 21.2 ns.
+  // 1'002'000. The newest piece drifted 100 ppm, and its two anchors' 20 ns
+  // errors could move that by 2 * 20 / 1'000'000 ns = 40 ppm: 140e-6 * 2'000
+  // = 0.28 ns more, 21.28 ns.
   const ExternalPlacement p = PlaceExternal(TwoAnchors(), kU0 + 1'000'100 + 2'000,
                                             abi::kClockRealtime, Errors());
   EXPECT_EQ(p.tsc, 1'002'000u);
-  EXPECT_NEAR(*p.uncertainty_ns, 21.2, 1e-9);
+  EXPECT_NEAR(*p.uncertainty_ns, 21.28, 1e-9);
 }
 
 TEST(ExternalPlacement, OneAnchorOnlyAssumesTheLargestSlew) {
