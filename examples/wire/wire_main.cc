@@ -140,6 +140,31 @@ int Strategy() {
       return 1;
     }
   }
+  // The kernel turns receive timestamps on a moment after the first socket
+  // asks (ticktrace/net.h): probe the md socket with packets to itself until
+  // one comes back timestamped (at most 2 s), so that the first ticks have one.
+  {
+    sockaddr_in self{};
+    socklen_t len = sizeof(self);
+    getsockname(md, reinterpret_cast<sockaddr*>(&self), &len);
+    self.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int probe = BoundUdp(0);
+    for (int tries = 0; tries < 2000; ++tries) {
+      const Tick t{0};
+      sendto(probe, &t, sizeof(t), 0, reinterpret_cast<const sockaddr*>(&self), sizeof(self));
+      Tick got{};
+      alignas(cmsghdr) char control[ticktrace::net::kControlBytes];
+      iovec iov{&got, sizeof(got)};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      if (recvmsg(md, &msg, 0) == sizeof(got) && ticktrace::net::ReceiveTime(msg).ok()) break;
+      usleep(1000);
+    }
+    close(probe);
+  }
   const long long orders = Num("orders", 1000);
   long long without_rx = 0, without_tx = 0;
   const char* rx_source = "none";
@@ -176,10 +201,10 @@ int Strategy() {
       continue;
     }
     // The send timestamp is queued once the packet has left: wait for it
-    // (POLLERR), briefly.
+    // (POLLERR), up to 100 ms.
     pollfd p{order, 0, 0};
     ticktrace::Result<ticktrace::net::PacketTime> tx = ticktrace::net::ReadSendTime(order);
-    for (int tries = 0; !tx.ok() && tries < 10; ++tries) {
+    for (int tries = 0; !tx.ok() && tries < 100; ++tries) {
       poll(&p, 1, 1);
       tx = ticktrace::net::ReadSendTime(order);
     }
