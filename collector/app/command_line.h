@@ -34,6 +34,7 @@ struct CollectorFlags {
   std::string tsc_hz;
   std::string host_name;
   std::string clock_error_ns;
+  std::string exchange_clock_error_ns;
   std::string test_clock_offset_ns;
   bool include_flagged = false;
   bool correct_skew = false;

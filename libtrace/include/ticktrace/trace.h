@@ -9,6 +9,8 @@
 //   }                                             // ... and at end (or s.end()); both cores kept
 //   ticktrace::FencedSpan f(parse, order_id);     // rdtscp;lfence at both ends
 //   ticktrace::link(child_order_id, parent_id);   // this order was caused by that one
+//   ticktrace::stamp_at(wire_rx, order_id, ns, ticktrace::Clock::kRealtime);
+//                                                 // reached it at `ns`, read by another clock
 //
 // Each call writes one 32-byte record into the calling thread's ring in this
 // process's shared-memory segment (layout: ticktrace/abi.h). A thread must be
@@ -320,6 +322,35 @@ inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
   internal::AttachIfFirstCall();
   internal::Write(ReadTsc(), child_order_id, parent_order_id, abi::kAuxUnknown, abi::kTagInvalid,
                   abi::kLink, 0);
+}
+
+// The clock that read the time given to stamp_at (abi::ExternalClock).
+enum class Clock : uint32_t {
+  // CLOCK_REALTIME: the kernel's software packet timestamps (ticktrace/net.h),
+  // or a time the program read with clock_gettime(CLOCK_REALTIME).
+  kRealtime = abi::kClockRealtime,
+  // A NIC's PTP hardware clock, already converted to CLOCK_REALTIME's
+  // timescale by the program (or the same as it, phc2sys). Its error is the
+  // PHC's sync error: the collector's --clock-error-ns, or ptp4l's report.
+  kPhc = abi::kClockPhc,
+  // A time from a message, e.g. a venue's transact time: its error is unknown
+  // to this host unless stated (--exchange-clock-error-ns).
+  kExchange = abi::kClockExchange,
+};
+
+// The order `order_id` reached the stage `tag` at `ns` nanoseconds since the
+// Unix epoch, as read by `clock` (not by the TSC). The collector places it on
+// the order's timeline through its UTC anchors, with an uncertainty (the
+// anchors' error plus the clock's own), and flags the stages it ends or
+// begins `external` (docs/api.md, "Timestamps from other clocks").
+// Hot path: one record, no system call (a plain rdtsc says when the call was
+// made). REQUIRES: `clock` is one of Clock's values.
+inline void stamp_at(const Tag& tag, uint64_t order_id, int64_t ns, Clock clock) noexcept {
+  internal::AttachIfFirstCall();
+  abi::RecordPayload payload;
+  payload.external_ns = ns;
+  internal::Write(ReadTsc(), order_id, payload.raw, static_cast<uint32_t>(clock), tag.id(),
+                  abi::kExternal, 0);
 }
 
 namespace internal {

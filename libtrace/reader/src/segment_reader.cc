@@ -121,6 +121,11 @@ absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {
   switch (record.kind) {
     case abi::kLink:
       return absl::OkStatus();
+    case abi::kExternal:
+      if (record.aux == abi::kClockInvalid || record.aux > abi::kExternalClockMax) {
+        return absl::DataLossError(absl::StrCat("record: unknown clock ", record.aux));
+      }
+      [[fallthrough]];
     case abi::kStamp:
     case abi::kSpan:
     case abi::kMeasure:
@@ -351,7 +356,8 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                                    " bytes, the header alone is ",
                                                    sizeof(abi::SegmentHeader), ")")));
   }
-  absl::StatusOr<std::unique_ptr<SegmentReader>> reader = Validate(n, id->pid, header, file_bytes);
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
+      Validate(n, id->pid, header, file_bytes, limits.newest_abi_version);
   if (!reader.ok()) {
     const uint64_t magic = header.magic.load(std::memory_order_relaxed);
     if (magic == 0) return refuse(SegmentRefusal::kNotReady, reader.status());
@@ -446,7 +452,8 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::st
 }
 
 absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
-    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size) {
+    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size,
+    uint32_t newest_abi_version) {
   auto reader = std::unique_ptr<SegmentReader>(new SegmentReader());
   const abi::SegmentHeader* h = &header;
   const uint64_t magic = h->magic.load(std::memory_order_relaxed);  // a private copy
@@ -456,10 +463,14 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
   if (magic != abi::kMagic) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": bad magic 0x", absl::Hex(magic)));
   }
-  if (h->abi_version != abi::kAbiVersion) {
+  if (h->abi_version < abi::kOldestReadableAbiVersion || h->abi_version > newest_abi_version) {
+    const std::string known =
+        newest_abi_version <= abi::kOldestReadableAbiVersion
+            ? absl::StrCat(newest_abi_version)
+            : absl::StrCat(abi::kOldestReadableAbiVersion, " to ", newest_abi_version);
     return absl::FailedPreconditionError(absl::StrCat("segment ", n, ": ABI version ",
                                                       h->abi_version, ", this reader knows ",
-                                                      abi::kAbiVersion));
+                                                      known));
   }
   if (h->header_size != sizeof(abi::SegmentHeader) || h->record_size != sizeof(abi::Record)) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": header size ", h->header_size,

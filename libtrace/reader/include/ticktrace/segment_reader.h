@@ -135,6 +135,9 @@ inline constexpr uint64_t kDefaultMaxSegmentBytes = uint64_t{64} << 30;
 struct SegmentOpenLimits {
   std::vector<uint32_t> allowed_uids;  // owners accepted besides this process's effective uid
   uint64_t max_segment_bytes = kDefaultMaxSegmentBytes;
+  // The newest ABI version accepted: abi::kAbiVersion. Lower only to read as a
+  // reader built against that older version would (tests of the refusal).
+  uint32_t newest_abi_version = abi::kAbiVersion;
 };
 
 // Why Open() refused a segment; the collector counts each kind apart.
@@ -257,7 +260,9 @@ class SegmentReader {
   static absl::StatusOr<std::unique_ptr<SegmentReader>> Validate(const std::string& name,
                                                                  uint32_t name_pid,
                                                                  const abi::SegmentHeader& header,
-                                                                 uint64_t size);
+                                                                 uint64_t size,
+                                                                 uint32_t newest_abi_version =
+                                                                     abi::kAbiVersion);
   // Maps bytes [begin, end) of the file at the same offset of the reservation.
   bool MapRange(uint64_t begin, uint64_t end) const;
   // Maps `slot`'s records if they are not mapped yet, within the limit.
