@@ -48,6 +48,9 @@ if [ "$mode" = test ]; then
   packages+=(protobuf-compiler)
   # ip(8) for the tests that stand two hosts up in network namespaces.
   packages+=(iproute2)
+  # jq: the wire example (examples/wire/run_wire.sh) works out the kernel's
+  # share of tick-to-trade from `ticktrace-view summary --json` with it.
+  packages+=(jq)
   # systemd-analyze, with which install_consumer verifies the installed unit
   # (without it that test is reported as skipped, not passed).
   packages+=(systemd)
