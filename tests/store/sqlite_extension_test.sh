@@ -47,9 +47,10 @@ tail -n +2 "$tmp/view.csv" | awk -F, '{print $2 "," $3 "," $5 "," $10}' | sort >
 test -s "$tmp/view.rows" || { echo "the viewer exported no samples" >&2; exit 1; }
 
 # The same through the shell with the extension loaded.
-sqlite3 -csv "$db" ".load $load" \
-  "SELECT order_id, stage, latency_ns, flags FROM stage_latencies WHERE run_id = 1" |
-  sort >"$tmp/shell.rows"
+sqlite3 -bail -csv "$db" ".load $load" \
+  "SELECT order_id, stage, latency_ns, flags FROM stage_latencies WHERE run_id = 1" \
+  >"$tmp/shell.out" || { echo "the shell could not read stage_latencies with .load $load" >&2; exit 1; }
+sort "$tmp/shell.out" >"$tmp/shell.rows"
 if ! cmp -s "$tmp/view.rows" "$tmp/shell.rows"; then
   echo "stage_latencies through the extension differs from the viewer's export:" >&2
   diff "$tmp/view.rows" "$tmp/shell.rows" | head -20 >&2; exit 1
