@@ -28,12 +28,13 @@ const Analyzer::Process* Analyzer::FindById(uint32_t process_id) const {
 }
 
 void Analyzer::OnRunInfo(std::string_view json) {
-  if (run_info_json_.empty()) {
+  // Later kRunInfo chunks are updates (run_info.h, RunInfoUpdate). An update
+  // is one even when it comes first (a stream read from after its RunInfo).
+  absl::StatusOr<RunInfoUpdate> u = RunInfoUpdate::FromJson(json);
+  if (run_info_json_.empty() && !u.ok()) {
     run_info_json_ = std::string(json);
     return;
   }
-  // Later kRunInfo chunks are updates (run_info.h, RunInfoUpdate).
-  absl::StatusOr<RunInfoUpdate> u = RunInfoUpdate::FromJson(json);
   if (!u.ok()) {
     // Not an update: a second RunInfo (e.g. two archives concatenated) is
     // ignored; a broken update is a malformed chunk.
@@ -160,7 +161,8 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
     switch (r.kind) {
       case abi::kStamp:
       case abi::kSpan:
-      case abi::kMeasure: {
+      case abi::kMeasure:
+      case abi::kExternal: {
         if (r.tag_id == abi::kTagInvalid) {
           ++counters_.unattributed;
           continue;
@@ -174,12 +176,26 @@ void Analyzer::OnRecords(const RecordsChunk& c) {
         e.tsc = r.tsc;
         e.order_id = r.order_id;
         e.aux = r.aux;
+        if (r.kind == abi::kExternal) {
+          if (r.aux == abi::kClockInvalid || r.aux > abi::kExternalClockMax) {
+            ++counters_.malformed;
+            continue;
+          }
+          // Its time, placed through the anchors known now (stream order:
+          // the anchors read before the pass that drained it).
+          const ExternalPlacement at = PlaceExternal(
+              stitcher_.time_base(), r.payload.external_ns, r.aux, settings_.external_clocks);
+          e.tsc = at.tsc;
+          e.aux = abi::kAuxUnknown;  // no core read it
+          e.end_aux = r.aux;         // its clock
+          e.duration_ticks = PackUncertaintyNs(at.uncertainty_ns);
+        }
         e.name_id = static_cast<uint32_t>(p->tag_name[r.tag_id]);
         e.process_id = process_id;
         e.tid = tid;
         e.kind = r.kind;
         e.flags = r.flags;
-        if (r.kind != abi::kStamp) {
+        if (r.kind == abi::kSpan || r.kind == abi::kMeasure) {
           e.end_aux = r.payload.span.end_aux;
           e.duration_ticks = r.payload.span.duration_ticks;
           if (r.flags & abi::kRecordSpanSaturated) ++counters_.spans_saturated;

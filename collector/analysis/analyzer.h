@@ -25,6 +25,7 @@
 #include "collector/sinks/stage_stats.h"
 #include "collector/stitch/stitcher.h"
 #include "collector/stream/stream.h"
+#include "collector/time/external_clock.h"
 #include "collector/time/time_base.h"
 #include "ticktrace/store/rows.h"
 
@@ -33,6 +34,7 @@ namespace ticktrace::collect {
 struct AnalyzerSettings {
   StitchSettings stitch;
   bool include_flagged = false;
+  ExternalClockErrors external_clocks;  // for kExternal records (RunInfo::external_clocks)
 };
 
 // Counters the analysis keeps (the collector adds the drainer's and the store's).

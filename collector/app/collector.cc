@@ -186,6 +186,7 @@ AnalyzerSettings ToAnalyzerSettings(const RunInfo& r, const TimeBase& tb) {
   s.stitch.cores = r.cores;
   s.stitch.correct_skew = r.correct_skew;
   s.include_flagged = r.include_flagged;
+  s.external_clocks = r.external_clocks;
   return s;
 }
 
@@ -277,6 +278,16 @@ absl::StatusOr<RunInfo> LiveRunInfo(const CollectorOptions& o) {
   r.anchor_utc_ns = cal.anchor_realtime_ns;
   if (r.anchor_tsc == 0) ReadTscRealtimeAnchor(&r.anchor_tsc, &r.anchor_utc_ns);
   r.anchor_utc_ns += o.test_clock_offset_ns;  // tests only (options.h)
+  r.external_clocks = MeasureAnchorError(1e9 / r.tsc_hz);
+  // A PHC's error: what ptp4l reports, or --clock-error-ns (chrony's figure
+  // is the system clock's, not a PHC's).
+  if (const ClockSync sync = ReadClockSync(o.clock_error_ns);
+      sync.source == "ptp" || sync.source == "flag") {
+    r.external_clocks.phc_error_ns = sync.error_ns;
+  } else if (o.clock_error_ns.has_value()) {
+    r.external_clocks.phc_error_ns = o.clock_error_ns;
+  }
+  r.external_clocks.exchange_error_ns = o.exchange_clock_error_ns;
   const uint64_t step_ticks = MeasureTscStepTicks();
   if (step_ticks > 0) r.tsc_step_ns = static_cast<double>(step_ticks) * 1e9 / r.tsc_hz;
   const TscEnvironment env = ProbeTscEnvironment();

@@ -128,6 +128,10 @@ constexpr FlagRow kFlagTable[] = {
      "this host's clock-sync error bound, used when neither chrony nor ptp4l says "
      "it; cross-host stages carry it as their uncertainty",
      &CollectorFlags::clock_error_ns, nullptr},
+    {"clock", "exchange-clock-error-ns", "NS",
+     "how far a venue's times (stamp_at with Clock::kExchange) may be from this "
+     "host's CLOCK_REALTIME; without it their stages' uncertainty is unknown",
+     &CollectorFlags::exchange_clock_error_ns, nullptr},
     {"clock", "test-clock-offset-ns", "NS",
      "FOR TESTS ONLY: shift this collector's TSC->UTC mapping by NS (simulates a "
      "host whose clock is off)",
@@ -149,6 +153,10 @@ constexpr FlagRow kFlagTable[] = {
      "per-stage latency histograms, flag counts, counters, lag and CPU; see "
      "docs/operations.md",
      &CollectorFlags::metrics_listen, nullptr},
+    {"monitoring", "metrics-required", "",
+     "with --metrics-listen: exit 1 when the address cannot be bound (a port taken); "
+     "without it the collector says so in one line and collects without /metrics",
+     nullptr, &CollectorFlags::metrics_required},
     // OpenTelemetry push (collector/sinks/otlp_sink.h).
     {"monitoring", "otlp-endpoint", "URL",
      "push each interval's slowest orders per stage, and every order with a flag the "
@@ -272,6 +280,14 @@ absl::Status ClockOptionsFromFlags(const CollectorFlags& f, CollectorOptions& o)
                                ParseDoubleFlag("--clock-error-ns", f.clock_error_ns));
     if (!(*o.clock_error_ns >= 0)) {
       return absl::InvalidArgumentError("--clock-error-ns: must be 0 or more");
+    }
+  }
+  if (!f.exchange_clock_error_ns.empty()) {
+    TICKTRACE_ASSIGN_OR_RETURN(
+        o.exchange_clock_error_ns,
+        ParseDoubleFlag("--exchange-clock-error-ns", f.exchange_clock_error_ns));
+    if (!(*o.exchange_clock_error_ns >= 0)) {
+      return absl::InvalidArgumentError("--exchange-clock-error-ns: must be 0 or more");
     }
   }
   if (!f.test_clock_offset_ns.empty()) {

@@ -34,6 +34,7 @@ struct CollectorFlags {
   std::string tsc_hz;
   std::string host_name;
   std::string clock_error_ns;
+  std::string exchange_clock_error_ns;
   std::string test_clock_offset_ns;
   bool include_flagged = false;
   bool correct_skew = false;
@@ -52,6 +53,7 @@ struct CollectorFlags {
   std::string retain_detail;
   std::string retain;
   std::string metrics_listen;
+  bool metrics_required = false;  // a --metrics-listen that cannot bind stops the collector
   std::vector<std::string> budgets;  // --budget, each given
   std::string budgets_file;          // --budgets
   // OpenTelemetry push (collector/sinks/otlp_sink.h).

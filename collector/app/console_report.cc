@@ -126,6 +126,20 @@ std::string CalibrationReport(const RunInfo& r) {
                           "not signal\n",
                           *r.tsc_step_ns);
   }
+  {
+    // What a time read by another clock (stamp_at) is placed with.
+    const ExternalClockErrors& c = r.external_clocks;
+    const auto known = [](const std::optional<double>& ns, const char* flag) {
+      return ns.has_value() ? absl::StrFormat("+-%.0f ns", *ns)
+                            : absl::StrFormat("unknown (%s)", flag);
+    };
+    absl::StrAppendFormat(&out,
+                          "  other clocks   anchor error %.1f ns (realtime resolution %.0f ns); "
+                          "phc %s; exchange %s\n",
+                          c.anchor_error_ns, c.realtime_error_ns,
+                          known(c.phc_error_ns, "--clock-error-ns"),
+                          known(c.exchange_error_ns, "--exchange-clock-error-ns"));
+  }
   for (const EnvironmentNote& e : r.environment) {
     absl::StrAppendFormat(&out, "  %s %-14s %s: %s\n", e.warning ? "WARNING" : "       ",
                           e.name, e.value, e.meaning);

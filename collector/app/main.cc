@@ -1,7 +1,8 @@
 // ticktrace-collector: parses flags (collector/app/command_line.h), then runs the
 // collector (collector/app/collector.h).
 // Exit codes: 0 done (and --help, --version); 1 runtime error (bad file, store
-// not ours, calibration, a busy --metrics-listen port); 2 usage error (unknown
+// not ours, calibration, a busy --metrics-listen port with --metrics-required);
+// 2 usage error (unknown
 // flag, bad value). Errors are one line on stderr.
 
 #include <malloc.h>
@@ -23,7 +24,8 @@ namespace {
 using ticktrace::collect::kCollectorProgram;
 
 // Starts the --metrics-listen endpoint in `*server` and says where it is.
-// A bad address is a usage error (exit 2); a port in use a runtime error.
+// A bad address is a usage error (exit 2); a port in use (or any other bind
+// error) is returned, for the caller to judge by --metrics-required.
 absl::Status StartMetrics(const std::string& listen,
                           std::optional<ticktrace::metrics::MetricsServer>* server) {
   absl::StatusOr<ticktrace::metrics::ListenAddress> address =
@@ -58,7 +60,17 @@ int main(int argc, char** argv) {
   absl::Status s = absl::OkStatus();
   if (!flags.metrics_listen.empty()) {
     s = StartMetrics(flags.metrics_listen, &metrics);
+    if (!s.ok() && !flags.metrics_required) {
+      // Someone else holding the port must not stop the tracing: collect
+      // without the endpoint, and say so once.
+      std::cerr << kCollectorProgram << ": " << s.message()
+                << "; collecting without /metrics (--metrics-required makes this fatal)\n";
+      metrics.reset();
+      s = absl::OkStatus();
+    }
     options->metrics = metrics.has_value() ? &*metrics : nullptr;
+  } else if (flags.metrics_required) {
+    ticktrace::ExitWithUsageError(kCollectorProgram, "--metrics-required needs --metrics-listen");
   }
   if (s.ok()) s = ticktrace::collect::RunCollector(*options);
   if (!s.ok()) {

@@ -41,6 +41,9 @@ struct CollectorOptions {
   // Several hosts, one store (docs/clickhouse.md, "Several hosts"):
   std::string host_name;                 // --host-name; "": the hostname
   std::optional<double> clock_error_ns;  // --clock-error-ns: used without chrony/ptp4l
+  // --exchange-clock-error-ns: the error of times stamp_at reads from messages
+  // (Clock::kExchange); unset: unknown.
+  std::optional<double> exchange_clock_error_ns;
   // --test-clock-offset-ns, FOR TESTS ONLY: added to every CLOCK_REALTIME
   // read of the TSC->UTC anchors, so this collector's UTC runs ahead by it
   // (the multi-host tests offset one host on purpose). Never in production.

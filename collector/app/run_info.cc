@@ -85,6 +85,13 @@ std::string RunInfo::ToJson() const {
   if (tsc_step_ns) j["tsc_step_ns"] = *tsc_step_ns;
   if (measured_tsc_hz) j["measured_tsc_hz"] = *measured_tsc_hz;
   if (!cores.empty()) j["cores"] = CoresArray(cores);
+  json clocks = {{"anchor_error_ns", external_clocks.anchor_error_ns},
+                 {"realtime_error_ns", external_clocks.realtime_error_ns}};
+  if (external_clocks.phc_error_ns) clocks["phc_error_ns"] = *external_clocks.phc_error_ns;
+  if (external_clocks.exchange_error_ns) {
+    clocks["exchange_error_ns"] = *external_clocks.exchange_error_ns;
+  }
+  j["external_clocks"] = clocks;
   return j.dump();
 }
 
@@ -117,6 +124,23 @@ absl::StatusOr<RunInfo> RunInfo::FromJson(std::string_view text) {
         n.meaning = e.value("meaning", "");
         n.warning = e.value("warning", false);
         r.environment.push_back(std::move(n));
+      }
+    }
+    if (j.contains("external_clocks") && j["external_clocks"].is_object()) {
+      const json& c = j["external_clocks"];
+      ExternalClockErrors& e = r.external_clocks;
+      e.anchor_error_ns = c.value("anchor_error_ns", 0.0);
+      e.realtime_error_ns = c.value("realtime_error_ns", 1.0);
+      if (c.contains("phc_error_ns")) e.phc_error_ns = c["phc_error_ns"].get<double>();
+      if (c.contains("exchange_error_ns")) {
+        e.exchange_error_ns = c["exchange_error_ns"].get<double>();
+      }
+      for (const std::optional<double> v :
+           {std::optional<double>(e.anchor_error_ns), std::optional<double>(e.realtime_error_ns),
+            e.phc_error_ns, e.exchange_error_ns}) {
+        if (v.has_value() && !(*v >= 0 && std::isfinite(*v))) {
+          return absl::InvalidArgumentError("run info: impossible clock error");
+        }
       }
     }
     if (j.contains("cores") && j["cores"].is_array()) {

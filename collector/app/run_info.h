@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/time/external_clock.h"
 #include "collector/time/time_base.h"
 
 namespace ticktrace::collect {
@@ -50,6 +51,9 @@ struct RunInfo {
   std::optional<double> measured_tsc_hz;
   uint64_t anchor_tsc = 0;
   int64_t anchor_utc_ns = 0;
+  // The errors that place a time read by another clock (stamp_at), measured
+  // or given at the run's start; a run recorded before them has the defaults.
+  ExternalClockErrors external_clocks;
   std::vector<EnvironmentNote> environment;
   std::vector<CoreSkew> cores;  // empty: not measured (one core, replay of an old archive)
   // Settings.

@@ -92,6 +92,7 @@ class DrainLoop {
   const std::chrono::microseconds busy_pass_every_;
   const std::chrono::milliseconds open_clock_every_;
   Clock::time_point last_anchor_ = t0_;
+  uint64_t later_anchors_ = 0;  // anchors this loop took (the run's first is not one)
   Clock::time_point last_clock_ = t0_;
   // Deep idle: after 1 s without a record the back-off may reach 4 x
   // max_idle_sleep (4 ms: ~250 wake-ups/s instead of ~700, under 1% of a core
@@ -146,12 +147,19 @@ size_t DrainLoop::EncodePass(Clock::time_point pass_start, bool discover) {
   clock_bytes_ = buf_.size();
   // A UTC anchor every anchor interval (about 100 ns: two clock reads), and
   // the skew thread's measurements, as run info updates in the stream.
-  if (pass_start - last_anchor_ >= o_.anchor_interval) {
+  // The first one at the first pass: until a second anchor exists, the rate
+  // between the TSC and CLOCK_REALTIME is not measured, and a time read by
+  // another clock is placed with the largest slew the kernel allows
+  // (collector/time/external_clock.h). The run's own anchor was read before
+  // the calibration's end and the cores' measurement, a piece long enough.
+  const auto due = later_anchors_ == 0 ? std::chrono::milliseconds(0) : o_.anchor_interval;
+  if (pass_start - last_anchor_ >= due) {
     RunInfoUpdate anchor;
     ReadTscRealtimeAnchor(&anchor.anchor.tsc, &anchor.anchor.utc_ns);
     anchor.anchor.utc_ns += o_.test_clock_offset_ns;  // tests only (options.h)
     ChunkEncoder::RunInfo(anchor.ToJson(), &buf_);
     last_anchor_ = pass_start;
+    ++later_anchors_;
   }
   if (stage_.skew != nullptr) stage_.skew->TakeChunks(&buf_);
   const size_t records = drainer_.Pass(discover, &buf_);

@@ -41,6 +41,7 @@ Drainer::Drainer(const DrainerOptions& options, DrainerSeed seed)
   counters_ = seed_.counters;
   // segments_attached counts this collector's attachments: a restart attaches again.
   counters_.segments_attached = 0;
+  refusal_log_ = std::make_unique<RefusalLog>(&log());
 }
 
 namespace {
@@ -75,26 +76,34 @@ Drainer::~Drainer() = default;
 
 std::ostream& Drainer::log() const { return options_.log != nullptr ? *options_.log : std::cerr; }
 
+void Drainer::LogRefusal(const std::string& line) {
+  refusal_log_->Line(line, std::chrono::steady_clock::now());
+}
+
 bool Drainer::Refuse(const absl::Status& status, const SegmentOpenError& why) {
+  const std::string said = absl::StrCat("ticktrace-collector: ", status.message(), "; not drained");
   switch (why.refusal) {
     case SegmentRefusal::kForeign:
     case SegmentRefusal::kOversized:
-      // A readable segment refused whole: its waiting records are counted.
+      // A readable segment refused whole: its waiting records are counted,
+      // unless it has too many rings to count cheaply.
       ++(why.refusal == SegmentRefusal::kForeign ? counters_.segments_foreign
                                                  : counters_.segments_oversized);
       counters_.records_in_refused_segments += why.unconsumed_records;
-      log() << "ticktrace-collector: " << status.message() << "; not drained ("
-            << why.unconsumed_records << " records waiting in it)\n";
+      LogRefusal(why.unconsumed_unknown
+                     ? absl::StrCat(said, " (records waiting in it: unknown; more than ",
+                                    kMaxRingsCounted, " rings are not counted)\n")
+                     : absl::StrCat(said, " (", why.unconsumed_records,
+                                    " records waiting in it)\n"));
       return true;
     case SegmentRefusal::kUnreadable:
       if (why.error_number == ENOENT) return false;  // gone meanwhile: nothing to count
       ++counters_.segments_unreadable;
-      log() << "ticktrace-collector: " << status.message()
-            << "; not drained (its records cannot be counted)\n";
+      LogRefusal(absl::StrCat(said, " (its records cannot be counted)\n"));
       return true;
     default:
       ++counters_.segments_corrupt;
-      log() << "ticktrace-collector: " << status.message() << "; not drained\n";
+      LogRefusal(absl::StrCat(said, "\n"));
       return true;
   }
 }
@@ -109,8 +118,10 @@ void Drainer::Attach(const SegmentId& id, std::string* out) {
                                why.refusal == SegmentRefusal::kOversized ||
                                (why.refusal == SegmentRefusal::kUnreadable &&
                                 why.error_number != ENOENT);
+    // Remembered by the file as listed: Discover() matches the listing.
+    const FileKey file{id.device, id.inode};
     if (final_refusal) {
-      if (Refuse(reader.status(), why)) refused_.insert(id.name);
+      if (Refuse(reader.status(), why)) refused_.insert(file);
       failing_.erase(id.name);
       return;
     }
@@ -118,7 +129,7 @@ void Drainer::Attach(const SegmentId& id, std::string* out) {
     // header not yet complete): retry for a grace period before calling it corrupt.
     auto [it, inserted] = failing_.try_emplace(id.name, now);
     if (now - it->second >= options_.open_grace) {
-      if (Refuse(reader.status(), why)) refused_.insert(id.name);
+      if (Refuse(reader.status(), why)) refused_.insert(file);
       failing_.erase(it);
     }
     return;
@@ -126,6 +137,7 @@ void Drainer::Attach(const SegmentId& id, std::string* out) {
   failing_.erase(id.name);
   auto seg = std::make_unique<Segment>();
   seg->reader = *std::move(reader);
+  seg->file = FileKey{id.device, id.inode};
   const SegmentInfo& info = seg->reader->info();
   seg->slots.resize(info.slot_count);
   const DrainerSeed::Process* known = nullptr;
@@ -225,14 +237,19 @@ void Drainer::Discover(std::string* out) {
   absl::StatusOr<std::vector<SegmentId>> ids = ListSegments(options_.session);
   if (ids.ok()) {
     for (const SegmentId& id : *ids) {
-      if (segments_.contains(id.name) || refused_.contains(id.name)) continue;
+      // A refused file under a new name is still refused: no open, no read.
+      if (segments_.contains(id.name) || refused_.contains(FileKey{id.device, id.inode})) continue;
       Attach(id, out);
     }
-    // Forget refusals of segments that are gone, so a new one of that name is tried.
+    // Forget refusals of files that are gone, so a new file is tried.
     absl::flat_hash_set<std::string> present;
-    for (const SegmentId& id : *ids) present.insert(id.name);
+    absl::flat_hash_set<FileKey> present_files;
+    for (const SegmentId& id : *ids) {
+      present.insert(id.name);
+      present_files.insert(FileKey{id.device, id.inode});
+    }
     for (auto it = refused_.begin(); it != refused_.end();) {
-      if (present.contains(*it)) {
+      if (present_files.contains(*it)) {
         ++it;
       } else {
         refused_.erase(it++);
@@ -273,8 +290,8 @@ size_t Drainer::DrainSlot(Segment& s, uint32_t slot, std::string* out) {
         const SlotView v = s.reader->Slot(slot);
         const uint64_t waiting = v.write_index - v.read_index;
         counters_.records_in_refused_segments += waiting;
-        log() << "ticktrace-collector: " << end.status().message() << "; not drained (" << waiting
-              << " records waiting in it)\n";
+        LogRefusal(absl::StrCat("ticktrace-collector: ", end.status().message(),
+                                "; not drained (", waiting, " records waiting in it)\n"));
         t.corrupt = true;
         t.refused_counted_to = v.write_index;
         return 0;
@@ -369,6 +386,7 @@ size_t Drainer::Pass(bool discover, std::string* out) {
   const auto now = std::chrono::steady_clock::now();
   if (discover || now - last_discovery_ >= options_.discovery_interval) {
     last_discovery_ = now;
+    refusal_log_->Tick(now);
     Discover(out);
   }
   size_t records = 0;
@@ -439,7 +457,7 @@ void Drainer::CommitPass() {
     ++counters_.segments_truncated;
     log() << "ticktrace-collector: segment " << it->first
           << ": shrank while being drained; dropped (records drained before are kept)\n";
-    refused_.insert(it->first);
+    refused_.insert(it->second->file);
     it = segments_.erase(it);
   }
 }

@@ -17,8 +17,11 @@
 // Trust (docs/security.md): only segments owned by the collector's own uid,
 // or by a uid in options.limits.allowed_uids, are drained. Every other segment,
 // and every segment that cannot be opened, is too large, or shrinks under the
-// reader, is named once on the log stream and counted (DrainerCounters); a
-// refused segment is not tried again while its name exists.
+// reader, is counted (DrainerCounters) and named on the log stream, at most
+// RefusalLog::kLinesPerWindow lines per RefusalLog::kWindow (the rest summed
+// up in one line). A refused file is remembered by its device and inode, not
+// its name: it is not tried again while it exists, under any name, so
+// renaming it costs nothing (no open, no read).
 //
 // A bad ring costs only itself: a ring whose indices are impossible (write
 // behind read, or more published than the ring holds: SegmentReader::Peek;
@@ -50,6 +53,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "collector/analysis/analyzer.h"
+#include "collector/drain/refusal_log.h"
 #include "collector/stream/stream.h"
 #include "ticktrace/segment_reader.h"
 
@@ -61,7 +65,7 @@ struct DrainerOptions {
   std::chrono::milliseconds discovery_interval{100};
   std::chrono::milliseconds open_grace{1000};  // a segment may be mid-creation this long
   SegmentOpenLimits limits;                      // whose segments, and how large
-  std::ostream* log = nullptr;                   // refusals, one line each; null: std::cerr
+  std::ostream* log = nullptr;                   // refusals, rate-limited; null: std::cerr
 };
 
 struct DrainerCounters {
@@ -157,8 +161,11 @@ class Drainer {
     // index was rewritten by someone else: corrupt. Unset until the first commit.
     std::optional<uint64_t> committed_read;
   };
+  // A file by its device and inode (SegmentId::device, inode).
+  using FileKey = std::pair<uint64_t, uint64_t>;
   struct Segment {
     std::unique_ptr<SegmentReader> reader;
+    FileKey file;  // as listed when attached
     uint32_t process_id = 0;
     uint32_t tags_announced = 0;
     bool dying = false;
@@ -176,6 +183,8 @@ class Drainer {
   void Attach(const SegmentId& id, std::string* out);
   // Counts and names a segment Open() refused; false when it may be retried.
   bool Refuse(const absl::Status& status, const SegmentOpenError& why);
+  // Says `line` through refusal_log_.
+  void LogRefusal(const std::string& line);
   std::ostream& log() const;
   void AnnounceTags(Segment& s, std::string* out);
   void RefreshCounters(Segment& s, std::string* out);
@@ -188,7 +197,8 @@ class Drainer {
   DrainerSeed seed_;
   std::map<std::string, std::unique_ptr<Segment>> segments_;  // by shm name
   absl::flat_hash_map<std::string, std::chrono::steady_clock::time_point> failing_;
-  absl::flat_hash_set<std::string> refused_;
+  absl::flat_hash_set<FileKey> refused_;  // files refused, while they exist
+  std::unique_ptr<RefusalLog> refusal_log_;
   uint32_t next_process_id_ = 1;
   std::chrono::steady_clock::time_point last_discovery_{};
   std::vector<PendingCommit> pending_;

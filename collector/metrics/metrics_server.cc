@@ -6,11 +6,12 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
@@ -21,7 +22,6 @@ namespace ticktrace::metrics {
 namespace {
 
 constexpr size_t kMaxRequestBytes = 8192;  // a scrape's request is a few hundred bytes
-constexpr int kIoTimeoutMs = 2000;         // a client that stalls longer is dropped
 
 int64_t ScrapeRealtimeNs() {
   timespec ts;
@@ -36,17 +36,6 @@ double ScrapeProcessCpuSeconds() {
     return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) * 1e-6;
   };
   return seconds(ru.ru_utime) + seconds(ru.ru_stime);
-}
-
-// Writes all of `data`; false when the peer went away or stalled.
-bool SendAllBytes(int fd, absl::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 std::string HttpResponse(absl::string_view status, absl::string_view content_type,
@@ -111,14 +100,16 @@ absl::Status MetricsServer::Start(const ListenAddress& address) {
   if (gai != 0) return absl::InvalidArgumentError(absl::StrCat(where, ": ", gai_strerror(gai)));
   int err = 0;
   for (addrinfo* ai = res; ai != nullptr && listen_fd_ < 0; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    // Non-blocking: AcceptClients() accepts until none is left.
+    const int fd =
+        socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (fd < 0) {
       err = errno;
       continue;
     }
     const int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
       err = errno;
       close(fd);
       continue;
@@ -179,56 +170,120 @@ std::string MetricsServer::MetricsBody() {
 }
 
 void MetricsServer::Serve() {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  // fds[0] the listening socket, fds[1] the wake eventfd, then one per
+  // connection in clients_ order.
+  std::vector<pollfd> fds;
   while (true) {
-    const int n = poll(fds, 2, -1);
+    const auto now = std::chrono::steady_clock::now();
+    // A client past its deadline is dropped, whatever it has sent: a slow
+    // sender cannot keep its slot (or the thread) by trickling bytes.
+    for (auto it = clients_.begin(); it != clients_.end();) {
+      if (now >= it->deadline) {
+        close(it->fd);
+        it = clients_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    fds.assign({{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}});
+    int timeout_ms = -1;
+    for (const Client& c : clients_) {
+      fds.push_back({c.fd, static_cast<short>(c.reply.empty() ? POLLIN : POLLOUT), 0});
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(c.deadline - now).count();
+      const int left_ms = static_cast<int>(std::max<int64_t>(1, left));
+      timeout_ms = timeout_ms < 0 ? left_ms : std::min(timeout_ms, left_ms);
+    }
+    const int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || (fds[1].revents & POLLIN) != 0) return;  // Stop()
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) continue;  // the client gave up (ECONNABORTED), or EMFILE: try again later
-    const timeval tv{kIoTimeoutMs / 1000, (kIoTimeoutMs % 1000) * 1000};
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    Answer(conn);
-    close(conn);
+    if (n < 0 || (fds[1].revents & POLLIN) != 0) break;  // Stop()
+    // Serve the connections first (their fds match clients_ as polled), then accept.
+    size_t i = 2;
+    for (auto it = clients_.begin(); it != clients_.end(); ++i) {
+      const short revents = fds[i].revents;
+      if (revents != 0 && !Step(*it, revents)) {
+        close(it->fd);
+        it = clients_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if ((fds[0].revents & POLLIN) != 0) AcceptClients();
+  }
+  for (const Client& c : clients_) close(c.fd);
+  clients_.clear();
+}
+
+void MetricsServer::AcceptClients() {
+  while (true) {
+    const int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (conn < 0) return;  // EAGAIN: none left; ECONNABORTED, EMFILE: try again at the next poll
+    if (clients_.size() >= kMaxClients) {
+      // Full: the oldest connection goes (it is the nearest its deadline
+      // anyway), so that idle connections cannot lock a scraper out.
+      close(clients_.front().fd);
+      clients_.pop_front();
+    }
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kRequestDeadlineMs);
+    clients_.push_back(Client{conn, deadline, {}, {}, 0});
   }
 }
 
-void MetricsServer::Answer(int fd) {
-  std::string request;
-  char buf[1024];
-  while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // closed, reset or timed out before a whole request
-    request.append(buf, static_cast<size_t>(n));
+bool MetricsServer::Step(Client& c, short revents) {
+  if (c.reply.empty()) {
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) == 0) return true;
+    char buf[1024];
+    const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false;  // closed or reset before a whole request
+    c.request.append(buf, static_cast<size_t>(n));
+    if (c.request.find("\r\n\r\n") == std::string::npos) {
+      if (c.request.size() < kMaxRequestBytes) return true;
+      c.reply = HttpResponse("431 Request Header Fields Too Large", "text/plain",
+                             "request too large\n", false);
+    } else {
+      c.reply = Answer(c.request);
+    }
+    // Now write what fits; the rest when the socket is writable again.
+  } else if ((revents & (POLLOUT | POLLHUP | POLLERR)) == 0) {
+    return true;
   }
+  while (c.sent < c.reply.size()) {
+    const ssize_t n =
+        send(c.fd, c.reply.data() + c.sent, c.reply.size() - c.sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (n <= 0) return false;
+    c.sent += static_cast<size_t>(n);
+  }
+  return false;  // the whole response is out: the connection closes
+}
+
+std::string MetricsServer::Answer(const std::string& request) {
   // Request line: METHOD SP TARGET SP VERSION.
   const absl::string_view line = absl::string_view(request).substr(0, request.find("\r\n"));
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == absl::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp2 == absl::string_view::npos) {
-    SendAllBytes(fd, HttpResponse("400 Bad Request", "text/plain", "bad request\n", false));
-    return;
+    return HttpResponse("400 Bad Request", "text/plain", "bad request\n", false);
   }
   const absl::string_view method = line.substr(0, sp1);
   absl::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
   target = target.substr(0, target.find('?'));
   const bool head = method == "HEAD";
-  std::string reply;
   if (method != "GET" && !head) {
-    reply = HttpResponse("405 Method Not Allowed", "text/plain", "GET or HEAD only\n", false);
-  } else if (target == "/metrics") {
-    scrapes_.fetch_add(1, std::memory_order_relaxed);
-    reply = HttpResponse("200 OK", "text/plain; version=0.0.4; charset=utf-8", MetricsBody(), head);
-  } else if (target == "/") {
-    reply = HttpResponse("200 OK", "text/plain; charset=utf-8",
-                         "ticktrace-collector: metrics at /metrics\n", head);
-  } else {
-    reply = HttpResponse("404 Not Found", "text/plain", "not found; try /metrics\n", head);
+    return HttpResponse("405 Method Not Allowed", "text/plain", "GET or HEAD only\n", false);
   }
-  SendAllBytes(fd, reply);
+  if (target == "/metrics") {
+    scrapes_.fetch_add(1, std::memory_order_relaxed);
+    return HttpResponse("200 OK", "text/plain; version=0.0.4; charset=utf-8", MetricsBody(), head);
+  }
+  if (target == "/") {
+    return HttpResponse("200 OK", "text/plain; charset=utf-8",
+                        "ticktrace-collector: metrics at /metrics\n", head);
+  }
+  return HttpResponse("404 Not Found", "text/plain", "not found; try /metrics\n", head);
 }
 
 }  // namespace ticktrace::metrics

@@ -1,9 +1,16 @@
 // The collector's metrics endpoint (--metrics-listen HOST:PORT): a small
-// HTTP/1.1 server on a thread of its own, blocking sockets, one connection at
-// a time (Prometheus scrapes one target with one connection), serving
+// HTTP/1.1 server on a thread of its own, serving
 //   GET /metrics   the Prometheus text format (prometheus_text.h)
 //   GET /          a line pointing at /metrics
 // and 404/405 for anything else. Every response closes its connection.
+//
+// Anyone local can connect, so no client may hold the others up: one poll()
+// loop serves up to kMaxClients connections at once on non-blocking sockets,
+// and each connection has one deadline for the whole exchange (request read
+// and response written), kRequestDeadlineMs after it was accepted, that its
+// bytes do not extend. A client sending a byte a second, or one that sends
+// nothing, is closed at its deadline; meanwhile every other client is served
+// as its bytes come. At the cap a new connection pushes out the oldest.
 //
 // Threads: main() calls Start() (before the collector runs) and Stop() (or
 // the destructor); the analysis thread calls Publish() once per snapshot;
@@ -14,7 +21,9 @@
 #define TICKTRACE_COLLECTOR_METRICS_METRICS_SERVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <thread>
 #include <utility>
@@ -39,6 +48,9 @@ absl::StatusOr<ListenAddress> ParseListenAddress(absl::string_view text);
 
 class MetricsServer {
  public:
+  static constexpr size_t kMaxClients = 64;         // connections served at once
+  static constexpr int kRequestDeadlineMs = 5000;   // accept to last byte sent (Prometheus: 10 s)
+
   // `version`, `commit`: the build's, for ticktrace_collector_info
   // (<ticktrace/version.h>; passed in so this library need not rebuild per commit).
   MetricsServer(std::string version, std::string commit)
@@ -65,8 +77,22 @@ class MetricsServer {
   uint64_t scrapes() const { return scrapes_.load(std::memory_order_relaxed); }
 
  private:
-  void Serve();                    // the server thread
-  void Answer(int connection_fd);  // reads one request, writes one response
+  // One connection of the server thread: its request so far, then its reply.
+  struct Client {
+    int fd;
+    std::chrono::steady_clock::time_point deadline;
+    std::string request;
+    std::string reply;  // empty while the request is read
+    size_t sent;        // bytes of reply written
+  };
+
+  void Serve();          // the server thread
+  void AcceptClients();  // accepts every pending connection (server thread)
+  // Reads or writes what `c` is ready for; false when its connection is done
+  // (response written, peer gone). Server thread.
+  bool Step(Client& c, short revents);
+  // The response to one whole request.
+  std::string Answer(const std::string& request);
   std::string MetricsBody();
 
   const std::string version_, commit_;
@@ -74,6 +100,7 @@ class MetricsServer {
   int wake_fd_ = -1;  // an eventfd: Stop() writes it to end Serve()'s poll
   uint16_t port_ = 0;
   std::thread thread_;
+  std::deque<Client> clients_;  // the server thread's only, oldest first
   // Relaxed: a statistic; nothing is published through it.
   std::atomic<uint64_t> scrapes_{0};
 

@@ -14,7 +14,7 @@ uint32_t StageStats::StageId(std::string_view name, StageKind kind) {
   return id;
 }
 
-void StageStats::Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns,
+void StageStats::Add(uint32_t stage_id, double latency_ns, uint16_t flags, double start_offset_ns,
                      double uncertainty_ns, bool core_unknown) {
   Stage& s = *stages_[stage_id];
   ++samples_;

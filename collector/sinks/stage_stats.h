@@ -20,16 +20,17 @@ namespace ticktrace::collect {
 
 // Sample flags: the store's bits (store/include/ticktrace/store/flags.h, the one
 // definition, documented in docs/store.md "Flags"), as the collector's
-// 8-bit flag fields hold them.
-inline constexpr uint8_t kFlagMigrated = store::kFlagMigrated;
-inline constexpr uint8_t kFlagNegative = store::kFlagNegative;
-inline constexpr uint8_t kFlagCrossCore = store::kFlagCrossCore;
-inline constexpr uint8_t kFlagSaturated = store::kFlagSaturated;
-inline constexpr uint8_t kFlagSkew = store::kFlagSkew;
-inline constexpr uint8_t kFlagOutOfOrder = store::kFlagOutOfOrder;
-inline constexpr uint8_t kFlagLate = store::kFlagLate;
-inline constexpr uint8_t kFlagCrossHost = store::kFlagCrossHost;
-static_assert(store::kFlagCrossHost <= 0xff, "the collector keeps flags in 8 bits");
+// 16-bit flag fields hold them.
+inline constexpr uint16_t kFlagMigrated = store::kFlagMigrated;
+inline constexpr uint16_t kFlagNegative = store::kFlagNegative;
+inline constexpr uint16_t kFlagCrossCore = store::kFlagCrossCore;
+inline constexpr uint16_t kFlagSaturated = store::kFlagSaturated;
+inline constexpr uint16_t kFlagSkew = store::kFlagSkew;
+inline constexpr uint16_t kFlagOutOfOrder = store::kFlagOutOfOrder;
+inline constexpr uint16_t kFlagLate = store::kFlagLate;
+inline constexpr uint16_t kFlagCrossHost = store::kFlagCrossHost;
+inline constexpr uint16_t kFlagExternal = store::kFlagExternal;
+static_assert(store::kFlagExternal <= 0xffff, "the collector keeps flags in 16 bits");
 
 // The flags that keep a sample out of the percentiles unless --include-flagged.
 // cross_core alone is counted but not excluded: every hop between pinned
@@ -37,7 +38,7 @@ static_assert(store::kFlagCrossHost <= 0xff, "the collector keeps flags in 8 bit
 // counted, not excluded (a short hop measured through a slightly offset
 // clock is still a hop), and late is not excluded either (its samples are
 // real differences).
-inline constexpr uint8_t kFlagsExcludedByDefault = store::kFlagsExcludedByDefault;
+inline constexpr uint16_t kFlagsExcludedByDefault = store::kFlagsExcludedByDefault;
 
 enum class StageKind : uint8_t { kTransition, kSpan, kTotal };
 
@@ -80,7 +81,7 @@ class StageStats {
   // `uncertainty_ns`: how far the value may be off through the cores' clock
   // offsets (0 on one core or when unknown). `core_unknown`: the core of
   // either end is not known.
-  void Add(uint32_t stage_id, double latency_ns, uint8_t flags, double start_offset_ns,
+  void Add(uint32_t stage_id, double latency_ns, uint16_t flags, double start_offset_ns,
            double uncertainty_ns = 0, bool core_unknown = false);
 
   bool include_flagged() const { return include_flagged_; }

@@ -13,8 +13,10 @@
 namespace ticktrace::collect {
 
 // A sample whose core is unknown at either end: not known to be on one core,
-// nor on two, so it is counted on its own (StageSummary::core_unknown).
+// nor on two, so it is counted on its own (StageSummary::core_unknown). Not
+// a sample with an end read by another clock: no core read that end.
 inline bool CoreUnknown(const StitchedSample& s) {
+  if (s.flags & kFlagExternal) return false;
   return s.begin_aux == abi::kAuxUnknown || s.end_aux == abi::kAuxUnknown;
 }
 

@@ -32,7 +32,7 @@ class StageStats;
 // (interval's) own duration.
 struct StitchedSample {
   uint32_t stage_id = 0;  // StageStats::StageId: StageStats::StageName(stage_id) names it
-  uint8_t flags = 0;      // kFlag* (stage_stats.h), decided by the stitcher
+  uint16_t flags = 0;     // kFlag* (stage_stats.h), decided by the stitcher
   // The difference is end_tsc - begin_tsc as a signed tick count. A span:
   // begin_tsc is its begin, end_tsc = begin_tsc + duration, or - duration
   // when it ran backwards (abi::kRecordSpanBackwards).
@@ -40,7 +40,8 @@ struct StitchedSample {
   uint64_t end_tsc = 0;
   uint32_t begin_aux = abi::kAuxUnknown, end_aux = abi::kAuxUnknown;
   uint32_t begin_process = 0, end_process = 0;
-  // The two cores' measured bounds summed (cross-core, both measured), else 0.
+  // The two cores' measured bounds summed (cross-core, both measured), plus
+  // an external end's uncertainty (kFlagExternal), else 0.
   double uncertainty_ns = 0;
   // Subtracted from the difference (correct_skew: the two cores' measured
   // offsets, end's minus begin's), else 0.
@@ -58,15 +59,19 @@ struct StitchedStamp {
   uint64_t tsc = 0;  // a stamp's TSC, or a span's begin
   uint32_t name_id = 0;  // the tag's name, in StitchView::tag_names
   uint8_t kind = abi::kStamp;  // abi::RecordKind
-  uint8_t flags = 0;     // kFlag*: a span's sample flags, or kFlagLate for a late stamp
+  uint16_t flags = 0;    // kFlag*: a span's sample flags, kFlagLate for a late stamp,
+                         // kFlagExternal for a time read by another clock
   uint32_t aux = abi::kAuxUnknown;
-  uint32_t end_aux = abi::kAuxUnknown;  // spans
+  uint32_t end_aux = abi::kAuxUnknown;  // spans; kExternal: its clock (abi::ExternalClock)
   uint32_t process_id = 0;
   uint32_t tid = 0;
-  uint32_t duration_ticks = 0;  // spans, as recorded (see the sample for its sign)
+  // Spans, as recorded (see the sample for its sign); kExternal: its
+  // uncertainty (collector/time/external_clock.h, UnpackUncertaintyNs).
+  uint32_t duration_ticks = 0;
   int32_t span_sample = -1;     // spans: the index of its sample in StitchedOrder::samples
 
   bool is_span() const { return kind == abi::kSpan || kind == abi::kMeasure; }
+  bool is_external() const { return kind == abi::kExternal; }
 };
 
 struct StitchedOrder {

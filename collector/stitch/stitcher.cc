@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/time/external_clock.h"
 
 namespace ticktrace::collect {
 namespace {
@@ -55,9 +56,9 @@ const Stitcher::CoreClock* Stitcher::Core(uint32_t aux) const {
   return &core_clock_[cpu];
 }
 
-uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
+uint16_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
                             StitchedSample* sample) const {
-  uint8_t flags = 0;
+  uint16_t flags = 0;
   sample->begin_tsc = a.tsc;
   sample->end_tsc = b.tsc;
   sample->begin_aux = a.aux;
@@ -78,13 +79,33 @@ uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
       if (settings_.correct_skew) sample->skew_correction_ns = cb->offset_ns - ca->offset_ns;
     }
   }
+  const bool external = a.kind == abi::kExternal || b.kind == abi::kExternal;
+  if (external) {
+    // An end read by another clock: its uncertainty (external_clock.h) is the
+    // bound, summed with the other end's when both are external; unknown when
+    // either's is.
+    flags |= kFlagExternal;
+    bounded = true;
+    for (const Event* end : {&a, &b}) {
+      if (end->kind != abi::kExternal) continue;
+      const std::optional<double> u = UnpackUncertaintyNs(end->duration_ticks);
+      if (u.has_value()) {
+        sample->uncertainty_ns += *u;
+      } else {
+        bounded = false;
+      }
+    }
+  }
   const double latency_ns = sample->LatencyNs(time_);
   const double uncertainty_ns = sample->uncertainty_ns;
   const bool same_core = KnownAux(a.aux) && KnownAux(b.aux) && !DifferentCores(a.aux, b.aux);
   // One ring (one thread, in program order): b's record before a's means the
   // code stamped the later stage first. &b < &a: both point into one events
   // vector, which holds a ring's records in ring order.
-  const bool ring_reversed = same_ring && a.process_id == b.process_id && a.tid == b.tid && &b < &a;
+  // Not for an external end: the program may learn a time after stamping a
+  // later stage (a packet's receive time, read after md_rx).
+  const bool ring_reversed = same_ring && !external && a.process_id == b.process_id &&
+                             a.tid == b.tid && &b < &a;
   if (ring_reversed || (latency_ns < 0 && same_core)) {
     flags |= kFlagOutOfOrder;
   } else if (latency_ns < 0) {
@@ -100,8 +121,8 @@ uint8_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
 // value is negative when it ran backwards (the producer keeps how far),
 // never clamped to 0.
 template <typename E>
-uint8_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
-  uint8_t flags = 0;
+uint16_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
+  uint16_t flags = 0;
   const bool backwards = (e.flags & abi::kRecordSpanBackwards) != 0;
   sample->begin_tsc = e.tsc;
   sample->end_tsc = backwards ? e.tsc - uint64_t{e.duration_ticks} : e.tsc + e.duration_ticks;
@@ -142,7 +163,8 @@ int Stitcher::PositionOf(uint32_t name_id) {
 
 bool Stitcher::StampLike(const Event& e, int pos) const {
   // A declared pipeline may name a span's tag: its begin then stands for the stage.
-  return pos >= 0 && (e.kind == abi::kStamp || e.kind == abi::kSpan || e.kind == abi::kMeasure);
+  return pos >= 0 && (e.kind == abi::kStamp || e.kind == abi::kSpan ||
+                      e.kind == abi::kMeasure || e.kind == abi::kExternal);
 }
 
 Stitcher::EventSpan Stitcher::Events(const Order& o) const {
@@ -211,7 +233,8 @@ uint32_t Stitcher::NewOrder(uint64_t order_id, uint32_t instance) {
 bool Stitcher::StartsNewInstance(const Order& o, const StitchEvent& e) {
   if (!pipeline_known_) return false;
   const int pos = PositionOf(e.name_id);
-  if (pos < 0 || (e.kind != abi::kStamp && e.kind != abi::kSpan && e.kind != abi::kMeasure)) {
+  if (pos < 0 || (e.kind != abi::kStamp && e.kind != abi::kSpan && e.kind != abi::kMeasure &&
+                  e.kind != abi::kExternal)) {
     return false;
   }
   for (const Event& ev : Events(o)) {
@@ -623,7 +646,7 @@ inline void Stitcher::BuildChain(const Order& o) {
   for (const Event& e : Events(o)) {
     const int pos = PositionOf(e.name_id);
     if (!StampLike(e, pos)) {
-      if (e.kind == abi::kStamp) ++counters_.outside_pipeline;
+      if (e.kind == abi::kStamp || e.kind == abi::kExternal) ++counters_.outside_pipeline;
       continue;
     }
     ChainEntry& c = chain_[pos];
@@ -654,7 +677,7 @@ inline void Stitcher::BuildChain(const Order& o) {
 // is the order's own; the missing stages into out_.missing. Returns the
 // chain's first and last present entries (null when none).
 inline std::pair<const Stitcher::ChainEntry*, const Stitcher::ChainEntry*>
-Stitcher::AddStageSamples(uint8_t late_flag) {
+Stitcher::AddStageSamples(uint16_t late_flag) {
   StitchedOrder& out = out_;
   const ChainEntry* first = nullptr;
   const ChainEntry* prev = nullptr;
@@ -679,7 +702,7 @@ Stitcher::AddStageSamples(uint8_t late_flag) {
 
 // Spans and intervals: their own duration under their tag. Every record
 // as a stamp when a sink wants them.
-inline void Stitcher::AddSpansAndStamps(const Order& o, uint8_t late_flag) {
+inline void Stitcher::AddSpansAndStamps(const Order& o, uint16_t late_flag) {
   StitchedOrder& out = out_;
   bool want_stamps = false;
   for (const StitchedOrderSink* sink : sinks_) want_stamps = want_stamps || sink->WantsStamps();
@@ -689,7 +712,8 @@ inline void Stitcher::AddSpansAndStamps(const Order& o, uint8_t late_flag) {
   for (const Event& e : events) {
     const bool is_span = e.kind == abi::kSpan || e.kind == abi::kMeasure;
     int32_t span_sample = -1;
-    uint8_t flags = late_flag;
+    uint16_t flags = late_flag;
+    if (e.kind == abi::kExternal) flags |= kFlagExternal;
     if (is_span) {
       StitchedSample& sample = out.samples.emplace_back();
       sample.flags = SpanFlagsOf(e, &sample) | late_flag;
@@ -740,7 +764,7 @@ void Stitcher::Emit(Order& o) {
   // A reused id's instance without the first stage: records that came after
   // their order was emitted (stitcher.h, "Lingering and instances").
   const bool late = o.instance > 0 && !chain_.empty() && chain_[0].event == nullptr;
-  const uint8_t late_flag = late ? kFlagLate : 0;
+  const uint16_t late_flag = late ? kFlagLate : 0;
 
   StitchedOrder& out = out_;
   out.Clear();
@@ -790,7 +814,7 @@ void Stitcher::Learn() {
     const Order* a = o;
     for (int depth = 0; a != nullptr && depth <= kMaxLinkDepth; ++depth) {
       for (const Event& e : Events(*a)) {
-        if (e.kind != abi::kStamp) continue;
+        if (e.kind != abi::kStamp && e.kind != abi::kExternal) continue;
         auto [it, inserted] = first_tsc.emplace(e.name_id, e.tsc);
         if (!inserted) it->second = std::min(it->second, e.tsc);
       }

@@ -140,12 +140,12 @@ struct StitchEvent {
   uint64_t tsc = 0;              // stamp TSC, or a span's begin
   uint64_t order_id = 0;
   uint32_t aux = abi::kAuxUnknown;
-  uint32_t end_aux = abi::kAuxUnknown;  // spans
-  uint32_t duration_ticks = 0;          // spans
+  uint32_t end_aux = abi::kAuxUnknown;  // spans; kExternal: its clock
+  uint32_t duration_ticks = 0;          // spans; kExternal: PackUncertaintyNs
   uint32_t name_id = 0;          // tag name, interned in the analyzer's tag NameTable
   uint32_t process_id = 0;
   uint32_t tid = 0;
-  uint8_t kind = abi::kStamp;    // kStamp, kSpan or kMeasure
+  uint8_t kind = abi::kStamp;    // kStamp, kSpan, kMeasure or kExternal
   uint8_t flags = 0;             // abi::RecordFlags
 };
 
@@ -321,10 +321,10 @@ class Stitcher {
   void LeaveTable(uint32_t idx);
   // The flags of a sample, and what it carries of the cores' clocks. Its
   // value in ns is needed only to decide them; the sinks convert again.
-  uint8_t PairFlags(const Event& a, const Event& b, bool same_ring,
+  uint16_t PairFlags(const Event& a, const Event& b, bool same_ring,
                     StitchedSample* sample) const;
   template <typename E>
-  uint8_t SpanFlagsOf(const E& e, StitchedSample* sample) const;
+  uint16_t SpanFlagsOf(const E& e, StitchedSample* sample) const;
   const CoreClock* Core(uint32_t aux) const;
   void AddRecord(const StitchEvent& e);
   void ExpireLingering(bool all);
@@ -346,8 +346,8 @@ class Stitcher {
   void Emit(Order& o);  // REQUIRES: pipeline_known_
   // Emit's steps, in order, each on out_ and chain_.
   void BuildChain(const Order& o);
-  std::pair<const ChainEntry*, const ChainEntry*> AddStageSamples(uint8_t late_flag);
-  void AddSpansAndStamps(const Order& o, uint8_t late_flag);
+  std::pair<const ChainEntry*, const ChainEntry*> AddStageSamples(uint16_t late_flag);
+  void AddSpansAndStamps(const Order& o, uint16_t late_flag);
   void Classify(const Order& o, bool late);
   StitchView View() const { return StitchView{&time_, tag_names_, stats_, &pipeline_}; }
   void Release(uint32_t idx, bool held);

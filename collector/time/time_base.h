@@ -81,6 +81,71 @@ struct TimeBase {
         static_cast<double>(tsc - lo.tsc) / static_cast<double>(hi->tsc - lo.tsc);
     return lo.utc_ns + std::llround(fraction * static_cast<double>(hi->utc_ns - lo.utc_ns));
   }
+  // The TSC position whose UtcNs is `utc_ns`: UtcNs's inverse over the same
+  // pieces (linear between the two anchors around it, the calibrated rate
+  // before the first or after the last), rounded to the tick. For a time read
+  // by another clock (an external stamp: collector/time/external_clock.h).
+  // A CLOCK_REALTIME step between two anchors (UTC going backwards) leaves
+  // that piece's UTC range empty or reversed: the first piece that holds
+  // `utc_ns` is taken.
+  uint64_t TscAtUtc(int64_t utc_ns) const {
+    const auto from = [&](const UtcAnchor& a) {
+      return a.tsc + static_cast<uint64_t>(
+                         std::llround(static_cast<double>(utc_ns - a.utc_ns) / ns_per_tick));
+    };
+    const UtcAnchor first{anchor_tsc, anchor_utc_ns};
+    if (later_anchors.empty() || utc_ns <= anchor_utc_ns) return from(first);
+    const UtcAnchor& last = later_anchors.back();
+    if (utc_ns >= last.utc_ns) return from(last);
+    const auto between = [&](const UtcAnchor& lo, const UtcAnchor& hi) {
+      const double fraction =
+          static_cast<double>(utc_ns - lo.utc_ns) / static_cast<double>(hi.utc_ns - lo.utc_ns);
+      return lo.tsc +
+             static_cast<uint64_t>(std::llround(fraction * static_cast<double>(hi.tsc - lo.tsc)));
+    };
+    // UTC rises with the anchors unless the clock stepped back: a binary
+    // search, checked, and a walk when the check fails.
+    const auto hi = std::upper_bound(
+        later_anchors.begin(), later_anchors.end(), utc_ns,
+        [](int64_t u, const UtcAnchor& a) { return u < a.utc_ns; });
+    if (hi != later_anchors.end()) {
+      const UtcAnchor lo = hi == later_anchors.begin() ? first : *(hi - 1);
+      if (utc_ns >= lo.utc_ns && utc_ns < hi->utc_ns) return between(lo, *hi);
+    }
+    UtcAnchor lo = first;
+    for (const UtcAnchor& a : later_anchors) {
+      if (utc_ns >= lo.utc_ns && utc_ns < a.utc_ns) return between(lo, a);
+      lo = a;
+    }
+    return from(last);  // no piece holds it (a step back around it)
+  }
+  // How far `utc_ns` lies outside the anchors' UTC range, in ns (0 inside it):
+  // a time mapped there uses the calibrated rate, not CLOCK_REALTIME's own.
+  int64_t NsOutsideAnchors(int64_t utc_ns) const {
+    const int64_t last_utc = later_anchors.empty() ? anchor_utc_ns : later_anchors.back().utc_ns;
+    if (utc_ns < anchor_utc_ns) return anchor_utc_ns - utc_ns;
+    if (utc_ns > last_utc) return utc_ns - last_utc;
+    return 0;
+  }
+  // The last piece's length in ns (calibrated); unset with one anchor.
+  std::optional<double> LastPieceNs() const {
+    if (later_anchors.empty()) return std::nullopt;
+    const uint64_t lo = later_anchors.size() == 1 ? anchor_tsc
+                                                  : later_anchors[later_anchors.size() - 2].tsc;
+    return DiffNs(later_anchors.back().tsc, lo);
+  }
+  // CLOCK_REALTIME's rate against the calibrated TSC over the last piece
+  // between two anchors, in ppm (DriftPpm's measure, over the newest piece
+  // only). Unset with one anchor.
+  std::optional<double> LastPieceDriftPpm() const {
+    if (later_anchors.empty()) return std::nullopt;
+    const UtcAnchor lo = later_anchors.size() == 1 ? UtcAnchor{anchor_tsc, anchor_utc_ns}
+                                                   : later_anchors[later_anchors.size() - 2];
+    const UtcAnchor& hi = later_anchors.back();
+    const double tsc_ns = DiffNs(hi.tsc, lo.tsc);
+    if (tsc_ns <= 0) return std::nullopt;
+    return (static_cast<double>(hi.utc_ns - lo.utc_ns) / tsc_ns - 1.0) * 1e6;
+  }
   // How far CLOCK_REALTIME ran from the calibrated TSC between the first and
   // the last anchor, in ppm (positive: the realtime clock ran faster). Unset
   // with one anchor.

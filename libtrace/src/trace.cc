@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "src/process_info.h"
+#include "src/segment_guard.h"
 #include "src/text.h"
 #include "ticktrace/calibration.h"
 
@@ -123,6 +124,7 @@ void ForkParent() { g_mu.unlock(); }
 void ForkChild() {
   ProcessSegment* parent_segment = g_segment.exchange(nullptr, std::memory_order_relaxed);
   delete parent_segment;  // unmaps the parent's segment from the child only
+  internal::ForgetSegmentGuard();
   internal::tls_ring = {};
   tls_cold = {};
   pthread_setspecific(g_exit_key, nullptr);
@@ -298,6 +300,9 @@ Result<ProcessSegment*> CreateSegment(const Options& options) {
                                 " bytes): ", e.what()));
   }
   seg->base = static_cast<uint8_t*>(seg->region.get_address());
+  // Before the first store into it: a group member may shrink the file at
+  // any time from now on (src/segment_guard.h).
+  internal::GuardSegmentMapping(seg->base, size);
   // Before anything is written: the header, the tag table and every slot's
   // control lines, which the collector reads for every slot. A ring's records
   // wait for the thread that claims it (ReserveRing).
@@ -311,6 +316,7 @@ Result<ProcessSegment*> CreateSegment(const Options& options) {
   }
   if (err != 0) {
     const std::string name = seg->name;
+    internal::ForgetSegmentGuard();  // the range is unmapped below: nothing to guard
     seg.reset();  // unmaps and closes
     bip::shared_memory_object::remove(name.c_str());
     return Status(
@@ -402,9 +408,16 @@ Status Attach() {
     tls_cold.mode = ThreadMode::kNoSegment;
     return seg.status();
   }
-  abi::SlotControl* slot = ClaimSlot(**seg);
   abi::SegmentHeader* header = (*seg)->header;
   tls_cold.header = header;
+  if (internal::SegmentTruncated()) {
+    // What the mapping holds now is a dead copy: no ring to claim in it.
+    tls_cold.mode = ThreadMode::kSlotless;
+    return Status(ErrorCode::kUnavailable,
+                  internal::Cat("segment ", (*seg)->name,
+                                " was shrunk by another process: tracing is off"));
+  }
+  abi::SlotControl* slot = ClaimSlot(**seg);
   if (slot == nullptr) {
     header->threads_without_slot.fetch_add(1, std::memory_order_relaxed);
     tls_cold.mode = ThreadMode::kSlotless;
@@ -548,6 +561,12 @@ TracerStatus TraceStatus() {
   if (ProcessSegment* seg = g_segment.load(std::memory_order_acquire)) {
     const abi::SegmentHeader& h = *seg->header;
     s.segment_name = seg->name;
+    if (internal::SegmentTruncated()) {
+      // The mapping is a dead copy: its header says nothing about the file.
+      s.segment_truncated = true;
+      s.segment_error = internal::Cat("segment ", seg->name,
+                                      " was shrunk by another process (ftruncate): tracing is off");
+    }
     s.ring_bytes = uint64_t{h.ring_capacity} * sizeof(abi::Record);
     s.segment_bytes = h.segment_size;
     for (uint32_t i = 0; i < h.slot_count; ++i) {
@@ -568,6 +587,7 @@ TracerStatus TraceStatus() {
   s.rings_refused = g_rings_refused.load(std::memory_order_relaxed);
   s.last_refusal_errno = g_last_refusal_errno.load(std::memory_order_relaxed);
   s.dropped_without_segment = g_dropped_without_segment.load(std::memory_order_relaxed);
+  s.dropped_after_truncation = internal::DroppedAfterTruncation();
   return s;
 }
 
@@ -672,6 +692,13 @@ void AttachOnFirstCall() noexcept {
 void WriteSlow(const abi::Record& record) noexcept {
   // Reached unattached only from record_interval(), whose TSCs the caller read.
   if (tls_cold.mode == ThreadMode::kUnattached) AttachOnFirstCall();
+  if (SegmentTruncated() && tls_cold.mode != ThreadMode::kNoSegment) {
+    // The segment is a dead copy (src/segment_guard.h): count, and keep this
+    // thread on the slow path so that every later call is counted too.
+    CountDroppedAfterTruncation();
+    tls_ring.write_limit = tls_ring.next_write;
+    return;
+  }
   switch (tls_cold.mode) {
     case ThreadMode::kAttached: {
       ThreadRing& ring = tls_ring;
@@ -680,6 +707,12 @@ void WriteSlow(const abi::Record& record) noexcept {
       // Acquire: the collector finished copying the cells below read_index;
       // pairs with its release store in SegmentReader::Commit().
       ring.write_limit = slot->read_index.load(std::memory_order_acquire) + tls_cold.capacity;
+      if (__builtin_expect(SegmentTruncated(), 0)) {
+        // The load above was the access that found the file shrunk.
+        CountDroppedAfterTruncation();
+        ring.write_limit = w;
+        return;
+      }
       if (IndexBefore(w, ring.write_limit)) {
         ring.records[w & ring.mask] = record;
         ring.next_write = w + 1;

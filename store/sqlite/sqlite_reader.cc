@@ -452,8 +452,10 @@ absl::StatusOr<std::unique_ptr<StoreReader>> OpenSqliteStoreReader(const std::st
         absl::StrCat(path, ": store schema version ", version, " is newer than this viewer reads (",
                      store::kSqliteSchemaVersion, "); use a newer ticktrace-view"));
   }
-  if (version == store::kSqliteSchemaVersion) {
-    return std::unique_ptr<StoreReader>(new SqliteStoreReader(path, std::move(db), nullptr));
+  if (version >= store::kOldestReadAsIsVersion) {
+    auto reader = std::make_unique<SqliteStoreReader>(path, std::move(db), nullptr);
+    reader->set_schema_version(version);
+    return std::unique_ptr<StoreReader>(std::move(reader));
   }
   if (version < store::kOldestMigratableVersion) {
     return absl::FailedPreconditionError(

@@ -49,7 +49,7 @@
 
 namespace ticktrace::store::internal {
 
-// Opens the SQLite store at `path` for reading (schema 3; an older store
+// Opens the SQLite store at `path` for reading (schema 3 or 4; an older store
 // is migrated first, see StoreReader::Open).
 absl::StatusOr<std::unique_ptr<StoreReader>> OpenSqliteStoreReader(const std::string& path,
                                                                    OpenMode mode);
@@ -86,7 +86,10 @@ class SqliteStoreReader final : public StoreReader {
   ~SqliteStoreReader() override;
 
   const std::string& path() const override { return path_; }
-  int schema_version() const override { return store::kSqliteSchemaVersion; }
+  // The store's own schema: kSqliteSchemaVersion, or one read as it is
+  // (kOldestReadAsIsVersion and up).
+  int schema_version() const override { return schema_version_; }
+  void set_schema_version(int version) { schema_version_ = version; }
 
   bool HasColumn(const char* table, const char* column) override;
   absl::StatusOr<std::vector<RunRow>> ListRuns() override;
@@ -189,6 +192,7 @@ class SqliteStoreReader final : public StoreReader {
   absl::StatusOr<std::vector<StampRow>> ReadStamps(int64_t run_id, int64_t order_id,
                                                    std::optional<int64_t> instance);
   std::string path_;
+  int schema_version_ = store::kSqliteSchemaVersion;
   std::unique_ptr<TempDir> temp_;  // a migrated copy's directory; outlives db_
   Db db_;
   std::map<int64_t, RunDictionary> dictionaries_;

@@ -49,6 +49,29 @@ absl::Status CheckOwnTablesAreTables(sqlite3* db, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// Replaces the two views with the schema's own text, and runs `then` (more
+// SQL, or nothing) in the same transaction.
+absl::Status ReplaceBlockViews(sqlite3* db, const std::string& path, const std::string& then) {
+  const std::string schema = SqliteSchemaSql();
+  const size_t begin = schema.find("CREATE VIEW IF NOT EXISTS orders");
+  const size_t end = schema.find("INSERT OR IGNORE INTO meta");
+  const std::string sql =
+      absl::StrCat("BEGIN IMMEDIATE; DROP VIEW IF EXISTS stage_latencies; DROP VIEW IF EXISTS orders; ",
+                   schema.substr(begin, end - begin), then, " COMMIT;");
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error != nullptr ? error : sqlite3_errmsg(db);
+    sqlite3_free(error);
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    return absl::InternalError(absl::StrCat(path, ": cannot replace the views: ", message));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status EnsureBlockViews(sqlite3* db, const std::string& path) {
   {
     // Finalized before the views change.
@@ -62,21 +85,14 @@ absl::Status EnsureBlockViews(sqlite3* db, const std::string& path) {
     if (!row.ok()) return row.status();
     if (*row && q->Int(0) > 0) return absl::OkStatus();
   }
-  // The views' statements as the schema has them.
-  const std::string schema = SqliteSchemaSql();
-  const size_t begin = schema.find("CREATE VIEW IF NOT EXISTS orders");
-  const size_t end = schema.find("INSERT OR IGNORE INTO meta");
-  const std::string sql =
-      absl::StrCat("BEGIN; DROP VIEW IF EXISTS stage_latencies; DROP VIEW IF EXISTS orders; ",
-                   schema.substr(begin, end - begin), " COMMIT;");
-  char* error = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    const std::string message = error != nullptr ? error : sqlite3_errmsg(db);
-    sqlite3_free(error);
-    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
-    return absl::InternalError(absl::StrCat(path, ": cannot replace the views: ", message));
-  }
-  return absl::OkStatus();
+  return ReplaceBlockViews(db, path, "");
+}
+
+absl::Status UpgradeSchema3InPlace(sqlite3* db, const std::string& path) {
+  return ReplaceBlockViews(
+      db, path,
+      absl::StrCat(" UPDATE meta SET value = '", kSqliteSchemaVersion,
+                   "' WHERE key = 'schema_version' AND value = '3';"));
 }
 
 absl::StatusOr<int> ReadSchemaVersion(sqlite3* db, const std::string& path) {

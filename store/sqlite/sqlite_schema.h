@@ -17,18 +17,29 @@ namespace ticktrace::store {
 // meta.schema_version written by this code. 1: one row per stamp, sample and
 // order (before interval statistics). 2: intervals, packed order detail, a
 // row per order. 3: orders in blocks (order_blocks, order_ids), `orders` a
-// view.
-inline constexpr int kSqliteSchemaVersion = 3;
+// view. 4: blocks may be compact (sqlite_block_codec.h) and the views read
+// them through our SQL functions (sqlite_block_sql.h); a program that reads
+// only 3 would fail on a compact block, so it must refuse the store instead.
+inline constexpr int kSqliteSchemaVersion = 4;
 inline constexpr int kOldestMigratableVersion = 1;
+// Schema 3's rows are schema 4's (its blocks all in the older encoding,
+// which 4 still reads): a reader reads it as it is, and a writer moves it to
+// 4 by replacing the two views, no row rewritten (UpgradeSchema3InPlace).
+inline constexpr int kOldestReadAsIsVersion = 3;
 
 // The DDL of a new store, with its meta rows.
 const char* SqliteSchemaSql();
 
-// Gives a schema-3 store made before compact order blocks the views that
-// read them (sqlite_block_sql.h): replaces `orders` and `stage_latencies`
-// when `orders` does not call ticktrace_block_orders yet. A writer's
+// Gives a store the views that read compact blocks (sqlite_block_sql.h):
+// replaces `orders` and `stage_latencies` when `orders` does not call
+// ticktrace_block_orders yet (a store migrated from 1 or 2). A writer's
 // connection, once per open.
 absl::Status EnsureBlockViews(sqlite3* db, const std::string& path);
+
+// Moves a schema-3 store to schema 4 in one transaction: the two views
+// replaced and meta.schema_version set; no row is rewritten, so no backup
+// is made. A writer's connection.
+absl::Status UpgradeSchema3InPlace(sqlite3* db, const std::string& path);
 
 // Reads meta.app and meta.schema_version. FailedPrecondition (naming `path`)
 // when the database is not a ticktrace store, including one where a name of

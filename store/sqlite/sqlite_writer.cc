@@ -288,6 +288,13 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
     absl::StatusOr<int> version = ReadSchemaVersion(writer->db_, path);
     if (!version.ok()) {
       s = version.status();
+    } else if (*version == 3) {
+      s = UpgradeSchema3InPlace(writer->db_, path);
+      if (s.ok() && options.on_migration) {
+        options.on_migration(absl::StrCat(path, ": store schema 3 moved to schema ",
+                                          kSqliteSchemaVersion,
+                                          " in place (its two views replaced; no row rewritten)"));
+      }
     } else if (*version < kSqliteSchemaVersion) {
       absl::StatusOr<std::string> backup = BackupBeforeMigration(writer->db_, path, *version);
       if (!backup.ok()) {

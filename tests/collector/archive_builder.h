@@ -103,6 +103,17 @@ class ArchiveBuilder {
   explicit ArchiveBuilder(double tsc_hz = 1e9) {
     ChunkEncoder::RunInfo(TestRunInfo("test", tsc_hz).ToJson(), &bytes_);
   }
+  // A run described by `info` (e.g. TestRunInfo with more settings).
+  explicit ArchiveBuilder(const RunInfo& info) { ChunkEncoder::RunInfo(info.ToJson(), &bytes_); }
+
+  // A (TSC, UTC) anchor taken now in the stream (a run info update).
+  ArchiveBuilder& Anchor(uint64_t tsc, int64_t utc_ns) {
+    RunInfoUpdate u;
+    u.kind = RunInfoUpdate::Kind::kAnchor;
+    u.anchor = UtcAnchor{tsc, utc_ns};
+    ChunkEncoder::RunInfo(u.ToJson(), &bytes_);
+    return *this;
+  }
 
   ArchiveBuilder& Process(uint32_t process_id, std::vector<std::string> tags) {
     ProcessChunk p;

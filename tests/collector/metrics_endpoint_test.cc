@@ -171,7 +171,7 @@ TEST(MetricsServerTest, ServesMetricsAndRefusesTheRest) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "");
   // A client that connects and says nothing does not block the next one
-  // beyond the server's I/O timeout.
+  // (metrics_slow_client_test.cc presses harder).
   const int idle = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -194,8 +194,10 @@ TEST(MetricsServerTest, ServesMetricsAndRefusesTheRest) {
   EXPECT_EQ(Http(server.port(), "GET", "/metrics").status, 0);  // closed
 }
 
-// The command line: a malformed address is a usage error (2), a busy port a
-// runtime error (1), each one line, and no store is created either way.
+// The command line: a malformed address is a usage error (2), one line, and
+// no store is created; a busy port is one line and collecting goes on (0),
+// or, with --metrics-required, a runtime error (1) before any store exists
+// (metrics_slow_client_test.cc stores orders beside a busy port).
 TEST(MetricsCliTest, BadAddressAndBusyPort) {
   TempDir dir;
   const std::string db = dir.File("m.db");
@@ -213,11 +215,23 @@ TEST(MetricsCliTest, BadAddressAndBusyPort) {
             "[::1]:9464) (see --help)\n");
   MetricsServer taken("1", "x");
   ASSERT_TRUE(taken.Start(ListenAddress{"127.0.0.1", 0}).ok());
-  EXPECT_EQ(run("127.0.0.1:" + std::to_string(taken.port())), 1);
-  const std::string out = ReadFile(log);
+  EXPECT_EQ(access(db.c_str(), F_OK), -1);
+  EXPECT_EQ(run("127.0.0.1:" + std::to_string(taken.port())), 0);
+  std::string out = ReadFile(log);
+  EXPECT_NE(out.find("Address already in use; collecting without /metrics"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("Address already in use"), out.rfind("Address already in use")) << out;
+  std::remove(log.c_str());
+  const std::string db2 = dir.File("m2.db");
+  EXPECT_EQ(WaitExit(Spawn({TICKTRACE_COLLECTOR_BIN, "--session", session, "--db", db2,
+                            "--tsc-hz", "2e9", "--duration-s", "0.1", "--metrics-listen",
+                            "127.0.0.1:" + std::to_string(taken.port()), "--metrics-required"},
+                           log)),
+            1);
+  out = ReadFile(log);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_NE(out.find("Address already in use"), std::string::npos) << out;
-  EXPECT_EQ(access(db.c_str(), F_OK), -1);
+  EXPECT_EQ(access(db2.c_str(), F_OK), -1);
 }
 
 // Busy-waits about `ns` (steady_clock; the stamps measure what it took).

@@ -256,9 +256,9 @@ TEST_F(PlantedStoreTest, MigratingASchema1StoreDoesNotRunItsTriggers) {
       "BEGIN SELECT RAISE(ABORT, 'planted trigger ran'); END;");
   EXPECT_EQ(View({"summary", "--db", db}), 0) << out_;
   EXPECT_EQ(out_.find("planted trigger ran"), std::string::npos) << out_;
-  EXPECT_NE(out_.find("migrated in place to schema 3"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("migrated in place to schema 4"), std::string::npos) << out_;
   StoreQuery q(db);
-  EXPECT_EQ(q.Text("SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(q.Text("SELECT value FROM meta WHERE key = 'schema_version'"), "4");
   // fixtures/README.md: the demo run stored 80 orders.
   EXPECT_EQ(q.Int("SELECT count(*) FROM orders"), 80);
 }

@@ -192,13 +192,13 @@ TEST(StoreSeam, AppendingToASchema1StoreMigratesItWithABackup) {
   o.store_uri = store::StoreUri::LocalFile(path);
   testing::Replayed r = ReplayArchive(Orders(10, 1000, [](uint64_t) { return 100; }), dir, o);
   ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_NE(r.log.find("migrated in place to schema 3"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("migrated in place to schema 4"), std::string::npos) << r.log;
   struct stat st;
   EXPECT_EQ(::stat((path + ".schema1.bak").c_str(), &st), 0);
   StoreQuery q(path);
   EXPECT_EQ(q.Int("SELECT count(*) FROM orders WHERE run_id = 1"), 80);
   EXPECT_EQ(q.Int("SELECT count(*) FROM orders WHERE run_id = 2"), 10);
-  EXPECT_EQ(q.Int("SELECT value FROM meta WHERE key = 'schema_version'"), 3);
+  EXPECT_EQ(q.Int("SELECT value FROM meta WHERE key = 'schema_version'"), 4);
 }
 
 }  // namespace

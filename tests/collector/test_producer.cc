@@ -20,8 +20,18 @@
 //   (n % K == 0) --slow-work-ns S instead: a known latency distribution.
 // migrate: N spans 'moved' whose thread is moved from cpu 0 to cpu 1 between
 //   begin and end (sched_setaffinity), and N spans 'pinned' that stay on cpu 0.
+// udp: N orders over loopback UDP with the kernel's software timestamps
+//   (ticktrace/net.h): order n is sent as a datagram, received --gap-us later
+//   (md_rx stamped after recvmsg, then wire_rx at the packet's receive time),
+//   then order_send is stamped and the order sent on a second socket, and
+//   wire_tx stamped at its send timestamp. Writes one line per order to
+//   --out: "id before_send_ns rx_ns after_md_rx_ns before_order_send_ns tx_ns"
+//   (CLOCK_REALTIME reads of its own around the calls).
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -36,6 +46,7 @@
 #include <map>
 #include <string>
 
+#include "ticktrace/net.h"
 #include "ticktrace/trace.h"
 
 namespace {
@@ -199,6 +210,114 @@ int Migrate() {
 
 }  // namespace
 
+int64_t RealNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+// A UDP socket on 127.0.0.1 (a port the kernel picks), timestamping enabled.
+int TimestampedUdp(sockaddr_in* addr) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+      !ticktrace::net::EnableTimestamping(fd).ok()) {
+    return -1;
+  }
+  *addr = a;
+  return fd;
+}
+
+int Udp() {
+  static const ticktrace::Tag wire_rx("wire_rx"), md_rx("md_rx"), order_send("order_send"),
+      wire_tx("wire_tx");
+  ticktrace::AttachThisThread();
+  sockaddr_in md_addr{}, order_addr{}, venue_addr{};
+  const int md = TimestampedUdp(&md_addr);
+  const int order = TimestampedUdp(&order_addr);
+  const int venue = TimestampedUdp(&venue_addr);
+  if (md < 0 || order < 0 || venue < 0 ||
+      connect(md, reinterpret_cast<sockaddr*>(&md_addr), sizeof(md_addr)) != 0 ||
+      connect(order, reinterpret_cast<sockaddr*>(&venue_addr), sizeof(venue_addr)) != 0) {
+    std::perror("producer: udp sockets");
+    return 1;
+  }
+  // The kernel switches software receive timestamps on for the whole system
+  // shortly after the first socket asks (net.h): wait until a packet carries one.
+  for (int tries = 0; tries < 2000; ++tries) {
+    uint64_t probe = 0;
+    alignas(cmsghdr) char control[ticktrace::net::kControlBytes];
+    iovec iov{&probe, sizeof(probe)};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (send(md, &probe, sizeof(probe), 0) != static_cast<ssize_t>(sizeof(probe)) ||
+        recvmsg(md, &msg, 0) != static_cast<ssize_t>(sizeof(probe))) {
+      return 1;
+    }
+    while (ticktrace::net::ReadSendTime(md).ok()) {
+    }
+    if (ticktrace::net::ReceiveTime(msg).ok()) break;
+    usleep(1000);
+  }
+  FILE* out = std::fopen(Arg("out").c_str(), "w");
+  if (out == nullptr) return 1;
+  const long long orders = Num("orders", 100);
+  const long long gap_us = Num("gap-us", 200);
+  for (long long n = 1; n <= orders; ++n) {
+    const uint64_t id = static_cast<uint64_t>(n);
+    const int64_t before_send = RealNs();
+    if (send(md, &id, sizeof(id), 0) != static_cast<ssize_t>(sizeof(id))) return 1;
+    (void)ticktrace::net::ReadSendTime(md);  // this socket's own send stamps: not needed
+    const int64_t until = MonoNs() + gap_us * 1000;
+    while (MonoNs() < until) {
+    }
+    uint64_t got = 0;
+    alignas(cmsghdr) char control[ticktrace::net::kControlBytes];
+    iovec iov{&got, sizeof(got)};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    if (recvmsg(md, &msg, 0) != static_cast<ssize_t>(sizeof(got))) return 1;
+    ticktrace::stamp(md_rx, got);
+    const int64_t after_md_rx = RealNs();
+    const ticktrace::net::PacketTime rx = ticktrace::net::ReceiveTime(msg);
+    if (!rx.ok()) {
+      std::fprintf(stderr, "producer: order %llu: no receive timestamp (msg_flags 0x%x, %zu control bytes)\n",
+                   static_cast<unsigned long long>(got), msg.msg_flags,
+                   static_cast<size_t>(msg.msg_controllen));
+    }
+    if (rx.ok()) ticktrace::stamp_at(wire_rx, got, rx.ns, rx.clock());
+    const int64_t before_order_send = RealNs();
+    ticktrace::stamp(order_send, got);
+    if (send(order, &got, sizeof(got), 0) != static_cast<ssize_t>(sizeof(got))) return 1;
+    ticktrace::Result<ticktrace::net::PacketTime> tx = ticktrace::net::ReadSendTime(order);
+    for (int tries = 0; !tx.ok() && tries < 1000; ++tries) {
+      usleep(100);
+      tx = ticktrace::net::ReadSendTime(order);
+    }
+    if (tx.ok()) ticktrace::stamp_at(wire_tx, got, tx->ns, tx->clock());
+    uint64_t at_venue = 0;
+    if (recv(venue, &at_venue, sizeof(at_venue), 0) != static_cast<ssize_t>(sizeof(at_venue))) {
+      return 1;
+    }
+    std::fprintf(out, "%llu %lld %lld %lld %lld %lld\n", static_cast<unsigned long long>(got),
+                 static_cast<long long>(before_send), static_cast<long long>(rx.ok() ? rx.ns : 0),
+                 static_cast<long long>(after_md_rx), static_cast<long long>(before_order_send),
+                 static_cast<long long>(tx.ok() ? tx->ns : 0));
+  }
+  std::fclose(out);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
@@ -217,5 +336,6 @@ int main(int argc, char** argv) {
   if (mode == "chain") return Chain();
   if (mode == "spin") return Spin();
   if (mode == "migrate") return Migrate();
+  if (mode == "udp") return Udp();
   return 2;
 }

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -69,6 +70,70 @@ inline std::string CannotPlayNobody() {
   }
   return "";
 }
+
+// A local user and its own group, created for one test (groupadd, useradd:
+// no home, no login) and removed again (userdel, groupdel) when destroyed.
+// why() says why it could not be made ("" when it was): not root, no
+// useradd, or root here may not switch to it.
+class ThrowawayAccount {
+ public:
+  explicit ThrowawayAccount(const std::string& tag) {
+    group_ = absl::StrCat("ttg", tag, getpid());
+    user_ = absl::StrCat("ttu", tag, getpid());
+    if (geteuid() != 0) {
+      why_ = "not root: cannot create a throwaway user (run as root, as CI does)";
+      return;
+    }
+    if (access("/usr/sbin/useradd", X_OK) != 0 || access("/usr/sbin/groupadd", X_OK) != 0) {
+      why_ = "no /usr/sbin/useradd or groupadd (Debian package 'passwd')";
+      return;
+    }
+    if (std::system(absl::StrCat("/usr/sbin/groupadd ", group_, " >/dev/null 2>&1").c_str()) != 0) {
+      why_ = absl::StrCat("groupadd ", group_, " failed");
+      return;
+    }
+    made_group_ = true;
+    if (std::system(absl::StrCat("/usr/sbin/useradd -M -N -g ", group_,
+                                 " -s /usr/sbin/nologin ", user_, " >/dev/null 2>&1")
+                        .c_str()) != 0) {
+      why_ = absl::StrCat("useradd ", user_, " failed");
+      return;
+    }
+    made_user_ = true;
+    const passwd* pw = getpwnam(user_.c_str());
+    if (pw == nullptr) {
+      why_ = absl::StrCat("getpwnam ", user_, " found nothing after useradd");
+      return;
+    }
+    account_.uid = pw->pw_uid;
+    account_.gid = pw->pw_gid;
+    if (!RunAsChild(account_, [] { return true; })) {
+      why_ = "root here may not setuid to a new user (a restricted container?)";
+    }
+  }
+  ~ThrowawayAccount() {
+    if (made_user_) {
+      [[maybe_unused]] int r =
+          std::system(absl::StrCat("/usr/sbin/userdel ", user_, " >/dev/null 2>&1").c_str());
+    }
+    if (made_group_) {
+      [[maybe_unused]] int r =
+          std::system(absl::StrCat("/usr/sbin/groupdel ", group_, " >/dev/null 2>&1").c_str());
+    }
+  }
+  ThrowawayAccount(const ThrowawayAccount&) = delete;
+  ThrowawayAccount& operator=(const ThrowawayAccount&) = delete;
+
+  const std::string& why() const { return why_; }
+  const Account& account() const { return account_; }
+  const std::string& user() const { return user_; }
+  const std::string& group() const { return group_; }
+
+ private:
+  std::string user_, group_, why_;
+  Account account_;
+  bool made_user_ = false, made_group_ = false;
+};
 
 // The order ids an intruder's crafted segment uses: far above any the
 // tests' producers use, so that the store can be searched for them.

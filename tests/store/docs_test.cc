@@ -38,7 +38,7 @@ TEST(StoreDocs, ListsEveryCounter) {
 }
 
 TEST(StoreDocs, SaysTheSchemaVersion) {
-  EXPECT_NE(Doc().find("`meta.schema_version` is `3`"), std::string::npos);
+  EXPECT_NE(Doc().find("`meta.schema_version` is `4`"), std::string::npos);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST_F(Migration, KeepsEveryOrderAndSampleAndABackup) {
   ASSERT_EQ(::stat(backup.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
-  EXPECT_EQ(Int(path_, "SELECT value FROM meta WHERE key = 'schema_version'"), 3);
+  EXPECT_EQ(Int(path_, "SELECT value FROM meta WHERE key = 'schema_version'"), 4);
   EXPECT_EQ(Int(path_, "SELECT count(*) FROM orders"), 80);
   EXPECT_EQ(Int(path_, "SELECT count(*) FROM stage_latencies"), 280);
   EXPECT_EQ(Int(path_, "SELECT sum(orders) FROM interval_detail"), 80);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "store/sqlite/sqlite_blocks.h"
 #include "store/sqlite/sqlite_expand.h"
+#include "store/sqlite/sqlite_reader.h"
 #include "store/sqlite/sqlite_writer.h"
 #include "ticktrace/store/names.h"
 #include "gtest/gtest.h"
@@ -192,6 +193,9 @@ class OldBlocks : public ::testing::Test {
     sqlite3_finalize(s);
     ASSERT_EQ(sqlite3_exec(db, kOldViews, nullptr, nullptr, nullptr), SQLITE_OK)
         << sqlite3_errmsg(db);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
     sqlite3_close(db);
   }
 
@@ -228,8 +232,35 @@ TEST_F(OldBlocks, ReadTheSameAsCompactOnesAndTakeNewBlocksBeside) {
             "300|");
   MakeOld();
   EXPECT_EQ(Dump(path_), compact);
-  // A writer on the old store: the views are replaced, the old blocks stay,
-  // new orders go into compact blocks beside them.
+  // The viewer's reader takes the schema-3 store as it is.
+  {
+    absl::StatusOr<std::unique_ptr<StoreReader>> r =
+        internal::OpenSqliteStoreReader(path_, OpenMode::kSnapshot);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ((*r)->schema_version(), 3);
+  }
+  // A writer on the old store: it becomes schema 4 in place, said in one
+  // line, with no backup (no row is rewritten); the views are replaced, the
+  // old blocks stay, new orders go into compact blocks beside them.
+  {
+    std::vector<std::string> said;
+    SqliteOpenOptions options;
+    options.on_migration = [&](const std::string& line) { said.push_back(line); };
+    absl::StatusOr<std::unique_ptr<SqliteWriter>> w = SqliteWriter::OpenOrCreate(path_, options);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_EQ(said.size(), 1u);
+    EXPECT_NE(said[0].find("store schema 3 moved to schema 4 in place"), std::string::npos)
+        << said[0];
+  }
+  EXPECT_NE(::access((path_ + ".schema3.bak").c_str(), F_OK), 0);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    EXPECT_EQ(Rows(db, "SELECT value FROM meta WHERE key = 'schema_version'"),
+              std::vector<std::string>{"4|"});
+    sqlite3_close(db);
+  }
+  EXPECT_EQ(Dump(path_), compact);
   WriteOrders({Order(301, kT0 + kSecond), Order(302, kT0 + kSecond)});
   std::vector<std::string> mixed = Dump(path_);
   ASSERT_EQ(mixed.size(), 2100u + 14u);

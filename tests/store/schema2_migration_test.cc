@@ -203,7 +203,7 @@ TEST_F(Schema2Migration, BackupLineAndEveryAnswerByHand) {
   // One line, naming the backup, which is the untouched schema-2 store.
   const std::string backup = path_ + ".schema2.bak";
   ASSERT_EQ(said.size(), 1u);
-  EXPECT_NE(said[0].find("store schema 2 migrated in place to schema 3"), std::string::npos)
+  EXPECT_NE(said[0].find("store schema 2 migrated in place to schema 4"), std::string::npos)
       << said[0];
   EXPECT_NE(said[0].find(backup), std::string::npos) << said[0];
   EXPECT_EQ(said[0].find('\n'), std::string::npos);
@@ -214,7 +214,7 @@ TEST_F(Schema2Migration, BackupLineAndEveryAnswerByHand) {
   EXPECT_EQ(One(backup, "SELECT count(*) FROM orders"), "4");
 
   // Schema 3: four orders in four blocks (one per interval), no orders table.
-  EXPECT_EQ(One(path_, "SELECT value FROM meta WHERE key = 'schema_version'"), "3");
+  EXPECT_EQ(One(path_, "SELECT value FROM meta WHERE key = 'schema_version'"), "4");
   EXPECT_EQ(One(path_, "SELECT type FROM sqlite_master WHERE name = 'orders'"), "view");
   EXPECT_EQ(One(path_, "SELECT count(*) FROM order_blocks"), "4");
   EXPECT_EQ(One(path_, "SELECT count(*) FROM orders"), "4");
@@ -299,15 +299,15 @@ TEST_F(Schema2Migration, BackupLineAndEveryAnswerByHand) {
 TEST_F(Schema2Migration, ANewerSchemaIsRefusedInOneLine) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  Exec(db, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+  Exec(db, "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
   sqlite3_close(db);
   absl::StatusOr<std::unique_ptr<SqliteWriter>> w = SqliteWriter::OpenOrCreate(path_);
   ASSERT_FALSE(w.ok());
   const std::string message(w.status().message());
-  EXPECT_NE(message.find("store schema 4 is newer"), std::string::npos) << message;
+  EXPECT_NE(message.find("store schema 5 is newer"), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos);
   struct stat st;
-  EXPECT_NE(::stat((path_ + ".schema4.bak").c_str(), &st), 0);
+  EXPECT_NE(::stat((path_ + ".schema5.bak").c_str(), &st), 0);
   EXPECT_EQ(One(path_, "SELECT count(*) FROM orders"), "4");  // still schema 2's table
 }
 

@@ -98,7 +98,7 @@ TEST(SqliteWriter, NewStoreIsPrivateAndOfTheCurrentSchema) {
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(QueryInt(path, "SELECT value FROM meta WHERE key = 'schema_version'"), 3);
+  EXPECT_EQ(QueryInt(path, "SELECT value FROM meta WHERE key = 'schema_version'"), 4);
 }
 
 TEST(SqliteWriter, RefusesASymlinkAndLeavesItsTargetAlone) {

@@ -220,10 +220,10 @@ TEST_F(CliTest, BadFilesGetOneLineAndExitOne) {
 
   const std::string future = dir_.File("future.db");
   testing::WriteKnownStore(future);
-  testing::ExecSql(future, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+  testing::ExecSql(future, "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
   listing_ = dir_.List();
   const testing::FileSnapshot future_snap = testing::Snapshot(future);
-  ExpectError({"summary", "--db", future}, 1, "schema version 4 is newer");
+  ExpectError({"summary", "--db", future}, 1, "schema version 5 is newer");
   EXPECT_TRUE(testing::Snapshot(future) == future_snap);
 }
 

@@ -36,6 +36,10 @@ TEST(FormatTest, UtcAndFlags) {
   // store.md's bit 8: saturated.
   EXPECT_EQ(FlagLetters(15), "MNXS");
   EXPECT_EQ(FlagWords(8), "saturated");
+  // store.md's bit 256: external; with skew (16), as a stage from a kernel
+  // timestamp a little below zero.
+  EXPECT_EQ(FlagLetters(256 | 16), "KE");
+  EXPECT_EQ(FlagWords(256 | 16), "skew,external");
 }
 
 TEST(TimeArgTest, Rfc3339) {

@@ -393,7 +393,7 @@ class HandStore : public ::testing::Test {
 };
 
 TEST_F(HandStore, RunsAndTheirMetadata) {
-  EXPECT_EQ(reader_->schema_version(), 3);
+  EXPECT_EQ(reader_->schema_version(), 4);
   EXPECT_TRUE(reader_->HasColumn("runs", "interval_ns"));
   EXPECT_FALSE(reader_->HasColumn("runs", "no_such_column"));
   auto runs = reader_->ListRuns();
@@ -898,7 +898,7 @@ TEST(SqliteStoreReaderMigration, ASchema1StoreIsMigratedInPlaceAndSaysSo) {
   auto reader = store::StoreReader::Open(path);
   const std::string err = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(reader.ok()) << reader.status();
-  EXPECT_NE(err.find("migrated in place to schema 3"), std::string::npos) << err;
+  EXPECT_NE(err.find("migrated in place to schema 4"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   struct stat st;
   EXPECT_EQ(::stat((path + ".schema1.bak").c_str(), &st), 0);

@@ -76,12 +76,12 @@ TEST(StoreOpenTest, NewerSchemaIsRefused) {
   testing::TempDir dir;
   const std::string path = dir.File("future.db");
   testing::WriteKnownStore(path);
-  testing::ExecSql(path, "UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+  testing::ExecSql(path, "UPDATE meta SET value = '5' WHERE key = 'schema_version'");
   const testing::FileSnapshot snap = testing::Snapshot(path);
   auto store = store::StoreReader::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(store.status()));
-  EXPECT_TRUE(Contains(store.status(), "schema version 4 is newer")) << store.status();
+  EXPECT_TRUE(Contains(store.status(), "schema version 5 is newer")) << store.status();
   EXPECT_TRUE(testing::Snapshot(path) == snap);
 }
 
@@ -95,7 +95,7 @@ TEST(StoreOpenTest, ReadsKnownStoreWithoutLeavingFilesOrChangingIt) {
   {
     auto store = store::StoreReader::Open(path);
     ASSERT_TRUE(store.ok()) << store.status();
-    EXPECT_EQ((*store)->schema_version(), 3);
+    EXPECT_EQ((*store)->schema_version(), 4);
     auto runs = (*store)->ListRuns();
     ASSERT_TRUE(runs.ok());
     ASSERT_EQ(runs->size(), 2u);

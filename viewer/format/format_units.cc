@@ -60,6 +60,7 @@ std::string FlagLetters(uint32_t flags) {
   if (flags & store::kFlagSkew) out += 'K';
   if (flags & store::kFlagOutOfOrder) out += 'O';
   if (flags & store::kFlagLate) out += 'L';
+  if (flags & store::kFlagExternal) out += 'E';
   return out;
 }
 
@@ -72,6 +73,7 @@ std::string FlagWords(uint32_t flags) {
   if (flags & store::kFlagSkew) words.push_back("skew");
   if (flags & store::kFlagOutOfOrder) words.push_back("out_of_order");
   if (flags & store::kFlagLate) words.push_back("late");
+  if (flags & store::kFlagExternal) words.push_back("external");
   return absl::StrJoin(words, ",");
 }
 

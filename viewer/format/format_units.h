@@ -22,7 +22,8 @@ std::string FormatUtcNs(int64_t utc_ns);
 // IDs of 2^63 and above as negative INTEGERs).
 std::string FormatOrderId(int64_t order_id);
 // Flag bits (ticktrace/store/flags.h) as a short mark: "" for none, else letters from
-// "M" migrated, "N" negative, "X" cross-core, e.g. "NX".
+// "M" migrated, "N" negative, "X" cross-core, "E" external (a time read by
+// another clock), e.g. "NX".
 std::string FlagLetters(uint32_t flags);
 // Flag bits as words: "migrated,negative,cross_core" ("" for none).
 std::string FlagWords(uint32_t flags);

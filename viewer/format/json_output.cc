@@ -28,6 +28,8 @@ Json FlagList(uint32_t flags) {
   for (const store::FlagName& f : store::kFlagNames) {
     if ((flags & f.bit) != 0) list.push_back(std::string(f.name));
   }
+  // Not among kFlagNames (no per-interval count yet): named all the same.
+  if ((flags & store::kFlagExternal) != 0) list.push_back("external");
   return list;
 }
 

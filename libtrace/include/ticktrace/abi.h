@@ -80,6 +80,13 @@
 //           the duration is begin - end: how far backwards, saturated likewise)}.
 //   kLink   tsc = when linked; order_id = child; payload.parent_order_id = parent.
 //   kMeasure like kSpan, written by END_MEASURE / interval timers (no order id).
+//   kExternal (since version 3) a stamp whose time was read by another clock
+//           (stamp_at): payload.external_ns = that time, ns since the Unix
+//           epoch in the clock's own timescale; aux = the clock (ExternalClock),
+//           not a core; tsc = plain rdtsc when the call was made (when the
+//           process learnt the time, not the time itself); order_id as kStamp.
+//           The collector places external_ns on the TSC timeline through its
+//           UTC anchors (docs/calibration.md, "Other clocks").
 // Tag ids index the tag table; kTagInvalid marks a Tag that found the table full.
 //
 // Pages (the /dev/shm footprint). The file is sized to segment_size but
@@ -120,7 +127,12 @@
 namespace ticktrace::abi {
 
 inline constexpr uint64_t kMagic = 0x3143525454434954ull;  // "TICTTRC1" little-endian
-inline constexpr uint32_t kAbiVersion = 2;  // 2: rings_refused, last_refusal_errno
+// 2: rings_refused, last_refusal_errno. 3: the kExternal record kind (a reader
+// of version 2 refuses the segment, so it never meets a record it would misread).
+inline constexpr uint32_t kAbiVersion = 3;
+// The oldest version this header's readers still read: version 2 segments
+// differ only in never holding kExternal records.
+inline constexpr uint32_t kOldestReadableAbiVersion = 2;
 inline constexpr size_t kCacheLineSize = 64;
 
 inline constexpr uint32_t kTagNameMax = 47;  // bytes, without the terminating NUL
@@ -141,7 +153,17 @@ enum RecordKind : uint8_t {
   kSpan = 2,
   kLink = 3,
   kMeasure = 4,
+  kExternal = 5,  // since version 3
 };
+
+// The clock of a kExternal record (its aux). Values are never reused.
+enum ExternalClock : uint32_t {
+  kClockInvalid = 0,
+  kClockRealtime = 1,  // CLOCK_REALTIME: kernel software timestamps, or a clock_gettime
+  kClockPhc = 2,       // a NIC's PTP hardware clock, converted to realtime by the user
+  kClockExchange = 3,  // a time from a message: a venue's transact time
+};
+inline constexpr uint32_t kExternalClockMax = kClockExchange;
 
 enum RecordFlags : uint8_t {
   kRecordFenced = 1u << 0,         // read with lfence/rdtscp fences (micro-measurement)
@@ -163,6 +185,7 @@ struct SpanPayload {
 union RecordPayload {
   uint64_t raw;
   uint64_t parent_order_id;  // kLink
+  int64_t external_ns;       // kExternal
   SpanPayload span;          // kSpan, kMeasure
 };
 

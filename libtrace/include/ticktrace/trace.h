@@ -9,6 +9,8 @@
 //   }                                             // ... and at end (or s.end()); both cores kept
 //   ticktrace::FencedSpan f(parse, order_id);     // rdtscp;lfence at both ends
 //   ticktrace::link(child_order_id, parent_id);   // this order was caused by that one
+//   ticktrace::stamp_at(wire_rx, order_id, ns, ticktrace::Clock::kRealtime);
+//                                                 // reached it at `ns`, read by another clock
 //
 // Each call writes one 32-byte record into the calling thread's ring in this
 // process's shared-memory segment (layout: ticktrace/abi.h). A thread must be
@@ -29,7 +31,10 @@
 // that cannot create its segment counts them in DroppedWithoutSegment().
 // No trace call raises a signal, whatever /dev/shm holds: every page a call
 // writes is reserved (fallocate) and mapped in that thread's first call, or
-// the call is a counted no-op (TraceStatus() says which and why).
+// the call is a counted no-op (TraceStatus() says which and why). A segment
+// file shrunk by another process (a group member) raises SIGBUS on the next
+// store; the library catches it and the calls become counted no-ops
+// (TracerStatus::segment_truncated).
 //
 // Any thread may call every function here. A child created by fork() gets its
 // own segment on its first trace call.
@@ -92,7 +97,7 @@ uint64_t DroppedWithoutSegment() noexcept;
 // What this process's tracing got from /dev/shm, read at one moment.
 struct TracerStatus {
   std::string segment_name;    // "" when the process has no segment
-  std::string segment_error;   // why the segment could not be created; "" otherwise
+  std::string segment_error;   // why the segment could not be created, or was lost; "" otherwise
   uint64_t ring_bytes = 0;     // /dev/shm bytes one ring's records take (ring_records * 32)
   // The footprint. segment_bytes: the sparse geometry this process maps (all
   // rings, reserved or not), which costs address space, not memory.
@@ -110,6 +115,12 @@ struct TracerStatus {
   uint64_t threads_without_slot = 0;
   uint64_t slotless_dropped = 0;
   uint64_t dropped_without_segment = 0;  // as DroppedWithoutSegment()
+  // The segment file was shrunk (ftruncate) by another process that may
+  // write it (a member of TICKTRACE_SEGMENT_GROUP): the library caught the
+  // SIGBUS, replaced the mapping by a dead copy, and made every later trace
+  // call a counted no-op; segment_error says so (docs/security.md).
+  bool segment_truncated = false;
+  uint64_t dropped_after_truncation = 0;  // trace calls made no-ops since
 };
 
 // Attaches the calling thread now: creates this process's segment if it does
@@ -311,6 +322,35 @@ inline void link(uint64_t child_order_id, uint64_t parent_order_id) noexcept {
   internal::AttachIfFirstCall();
   internal::Write(ReadTsc(), child_order_id, parent_order_id, abi::kAuxUnknown, abi::kTagInvalid,
                   abi::kLink, 0);
+}
+
+// The clock that read the time given to stamp_at (abi::ExternalClock).
+enum class Clock : uint32_t {
+  // CLOCK_REALTIME: the kernel's software packet timestamps (ticktrace/net.h),
+  // or a time the program read with clock_gettime(CLOCK_REALTIME).
+  kRealtime = abi::kClockRealtime,
+  // A NIC's PTP hardware clock, already converted to CLOCK_REALTIME's
+  // timescale by the program (or the same as it, phc2sys). Its error is the
+  // PHC's sync error: the collector's --clock-error-ns, or ptp4l's report.
+  kPhc = abi::kClockPhc,
+  // A time from a message, e.g. a venue's transact time: its error is unknown
+  // to this host unless stated (--exchange-clock-error-ns).
+  kExchange = abi::kClockExchange,
+};
+
+// The order `order_id` reached the stage `tag` at `ns` nanoseconds since the
+// Unix epoch, as read by `clock` (not by the TSC). The collector places it on
+// the order's timeline through its UTC anchors, with an uncertainty (the
+// anchors' error plus the clock's own), and flags the stages it ends or
+// begins `external` (docs/api.md, "Timestamps from other clocks").
+// Hot path: one record, no system call (a plain rdtsc says when the call was
+// made). REQUIRES: `clock` is one of Clock's values.
+inline void stamp_at(const Tag& tag, uint64_t order_id, int64_t ns, Clock clock) noexcept {
+  internal::AttachIfFirstCall();
+  abi::RecordPayload payload;
+  payload.external_ns = ns;
+  internal::Write(ReadTsc(), order_id, payload.raw, static_cast<uint32_t>(clock), tag.id(),
+                  abi::kExternal, 0);
 }
 
 namespace internal {

@@ -70,10 +70,16 @@ absl::StatusOr<SegmentId> ParseSegmentName(std::string_view name_view) {
 absl::StatusOr<std::vector<SegmentId>> ListSegments(std::string_view session) {
   DIR* dir = opendir("/dev/shm");
   if (dir == nullptr) return absl::UnavailableError("cannot list /dev/shm");
+  struct stat dir_st;
+  const uint64_t device = fstat(dirfd(dir), &dir_st) == 0 ? dir_st.st_dev : 0;
   std::vector<SegmentId> found;
   while (dirent* e = readdir(dir)) {
     absl::StatusOr<SegmentId> id = ParseSegmentName(e->d_name);
-    if (id.ok() && id->session == session) found.push_back(*std::move(id));
+    if (id.ok() && id->session == session) {
+      id->device = device;
+      id->inode = e->d_ino;
+      found.push_back(*std::move(id));
+    }
   }
   closedir(dir);
   std::sort(found.begin(), found.end(),
@@ -115,6 +121,11 @@ absl::Status ValidateRecord(const abi::Record& record, uint32_t tag_count) {
   switch (record.kind) {
     case abi::kLink:
       return absl::OkStatus();
+    case abi::kExternal:
+      if (record.aux == abi::kClockInvalid || record.aux > abi::kExternalClockMax) {
+        return absl::DataLossError(absl::StrCat("record: unknown clock ", record.aux));
+      }
+      [[fallthrough]];
     case abi::kStamp:
     case abi::kSpan:
     case abi::kMeasure:
@@ -219,9 +230,15 @@ bool PreadAll(int fd, void* buf, size_t bytes, uint64_t offset) {
 
 // Records published and not consumed in every slot of a refused segment,
 // read with pread() (nothing mapped; a file shrunk meanwhile reads short and
-// ends the count). A slot whose indices are impossible counts 0.
-uint64_t CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_bytes) {
-  uint64_t total = 0;
+// ends the count). A slot whose indices are impossible counts 0. A segment
+// of more than kMaxRingsCounted rings is not counted (`why` says unknown).
+void CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_bytes,
+                     SegmentOpenError& why) {
+  if (h.slot_count > kMaxRingsCounted) {
+    why.unconsumed_unknown = true;
+    return;
+  }
+  uint64_t& total = why.unconsumed_records;
   for (uint32_t slot = 0; slot < h.slot_count; ++slot) {
     const uint64_t control = h.slots_offset + uint64_t{slot} * h.slot_stride;
     if (control + sizeof(abi::SlotControl) > file_bytes) break;
@@ -234,7 +251,6 @@ uint64_t CountUnconsumed(int fd, const abi::SegmentHeader& h, uint64_t file_byte
     }
     if (write_index - read_index <= h.ring_capacity) total += write_index - read_index;
   }
-  return total;
 }
 
 // Which slots were ever claimed (generation != 0 in line 0), read with
@@ -328,7 +344,7 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
   if (!owner_ok) {
     absl::StatusOr<std::unique_ptr<SegmentReader>> probe =
         header_read ? Validate(n, id->pid, header, file_bytes) : absl::DataLossError("unread");
-    if (probe.ok()) why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+    if (probe.ok()) CountUnconsumed(fd, header, file_bytes, why);
     return refuse(SegmentRefusal::kForeign,
                   absl::PermissionDeniedError(absl::StrCat(
                       "segment ", n, ": owned by uid ", st.st_uid, ", not by this collector's uid ",
@@ -340,7 +356,8 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                                    " bytes, the header alone is ",
                                                    sizeof(abi::SegmentHeader), ")")));
   }
-  absl::StatusOr<std::unique_ptr<SegmentReader>> reader = Validate(n, id->pid, header, file_bytes);
+  absl::StatusOr<std::unique_ptr<SegmentReader>> reader =
+      Validate(n, id->pid, header, file_bytes, limits.newest_abi_version);
   if (!reader.ok()) {
     const uint64_t magic = header.magic.load(std::memory_order_relaxed);
     if (magic == 0) return refuse(SegmentRefusal::kNotReady, reader.status());
@@ -356,7 +373,7 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(std::string_v
                                            info.rings_claimed);
   if (info.reserved_bytes > limits.max_segment_bytes) {
     why.reserved_bytes = info.reserved_bytes;
-    why.unconsumed_records = CountUnconsumed(fd, header, file_bytes);
+    CountUnconsumed(fd, header, file_bytes, why);
     return refuse(SegmentRefusal::kOversized,
                   absl::ResourceExhaustedError(absl::StrCat(
                       "segment ", n, ": ", info.rings_claimed, " of ", info.slot_count,
@@ -435,7 +452,8 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::OpenMemory(std::st
 }
 
 absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
-    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size) {
+    const std::string& n, uint32_t name_pid, const abi::SegmentHeader& header, uint64_t size,
+    uint32_t newest_abi_version) {
   auto reader = std::unique_ptr<SegmentReader>(new SegmentReader());
   const abi::SegmentHeader* h = &header;
   const uint64_t magic = h->magic.load(std::memory_order_relaxed);  // a private copy
@@ -445,10 +463,14 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Validate(
   if (magic != abi::kMagic) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": bad magic 0x", absl::Hex(magic)));
   }
-  if (h->abi_version != abi::kAbiVersion) {
+  if (h->abi_version < abi::kOldestReadableAbiVersion || h->abi_version > newest_abi_version) {
+    const std::string known =
+        newest_abi_version <= abi::kOldestReadableAbiVersion
+            ? absl::StrCat(newest_abi_version)
+            : absl::StrCat(abi::kOldestReadableAbiVersion, " to ", newest_abi_version);
     return absl::FailedPreconditionError(absl::StrCat("segment ", n, ": ABI version ",
                                                       h->abi_version, ", this reader knows ",
-                                                      abi::kAbiVersion));
+                                                      known));
   }
   if (h->header_size != sizeof(abi::SegmentHeader) || h->record_size != sizeof(abi::Record)) {
     return absl::DataLossError(absl::StrCat("segment ", n, ": header size ", h->header_size,

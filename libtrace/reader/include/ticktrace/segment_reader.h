@@ -52,13 +52,19 @@ struct SegmentId {
   std::string session;
   uint32_t pid = 0;
   uint32_t suffix = 0;  // 0: none; 1..kMaxSegmentNameSuffix: the plain name was taken
+  // The file under that name when it was listed (ListSegments: /dev/shm's
+  // device and the entry's inode; 0 when not listed): a refused file is
+  // remembered by these, so that renaming it does not make it new.
+  uint64_t device = 0;
+  uint64_t inode = 0;
 };
 
 // Parses "ticktrace.<session>.<pid>" and "ticktrace.<session>.<pid>.<n>"
 // (n in 1..kMaxSegmentNameSuffix); InvalidArgument for anything else.
 absl::StatusOr<SegmentId> ParseSegmentName(std::string_view name);
 
-// Segments of `session` present now (scans /dev/shm), by pid then suffix.
+// Segments of `session` present now (scans /dev/shm), by pid then suffix,
+// each with its device and inode (no system call per entry: readdir's d_ino).
 // Unparseable names are skipped.
 absl::StatusOr<std::vector<SegmentId>> ListSegments(std::string_view session);
 
@@ -129,6 +135,9 @@ inline constexpr uint64_t kDefaultMaxSegmentBytes = uint64_t{64} << 30;
 struct SegmentOpenLimits {
   std::vector<uint32_t> allowed_uids;  // owners accepted besides this process's effective uid
   uint64_t max_segment_bytes = kDefaultMaxSegmentBytes;
+  // The newest ABI version accepted: abi::kAbiVersion. Lower only to read as a
+  // reader built against that older version would (tests of the refusal).
+  uint32_t newest_abi_version = abi::kAbiVersion;
 };
 
 // Why Open() refused a segment; the collector counts each kind apart.
@@ -149,11 +158,19 @@ struct SegmentOpenError {
   // Records published and not consumed in a refused segment whose header and
   // control lines could be read (pread; nothing mapped): what refusing it
   // leaves undrained at this moment. 0 when they could not be read.
+  // Counted only for segments of at most kMaxRingsCounted rings, two preads
+  // a ring, so that a hostile header cannot make refusing it expensive;
+  // beyond that unconsumed_unknown is true and the count 0.
   uint64_t unconsumed_records = 0;
+  bool unconsumed_unknown = false;
   // kOversized: the bytes it has reserved (abi::ReservedBytes), which is the
   // smallest limit that accepts it.
   uint64_t reserved_bytes = 0;
 };
+
+// The most rings of a refused segment whose waiting records Open() counts
+// (libtrace's default ring count; SegmentOpenError::unconsumed_unknown).
+inline constexpr uint32_t kMaxRingsCounted = 64;
 
 class SegmentReader {
  public:
@@ -243,7 +260,9 @@ class SegmentReader {
   static absl::StatusOr<std::unique_ptr<SegmentReader>> Validate(const std::string& name,
                                                                  uint32_t name_pid,
                                                                  const abi::SegmentHeader& header,
-                                                                 uint64_t size);
+                                                                 uint64_t size,
+                                                                 uint32_t newest_abi_version =
+                                                                     abi::kAbiVersion);
   // Maps bytes [begin, end) of the file at the same offset of the reservation.
   bool MapRange(uint64_t begin, uint64_t end) const;
   // Maps `slot`'s records if they are not mapped yet, within the limit.

@@ -20,6 +20,10 @@ inline constexpr uint32_t kFlagSkew = 16;        // cross-core, below zero withi
 inline constexpr uint32_t kFlagOutOfOrder = 32;  // same core below zero, or against the pipeline
 inline constexpr uint32_t kFlagLate = 64;        // arrived after its order was emitted
 inline constexpr uint32_t kFlagCrossHost = 128;  // ends on two hosts: from UTC, not the TSC
+// An end read by another clock (stamp_at: a kernel or NIC packet timestamp, a
+// venue's time), placed through the UTC anchors; it carries that clock's
+// uncertainty. Marks the sample, which stays in the percentiles.
+inline constexpr uint32_t kFlagExternal = 256;
 
 // Kept out of the percentiles unless the run includes flagged samples.
 inline constexpr uint32_t kFlagsExcludedByDefault =
