@@ -42,6 +42,12 @@ if(TICKTRACE_BUILD_TOOLS)
     endif()
   endforeach()
   install(TARGETS ${ticktrace_installed_programs} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # The loadable SQLite extension (store/sqlite/sqlite_extension.cc) beside
+  # the libraries, for `.load <libdir>/libticktrace_sqlite` (docs/store.md).
+  # Not part of the CMake package: nothing links it.
+  if(TARGET ticktrace_sqlite)
+    install(TARGETS ticktrace_sqlite LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
   foreach(program ${ticktrace_installed_programs})
     install(FILES examples/shell/ticktrace.bash DESTINATION ${TICKTRACE_BASH_COMPLETION_DIR}
             RENAME ${program})

@@ -7,6 +7,8 @@
 // A connection without them cannot read the views (plain sqlite3 reports "no
 // such function"); every connection of this library has them, and so has
 // every connection a program linked with it opens (sqlite3_auto_extension).
+// Other programs load them from libticktrace_sqlite (sqlite_extension.cc),
+// built from the same bodies (sqlite_block_sql_functions.inc).
 
 #ifndef TICKTRACE_STORE_SQLITE_SQLITE_BLOCK_SQL_H_
 #define TICKTRACE_STORE_SQLITE_SQLITE_BLOCK_SQL_H_

@@ -2,7 +2,6 @@
 
 #include <sqlite3.h>
 
-#include <charconv>
 #include <map>
 #include <string>
 #include <utility>
@@ -122,41 +121,6 @@ absl::Status PutStamps(Statement& s, sqlite3* db, const FlatOrder& o, const Run&
 }
 
 }  // namespace
-
-absl::StatusOr<std::vector<SampleCell>> ParseSampleCells(std::string_view json) {
-  std::vector<SampleCell> cells;
-  size_t i = 0;
-  const auto bad = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat("orders.samples: not [[stage_id,latency_ns,flags],...] at byte ", i));
-  };
-  auto expect = [&](char c) {
-    if (i < json.size() && json[i] == c) {
-      ++i;
-      return true;
-    }
-    return false;
-  };
-  auto number = [&](int64_t* v) {
-    const std::from_chars_result r = std::from_chars(json.data() + i, json.data() + json.size(), *v);
-    if (r.ec != std::errc()) return false;
-    i = static_cast<size_t>(r.ptr - json.data());
-    return true;
-  };
-  if (!expect('[')) return bad();
-  if (expect(']')) return i == json.size() ? absl::StatusOr<std::vector<SampleCell>>(cells) : bad();
-  do {
-    int64_t stage = 0, latency = 0, flags = 0;
-    if (!expect('[') || !number(&stage) || !expect(',') || !number(&latency) || !expect(',') ||
-        !number(&flags) || !expect(']')) {
-      return bad();
-    }
-    if (stage < 0 || stage > UINT32_MAX || flags < 0 || flags > UINT32_MAX) return bad();
-    cells.push_back({static_cast<uint32_t>(stage), latency, static_cast<uint32_t>(flags)});
-  } while (expect(','));
-  if (!expect(']') || i != json.size()) return bad();
-  return cells;
-}
 
 absl::Status ExpandDetail(sqlite3* db) {
   if (absl::Status s = RegisterBlockSqlFunctions(db); !s.ok()) return s;

@@ -61,6 +61,15 @@ if [ -x "$build_dir/bin/ticktrace-collector" ]; then
     "$p/bin/$b" --version | grep -Eqx "$b [0-9]+\.[0-9]+\.[0-9]+ \(([0-9a-f]+|unknown)\)" ||
       { echo "$b --version: $("$p/bin/$b" --version)" >&2; exit 1; }
   done
+  # The loadable SQLite extension, installed beside the libraries; the shell
+  # (when installed) loads it from there and calls one of its functions: a
+  # JSON block's text comes back as it is (docs/store.md, "Order blocks").
+  module="$(find "$p" -name libticktrace_sqlite.so)"
+  test -n "$module" || { echo "not installed: libticktrace_sqlite.so" >&2; exit 1; }
+  if command -v sqlite3 >/dev/null; then
+    [ "$(sqlite3 :memory: ".load ${module%.so}" "SELECT ticktrace_block_orders('[]')")" = "[]" ] ||
+      { echo "the installed extension does not load in sqlite3" >&2; exit 1; }
+  fi
   unit="$p/lib/systemd/system/ticktrace-collector@.service"
   grep -q "^ExecStart=$p/bin/ticktrace-collector --session %i " "$unit" ||
     { echo "unit's ExecStart is not the installed collector:" >&2
