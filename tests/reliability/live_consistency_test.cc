@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include "store/sqlite/sqlite_block_sql.h"
 #include "tests/reliability/rel_fixture.h"
 
 namespace ticktrace::reliability {
@@ -31,6 +32,13 @@ bool ReadFigures(const std::string& path, Figures* f) {
     return false;
   }
   sqlite3_busy_timeout(db, 5000);
+  // `orders` is a view over the blocks that needs the store's SQL functions
+  // (sqlite_block_sql.h): registered here, since nothing else of the store
+  // library need be linked into this test.
+  if (!ticktrace::store::RegisterBlockSqlFunctions(db).ok()) {
+    sqlite3_close(db);
+    return false;
+  }
   sqlite3_stmt* s = nullptr;
   const char* sql =
       "SELECT (SELECT value FROM counters WHERE name = 'samples'),"
