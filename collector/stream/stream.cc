@@ -380,7 +380,12 @@ absl::Status DispatchChunk(const ChunkFrame& frame, ChunkVisitor* visitor) {
   return absl::OkStatus();  // unknown type: skipped
 }
 
-absl::Status DispatchAll(std::string_view bytes, ChunkVisitor* visitor) {
+namespace {
+
+// DispatchAll (malformed_chunks null: the first malformed chunk stops it)
+// and DispatchEach (counted there, and skipped).
+absl::Status DispatchFrames(std::string_view bytes, ChunkVisitor* visitor,
+                            uint64_t* malformed_chunks) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   size_t off = 0;
   while (off < bytes.size()) {
@@ -391,27 +396,25 @@ absl::Status DispatchAll(std::string_view bytes, ChunkVisitor* visitor) {
     }
     absl::Status s = DispatchChunk(*f, visitor);
     if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("at byte ", off, ": ", s.message()));
+      if (malformed_chunks == nullptr) {
+        return absl::Status(s.code(), absl::StrCat("at byte ", off, ": ", s.message()));
+      }
+      ++*malformed_chunks;
     }
     off += f->frame_bytes;
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status DispatchAll(std::string_view bytes, ChunkVisitor* visitor) {
+  return DispatchFrames(bytes, visitor, nullptr);
+}
+
 absl::Status DispatchEach(std::string_view bytes, ChunkVisitor* visitor,
                           uint64_t* malformed_chunks) {
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  size_t off = 0;
-  while (off < bytes.size()) {
-    absl::StatusOr<ChunkFrame> f = ParseChunkFrame(p + off, bytes.size() - off);
-    if (!f.ok()) {
-      return absl::Status(f.status().code(),
-                          absl::StrCat("at byte ", off, ": ", f.status().message()));
-    }
-    if (!DispatchChunk(*f, visitor).ok()) ++*malformed_chunks;
-    off += f->frame_bytes;
-  }
-  return absl::OkStatus();
+  return DispatchFrames(bytes, visitor, malformed_chunks);
 }
 
 }  // namespace ticktrace::collect
