@@ -34,7 +34,9 @@ struct sigaction g_previous_segment_sigbus;
 // initial-exec TLS block (a %fs-relative store, no allocation).
 extern "C" void OnSegmentSigbus(int sig, siginfo_t* info, void* context) {
   const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
-  const uintptr_t begin = g_guard_begin.load(std::memory_order_relaxed);
+  // Acquire, paired with the release store of begin in GuardSegmentMapping:
+  // a begin seen set comes with its end (stored before it).
+  const uintptr_t begin = g_guard_begin.load(std::memory_order_acquire);
   const uintptr_t end = g_guard_end.load(std::memory_order_relaxed);
   if (begin != 0 && addr >= begin && addr < end) {
     const int saved_errno = errno;
@@ -79,8 +81,10 @@ void GuardSegmentMapping(uint8_t* base, uint64_t bytes) noexcept {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, &g_previous_segment_sigbus);
   });
+  // End first, then begin with release (paired with the handler's acquire
+  // load): a handler on any thread that sees begin sees its end.
   g_guard_end.store(reinterpret_cast<uintptr_t>(base) + bytes, std::memory_order_relaxed);
-  g_guard_begin.store(reinterpret_cast<uintptr_t>(base), std::memory_order_relaxed);
+  g_guard_begin.store(reinterpret_cast<uintptr_t>(base), std::memory_order_release);
 }
 
 void ForgetSegmentGuard() noexcept {
