@@ -19,6 +19,13 @@
 # collector binaries (replay_bench, visibility_bench and daemon_bench all take
 # the collector's path), so both builds see the same driver, archive, rates
 # and flags; only the collector differs.
+#
+# BEFORE_BENCHES=own: the before side runs the bench programs of BEFORE_REF
+# itself (built beside its collector), and writes its own archive with its own
+# replay_bench. Needed when the record layout changed between the two (an ABI
+# step: a collector refuses rings of another layout), and it adds the hot
+# path's figures (trace_benchmark of each build, interleaved), since libtrace
+# differs too. The bench programs' command lines must be the same in both.
 
 engine_before_ref="${BEFORE_REF:-3677a2b}"
 # What the before build is, for the page.
@@ -28,6 +35,13 @@ engine_before_dir="${BEFORE_DIR:-$root/build-bench-before}"
 engine_before_bin=""
 engine_before_status="not built (BEFORE_REF=none)"
 engine_before_commit=""
+engine_before_benches="${BEFORE_BENCHES:-}"
+case "$engine_before_benches" in
+  ""|own) ;;
+  *) echo "engine_rows.sh: BEFORE_BENCHES=$engine_before_benches: only BEFORE_BENCHES=own is known" >&2; exit 2 ;;
+esac
+# The before build's bin directory when BEFORE_BENCHES=own and it built.
+engine_before_benchbin=""
 
 # Run lengths: the targets' own, or a smoke check's (QUICK=1).
 if [ "$quick" = 1 ]; then
@@ -36,12 +50,16 @@ if [ "$quick" = 1 ]; then
   engine_live_seconds=10
   engine_restart_minutes=0.5
   engine_visibility_args=(--seconds 2 --orders-per-ms 16 --inflight 200000)
+  engine_hotpath_rounds=1
+  engine_hotpath_repetitions=1
 else
   engine_replay_records=20000000
   engine_replay_rounds=3
   engine_live_seconds=60
   engine_restart_minutes=10
   engine_visibility_args=(--seconds 5 --orders-per-ms 16 --inflight 1000000)
+  engine_hotpath_rounds=3
+  engine_hotpath_repetitions=3
 fi
 # Rings of about 1 s for the restart: 4 producer threads at 1 M records/s
 # write 250 k records/s each, and a ring is a power of two: 2^18 = 1.05 s.
@@ -65,11 +83,14 @@ engine_build_before() {
     echo "$engine_before_commit" >"$src/.ticktrace-ref"
   fi
   mkdir -p "$build"
-  log "building the before collector ($engine_before_ref) in $build"
+  local targets=(ticktrace-collector)
+  [ "$engine_before_benches" = own ] && targets+=(replay_bench visibility_bench daemon_bench trace_benchmark)
+  log "building the before build's ${targets[*]} ($engine_before_ref) in $build"
   if cmake -S "$src" -B "$build" "${cmake_release_args[@]}" >"$build/run_all.configure.log" 2>&1 &&
-     cmake --build "$build" -j "$jobs" --target ticktrace-collector >"$build/run_all.build.log" 2>&1; then
+     cmake --build "$build" -j "$jobs" --target "${targets[@]}" >"$build/run_all.build.log" 2>&1; then
     engine_before_bin="$build/bin/ticktrace-collector"
     engine_before_status="built"
+    [ "$engine_before_benches" = own ] && engine_before_benchbin="$build/bin"
   else
     engine_before_status="did not build (see $build/run_all.build.log)"
     log "before collector $engine_before_status"
@@ -78,8 +99,9 @@ engine_build_before() {
 
 # engine_one NAME SIDE ROUND LIMIT PROGRAM ARGS...: one run of a bench
 # program against SIDE's collector (the word COLLECTOR in ARGS is replaced by
-# its path, WORKDIR by a directory of this run's own, removed after it), output
-# in $tmp/engine/NAME.SIDE.ROUND.txt.
+# its path, WORKDIR by a directory of this run's own, removed after it, ARCHIVE
+# by SIDE's archive), output in $tmp/engine/NAME.SIDE.ROUND.txt. With
+# BEFORE_BENCHES=own, a PROGRAM in $bin runs from the before build on its side.
 engine_one() {
   local name="$1" side="$2" round="$3" limit="$4"
   shift 4
@@ -94,6 +116,13 @@ engine_one() {
     case "$a" in
       COLLECTOR) args+=("$collector") ;;
       WORKDIR) args+=("$work") ;;
+      ARCHIVE) args+=("$(engine_archive "$side")") ;;
+      "$bin"/*)
+        if [ "$side" = before ] && [ -n "$engine_before_benchbin" ]; then
+          args+=("$engine_before_benchbin/${a#"$bin"/}")
+        else
+          args+=("$a")
+        fi ;;
       *) args+=("$a") ;;
     esac
   done
@@ -101,6 +130,7 @@ engine_one() {
   log "engine: $name ($side collector, round $round)"
   local rc=0
   timeout "$limit" "${args[@]}" >"$out.txt" 2>"$out.err" || rc=$?
+  [ "$name" = hotpath ] && engine_hotpath_metrics "$out.txt"
   if [ "$rc" -ne 0 ]; then
     log "engine: $name ($side) exited with $rc"
     tail -3 "$out.err" >&2 || true
@@ -119,20 +149,57 @@ engine_pair() {
   done
 }
 
-engine_run() {
-  local archive="$tmp/engine-replay.raw"
-  mkdir -p "$tmp/engine"
-  log "engine: writing a $engine_replay_records-record archive"
-  if ! "$bin/replay_bench" --archive "$archive" --write-only --records "$engine_replay_records" \
-      >"$tmp/engine/archive.txt" 2>&1; then
-    log "engine: the archive was not written: $(tail -1 "$tmp/engine/archive.txt")"
+# engine_archive SIDE: the archive SIDE replays: one for both, or each its own
+# when the before side runs its own bench programs (its own record layout).
+engine_archive() {
+  if [ "$1" = before ] && [ -n "$engine_before_benchbin" ]; then
+    echo "$tmp/engine-replay.before.raw"
+  else
+    echo "$tmp/engine-replay.raw"
   fi
-  local rb=("$bin/replay_bench" --collector COLLECTOR --archive "$archive" --dir WORKDIR)
+}
+
+# engine_hotpath_metrics FILE: trace_benchmark's summary in FILE as METRIC
+# lines (median ns/op per benchmark, and the interleaved stamp/floor ratios).
+engine_hotpath_metrics() {
+  awk '
+    /^benchmark +mean ns\/op/ {on = 1; next}
+    on && NF == 0 {on = 0}
+    on && NF >= 5 {printf "METRIC|%s_median_ns|%s\n", $1, $4}
+    /^stamp \/ floor \(interleaved batches, medians\)/ {split($0, a, ":"); split(a[2], b, " ");
+      printf "METRIC|stamp_floor_median_ratio|%s\n", b[1]}
+    /^stamp \/ floor \(interleaved batches, means\)/ {split($0, a, ":"); split(a[2], b, " ");
+      printf "METRIC|stamp_floor_mean_ratio|%s\n", b[1]}' "$1" >>"$1.metrics" 2>/dev/null || true
+  cat "$1.metrics" >>"$1" 2>/dev/null || true
+  rm -f "$1.metrics"
+}
+
+engine_run() {
+  local side
+  mkdir -p "$tmp/engine"
+  for side in after before; do
+    [ "$side" = before ] && [ -z "$engine_before_benchbin" ] && continue
+    local writer="$bin/replay_bench"
+    [ "$side" = before ] && writer="$engine_before_benchbin/replay_bench"
+    log "engine: writing a $engine_replay_records-record archive ($side build's replay_bench)"
+    if ! "$writer" --archive "$(engine_archive "$side")" --write-only --records "$engine_replay_records" \
+        >"$tmp/engine/archive.$side.txt" 2>&1; then
+      log "engine: the $side archive was not written: $(tail -1 "$tmp/engine/archive.$side.txt")"
+    fi
+  done
+  # The hot path, only when each side has its own libtrace to measure.
+  if [ -n "$engine_before_benchbin" ]; then
+    engine_pair hotpath "$engine_hotpath_rounds" 900 "$bin/trace_benchmark" \
+        --benchmark_repetitions="$engine_hotpath_repetitions"
+  fi
+  local rb=("$bin/replay_bench" --collector COLLECTOR --archive ARCHIVE --dir WORKDIR)
   engine_pair replay_off "$engine_replay_rounds" 900 "${rb[@]}" --store off
   engine_pair replay_sqlite_all "$(( (engine_replay_rounds + 1) / 2 ))" 1800 "${rb[@]}" --store sqlite --detail all
   engine_pair replay_sqlite_tail "$(( (engine_replay_rounds + 1) / 2 ))" 1800 "${rb[@]}" --store sqlite --detail tail
   engine_pair replay_clickhouse_all 1 1800 "${rb[@]}" --store clickhouse --detail all
-  rm -f "$archive" "$archive.records"
+  for side in after before; do
+    rm -f "$(engine_archive "$side")" "$(engine_archive "$side").records"
+  done
   engine_pair visibility 1 600 "$bin/visibility_bench" --collector COLLECTOR \
       "${engine_visibility_args[@]}" --tmpdir WORKDIR
   local db=("$bin/daemon_bench" --collector COLLECTOR --seconds "$engine_live_seconds" --tmpdir WORKDIR)
@@ -179,6 +246,8 @@ engine_fmt() {
     B) awk -v v="$2" 'BEGIN {printf "%.0f B", v}' ;;
     MB) awk -v v="$2" 'BEGIN {printf "%.1f MB", v}' ;;
     n) awk -v v="$2" 'BEGIN {printf "%.0f", v}' ;;
+    ns) awk -v v="$2" 'BEGIN {printf "%.2f ns", v}' ;;
+    x) awk -v v="$2" 'BEGIN {printf "%.3f", v}' ;;
   esac
 }
 
@@ -206,12 +275,22 @@ engine_row() {
   elif [ -z "$a" ]; then
     as="not measured"
     met="**missed** ($(engine_why "$name" after))"
-  elif [ "$op" = none ]; then
+  elif [ "$op" = none ] || [ "$op" = near ]; then
     met="— (shown beside the row above)"
   else
     met="$(awk -v v="$a" -v l="$limit" -v op="$op" 'BEGIN {
       ok = (op == "ge") ? v >= l : (op == "le") ? v <= l : v == l
       print ok ? "met" : "**missed**"}')"
+  fi
+  # near: within LIMIT (a fraction) of the before figure, either way.
+  if [ "$op" = near ] && [ -n "$a" ]; then
+    if [ -z "$b" ]; then
+      met="— (no before figure)"
+    else
+      met="$(awk -v a="$a" -v b="$b" -v l="$limit" 'BEGIN {
+        d = (b == 0) ? 0 : a / b - 1; if (d < 0) d = -d
+        printf "%s (%+.1f %%)", (d <= l) ? "met" : "**missed**", (b == 0) ? 0 : (a / b - 1) * 100}')"
+    fi
   fi
   echo "| $figure | $target | $bs | $as | $gain | $met | $detail |"
 }
@@ -296,6 +375,19 @@ engine_table() {
     "the rings' own drop counters over the whole run" restart_dropped_rings
   engine_row "order visible in the store after its last stamp, p99" "<= 1 s" ms down le 1000 \
     visibility visible_p99_ms "visibility_bench, 16 orders/ms, store polled every 2 ms"
+  if [ -n "$engine_before_benchbin" ]; then
+    local hp="trace_benchmark of each build, $engine_hotpath_rounds interleaved round(s) of $engine_hotpath_repetitions repetitions, median"
+    engine_row "hot path: \`stamp\` / floor, medians of interleaved batches" "unchanged (within 5 %)" x down near 0.05 \
+      hotpath stamp_floor_median_ratio "$hp; the floor is the same code in both builds"
+    engine_row "hot path: \`stamp\`, median ns/op" "unchanged (within 5 %)" ns down near 0.05 \
+      hotpath stamp_median_ns ""
+    engine_row "hot path: \`Span\` begin + end, median ns/op" "unchanged (within 5 %)" ns down near 0.05 \
+      hotpath span_median_ns ""
+    engine_row "hot path: floor (rdtsc + one store, no library code), median ns/op" "(the machine)" ns down none 0 \
+      hotpath floor_median_ns ""
+    engine_row "hot path: \`stamp_at\` (time given by another clock), median ns/op" "(new)" ns down none 0 \
+      hotpath stamp_at_median_ns ""
+  fi
 }
 
 # The run's output of NAME for SIDE, every round, without its METRIC/TARGET/NOTE lines.
@@ -308,6 +400,15 @@ engine_body() {
 }
 
 engine_section() {
+  local engine_drivers_text="Both are driven by this checkout's bench
+programs (so both see the same driver, archive, rates and flags; only the collector differs):"
+  if [ -n "$engine_before_benchbin" ]; then
+    engine_drivers_text="Each side runs its own build's bench programs
+(BEFORE_BENCHES=own: the record layout differs between the two, so each side writes its
+archive with its own replay_bench and drives its collector with its own daemon_bench and
+visibility_bench; the command lines are the same), and the hot path rows time each build's
+own libtrace with its own trace_benchmark, before and after interleaved:"
+  fi
   local before_name="\`$engine_before_ref\`"
   [ -n "$engine_before_commit" ] && before_name="\`$engine_before_ref\` (${engine_before_commit:0:12})"
   cat <<EOF
@@ -316,9 +417,8 @@ engine_section() {
 Each row is one figure measured twice in this run: "before" with the
 collector of $before_name, $engine_before_what
 (a Release build this script made in \`${engine_before_dir#"$root"/}/build\`:
-$engine_before_status), "after" with the collector of this checkout. Both are driven by this checkout's bench
-programs (the before build's benches lack \`--detail\`, \`--ring-records\` and the
-replay driver): replay_bench replays one archive written once for both (3
+$engine_before_status), "after" with the collector of this checkout. $engine_drivers_text
+replay_bench replays an archive (3
 processes, whole orders of 4 records, ids counting up so every emitted order
 lingers and leaves its id behind; collector_bench's shape) through the
 collector binary, \`--replay ARCHIVE --pipeline md_rx,decide,order_sent\`;
@@ -334,8 +434,10 @@ $(engine_table)
 
 EOF
   local name side
-  for name in replay_off replay_sqlite_all replay_sqlite_tail replay_clickhouse_all visibility \
-              live_1m_all live_1m_tail live_5m_tail restart; do
+  local names=(replay_off replay_sqlite_all replay_sqlite_tail replay_clickhouse_all visibility
+               live_1m_all live_1m_tail live_5m_tail restart)
+  [ -n "$engine_before_benchbin" ] && names=(hotpath "${names[@]}")
+  for name in "${names[@]}"; do
     for side in before after; do
       echo "#### $name — $side"
       echo

@@ -45,6 +45,9 @@
 # and built (Release, same flags, ccache) in BEFORE_DIR (default build-bench-before);
 # BEFORE_REF=none: after figures only.
 # ONLY=engine: only the engine targets (their benches and the two collectors).
+# BEFORE_BENCHES=own: the before side runs BEFORE_REF's own bench programs (a
+# record layout that differs between the two builds), and the engine table adds
+# the hot path of both builds (bench/engine_rows.sh).
 # ONLY=features: only what budgets and the OTLP push cost (bench/feature_rows.sh,
 # ~8 min; QUICK=1: ~1 min), written to $BUILD_DIR/benchmarks-features.md.
 # ONLY=bytes: only the bytes per record in the store (bench/bytes_rows.sh, a few
@@ -114,6 +117,8 @@ if [ "$only" = features ]; then
   targets=(daemon_bench)
 elif [ "$only" = engine ]; then
   targets=(replay_bench visibility_bench daemon_bench)
+  # The hot path pair (BEFORE_BENCHES=own) times this build's libtrace too.
+  [ "${BEFORE_BENCHES:-}" = own ] && targets+=(trace_benchmark)
 elif [ "$only" = bytes ]; then
   targets=(store_write_bench)
 else

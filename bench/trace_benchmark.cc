@@ -6,6 +6,8 @@
 //   floor                rdtsc + one 32-byte store into a thread-local ring + a
 //                        release store of its index: written here, no library code
 //   stamp, stamp_rdtscp, stamp_fenced, span (Span begin + end), fenced_span
+//   stamp_at             a stamp whose time another clock read (the time is
+//                        given; the record still takes its own rdtsc)
 //
 // How it is measured. Each benchmark iteration runs a batch of kBatch
 // operations, timed with CLOCK_MONOTONIC around the batch (manual time), so
@@ -120,6 +122,13 @@ __attribute__((noinline)) void BatchStampRdtscp(const ticktrace::Tag& tag, uint6
 }
 __attribute__((noinline)) void BatchStampFenced(const ticktrace::Tag& tag, uint64_t base) {
   for (int i = 0; i < kBatch; ++i) ticktrace::stamp_fenced(tag, base + i);
+}
+__attribute__((noinline)) void BatchStampAt(const ticktrace::Tag& tag, uint64_t base) {
+  // The given time is taken as is (never read here): any ns since the epoch.
+  const int64_t ns = int64_t{1'700'000'000} * 1'000'000'000 + static_cast<int64_t>(base);
+  for (int i = 0; i < kBatch; ++i) {
+    ticktrace::stamp_at(tag, base + i, ns + i, ticktrace::Clock::kRealtime);
+  }
 }
 __attribute__((noinline)) void BatchSpan(const ticktrace::Tag& tag, uint64_t base) {
   for (int i = 0; i < kBatch; ++i) {
@@ -236,6 +245,9 @@ void Register() {
   reg("stamp_fenced", [base](benchmark::State& s) mutable {
     RunBatches(s, true, [&base] { BatchStampFenced(BenchTag(), base += kBatch); });
   });
+  reg("stamp_at", [base](benchmark::State& s) mutable {
+    RunBatches(s, true, [&base] { BatchStampAt(BenchTag(), base += kBatch); });
+  });
   reg("span", [base](benchmark::State& s) mutable {
     RunBatches(s, true, [&base] { BatchSpan(BenchTag(), base += kBatch); });
   });
@@ -275,7 +287,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
     std::printf("%-20s %12s %9s %14s %9s\n", "benchmark", "mean ns/op", "/ floor",
                 "median ns/op", "/ floor");
     for (const char* name : {"bench_rdtsc", "bench_rdtscp", "bench_clock_gettime", "floor",
-                             "stamp", "stamp_rdtscp", "stamp_fenced", "span", "fenced_span"}) {
+                             "stamp", "stamp_rdtscp", "stamp_fenced", "stamp_at", "span", "fenced_span"}) {
       const std::string key = std::string(name) + "/ns_per_op";
       if (!values_.count(key)) continue;
       const double m = mean(key);
