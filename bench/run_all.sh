@@ -45,6 +45,7 @@
 # and built (Release, same flags, ccache) in BEFORE_DIR (default build-bench-before);
 # BEFORE_REF=none: after figures only.
 # ONLY=engine: only the engine targets (their benches and the two collectors).
+# RESTART_MINUTES (default 10): how long the engine's restart run writes before its kill.
 # BEFORE_BENCHES=own: the before side runs BEFORE_REF's own bench programs (a
 # record layout that differs between the two builds), and the engine table adds
 # the hot path of both builds (bench/engine_rows.sh).
