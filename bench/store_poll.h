@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "store/sqlite/sqlite_block_sql.h"
 #include "store/sqlite/sqlite_statement.h"
 
 namespace ticktrace::bench {
@@ -39,6 +40,12 @@ class StorePoll {
       }
     }
     sqlite3_busy_timeout(db_, 100);
+    // `orders` is a view over the blocks that needs the store's SQL
+    // functions (sqlite_block_sql.h), registered on this connection.
+    if (!functions_registered_) {
+      if (!store::RegisterBlockSqlFunctions(db_).ok()) return false;
+      functions_registered_ = true;
+    }
     absl::StatusOr<store::internal::Statement> s =
         store::internal::Statement::Prepare(db_, sql_, path_);
     if (!s.ok()) return false;  // schema not there yet
@@ -72,12 +79,14 @@ class StorePoll {
     poll_.reset();  // finalized before the connection closes
     if (db_ != nullptr) sqlite3_close(db_);
     db_ = nullptr;
+    functions_registered_ = false;
   }
 
  private:
   std::string path_;
   std::string sql_;
   sqlite3* db_ = nullptr;
+  bool functions_registered_ = false;
   std::optional<store::internal::Statement> poll_;
 };
 
