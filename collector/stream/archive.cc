@@ -62,10 +62,10 @@ absl::StatusOr<ArchiveHeader> DecodeArchiveHeader(std::string_view bytes) {
   std::memcpy(&kind, bytes.data() + 16, 4);
   std::memcpy(&run_id, bytes.data() + 24, 8);
   if (magic != kArchiveMagic) return absl::InvalidArgumentError("not a ticktrace archive (bad magic)");
-  if (version != kArchiveVersion) {
+  if (version < kOldestArchiveVersion || version > kArchiveVersion) {
     return absl::InvalidArgumentError(
         absl::StrCat("archive format version ", version, " (this collector reads ",
-                     kArchiveVersion, ")"));
+                     kOldestArchiveVersion, " to ", kArchiveVersion, ")"));
   }
   if (size != kArchiveHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat("archive header size ", size));

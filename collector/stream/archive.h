@@ -3,7 +3,7 @@
 //
 // File layout (little-endian):
 //   +0  u64 magic  kArchiveMagic ("TTARCHV1")
-//   +8  u32 format version (kArchiveVersion)
+//   +8  u32 format version (kArchiveVersion; read: kOldestArchiveVersion..kArchiveVersion)
 //   +12 u32 header bytes (32)
 //   +16 u32 kind (ArchiveKind)
 //   +20 u32 reserved (0)
@@ -33,7 +33,12 @@
 namespace ticktrace::collect {
 
 inline constexpr uint64_t kArchiveMagic = 0x3156484352415454ull;  // "TTARCHV1" little-endian
-inline constexpr uint32_t kArchiveVersion = 1;
+// Version 2: the chunks may hold records of kind kExternal (ABI version 3,
+// stamp_at), which a reader of version 1 does not know; it refuses the file
+// in one line instead of counting those records malformed. A version 1 file
+// holds none, so it reads as it is.
+inline constexpr uint32_t kArchiveVersion = 2;
+inline constexpr uint32_t kOldestArchiveVersion = 1;
 inline constexpr uint32_t kArchiveHeaderBytes = 32;
 
 enum class ArchiveKind : uint32_t {

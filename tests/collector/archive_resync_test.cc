@@ -210,5 +210,28 @@ TEST_F(ArchiveResyncTest, LargeChunksThroughASmallBufferAndTwoSkipsOfTwoRings) {
   EXPECT_EQ(r.valid_bytes(), bytes_.size());
 }
 
+// The header's format version: this collector writes 2 (its chunks may
+// hold kExternal records) and reads 1 and 2; a version it does not know is
+// refused in one line that says which it reads.
+TEST(ArchiveHeaderTest, WritesVersionTwoReadsOneAndTwoRefusesOthersInOneLine) {
+  const std::string header = EncodeArchiveHeader(ArchiveHeader{ArchiveKind::kRaw, 0});
+  uint32_t written = 0;
+  std::memcpy(&written, header.data() + 8, 4);
+  EXPECT_EQ(written, 2u);
+  for (uint32_t version : {1u, 2u, 0u, 3u}) {
+    std::string h = header;
+    std::memcpy(h.data() + 8, &version, 4);
+    absl::StatusOr<ArchiveHeader> decoded = DecodeArchiveHeader(h);
+    if (version == 1 || version == 2) {
+      EXPECT_TRUE(decoded.ok()) << version << ": " << decoded.status();
+    } else {
+      ASSERT_FALSE(decoded.ok()) << version;
+      EXPECT_EQ(decoded.status().message(),
+                "archive format version " + std::to_string(version) +
+                    " (this collector reads 1 to 2)");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ticktrace::collect

@@ -215,7 +215,7 @@ class BadInputTest : public RelTest {
     std::ofstream(d.short_archive, std::ios::binary) << archive_bytes.substr(0, 20);
     d.newer_archive = d.data + "/newer.raw";
     std::string newer = archive_bytes;
-    newer[8] = 2;  // format version 2
+    newer[8] = 3;  // format version 3: newer than this collector reads
     std::ofstream(d.newer_archive, std::ios::binary) << newer;
     d.missing_dir_file = d.data + "/no/such/dir/x";
   }
