@@ -53,6 +53,7 @@
 #include "collector/sinks/sink_fanout.h"
 #include "collector/sinks/store_sink.h"
 #include "collector/stream/stream.h"
+#include "collector/time/external_clock.h"
 #include "collector/time/time_base.h"
 #include "ticktrace/absl_status.h"
 #include "ticktrace/calibration.h"
@@ -575,6 +576,12 @@ class Session {
     s.counters = Counters(d, j);
     for (const StageSummary& m : analyzer_->stats().Summaries()) {
       s.stages.push_back(ToStageStatsRow(m, info_.include_flagged));
+      for (const bool at_end : {false, true}) {
+        for (std::string_view clock : ExternalClockNames(m.external_clocks, at_end)) {
+          s.stage_clocks.push_back(
+              store::StageClockRow{m.stage, at_end ? "end" : "begin", std::string(clock)});
+        }
+      }
     }
     // Every core measurement (few: one per --skew-interval), and the latest
     // anchors (the store ignores those it has; a replaced snapshot loses

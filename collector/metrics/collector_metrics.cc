@@ -37,6 +37,9 @@ MetricsSnapshot MakeMetricsSnapshot(const store::Snapshot& store_snapshot,
     for (size_t i = 0; i < s.flag_counts.size(); ++i) {
       s.flag_counts[i] = static_cast<uint64_t>(row.flag_counts[i]);
     }
+    for (const store::StageClockRow& c : store_snapshot.stage_clocks) {
+      if (c.stage == row.stage) s.clocks.emplace_back(c.side, c.clock);
+    }
     m.stages.push_back(std::move(s));
   }
   m.counters = store_snapshot.counters;

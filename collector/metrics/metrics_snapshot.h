@@ -22,6 +22,10 @@ struct StageMetrics {
   store::Histogram histogram;  // the samples in the percentiles (ns), as the store's p99 sees them
   uint64_t samples_all = 0;    // every sample, flagged ones included
   std::array<uint64_t, store::kFlagNames.size()> flag_counts{};  // by store::kFlagNames order
+  // The clocks other than the TSC that read an end of its samples, as
+  // (side, clock): ("begin" or "end", "realtime", "phc" or "exchange";
+  // store::StageClockRow); empty for a stage of TSC stamps only.
+  std::vector<std::pair<std::string, std::string>> clocks;
 };
 
 // One latency budget (common/budget.h) as the endpoint exports it.

@@ -181,6 +181,22 @@ std::string RenderSnapshot(const MetricsSnapshot& s, absl::string_view version,
     }
   }
 
+  // A stage with an end read by another clock names that clock (its samples
+  // carry the flag external, docs/store.md "Flags").
+  std::string clocks;
+  for (const StageMetrics& m : s.stages) {
+    for (const auto& [side, clock] : m.clocks) {
+      absl::StrAppend(&clocks, "ticktrace_stage_clock_info{stage=\"", EscapeLabelValue(m.stage),
+                      "\",side=\"", side, "\",clock=\"", EscapeLabelValue(clock), "\"} 1\n");
+    }
+  }
+  if (!clocks.empty()) {
+    AppendMetricHeader(&out, "ticktrace_stage_clock_info", "gauge",
+                       "1 for each clock other than the TSC that read an end (side: begin or "
+                       "end) of the stage's samples (stamp_at: realtime, phc, exchange).");
+    out += clocks;
+  }
+
   // Counters: one metric each; "missing_stage:<stage>" and "core_unknown:<stage>"
   // as one labelled metric each.
   std::string missing, core_unknown;

@@ -7,10 +7,13 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "collector/sinks/order_rows.h"
 #include "collector/sinks/utc_segment.h"
+#include "collector/time/external_clock.h"
 #include "ticktrace/store/flags.h"
 
 namespace ticktrace::collect {
@@ -22,9 +25,19 @@ int64_t RealtimeNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+// One end's clocks (ExternalClockBits) as the span attribute says them.
+std::string ClockNames(uint8_t bits, bool at_end) {
+  std::string out;
+  for (std::string_view name : ExternalClockNames(bits, at_end)) {
+    out.append(out.empty() ? "" : "+").append(name);
+  }
+  return out;
+}
+
 // The order as the OTLP mapping takes it: from the store's form of it
 // (FillOrderDetail), so that it is what the viewer reads back from the store.
-otlp::OrderTrace TraceOf(const store::OrderDetail& d, const std::vector<double>& uncertainty_ns) {
+otlp::OrderTrace TraceOf(const store::OrderDetail& d, const std::vector<double>& uncertainty_ns,
+                         const std::vector<uint8_t>& external_clocks) {
   otlp::OrderTrace t;
   t.order_id = d.order_id;
   t.instance = d.instance;
@@ -43,6 +56,8 @@ otlp::OrderTrace TraceOf(const store::OrderDetail& d, const std::vector<double>&
     o.cpu_end = s.cpu_end;
     o.flags = s.flags;
     if (uncertainty_ns[i] > 0) o.uncertainty_ns = uncertainty_ns[i];
+    o.begin_clock = ClockNames(external_clocks[i], /*at_end=*/false);
+    o.end_clock = ClockNames(external_clocks[i], /*at_end=*/true);
     t.samples.push_back(std::move(o));
   }
   t.stamps.reserve(d.stamps.size());
@@ -57,6 +72,7 @@ otlp::OrderTrace TraceOf(const store::OrderDetail& d, const std::vector<double>&
 struct OtlpSink::Pending {
   store::OrderDetail detail;
   std::vector<double> uncertainty_ns;  // per sample
+  std::vector<uint8_t> external_clocks;  // per sample (StitchedSample::external_clocks)
   bool flagged = false;
   int refs = 0;
 };
@@ -83,7 +99,7 @@ struct OtlpSink::Interval {
 OtlpSink::OtlpSink(const OtlpSinkOptions& options, NamesSource names)
     : options_(options), names_(std::move(names)) {
   options_.interval_ns = std::max<int64_t>(1, options_.interval_ns);
-  for (const store::FlagName& f : store::kFlagNames) flag_names_.push_back({f.bit, f.name});
+  for (const store::FlagName& f : store::kAllFlagNames) flag_names_.push_back({f.bit, f.name});
 }
 
 // Without Stop() (a run that failed): the sender stops at once and the open
@@ -173,6 +189,7 @@ void OtlpSink::Keep(Interval& in, const StitchedOrder& order, const StitchView& 
   const size_t n = options_.slowest_per_stage;
   for (const StitchedSample& s : order.samples) {
     p->uncertainty_ns.push_back(s.uncertainty_ns);
+    p->external_clocks.push_back(s.external_clocks);
     if (!in.Wants(s.stage_id, s.LatencyNs(*view.time), n)) continue;
     if (s.stage_id >= in.heaps.size()) in.heaps.resize(s.stage_id + 1);
     std::vector<Interval::Candidate>& heap = in.heaps[s.stage_id];
@@ -222,7 +239,9 @@ void OtlpSink::Close(Interval& in) {
   for (const store::ThreadRow& t : threads) context.threads[{t.process_id, t.tid}] = t.name;
   otlp::TraceBuilder builder(&context);
   for (const std::unique_ptr<Pending>& p : in.pending) {
-    if (p->refs > 0 || p->flagged) builder.Add(TraceOf(p->detail, p->uncertainty_ns));
+    if (p->refs > 0 || p->flagged) {
+      builder.Add(TraceOf(p->detail, p->uncertainty_ns, p->external_clocks));
+    }
   }
   Request r;
   r.spans = builder.spans();

@@ -15,7 +15,7 @@ uint32_t StageStats::StageId(std::string_view name, StageKind kind) {
 }
 
 void StageStats::Add(uint32_t stage_id, double latency_ns, uint16_t flags, double start_offset_ns,
-                     double uncertainty_ns, bool core_unknown) {
+                     double uncertainty_ns, bool core_unknown, uint8_t external_clocks) {
   Stage& s = *stages_[stage_id];
   ++samples_;
   ++s.samples_all;
@@ -28,6 +28,7 @@ void StageStats::Add(uint32_t stage_id, double latency_ns, uint16_t flags, doubl
   if (flags & kFlagLate) ++s.late;
   if (core_unknown) ++s.core_unknown;
   s.uncertainty_ns = std::max(s.uncertainty_ns, uncertainty_ns);
+  s.external_clocks |= external_clocks;
   if ((flags & kFlagsExcludedByDefault) == 0 || include_flagged_) s.histogram.Add(latency_ns);
 }
 
@@ -62,6 +63,7 @@ std::vector<StageSummary> StageStats::Summaries() const {
     m.late = s.late;
     m.core_unknown = s.core_unknown;
     m.uncertainty_ns = s.uncertainty_ns;
+    m.external_clocks = s.external_clocks;
     out.push_back(std::move(m));
     mean_offset.push_back(s.samples_all ? s.offset_sum_ns / static_cast<double>(s.samples_all)
                                         : 0);

@@ -66,6 +66,12 @@ struct StageSummary {
   // their two cores' bound_ns); 0 when none was cross-core or the cores'
   // offsets were not measured.
   double uncertainty_ns = 0;
+  // The clocks that read an end of its external samples (kFlagExternal):
+  // ExternalClockBits of each end (collector/time/external_clock.h); 0 for a
+  // stage of TSC stamps only. Not in a checkpoint: the store keeps the union of
+  // what every snapshot said (table stage_clocks), so a resumed run that has
+  // not seen its stage's clock again yet loses nothing already stored.
+  uint8_t external_clocks = 0;
 };
 
 class StageStats {
@@ -80,9 +86,10 @@ class StageStats {
   // its order's chain start (orders the stages for display).
   // `uncertainty_ns`: how far the value may be off through the cores' clock
   // offsets (0 on one core or when unknown). `core_unknown`: the core of
-  // either end is not known.
+  // either end is not known. `external_clocks`: the clocks that read its
+  // external ends (StitchedSample::external_clocks).
   void Add(uint32_t stage_id, double latency_ns, uint16_t flags, double start_offset_ns,
-           double uncertainty_ns = 0, bool core_unknown = false);
+           double uncertainty_ns = 0, bool core_unknown = false, uint8_t external_clocks = 0);
 
   bool include_flagged() const { return include_flagged_; }
   uint64_t samples() const { return samples_; }
@@ -112,6 +119,7 @@ class StageStats {
     uint64_t core_unknown = 0;
     double uncertainty_ns = 0;
     double offset_sum_ns = 0;
+    uint8_t external_clocks = 0;
   };
   bool include_flagged_;
   uint64_t samples_ = 0;

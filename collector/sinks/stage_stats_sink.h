@@ -31,12 +31,13 @@ class StageStatsSink : public StitchedOrderSink {
       // When the stage started relative to the chain's start (display order).
       stats_->Add(s.stage_id, s.LatencyNs(time), s.flags,
                   time.DiffNs(s.begin_tsc, order.chain_start_tsc), s.uncertainty_ns,
-                  CoreUnknown(s));
+                  CoreUnknown(s), s.external_clocks);
     }
   }
   bool WantsStamps() const override { return false; }
   void OnStandaloneSample(const StitchedSample& s, const StitchView& view) override {
-    stats_->Add(s.stage_id, s.LatencyNs(*view.time), s.flags, 0, s.uncertainty_ns, CoreUnknown(s));
+    stats_->Add(s.stage_id, s.LatencyNs(*view.time), s.flags, 0, s.uncertainty_ns, CoreUnknown(s),
+                s.external_clocks);
   }
 
  private:

@@ -33,6 +33,11 @@ class StageStats;
 struct StitchedSample {
   uint32_t stage_id = 0;  // StageStats::StageId: StageStats::StageName(stage_id) names it
   uint16_t flags = 0;     // kFlag* (stage_stats.h), decided by the stitcher
+  // The clocks that read its ends when kFlagExternal: the begin's in the low
+  // four bits, the end's in the high four (ExternalClockBits,
+  // collector/time/external_clock.h); 0 otherwise. In the padding before
+  // begin_tsc: the sample does not grow.
+  uint8_t external_clocks = 0;
   // The difference is end_tsc - begin_tsc as a signed tick count. A span:
   // begin_tsc is its begin, end_tsc = begin_tsc + duration, or - duration
   // when it ran backwards (abi::kRecordSpanBackwards).

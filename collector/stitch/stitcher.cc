@@ -67,6 +67,7 @@ uint16_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
   sample->end_process = b.process_id;
   sample->uncertainty_ns = 0;
   sample->skew_correction_ns = 0;
+  sample->external_clocks = 0;
   bool bounded = false;
   if (DifferentCores(a.aux, b.aux)) {
     flags |= kFlagCrossCore;
@@ -88,6 +89,7 @@ uint16_t Stitcher::PairFlags(const Event& a, const Event& b, bool same_ring,
     bounded = true;
     for (const Event* end : {&a, &b}) {
       if (end->kind != abi::kExternal) continue;
+      sample->external_clocks |= ExternalClockBits(end->end_aux, /*at_end=*/end == &b);
       const std::optional<double> u = UnpackUncertaintyNs(end->duration_ticks);
       if (u.has_value()) {
         sample->uncertainty_ns += *u;
@@ -131,6 +133,7 @@ uint16_t Stitcher::SpanFlagsOf(const E& e, StitchedSample* sample) const {
   sample->begin_process = sample->end_process = e.process_id;
   sample->uncertainty_ns = 0;
   sample->skew_correction_ns = 0;
+  sample->external_clocks = 0;
   bool bounded = false;
   if (DifferentCores(e.aux, e.end_aux)) {
     flags |= kFlagMigrated;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "collector/time/time_base.h"
 #include "ticktrace/abi.h"
@@ -62,6 +63,27 @@ inline std::string_view ExternalClockName(uint32_t clock) {
     case abi::kClockExchange: return "exchange";
     default: return "unknown";
   }
+}
+
+// The clocks that read a sample's ends, in one byte
+// (StitchedSample::external_clocks): bit c of the low four bits for clock c
+// at the begin, of the high four at the end. 0 for a value that is no clock
+// (the analyzer counts such records malformed).
+static_assert(abi::kExternalClockMax < 4, "a sample keeps each end's clocks in four bits");
+inline constexpr int kExternalEndShift = 4;
+inline uint8_t ExternalClockBits(uint32_t clock, bool at_end) {
+  if (clock < 1 || clock > abi::kExternalClockMax) return 0;
+  return static_cast<uint8_t>((1u << clock) << (at_end ? kExternalEndShift : 0));
+}
+
+// The names of the clocks that read one end (at_end: the end, else the
+// begin) in `bits` (ExternalClockBits), lowest first.
+inline std::vector<std::string_view> ExternalClockNames(uint8_t bits, bool at_end) {
+  std::vector<std::string_view> out;
+  for (uint32_t c = 1; c <= abi::kExternalClockMax; ++c) {
+    if (bits & ExternalClockBits(c, at_end)) out.push_back(ExternalClockName(c));
+  }
+  return out;
 }
 
 struct ExternalPlacement {

@@ -148,6 +148,12 @@ size_t TraceBuilder::Add(const OrderTrace& order) {
     AddProcessAttributes("end", s->process_end, end != nullptr ? end->tid : -1, &c.attributes);
     if (s->cpu_begin >= 0) c.attributes.push_back(IntAttribute("ticktrace.begin.cpu", s->cpu_begin));
     if (s->cpu_end >= 0) c.attributes.push_back(IntAttribute("ticktrace.end.cpu", s->cpu_end));
+    if (!s->begin_clock.empty()) {
+      c.attributes.push_back(StringAttribute("ticktrace.begin.clock", s->begin_clock));
+    }
+    if (!s->end_clock.empty()) {
+      c.attributes.push_back(StringAttribute("ticktrace.end.clock", s->end_clock));
+    }
     for (const FlagName& f : context_->flag_names) {
       if ((s->flags & f.bit) != 0) {
         c.attributes.push_back(BoolAttribute(std::string("ticktrace.flag.").append(f.name), true));

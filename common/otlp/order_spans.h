@@ -13,10 +13,11 @@
 // string: ids above 2^53 survive JSON readers), ticktrace.instance, the
 // process name and pid and the thread name and tid at both ends
 // (ticktrace.begin.* / ticktrace.end.*), the cores at both ends, each flag
-// set (ticktrace.flag.<name> = true) and ticktrace.uncertainty_ns (a
-// cross-core sample's bound). A sample with a flag in `error_flags` (those
-// the percentiles leave out) has status ERROR, its flags as the message; so
-// has its order's root span. A linked child order's root span links to its
+// set (ticktrace.flag.<name> = true), ticktrace.uncertainty_ns (a
+// cross-core sample's bound, plus an external end's), and the clock of an
+// end read by another clock (ticktrace.begin.clock / ticktrace.end.clock).
+// A sample with a flag in `error_flags` (those the percentiles leave out)
+// has status ERROR, its flags as the message; so has its order's root span. A linked child order's root span links to its
 // parent's root span (the parent's first instance).
 //
 // The instrumentation scope is "ticktrace" with the project's version.
@@ -47,6 +48,9 @@ struct OrderSample {
   int64_t cpu_begin = -1, cpu_end = -1;          // -1: unknown
   uint32_t flags = 0;
   std::optional<double> uncertainty_ns;
+  // The clock other than the TSC that read each end (stamp_at: "realtime",
+  // "phc", "exchange"; "+"-joined when several did); empty: the TSC.
+  std::string begin_clock, end_clock;
 };
 
 // A stamp's place, to name the thread at each end of a sample.

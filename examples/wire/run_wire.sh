@@ -9,6 +9,9 @@
 # a (virtual) link and its softirqs instead of loopback. The namespaces
 # share /dev/shm, so one collector drains all three.
 #
+# WIRE_KEEP_DB=PATH keeps a copy of the run's store at PATH (a new path: an
+# existing file is not replaced) for a closer look with ticktrace-view.
+#
 # wire_rx (the kernel's receive timestamp) -> md_rx -> order_send -> wire_tx
 # (the kernel's send timestamp) -> venue_rx (the venue's clock). The stages
 # that start or end at a kernel or venue time are flagged external, with
@@ -72,6 +75,10 @@ wait "$strategy"
 for _ in $(seq 100); do compgen -G "/dev/shm/ticktrace.$session.*" >/dev/null || break; sleep 0.1; done
 kill -TERM "$collector"
 wait "$collector" || { cat "$dir/collector.log" >&2; exit 1; }
+if [[ -n "${WIRE_KEEP_DB:-}" ]]; then
+  [[ -e "$WIRE_KEEP_DB" ]] && { echo "run_wire.sh: WIRE_KEEP_DB=$WIRE_KEEP_DB exists; not replaced" >&2; exit 1; }
+  cp "$dir/wire.db" "$WIRE_KEEP_DB"
+fi
 "$bin/ticktrace-view" summary --db "$dir/wire.db"
 # How much of tick-to-trade (wire_rx -> wire_tx) was the kernel: the two
 # external stages' means against the sum of the three stages' (means add up).

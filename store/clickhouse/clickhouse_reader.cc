@@ -161,6 +161,22 @@ absl::StatusOr<std::vector<RunNote>> ClickHouseStoreReader::Notes(int64_t run_id
   return out;
 }
 
+absl::StatusOr<std::vector<StageClockRow>> ClickHouseStoreReader::StageClocks(int64_t run_id) {
+  std::vector<StageClockRow> out;
+  if (!HasColumn("stage_clocks", "clock")) return out;  // a store written before they were kept
+  TICKTRACE_RETURN_IF_ERROR(ForEachRow(
+      absl::StrCat("SELECT DISTINCT stage, side, clock FROM stage_clocks WHERE run_id = ", run_id,
+                   " ORDER BY stage, side, clock"),
+      "reading stage clocks", [&](RowBinaryCursor& c) {
+        StageClockRow r;
+        r.stage = c.String();
+        r.side = c.String();
+        r.clock = c.String();
+        out.push_back(std::move(r));
+      }));
+  return out;
+}
+
 absl::StatusOr<std::vector<StageStatsRow>> ClickHouseStoreReader::StageStats(int64_t run_id) {
   std::vector<StageStatsRow> rows;
   TICKTRACE_RETURN_IF_ERROR(ForEachRow(

@@ -98,6 +98,7 @@ class ClickHouseStoreReader final : public StoreReader {
   absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) override;
   absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) override;
   absl::StatusOr<std::vector<RunNote>> Notes(int64_t run_id) override;
+  absl::StatusOr<std::vector<StageClockRow>> StageClocks(int64_t run_id) override;
   absl::StatusOr<std::vector<BudgetBreachRow>> BudgetBreaches(int64_t run_id) override;
   absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) override;
   absl::StatusOr<std::vector<std::string>> StageNames(int64_t run_id) override;

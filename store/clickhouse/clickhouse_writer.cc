@@ -591,7 +591,7 @@ struct ClickHouseWriter::BatchRows {
   RowBinaryWriter new_names, new_stages;
   RowBinaryWriter orders, intervals, late_rollup, detail;
   RowBinaryWriter processes, threads, tags, counters, stage_stats, cores, anchors;
-  RowBinaryWriter run_notes, budget_breaches;
+  RowBinaryWriter run_notes, budget_breaches, stage_clocks;
   bool run_row_changed = false;  // insert a new version of the runs row
 };
 
@@ -818,6 +818,14 @@ void ClickHouseWriter::AppendSnapshotTables(int64_t run_id, uint64_t batch,
     rows->run_notes.Str(note.text);
     rows->run_notes.EndRow();
   }
+  for (const StageClockRow& c : snapshot.stage_clocks) {
+    rows->stage_clocks.I64(run_id);
+    rows->stage_clocks.Str(c.stage);
+    rows->stage_clocks.Str(c.side);
+    rows->stage_clocks.Str(c.clock);
+    rows->stage_clocks.U64(batch);
+    rows->stage_clocks.EndRow();
+  }
   for (const BudgetBreachRow& b : snapshot.budget_breaches) {
     RowBinaryWriter& w = rows->budget_breaches;
     w.I64(run_id);
@@ -905,6 +913,7 @@ absl::Status ClickHouseWriter::InsertBatch(int64_t run_id, uint64_t batch, Batch
   if (s.ok() && rows.run_row_changed) s = InsertRunRow(batch);
   if (s.ok()) s = InsertIdempotent("run_notes", rows.run_notes);
   if (s.ok()) s = InsertIdempotent("budget_breaches", rows.budget_breaches);
+  if (s.ok()) s = InsertIdempotent("stage_clocks", rows.stage_clocks);
   if (s.ok()) s = InsertIdempotent("counters", rows.counters);
   if (!s.ok()) return s;
   RowBinaryWriter marker;

@@ -96,6 +96,8 @@ class SqliteStoreReader final : public StoreReader {
   absl::StatusOr<RunRow> GetRun(std::optional<int64_t> run_id) override;
   absl::StatusOr<std::map<std::string, int64_t>> Counters(int64_t run_id) override;
   absl::StatusOr<std::vector<RunNote>> Notes(int64_t run_id) override;  // sqlite_notes.cc
+  // sqlite_stage_clocks.cc
+  absl::StatusOr<std::vector<StageClockRow>> StageClocks(int64_t run_id) override;
   // sqlite_budget_breaches.cc
   absl::StatusOr<std::vector<BudgetBreachRow>> BudgetBreaches(int64_t run_id) override;
   absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) override;

@@ -19,6 +19,7 @@
 #include "store/sqlite/sqlite_block_sql.h"
 #include "store/sqlite/sqlite_budget_breaches.h"
 #include "store/sqlite/sqlite_notes.h"
+#include "store/sqlite/sqlite_stage_clocks.h"
 #include "store/sqlite/sqlite_schema.h"
 #include "store/sqlite/sqlite_statement.h"
 
@@ -313,6 +314,7 @@ absl::StatusOr<std::unique_ptr<SqliteWriter>> SqliteWriter::OpenOrCreate(
   if (s.ok()) s = EnsureBlockViews(writer->db_, path);
   if (s.ok()) s = internal::EnsureRunNotesTable(writer->db_, path);
   if (s.ok()) s = internal::EnsureBudgetBreachesTable(writer->db_, path);
+  if (s.ok()) s = internal::EnsureStageClocksTable(writer->db_, path);
   if (s.ok() && !writer->st_->insert_block.prepared()) s = writer->Prepare();
   if (!s.ok()) {
     writer.reset();
@@ -968,6 +970,10 @@ absl::Status SqliteWriter::WriteSnapshot(int64_t run_id, const Snapshot& snapsho
   }
   if (absl::Status st =
           internal::WriteBudgetBreaches(db_, run_id, snapshot.budget_breaches, path_);
+      !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = internal::WriteStageClocks(db_, run_id, snapshot.stage_clocks, path_);
       !st.ok()) {
     return st;
   }

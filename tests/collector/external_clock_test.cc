@@ -181,6 +181,16 @@ TEST_F(ExternalReplayTest, StagesFromAnotherClockAreFlaggedExternalWithTheirUnce
   EXPECT_EQ(q.Int("SELECT utc_ns FROM stamps WHERE tag = 'wire_rx' AND order_id = 1"),
             kU0 + 500'050);
   EXPECT_EQ(s.counter("malformed"), 0);
+  // The clocks that read the stage's begin (wire_rx): realtime (orders 1, 2,
+  // 3, 6), the PHC (4) and the exchange (5); its end (md_rx) is the TSC's.
+  // 'total' runs from the same first stamp to the same last.
+  const auto clocks = [&](const std::string& stage) {
+    return q.Text("SELECT group_concat(side || ':' || clock, ',') FROM (SELECT side, clock FROM "
+                  "stage_clocks WHERE stage = '" + stage + "' ORDER BY side, clock)");
+  };
+  EXPECT_EQ(clocks("wire_rx->md_rx"), "begin:exchange,begin:phc,begin:realtime");
+  EXPECT_EQ(clocks("total"), "begin:exchange,begin:phc,begin:realtime");
+  EXPECT_EQ(q.Int("SELECT count(*) FROM stage_clocks"), 6);
 }
 
 }  // namespace

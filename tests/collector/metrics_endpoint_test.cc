@@ -105,6 +105,20 @@ TEST(PrometheusTextTest, HistogramBucketsSumCountFlagsAndCounters) {
             text.find("\nticktrace_drained_total "));
 }
 
+// A stage with an end read by another clock names it, one sample per
+// (side, clock); a run without one has no such metric at all.
+TEST(PrometheusTextTest, AStageReadByAnotherClockNamesItsClock) {
+  MetricsSnapshot s = HandMadeSnapshot();
+  EXPECT_EQ(RenderSnapshot(s, "1", "c").find("ticktrace_stage_clock_info"), std::string::npos);
+  s.stages[0].clocks = {{"begin", "realtime"}, {"end", "exchange"}};
+  const std::string text = "\n" + RenderSnapshot(s, "1", "c");
+  const std::string a_b = "ticktrace_stage_clock_info{stage=\"a->b\",";
+  EXPECT_EQ(SampleValue(text, a_b + "side=\"begin\",clock=\"realtime\"} "), 1) << text;
+  EXPECT_EQ(SampleValue(text, a_b + "side=\"end\",clock=\"exchange\"} "), 1) << text;
+  EXPECT_LT(text.find("# TYPE ticktrace_stage_clock_info gauge"),
+            text.find("\nticktrace_stage_clock_info{"));
+}
+
 // The records-lost figure leads, every cause listed. By hand from the
 // hand-made counters: drained 42, dropped 3 -> written 45, lost 3 (ring_full).
 TEST(PrometheusTextTest, RecordsLostComeFirstByCause) {

@@ -363,6 +363,39 @@ TEST_F(ClickHouseWriterTest, KeepsTheRunsNotesOnePerKindWithTheNewestText) {
   EXPECT_EQ(*notes, expected);
 }
 
+// The clocks other than the TSC that read a stage's ends (table
+// stage_clocks): every snapshot says all it knows; the store keeps the
+// union, each row once, read back by stage, side and clock.
+TEST_F(ClickHouseWriterTest, KeepsEachStagesOtherClocksOnceAsTheUnionOfItsSnapshots) {
+  std::unique_ptr<ClickHouseWriter> w = Open(ch_->http_port());
+  ASSERT_NE(w, nullptr);
+  absl::StatusOr<int64_t> run = w->BeginRun(Meta());
+  ASSERT_TRUE(run.ok()) << run.status();
+  uint64_t already = 0;
+  Batch first = MakeBatch(1, 2, kT0);
+  first.snapshot.stage_clocks = {StageClockRow{"wire_rx->md_rx", "begin", "realtime"}};
+  ASSERT_TRUE(WriteBatch(*w, *run, first, &already).ok());
+  Batch second = MakeBatch(10, 2, kT0 + kSecondNs);
+  second.snapshot.stage_clocks = {StageClockRow{"wire_rx->md_rx", "begin", "realtime"},
+                                  StageClockRow{"wire_tx->venue_rx", "end", "exchange"},
+                                  StageClockRow{"wire_rx->md_rx", "begin", "phc"}};
+  ASSERT_TRUE(WriteBatch(*w, *run, second, &already).ok());
+  ASSERT_TRUE(w->EndRun(*run, kT0 + 5 * kSecondNs).ok());
+
+  absl::StatusOr<std::unique_ptr<StoreReader>> reader = StoreReader::Open(ch_->Uri("tt"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  absl::StatusOr<std::vector<StageClockRow>> clocks = (*reader)->StageClocks(*run);
+  ASSERT_TRUE(clocks.ok()) << clocks.status();
+  const std::vector<StageClockRow> expected = {
+      StageClockRow{"wire_rx->md_rx", "begin", "phc"},
+      StageClockRow{"wire_rx->md_rx", "begin", "realtime"},
+      StageClockRow{"wire_tx->venue_rx", "end", "exchange"}};
+  EXPECT_EQ(*clocks, expected);
+  absl::StatusOr<std::vector<StageClockRow>> other = (*reader)->StageClocks(*run + 1);
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_TRUE(other->empty());
+}
+
 TEST_F(ClickHouseWriterTest, AnInsertWhoseAnswerIsLostIsWrittenOnce) {
   Relay relay(ch_->http_port());
   std::vector<std::string> notices;

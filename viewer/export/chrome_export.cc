@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ticktrace/store/flags.h"
 #include "viewer/format/format_units.h"
 #include "common/status_macros.h"
 
@@ -80,6 +81,27 @@ const store::StampRow* LinkSource(const std::vector<store::StampRow>& parent,
   return from;
 }
 
+// The clocks other than the TSC that stamped each tag, "+"-joined: the
+// begin of a stage "a->b" names a's, its end b's (store::StageClockRow).
+using TagClockMap = std::map<std::string, std::string>;
+
+absl::StatusOr<TagClockMap> TagClocks(store::StoreReader& store, int64_t run_id) {
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::StageClockRow> rows,
+                             store.StageClocks(run_id));
+  std::map<std::string, std::set<std::string>> by_tag;
+  for (const store::StageClockRow& r : rows) {
+    const size_t arrow = r.stage.find("->");
+    if (arrow == std::string::npos) continue;  // a span or total: no tag of its own
+    by_tag[r.side == "begin" ? r.stage.substr(0, arrow) : r.stage.substr(arrow + 2)].insert(
+        r.clock);
+  }
+  TagClockMap out;
+  for (const auto& [tag, clocks] : by_tag) {
+    for (const std::string& c : clocks) absl::StrAppend(&out[tag], out[tag].empty() ? "" : "+", c);
+  }
+  return out;
+}
+
 // One run's trace: the events of its processes, threads and orders, on
 // Chrome's pids and in µs since the base time.
 class ChromeTrace {
@@ -87,6 +109,12 @@ class ChromeTrace {
   ChromeTrace(std::ostream& out, const std::vector<store::ProcessRow>& processes,
               int64_t base_utc_ns)
       : events_(out), chrome_pid_(ChromePids(processes)), base_utc_ns_(base_utc_ns) {}
+
+  // The clock of each tag stamped by another clock (TagClocks), said on its
+  // external stamps.
+  void set_tag_clocks(std::map<std::string, std::string> clocks) {
+    tag_clocks_ = std::move(clocks);
+  }
 
   void AddNames(const std::vector<store::ProcessRow>& processes,
                 const std::vector<store::ThreadRow>& threads) {
@@ -110,6 +138,11 @@ class ChromeTrace {
       if (s.cpu.has_value()) args["core"] = *s.cpu;
       if (s.cpu_end.has_value()) args["core_end"] = *s.cpu_end;
       if (s.flags != 0) args["flags"] = FlagWords(s.flags);
+      if (s.flags & store::kFlagExternal) {
+        if (const auto it = tag_clocks_.find(s.tag); it != tag_clocks_.end()) {
+          args["clock"] = it->second;
+        }
+      }
       if (order.parent_order_id.has_value()) {
         args["parent_order_id"] = OrderIdDecimal(*order.parent_order_id);
       }
@@ -182,6 +215,7 @@ class ChromeTrace {
   EventWriter events_;
   const std::map<int64_t, int64_t> chrome_pid_;
   const int64_t base_utc_ns_;
+  std::map<std::string, std::string> tag_clocks_;
 };
 
 }  // namespace
@@ -205,6 +239,8 @@ absl::StatusOr<ExportResult> ExportChrome(store::StoreReader& store, const Expor
   out << "{\"traceEvents\":[";
   ChromeTrace trace(out, processes, base_utc_ns);
   trace.AddNames(processes, threads);
+  TICKTRACE_ASSIGN_OR_RETURN(TagClockMap tag_clocks, TagClocks(store, run.run_id));
+  trace.set_tag_clocks(std::move(tag_clocks));
   std::set<int64_t> exported;  // order ids written so far (a parent before its children)
   for (const store::OrderRow& order : orders) {
     // One instance per orders row (an id used again has a row per use).

@@ -2,9 +2,11 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/otlp/http_exporter.h"
 #include "common/otlp/json_encoder.h"
 #include "common/otlp/order_spans.h"
@@ -31,15 +33,30 @@ absl::StatusOr<otlp::TraceContext> ContextOf(store::StoreReader& store, const st
   }
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::ThreadRow> threads, store.Threads(run.run_id));
   for (const store::ThreadRow& t : threads) c.threads[{t.process_id, t.tid}] = t.name;
-  for (const store::FlagName& f : store::kFlagNames) c.flag_names.push_back({f.bit, f.name});
+  for (const store::FlagName& f : store::kAllFlagNames) c.flag_names.push_back({f.bit, f.name});
   c.error_flags = excluded_flags;
   return c;
 }
 
 // One order instance as the OTLP mapping takes it, from the store's rows.
+// Each stage's other clocks by end (store::StageClockRow): (begin, end),
+// "+"-joined.
+using StageClocks = std::map<std::string, std::pair<std::string, std::string>>;
+
+absl::StatusOr<StageClocks> StageClocksOf(store::StoreReader& store, int64_t run_id) {
+  TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::StageClockRow> rows,
+                             store.StageClocks(run_id));
+  StageClocks out;
+  for (const store::StageClockRow& r : rows) {
+    std::string& names = r.side == "begin" ? out[r.stage].first : out[r.stage].second;
+    absl::StrAppend(&names, names.empty() ? "" : "+", r.clock);
+  }
+  return out;
+}
+
 otlp::OrderTrace TraceOf(const store::OrderRow& order, const std::vector<store::SampleRow>& samples,
                          const std::vector<store::StampRow>& stamps,
-                         const std::map<int64_t, double>& bound_ns) {
+                         const std::map<int64_t, double>& bound_ns, const StageClocks& clocks) {
   otlp::OrderTrace t;
   t.order_id = static_cast<uint64_t>(order.order_id);
   t.instance = static_cast<uint32_t>(order.instance);
@@ -58,6 +75,12 @@ otlp::OrderTrace TraceOf(const store::OrderRow& order, const std::vector<store::
     o.cpu_begin = s.cpu_begin.value_or(-1);
     o.cpu_end = s.cpu_end.value_or(-1);
     o.flags = s.flags;
+    if (s.flags & store::kFlagExternal) {
+      if (const auto it = clocks.find(s.stage); it != clocks.end()) {
+        o.begin_clock = it->second.first;
+        o.end_clock = it->second.second;
+      }
+    }
     // A cross-core sample is known within its two cores' offset bounds.
     if (o.cpu_begin >= 0 && o.cpu_end >= 0 && o.cpu_begin != o.cpu_end) {
       const auto b = bound_ns.find(o.cpu_begin), e = bound_ns.find(o.cpu_end);
@@ -80,6 +103,7 @@ absl::StatusOr<OtlpTraces> BuildTraces(store::StoreReader& store, const ExportOp
   TICKTRACE_ASSIGN_OR_RETURN(const std::vector<store::CoreRow> cores, store.Cores(run.run_id));
   std::map<int64_t, double> bound_ns;
   for (const store::CoreRow& c : cores) bound_ns[c.cpu] = c.bound_ns;
+  TICKTRACE_ASSIGN_OR_RETURN(const StageClocks clocks, StageClocksOf(store, run.run_id));
   otlp::TraceBuilder builder(&context);
   OtlpTraces out;
   out.result.run_id = run.run_id;
@@ -89,7 +113,8 @@ absl::StatusOr<OtlpTraces> BuildTraces(store::StoreReader& store, const ExportOp
     TICKTRACE_ASSIGN_OR_RETURN(
         const std::vector<store::StampRow> stamps,
         store.StampsOfInstance(run.run_id, order.order_id, order.instance));
-    out.result.spans += static_cast<int64_t>(builder.Add(TraceOf(order, samples, stamps, bound_ns)));
+    out.result.spans +=
+        static_cast<int64_t>(builder.Add(TraceOf(order, samples, stamps, bound_ns, clocks)));
     out.result.links += order.parent_order_id.has_value() ? 1 : 0;
     ++out.result.orders;
   }

@@ -593,6 +593,9 @@ std::string BreakdownTable(const ReportModel& model,
   }
   out += "</table>\n";
   if (model.summary.stages.empty()) out += "<p class=\"note\">No samples in this run.</p>\n";
+  if (const std::string clocks = OtherClocksLine(model.summary); !clocks.empty()) {
+    absl::StrAppend(&out, "<p class=\"note\">", EscapeHtml(clocks), "</p>\n");
+  }
 
   return out;
 }

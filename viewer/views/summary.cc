@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "viewer/format/format_units.h"
 #include "viewer/format/json_optional.h"
 #include "viewer/format/text_table.h"
@@ -59,6 +60,25 @@ std::string P50Text(const SummaryStage& s) {
     absl::StrAppendFormat(&p50, " \u00b1%.0fns", s.uncertainty_ns);
   }
   return p50;
+}
+
+// Names each stage's other clocks (stamp_at's), from the store's stage_clocks.
+// Samples do not keep their uncertainty: a stage computed from samples takes
+// the run's largest (stage_stats), an upper bound for any window of it.
+absl::Status AttachClocks(store::StoreReader& store, int64_t run_id, Summary* summary) {
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::StageClockRow> clocks, store.StageClocks(run_id));
+  if (clocks.empty()) return absl::OkStatus();
+  TICKTRACE_ASSIGN_OR_RETURN(std::vector<store::StageStatsRow> whole, store.StageStats(run_id));
+  for (SummaryStage& s : summary->stages) {
+    for (const store::StageClockRow& c : clocks) {
+      if (c.stage == s.stage) s.clocks.push_back(c);
+    }
+    if (s.clocks.empty() || s.uncertainty_ns > 0) continue;
+    for (const store::StageStatsRow& w : whole) {
+      if (w.stage == s.stage && w.uncertainty_ns.has_value()) s.uncertainty_ns = *w.uncertainty_ns;
+    }
+  }
+  return absl::OkStatus();
 }
 
 SummaryStage FromWindowRow(const store::WindowStageStatsRow& row) {
@@ -112,6 +132,7 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
       if (q.filter.stage.has_value() && row.stage != *q.filter.stage) continue;
       summary.stages.push_back(FromWindowRow(row));
     }
+    TICKTRACE_RETURN_IF_ERROR(AttachClocks(store, q.run.run_id, &summary));
     SetConfidence(&summary);
     return summary;
   }
@@ -165,6 +186,7 @@ absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptio
     row.stage = stage;
     summary.stages.push_back(std::move(row));
   }
+  TICKTRACE_RETURN_IF_ERROR(AttachClocks(store, q.run.run_id, &summary));
   SetConfidence(&summary);
   return summary;
 }
@@ -259,7 +281,42 @@ std::string StatisticsLinesText(const Summary& summary) {
   return out;
 }
 
+// A stage's other clocks as JSON: [{"side": "begin", "clock": "realtime"}].
+nlohmann::ordered_json ClocksJson(const SummaryStage& s) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const store::StageClockRow& c : s.clocks) {
+    out.push_back({{"side", c.side}, {"clock", c.clock}});
+  }
+  return out;
+}
+
 }  // namespace
+
+// The stages with an end read by another clock: which end (its tag when the
+// stage is "a->b"), which clock, and how far the stage may be off; empty
+// when there is none.
+std::string OtherClocksLine(const Summary& summary) {
+  std::vector<std::string> stages;
+  for (const SummaryStage& s : summary.stages) {
+    if (s.clocks.empty()) continue;
+    const std::vector<std::string> tags = absl::StrSplit(s.stage, absl::MaxSplits("->", 1));
+    std::vector<std::string> ends;
+    for (const store::StageClockRow& c : s.clocks) {
+      const bool named = tags.size() == 2;
+      ends.push_back(absl::StrCat(named ? (c.side == "begin" ? tags[0] : tags[1]) : c.side,
+                                  " by ", c.clock));
+    }
+    const std::string bound =
+        s.uncertainty_ns > 0
+            ? absl::StrCat("uncertain by up to ", FormatDurationNs(s.uncertainty_ns))
+            : "uncertainty unknown";
+    stages.push_back(absl::StrCat(s.stage, " (", absl::StrJoin(ends, ", "), "; ", bound, ")"));
+  }
+  if (stages.empty()) return "";
+  return absl::StrCat("other clocks (flagged external, placed on the TSC timeline through the UTC "
+                      "anchors): ",
+                      absl::StrJoin(stages, "; "));
+}
 
 std::string RenderSummaryText(const Summary& summary) {
   std::string out = RecordsLostLine(store::ComputeRecordLoss(summary.counters));
@@ -283,6 +340,9 @@ std::string RenderSummaryText(const Summary& summary) {
   }
   out += table.Render();
   if (summary.stages.empty()) out += "(no samples)\n";
+  if (std::string clocks = OtherClocksLine(summary); !clocks.empty()) {
+    absl::StrAppend(&out, clocks, "\n");
+  }
   return out;
 }
 
@@ -327,6 +387,7 @@ std::string RenderSummaryJson(const Summary& summary) {
          {"core_unknown", s.core_unknown},
          {"uncertainty_ns", s.uncertainty_ns > 0 ? nlohmann::ordered_json(s.uncertainty_ns)
                                                  : nlohmann::ordered_json(nullptr)},
+         {"clocks", ClocksJson(s)},
          {"confidence", s.confidence.empty() ? nlohmann::ordered_json("ok")
                                              : nlohmann::ordered_json(s.confidence)}});
   }

@@ -31,6 +31,11 @@ struct SummaryStage {
   int64_t core_unknown = 0;
   int64_t samples_all = 0;   // every sample, in the percentiles or not
   double uncertainty_ns = 0; // the cores' offset uncertainty of its cross-core samples
+  // The clocks other than the TSC that read an end of its samples, as the
+  // store has them (side "begin" or "end"; clock "realtime", "phc",
+  // "exchange"); empty for a stage of TSC stamps only. Such samples are
+  // flagged external.
+  std::vector<store::StageClockRow> clocks;
   // Why its figures are not to be taken as printed (ConfidenceReasons); empty: ok.
   std::vector<std::string> confidence;
 };
@@ -62,6 +67,12 @@ struct Summary {
 // then computes exact statistics from the stored samples, which are
 // "detail sampled" where the store does not hold every order's detail.
 absl::StatusOr<Summary> BuildSummary(store::StoreReader& store, const QueryOptions& options);
+
+// The stages with an end read by another clock (stamp_at) in one line:
+// which end, which clock, how far the stage may be off ("other clocks
+// (...): wire_rx->md_rx (wire_rx by realtime; uncertain by up to 1.13 µs)");
+// empty when the run has none. Text and the HTML report print it.
+std::string OtherClocksLine(const Summary& summary);
 
 // The summary as the text table with its header.
 std::string RenderSummaryText(const Summary& summary);

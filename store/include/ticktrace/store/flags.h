@@ -46,6 +46,21 @@ inline constexpr std::array<FlagName, 8> kFlagNames = {{
     {kFlagCrossHost, "cross_host"},
 }};
 
+// Every flag a sample may carry: kFlagNames and external, which is not
+// counted per interval (so has no column there) but is said wherever a
+// sample's flags are named (exports, words).
+inline constexpr std::array<FlagName, 9> kAllFlagNames = {{
+    {kFlagMigrated, "migrated"},
+    {kFlagNegative, "negative"},
+    {kFlagCrossCore, "cross_core"},
+    {kFlagSaturated, "saturated"},
+    {kFlagSkew, "skew"},
+    {kFlagOutOfOrder, "out_of_order"},
+    {kFlagLate, "late"},
+    {kFlagCrossHost, "cross_host"},
+    {kFlagExternal, "external"},
+}};
+
 }  // namespace ticktrace::store
 
 #endif  // TICKTRACE_STORE_FLAGS_H_

@@ -140,6 +140,12 @@ class StoreReader {
   virtual absl::StatusOr<std::vector<BudgetBreachRow>> BudgetBreaches(int64_t /*run_id*/) {
     return std::vector<BudgetBreachRow>{};
   }
+  // The clocks other than the TSC that read an end of a stage's samples, by
+  // stage, side ("begin" before "end") and clock; none for a run without
+  // external stamps, or a store written before they were kept.
+  virtual absl::StatusOr<std::vector<StageClockRow>> StageClocks(int64_t /*run_id*/) {
+    return std::vector<StageClockRow>{};
+  }
   // The run's stage_stats rows (whole run, as the collector last wrote them)
   // in pipeline order (position).
   virtual absl::StatusOr<std::vector<StageStatsRow>> StageStats(int64_t run_id) = 0;

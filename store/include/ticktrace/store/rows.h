@@ -113,6 +113,17 @@ struct RunNote {
   bool operator==(const RunNote&) const = default;
 };
 
+// A clock other than the TSC that read one end of a stage's samples (table
+// stage_clocks): "realtime", "phc" or "exchange" (stamp_at, docs/api.md
+// "Timestamps from other clocks"). A stage's samples with such an end are
+// flagged external; this names their clock. One row per stage, end and clock.
+struct StageClockRow {
+  std::string stage;
+  std::string side;  // "begin" or "end": the stamp it names (a of "a->b", or b)
+  std::string clock;
+  bool operator==(const StageClockRow&) const = default;
+};
+
 // A closed interval whose figure broke a latency budget (common/budget.h),
 // as the collector judged it (table budget_breaches): one row per budget
 // and interval.

@@ -89,6 +89,9 @@ struct Snapshot {
   // Budget breaches judged since the last transaction (added; a row stored
   // again for the same budget and interval is left as it is).
   std::vector<BudgetBreachRow> budget_breaches;
+  // Every (stage, clock) seen so far (added; a row the store has is left,
+  // and none is removed: the store keeps the union over the run).
+  std::vector<StageClockRow> stage_clocks;
 };
 
 // What one stage's samples of one interval add to that interval (table
