@@ -86,7 +86,7 @@ of the script, not measurements, and say nothing about the targets.**
 fi
 # The knobs set for this run, shown on the page with the command.
 env_shown=""
-for knob in QUICK ONLY BEFORE_REF BEFORE_DIR; do
+for knob in QUICK ONLY BEFORE_REF BEFORE_DIR BEFORE_BENCHES RESTART_MINUTES; do
   if [ -n "${!knob:-}" ]; then env_shown+="$knob=${!knob} "; fi
 done
 command_line="${env_shown}bash bench/run_all.sh${*:+ $*}"
