@@ -46,13 +46,9 @@ absl::Status WriteBudgetBreaches(sqlite3* db, int64_t run_id,
 absl::StatusOr<std::vector<BudgetBreachRow>> ReadBudgetBreaches(sqlite3* db, int64_t run_id,
                                                                 const std::string& context) {
   std::vector<BudgetBreachRow> out;
-  absl::StatusOr<Statement> has = Statement::Prepare(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'budget_breaches'",
-      absl::StrCat(context, ": look for budget breaches"));
+  absl::StatusOr<bool> has = TableExists(db, "budget_breaches", context);
   if (!has.ok()) return has.status();
-  absl::StatusOr<bool> row = has->Step();
-  if (!row.ok()) return row.status();
-  if (!*row || has->Int(0) == 0) return out;  // a store written before breaches were kept
+  if (!*has) return out;  // a store written before breaches were kept
   absl::StatusOr<Statement> s = Statement::Prepare(
       db,
       "SELECT budget, stage, stat, interval_start_utc_ns, limit_ns, measured_ns, samples "

@@ -36,13 +36,9 @@ absl::Status WriteRunNotes(sqlite3* db, int64_t run_id, const std::vector<RunNot
 absl::StatusOr<std::vector<RunNote>> ReadRunNotes(sqlite3* db, int64_t run_id,
                                                   const std::string& context) {
   std::vector<RunNote> out;
-  absl::StatusOr<Statement> has = Statement::Prepare(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'run_notes'",
-      absl::StrCat(context, ": look for run notes"));
+  absl::StatusOr<bool> has = TableExists(db, "run_notes", context);
   if (!has.ok()) return has.status();
-  absl::StatusOr<bool> row = has->Step();
-  if (!row.ok()) return row.status();
-  if (!*row || has->Int(0) == 0) return out;  // a store written before notes were kept
+  if (!*has) return out;  // a store written before notes were kept
   absl::StatusOr<Statement> s =
       Statement::Prepare(db, "SELECT kind, text FROM run_notes WHERE run_id = ?1 ORDER BY rowid",
                          absl::StrCat(context, ": read run notes"));

@@ -34,13 +34,9 @@ absl::Status WriteStageClocks(sqlite3* db, int64_t run_id, const std::vector<Sta
 absl::StatusOr<std::vector<StageClockRow>> ReadStageClocks(sqlite3* db, int64_t run_id,
                                                            const std::string& context) {
   std::vector<StageClockRow> out;
-  absl::StatusOr<Statement> has = Statement::Prepare(
-      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'stage_clocks'",
-      absl::StrCat(context, ": look for stage clocks"));
+  absl::StatusOr<bool> has = TableExists(db, "stage_clocks", context);
   if (!has.ok()) return has.status();
-  absl::StatusOr<bool> row = has->Step();
-  if (!row.ok()) return row.status();
-  if (!*row || has->Int(0) == 0) return out;  // a store written before they were kept
+  if (!*has) return out;  // a store written before they were kept
   absl::StatusOr<Statement> s = Statement::Prepare(
       db,
       "SELECT stage, side, clock FROM stage_clocks WHERE run_id = ?1 ORDER BY stage, side, clock",

@@ -96,6 +96,18 @@ absl::Status ExecSql(sqlite3* db, const char* sql, std::string_view context_in) 
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> TableExists(sqlite3* db, std::string_view table, std::string_view context) {
+  absl::StatusOr<Statement> s = Statement::Prepare(
+      db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+      absl::StrCat(absl::string_view(context.data(), context.size()), ": look for table ",
+                   absl::string_view(table.data(), table.size())));
+  if (!s.ok()) return s.status();
+  s->BindText(1, table);
+  absl::StatusOr<bool> row = s->Step();
+  if (!row.ok()) return row.status();
+  return *row && s->Int(0) > 0;
+}
+
 absl::StatusOr<Statement> Statement::Prepare(sqlite3* db, std::string_view sql,
                                              std::string_view context) {
   return PrepareWith(db, sql, context, 0);

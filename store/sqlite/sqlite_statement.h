@@ -39,6 +39,11 @@ absl::Status SqliteError(sqlite3* db, int rc, std::string_view context);
 // an error is Internal, "<context>: <sqlite's message>".
 absl::Status ExecSql(sqlite3* db, const char* sql, std::string_view context);
 
+// Whether `db` has a table named `table` (sqlite_master). A table kept
+// outside the schema version (run_notes, budget_breaches, stage_clocks) is
+// missing from a store written before it: its reader then finds no rows.
+absl::StatusOr<bool> TableExists(sqlite3* db, std::string_view table, std::string_view context);
+
 // Makes `db` treat the schema inside the file as somebody else's: triggers
 // and views never run (SQLITE_DBCONFIG_ENABLE_TRIGGER/_VIEW off: none of our
 // own statements uses either; the `orders` and `stage_latencies` views stay in

@@ -274,14 +274,19 @@ TEST_F(RetentionLiveTest, ReplayKeepsWhatTheLiveRunKept) {
   ASSERT_EQ(rc, 0) << ReadFile(dir_.File("replay.log"));
   EXPECT_LE(StoreOnDisk(replay_db), kLimit + kStep);
   StoreQuery live(db()), replay(replay_db);
+  // The oldest interval whose detail was not retired. Not "and that holds
+  // detail": a live run on a busy machine may not store the newest orders'
+  // detail (orders_not_stored, the store writer behind), which a replay,
+  // never behind, stores; what retention took must agree all the same.
   const std::string first_kept =
-      "SELECT MIN(start_utc_ns) FROM interval_detail WHERE detail_deleted = 0 AND orders_kept > 0";
+      "SELECT MIN(start_utc_ns) FROM interval_detail WHERE detail_deleted = 0";
   const std::string deleted = "SELECT COUNT(*) FROM interval_detail WHERE detail_deleted = 1";
   ASSERT_GT(live.Int(deleted), 0);
   EXPECT_NEAR(replay.Int(deleted), live.Int(deleted), 1);
   EXPECT_LE(std::llabs(replay.Int(first_kept) - live.Int(first_kept)), 1'000'000'000)
       << "live keeps from " << live.Int(first_kept) << ", the replay from "
-      << replay.Int(first_kept);
+      << replay.Int(first_kept) << "; live orders_not_stored "
+      << live.Int("SELECT value FROM counters WHERE name = 'orders_not_stored'");
   // Same orders, same statistics.
   EXPECT_EQ(replay.Int("SELECT SUM(orders) FROM interval_detail"),
             live.Int("SELECT SUM(orders) FROM interval_detail"));

@@ -21,6 +21,13 @@ if [[ "$mode" == --netns ]]; then
     echo "SKIP: this machine cannot create a network namespace (ip netns add failed)"
     exit 77
   fi
+  # A namespace can be made but not entered where / cannot be made a slave
+  # mount (a chroot): ip netns exec fails there.
+  if ! ip netns exec "$probe" true 2>/dev/null; then
+    ip netns del "$probe"
+    echo "SKIP: this machine cannot run a program in a network namespace (ip netns exec failed)"
+    exit 77
+  fi
   ip netns del "$probe"
 elif [[ -n "$mode" ]]; then
   echo "FAIL: unknown option $mode"

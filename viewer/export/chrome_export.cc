@@ -112,9 +112,7 @@ class ChromeTrace {
 
   // The clock of each tag stamped by another clock (TagClocks), said on its
   // external stamps.
-  void set_tag_clocks(std::map<std::string, std::string> clocks) {
-    tag_clocks_ = std::move(clocks);
-  }
+  void set_tag_clocks(TagClockMap clocks) { tag_clocks_ = std::move(clocks); }
 
   void AddNames(const std::vector<store::ProcessRow>& processes,
                 const std::vector<store::ThreadRow>& threads) {
@@ -215,7 +213,7 @@ class ChromeTrace {
   EventWriter events_;
   const std::map<int64_t, int64_t> chrome_pid_;
   const int64_t base_utc_ns_;
-  std::map<std::string, std::string> tag_clocks_;
+  TagClockMap tag_clocks_;
 };
 
 }  // namespace

@@ -38,7 +38,6 @@ absl::StatusOr<otlp::TraceContext> ContextOf(store::StoreReader& store, const st
   return c;
 }
 
-// One order instance as the OTLP mapping takes it, from the store's rows.
 // Each stage's other clocks by end (store::StageClockRow): (begin, end),
 // "+"-joined.
 using StageClocks = std::map<std::string, std::pair<std::string, std::string>>;
@@ -54,6 +53,7 @@ absl::StatusOr<StageClocks> StageClocksOf(store::StoreReader& store, int64_t run
   return out;
 }
 
+// One order instance as the OTLP mapping takes it, from the store's rows.
 otlp::OrderTrace TraceOf(const store::OrderRow& order, const std::vector<store::SampleRow>& samples,
                          const std::vector<store::StampRow>& stamps,
                          const std::map<int64_t, double>& bound_ns, const StageClocks& clocks) {

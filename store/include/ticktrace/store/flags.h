@@ -7,6 +7,7 @@
 #define TICKTRACE_STORE_FLAGS_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -49,17 +50,12 @@ inline constexpr std::array<FlagName, 8> kFlagNames = {{
 // Every flag a sample may carry: kFlagNames and external, which is not
 // counted per interval (so has no column there) but is said wherever a
 // sample's flags are named (exports, words).
-inline constexpr std::array<FlagName, 9> kAllFlagNames = {{
-    {kFlagMigrated, "migrated"},
-    {kFlagNegative, "negative"},
-    {kFlagCrossCore, "cross_core"},
-    {kFlagSaturated, "saturated"},
-    {kFlagSkew, "skew"},
-    {kFlagOutOfOrder, "out_of_order"},
-    {kFlagLate, "late"},
-    {kFlagCrossHost, "cross_host"},
-    {kFlagExternal, "external"},
-}};
+inline constexpr std::array<FlagName, kFlagNames.size() + 1> kAllFlagNames = [] {
+  std::array<FlagName, kFlagNames.size() + 1> all{};
+  for (size_t i = 0; i < kFlagNames.size(); ++i) all[i] = kFlagNames[i];
+  all[kFlagNames.size()] = FlagName{kFlagExternal, "external"};
+  return all;
+}();
 
 }  // namespace ticktrace::store
 
