@@ -137,9 +137,9 @@ absl::StatusOr<std::vector<BudgetBreachRow>> ClickHouseStoreReader::BudgetBreach
                    run_id, " ORDER BY interval_start_utc_ns, budget"),
       "reading budget breaches", [&](RowBinaryCursor& c) {
         BudgetBreachRow& b = out.emplace_back();
-        b.budget = c.String();
-        b.stage = c.String();
-        b.stat = c.String();
+        b.budget = EscapeName(c.String());
+        b.stage = EscapeName(c.String());
+        b.stat = EscapeName(c.String());
         b.interval_start_utc_ns = c.Int64();
         b.limit_ns = c.Int64();
         b.measured_ns = c.Float64();
@@ -155,8 +155,8 @@ absl::StatusOr<std::vector<RunNote>> ClickHouseStoreReader::Notes(int64_t run_id
       absl::StrCat("SELECT kind, text FROM run_notes FINAL WHERE run_id = ", run_id,
                    " ORDER BY kind"),
       "reading run notes", [&](RowBinaryCursor& c) {
-        std::string kind = c.String();
-        out.push_back(RunNote{std::move(kind), c.String()});
+        std::string kind = EscapeName(c.String());
+        out.push_back(RunNote{std::move(kind), EscapeName(c.String())});
       }));
   return out;
 }
@@ -169,9 +169,9 @@ absl::StatusOr<std::vector<StageClockRow>> ClickHouseStoreReader::StageClocks(in
                    " ORDER BY stage, side, clock"),
       "reading stage clocks", [&](RowBinaryCursor& c) {
         StageClockRow r;
-        r.stage = c.String();
-        r.side = c.String();
-        r.clock = c.String();
+        r.stage = EscapeName(c.String());
+        r.side = EscapeName(c.String());
+        r.clock = EscapeName(c.String());
         out.push_back(std::move(r));
       }));
   return out;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/name_text.h"
 #include "store/sqlite/sqlite_reader.h"
 #include "store/sqlite/sqlite_statement.h"
 
@@ -57,8 +58,9 @@ absl::StatusOr<std::vector<BudgetBreachRow>> ReadBudgetBreaches(sqlite3* db, int
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
   absl::Status st = s->ForEachRow([&] {
-    out.push_back(BudgetBreachRow{s->Text(0), s->Text(1), s->Text(2), s->Int(3), s->Int(4),
-                                  s->Double(5), s->Int(6)});
+    out.push_back(BudgetBreachRow{EscapeName(s->Text(0)), EscapeName(s->Text(1)),
+                                  EscapeName(s->Text(2)), s->Int(3), s->Int(4), s->Double(5),
+                                  s->Int(6)});
   });
   if (!st.ok()) return st;
   return out;

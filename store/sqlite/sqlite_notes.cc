@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/name_text.h"
 #include "store/sqlite/sqlite_reader.h"
 #include "store/sqlite/sqlite_statement.h"
 
@@ -44,7 +45,7 @@ absl::StatusOr<std::vector<RunNote>> ReadRunNotes(sqlite3* db, int64_t run_id,
                          absl::StrCat(context, ": read run notes"));
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
-  absl::Status st = s->ForEachRow([&] { out.push_back(RunNote{s->Text(0), s->Text(1)}); });
+  absl::Status st = s->ForEachRow([&] { out.push_back(RunNote{EscapeName(s->Text(0)), EscapeName(s->Text(1))}); });
   if (!st.ok()) return st;
   return out;
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/name_text.h"
 #include "store/sqlite/sqlite_reader.h"
 #include "store/sqlite/sqlite_statement.h"
 
@@ -43,8 +44,12 @@ absl::StatusOr<std::vector<StageClockRow>> ReadStageClocks(sqlite3* db, int64_t 
       absl::StrCat(context, ": read stage clocks"));
   if (!s.ok()) return s.status();
   s->Bind(1, run_id);
-  absl::Status st =
-      s->ForEachRow([&] { out.push_back(StageClockRow{s->Text(0), s->Text(1), s->Text(2)}); });
+  // Escaped as every name read from a store (common/name_text.h): a
+  // store may hold any bytes.
+  absl::Status st = s->ForEachRow([&] {
+    out.push_back(
+        StageClockRow{EscapeName(s->Text(0)), EscapeName(s->Text(1)), EscapeName(s->Text(2))});
+  });
   if (!st.ok()) return st;
   return out;
 }

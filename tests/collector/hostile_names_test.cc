@@ -213,10 +213,32 @@ TEST_F(HostileNamesTest, RawBytesPutIntoAStoreByHandAreEscapedAlike) {
     sqlite3_bind_text(s, 1, kProcess.data(), static_cast<int>(kProcess.size()), SQLITE_TRANSIENT);
     ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
     sqlite3_finalize(s);
+    // The tables a store keeps outside its schema version are read alike:
+    // a note and a stage's clock of raw bytes.
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO run_notes(run_id, kind, text) VALUES(1, ?1, ?2);",
+                                 -1, &s, nullptr),
+              SQLITE_OK);
+    sqlite3_bind_text(s, 1, kThread.data(), static_cast<int>(kThread.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, kProcess.data(), static_cast<int>(kProcess.size()), SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_finalize(s);
+    ASSERT_EQ(sqlite3_prepare_v2(
+                  db, "INSERT INTO stage_clocks(run_id, stage, side, clock) VALUES(1, ?1, 'begin', ?2)",
+                  -1, &s, nullptr),
+              SQLITE_OK);
+    sqlite3_bind_text(s, 1, raw_stage.data(), static_cast<int>(raw_stage.size()),
+                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, kTag1.data(), static_cast<int>(kTag1.size()), SQLITE_TRANSIENT);
+    ASSERT_EQ(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_finalize(s);
     sqlite3_close(db);
   }
   EXPECT_EQ(View({"summary", "--db", db_}), 0) << err_;
   ExpectNoRawControls(out_ + err_, "summary");
+  EXPECT_NE(out_.find(kProcessEscaped), std::string::npos) << "the note\n" << out_;
+  EXPECT_NE(out_.find(kTag0Escaped + " by " + kTag1Escaped), std::string::npos)
+      << "the stage's clock\n" << out_;
   EXPECT_EQ(SummaryJsonStages().count(kStageEscaped), 1u) << out_;
   EXPECT_EQ(View({"export", "--db", db_, "--format", "chrome", "--out", "-"}), 0) << err_;
   const nlohmann::json j = nlohmann::json::parse(out_, nullptr, /*allow_exceptions=*/false);
