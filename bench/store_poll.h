@@ -33,19 +33,16 @@ class StorePoll {
     if (poll_.has_value()) return true;
     if (db_ == nullptr) {
       if (access(path_.c_str(), R_OK) != 0) return false;
-      if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      // `orders` is a view over the blocks that needs the store's SQL
+      // functions (sqlite_block_sql.h), registered on this connection.
+      if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK ||
+          !store::RegisterBlockSqlFunctions(db_).ok()) {
         sqlite3_close(db_);
         db_ = nullptr;
         return false;
       }
     }
     sqlite3_busy_timeout(db_, 100);
-    // `orders` is a view over the blocks that needs the store's SQL
-    // functions (sqlite_block_sql.h), registered on this connection.
-    if (!functions_registered_) {
-      if (!store::RegisterBlockSqlFunctions(db_).ok()) return false;
-      functions_registered_ = true;
-    }
     absl::StatusOr<store::internal::Statement> s =
         store::internal::Statement::Prepare(db_, sql_, path_);
     if (!s.ok()) return false;  // schema not there yet
@@ -79,14 +76,12 @@ class StorePoll {
     poll_.reset();  // finalized before the connection closes
     if (db_ != nullptr) sqlite3_close(db_);
     db_ = nullptr;
-    functions_registered_ = false;
   }
 
  private:
   std::string path_;
   std::string sql_;
   sqlite3* db_ = nullptr;
-  bool functions_registered_ = false;
   std::optional<store::internal::Statement> poll_;
 };
 

@@ -10,6 +10,13 @@ std::string TransitionStageName(std::string_view from_tag, std::string_view to_t
                       absl::string_view(to_tag.data(), to_tag.size()));
 }
 
+std::optional<std::pair<std::string_view, std::string_view>> TransitionTags(
+    std::string_view stage) {
+  const size_t arrow = stage.find(kStageArrow);
+  if (arrow == std::string_view::npos) return std::nullopt;
+  return std::pair{stage.substr(0, arrow), stage.substr(arrow + kStageArrow.size())};
+}
+
 std::string_view StageKindName(StageKind kind) {
   switch (kind) {
     case StageKind::kTransition:

@@ -175,6 +175,13 @@ TEST(Names, CounterTableIsInEnumOrderAndUnique) {
   EXPECT_EQ(CounterName(Counter::kLateRecords), "late_records");
   EXPECT_FALSE(CounterByName("no_such_counter").has_value());
   EXPECT_EQ(TransitionStageName("a", "b"), "a->b");
+  // Its inverse: the first arrow splits; a span's or the total's name has none.
+  const auto tags = TransitionTags("wire_tx->venue_rx");
+  ASSERT_TRUE(tags.has_value());
+  EXPECT_EQ(tags->first, "wire_tx");
+  EXPECT_EQ(tags->second, "venue_rx");
+  EXPECT_FALSE(TransitionTags("decide").has_value());
+  EXPECT_FALSE(TransitionTags("total").has_value());
 }
 
 }  // namespace

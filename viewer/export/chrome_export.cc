@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ticktrace/store/flags.h"
+#include "ticktrace/store/names.h"
 #include "viewer/format/format_units.h"
 #include "common/status_macros.h"
 
@@ -90,10 +91,9 @@ absl::StatusOr<TagClockMap> TagClocks(store::StoreReader& store, int64_t run_id)
                              store.StageClocks(run_id));
   std::map<std::string, std::set<std::string>> by_tag;
   for (const store::StageClockRow& r : rows) {
-    const size_t arrow = r.stage.find("->");
-    if (arrow == std::string::npos) continue;  // a span or total: no tag of its own
-    by_tag[r.side == "begin" ? r.stage.substr(0, arrow) : r.stage.substr(arrow + 2)].insert(
-        r.clock);
+    const auto tags = store::TransitionTags(r.stage);
+    if (!tags.has_value()) continue;  // a span or total: no tag of its own
+    by_tag[std::string(r.side == "begin" ? tags->first : tags->second)].insert(r.clock);
   }
   TagClockMap out;
   for (const auto& [tag, clocks] : by_tag) {

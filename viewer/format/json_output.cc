@@ -25,11 +25,9 @@ Json OptionalOrderId(const std::optional<int64_t>& id) {
 
 Json FlagList(uint32_t flags) {
   Json list = Json::array();
-  for (const store::FlagName& f : store::kFlagNames) {
+  for (const store::FlagName& f : store::kAllFlagNames) {
     if ((flags & f.bit) != 0) list.push_back(std::string(f.name));
   }
-  // Not among kFlagNames (no per-interval count yet): named all the same.
-  if ((flags & store::kFlagExternal) != 0) list.push_back("external");
   return list;
 }
 

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "viewer/format/format_units.h"
 #include "viewer/format/json_optional.h"
 #include "viewer/format/text_table.h"
@@ -17,6 +16,7 @@
 #include "viewer/views/flag_words.h"
 #include "viewer/views/run_notes_text.h"
 #include "common/status_macros.h"
+#include "ticktrace/store/names.h"
 
 namespace ticktrace::view {
 namespace {
@@ -299,12 +299,12 @@ std::string OtherClocksLine(const Summary& summary) {
   std::vector<std::string> stages;
   for (const SummaryStage& s : summary.stages) {
     if (s.clocks.empty()) continue;
-    const std::vector<std::string> tags = absl::StrSplit(s.stage, absl::MaxSplits("->", 1));
+    const auto tags = store::TransitionTags(s.stage);
     std::vector<std::string> ends;
     for (const store::StageClockRow& c : s.clocks) {
-      const bool named = tags.size() == 2;
-      ends.push_back(absl::StrCat(named ? (c.side == "begin" ? tags[0] : tags[1]) : c.side,
-                                  " by ", c.clock));
+      const std::string_view end =
+          !tags.has_value() ? c.side : (c.side == "begin" ? tags->first : tags->second);
+      ends.push_back(absl::StrCat(absl::string_view(end.data(), end.size()), " by ", c.clock));
     }
     const std::string bound =
         s.uncertainty_ns > 0

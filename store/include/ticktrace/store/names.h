@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace ticktrace::store {
 
@@ -17,6 +18,10 @@ inline constexpr std::string_view kTotalStage = "total";
 // Between two consecutive pipeline stages: "a->b".
 inline constexpr std::string_view kStageArrow = "->";
 std::string TransitionStageName(std::string_view from_tag, std::string_view to_tag);
+// The two tags of a transition stage "a->b" (TransitionStageName's
+// inverse); nullopt for a span's or the total's name. Views into `stage`.
+std::optional<std::pair<std::string_view, std::string_view>> TransitionTags(
+    std::string_view stage);
 
 // What a stage measures (stages.kind).
 enum class StageKind : int { kTransition = 0, kSpan = 1, kTotal = 2 };
